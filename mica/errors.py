@@ -1,0 +1,83 @@
+"""The one error hierarchy of MICA.
+
+Every error MICA raises on purpose is a :class:`MicaError`. Each names the construct it is about and
+where it is (array, statement, loop, core, step, colour). Errors from isl, pycparser or the C compiler are
+wrapped in one of these with context; they are never leaked raw.
+
+    MicaError
+    ├── MeshError        bad mesh shape (zero, negative, larger than the target's grid)
+    ├── TargetError      unknown target or malformed target description
+    ├── AffineError      a program that is malformed (front end, builders)
+    │   └── NotAffineError   a construct outside the affine subset
+    ├── ScheduleError    no legal/fitting schedule; a forced schedule that does not apply
+    │   └── SramError        per-core data that cannot fit the target's SRAM
+    ├── CommError        communication that cannot be derived, classified or routed
+    ├── MeshIRError      a MeshIR program that fails verification
+    ├── EmitError        code generation or native compilation failed
+    ├── InputError       inputs given to ``run()`` are missing or of the wrong shape/dtype
+    └── SimError         the emulator detected a fault (unrouted colour, unmatched receive, overflow)
+"""
+
+from __future__ import annotations
+
+
+class MicaError(Exception):
+    """Root of every error MICA raises on purpose.
+
+    ``detail`` holds an optional longer explanation (the offending relation, the candidate list) that
+    is not part of the short message; ``str(err)`` is the short message.
+    """
+
+    def __init__(self, message: str, *, detail: str | None = None):
+        super().__init__(message)
+        self.detail = detail
+
+    def render(self, detailed: bool = False) -> str:
+        """The short message, or with ``detailed=True`` the message followed by the detail."""
+        if detailed and self.detail:
+            return f"{self}\n{self.detail}"
+        return str(self)
+
+
+class MeshError(MicaError):
+    """A mesh shape that is not usable: zero or negative, or larger than the target's grid."""
+
+
+class TargetError(MicaError):
+    """An unknown target name or an inconsistent target description."""
+
+
+class AffineError(MicaError):
+    """A program that is malformed: bad shapes, unknown arrays, accesses outside declared extents."""
+
+
+class NotAffineError(AffineError):
+    """A construct outside the affine subset MICA accepts (non-affine subscript, unsupported statement)."""
+
+
+class ScheduleError(MicaError):
+    """No legal schedule, or a schedule that does not apply to the program it is given."""
+
+
+class SramError(ScheduleError):
+    """Per-core data that cannot fit the target's SRAM even on the full mesh."""
+
+
+class CommError(MicaError):
+    """Communication that cannot be derived, classified into a pattern, or routed within the budget."""
+
+
+class MeshIRError(MicaError):
+    """A MeshIR program that fails verification (memory, routes, unmatched receives)."""
+
+
+class EmitError(MicaError):
+    """Code generation or native compilation failed."""
+
+
+class InputError(MicaError):
+    """Inputs given to ``CompiledProgram.run`` are missing, unexpected, or of the wrong shape or dtype."""
+
+
+class SimError(MicaError):
+    """A fault detected by the emulator: unrouted colour, unmatched receive, arena overflow, bad op."""
