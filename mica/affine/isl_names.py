@@ -1,0 +1,186 @@
+"""The names-first boundary to isl.
+
+This is the only module that deals with isl's dimension types and positions. Everything else in MICA
+speaks of loop names, array names and mesh-axis names and passes isl objects built from text whose
+identifiers MICA generated or validated.
+
+One isl context (:data:`CTX`) is used for every object; isl objects never cross into emulator threads.
+isl errors are wrapped in the :class:`~mica.errors.MicaError` subclass the caller names.
+
+Public API: :data:`CTX`, :func:`iset`, :func:`imap`, :func:`uset`, :func:`umap`, :func:`dim_names`,
+:func:`param_names`, :func:`int_bounds`, :func:`max_of`, :func:`min_of`, :func:`fix_params`, :func:`aff_text`,
+:func:`single_affine_of`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+import islpy as isl
+
+from ..errors import AffineError, MicaError
+
+CTX = isl.DEFAULT_CONTEXT
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_ident(name: str, what: str = "name") -> str:
+    """``name`` if it is a plain C/isl identifier, else :class:`AffineError`."""
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise AffineError(f"{what} {name!r} is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    return name
+
+
+def _parse(kind, text: str, error: type[MicaError]):
+    try:
+        return kind.read_from_str(CTX, text)
+    except isl.Error as exc:
+        raise error(f"isl could not parse {kind.__name__} {text!r}: {exc}") from None
+
+
+def iset(text: str, error: type[MicaError] = AffineError) -> isl.Set:
+    """An ``isl.Set`` from isl text."""
+    return _parse(isl.Set, text, error)
+
+
+def imap(text: str, error: type[MicaError] = AffineError) -> isl.Map:
+    """An ``isl.Map`` from isl text."""
+    return _parse(isl.Map, text, error)
+
+
+def uset(text: str, error: type[MicaError] = AffineError) -> isl.UnionSet:
+    return _parse(isl.UnionSet, text, error)
+
+
+def umap(text: str, error: type[MicaError] = AffineError) -> isl.UnionMap:
+    return _parse(isl.UnionMap, text, error)
+
+
+def dim_names(obj: isl.Set | isl.BasicSet, kind: str = "set") -> tuple[str, ...]:
+    """Names of the set (``kind='set'``), input (``'in'``), output (``'out'``) or parameter dims."""
+    dt = {"set": isl.dim_type.set, "in": isl.dim_type.in_, "out": isl.dim_type.out,
+          "param": isl.dim_type.param}[kind]
+    return tuple(obj.get_dim_name(dt, i) for i in range(obj.dim(dt)))
+
+
+def param_names(obj) -> tuple[str, ...]:
+    return tuple(obj.get_dim_name(isl.dim_type.param, i) for i in range(obj.dim(isl.dim_type.param)))
+
+
+def tuple_name(obj: isl.Set) -> str | None:
+    return obj.get_tuple_name()
+
+
+def _dim_pos(s: isl.Set, name: str) -> int:
+    pos = s.find_dim_by_name(isl.dim_type.set, name)
+    if pos < 0:
+        raise AffineError(f"no dimension {name!r} in {s}")
+    return pos
+
+
+def int_bounds(s: isl.Set, name: str) -> tuple[int, int] | None:
+    """Inclusive (min, max) of set dimension ``name`` over ``s`` (no parameters), or None if empty.
+
+    Raises :class:`AffineError` if the dimension is unbounded.
+    """
+    if s.is_empty():
+        return None
+    pos = _dim_pos(s, name)
+    lo = s.dim_min_val(pos)
+    hi = s.dim_max_val(pos)
+    if not (lo.is_int() and hi.is_int()):
+        raise AffineError(f"dimension {name!r} of {s} is unbounded")
+    return int(lo.to_python()), int(hi.to_python())
+
+
+def _expr_extreme(s: isl.Set, expr: str, maximise: bool) -> int | None:
+    names = dim_names(s)
+    tname = s.get_tuple_name() or ""
+    params = param_names(s)
+    ptxt = f"[{', '.join(params)}] -> " if params else ""
+    m = imap(f"{ptxt}{{ {tname}[{', '.join(names)}] -> [{expr}] }}")
+    img = s.apply(m)
+    if img.is_empty():
+        return None
+    v = img.dim_max_val(0) if maximise else img.dim_min_val(0)
+    if not v.is_int():
+        raise AffineError(f"{expr} is unbounded over {s}")
+    return int(v.to_python())
+
+
+def max_of(s: isl.Set, expr: str) -> int | None:
+    """The maximum of the affine expression ``expr`` (in the set's dim names) over ``s``; None if empty."""
+    return _expr_extreme(s, expr, True)
+
+
+def min_of(s: isl.Set, expr: str) -> int | None:
+    return _expr_extreme(s, expr, False)
+
+
+def fix_params(obj, values: Mapping[str, int]):
+    """``obj`` with the named parameters fixed to ``values`` (other parameters untouched)."""
+    for name, v in values.items():
+        pos = obj.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0:
+            obj = obj.fix_val(isl.dim_type.param, pos, isl.Val.int_from_si(CTX, int(v)))
+    return obj
+
+
+def aff_text(terms: Mapping[str, int] | Sequence[tuple[str, int]], const: int = 0) -> str:
+    """isl/C text of ``sum(coeff * name) + const``."""
+    items = terms.items() if isinstance(terms, Mapping) else terms
+    parts = []
+    for name, c in items:
+        if c == 0:
+            continue
+        parts.append(name if c == 1 else f"-{name}" if c == -1 else f"{c}*{name}")
+    if const or not parts:
+        parts.append(str(const))
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+def single_affine_of(m: isl.Map, out_name: str) -> isl.PwAff | None:
+    """If output dim ``out_name`` of ``m`` is a single-valued function of the input, that function as a
+    piecewise affine expression over the input space; otherwise None."""
+    pos = m.find_dim_by_name(isl.dim_type.out, out_name)
+    if pos < 0:
+        raise AffineError(f"no output dimension {out_name!r} in {m}")
+    proj = m.project_out(isl.dim_type.out, pos + 1, m.dim(isl.dim_type.out) - pos - 1)
+    proj = proj.project_out(isl.dim_type.out, 0, pos)
+    if not proj.is_single_valued():
+        return None
+    pma = proj.as_pw_multi_aff()
+    return pma.get_pw_aff(0)
+
+
+def pw_aff_pieces(pa: isl.PwAff) -> list[tuple[isl.Set, isl.Aff]]:
+    """The (domain, affine) pieces of a piecewise affine expression."""
+    return pa.get_pieces()
+
+
+def aff_coefficients(aff: isl.Aff) -> tuple[dict[str, int], int, int]:
+    """(coefficient per input-dim name, constant, denominator) of an affine expression without divs."""
+    if aff.dim(isl.dim_type.div) != 0:
+        raise AffineError(f"affine expression {aff} has integer divisions")
+    den = aff.get_denominator_val().to_python()
+    coeffs = {}
+    for i in range(aff.dim(isl.dim_type.in_)):
+        c = aff.get_coefficient_val(isl.dim_type.in_, i).to_python() * den
+        if c:
+            coeffs[aff.get_dim_name(isl.dim_type.in_, i)] = int(c)
+    for i in range(aff.dim(isl.dim_type.param)):
+        c = aff.get_coefficient_val(isl.dim_type.param, i).to_python() * den
+        if c:
+            coeffs[aff.get_dim_name(isl.dim_type.param, i)] = int(c)
+    const = int(aff.get_constant_val().to_python() * den)
+    return coeffs, const, int(den)
+
+
+def rename_dims(obj, kind: str, names: Sequence[str]):
+    """``obj`` with its ``kind`` (``'in'``, ``'out'``, ``'set'``) dimensions named ``names`` in order."""
+    dt = {"set": isl.dim_type.set, "in": isl.dim_type.in_, "out": isl.dim_type.out}[kind]
+    for i, n in enumerate(names):
+        obj = obj.set_dim_name(dt, i, n)
+    return obj

@@ -1,0 +1,216 @@
+"""The affine program: arrays, statements with isl iteration domains, tagged accesses, expression trees.
+
+A :class:`Program` is what every front end produces (the ``mica.ops`` builders, and later C via
+``from_c``) and what the scheduler consumes. Sizes are concrete integers once a program is built.
+
+Spaces:
+  * a statement's domain is ``{ S[l0, l1, ...] : ... }`` with ``S`` the statement name and ``l*`` its loop
+    names, outermost first;
+  * an access relation is ``{ S[l0, ...] -> A[a0, ...] }`` (tagged by :attr:`Access.ref`);
+  * the original schedule is ``{ S[l0, ...] -> [c0, l0, c1, l1, ..., cn] }``: textual order as a 2d+1
+    vector, padded with zeros to the same length for every statement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import islpy as isl
+
+from ..errors import AffineError
+from ..targets import DTYPE_BYTES
+from .expr import Aff, Expr, Read, Scalar
+from .isl_names import check_ident, dim_names, iset, imap, umap
+
+
+@dataclass(frozen=True)
+class Array:
+    """A named dense array of ``shape`` (row-major) and ``dtype`` (``'f32'``/``'f64'``/``'f16'``)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "f32"
+
+    def __post_init__(self):
+        check_ident(self.name, "array name")
+        if self.dtype not in DTYPE_BYTES:
+            raise AffineError(f"array {self.name}: unsupported dtype {self.dtype!r}")
+        if any((not isinstance(n, int)) or n <= 0 for n in self.shape):
+            raise AffineError(f"array {self.name}: extents must be positive integers, got {self.shape}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def box_text(self) -> str:
+        """``{ A[a0, ...] : 0 <= a_d < n_d }``."""
+        dims = [f"a{d}" for d in range(self.rank)]
+        cons = " and ".join(f"0 <= {a} < {n}" for a, n in zip(dims, self.shape)) or "true"
+        return f"{{ {self.name}[{', '.join(dims)}] : {cons} }}"
+
+
+@dataclass(frozen=True)
+class Access:
+    """One array reference of a statement, tagged ``ref`` (unique in the program)."""
+
+    ref: str
+    array: str
+    index: tuple[Aff, ...]
+
+    def relation_text(self, stmt: "Statement") -> str:
+        """``{ S[loops] -> A[index] }``."""
+        return f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> {self.array}[{', '.join(a.text() for a in self.index)}] }}"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``write = expr`` for every point of ``domain``.
+
+    ``domain`` is isl text in the space ``S[loops]``. ``reads`` lists every access the expression reads
+    (the expression's :class:`~mica.affine.expr.Read` leaves name them by ``ref``). ``order`` is the
+    statement's 2d+1 original-schedule vector: ints (textual positions) interleaved with loop names.
+    """
+
+    name: str
+    loops: tuple[str, ...]
+    domain: str
+    write: Access
+    expr: Expr
+    reads: tuple[Access, ...] = ()
+    order: tuple[int | str, ...] = ()
+
+    def __post_init__(self):
+        check_ident(self.name, "statement name")
+        for lp in self.loops:
+            check_ident(lp, f"loop of {self.name}")
+        if len(set(self.loops)) != len(self.loops):
+            raise AffineError(f"statement {self.name}: repeated loop names {self.loops}")
+        refs = {a.ref for a in self.reads}
+        missing = [r for r in self.expr.refs() if r not in refs]
+        if missing:
+            raise AffineError(f"statement {self.name}: expression reads unknown references {missing}")
+
+    @cached_property
+    def domain_set(self) -> isl.Set:
+        s = iset(self.domain)
+        if s.get_tuple_name() != self.name or dim_names(s) != self.loops:
+            raise AffineError(
+                f"statement {self.name}: domain {self.domain!r} is not in space {self.name}[{', '.join(self.loops)}]")
+        return s
+
+    def access(self, ref: str) -> Access:
+        for a in (self.write, *self.reads):
+            if a.ref == ref:
+                return a
+        raise AffineError(f"statement {self.name} has no access {ref!r}")
+
+    def access_map(self, access: Access) -> isl.Map:
+        """``{ S[loops] -> A[index] }`` restricted to the statement's domain."""
+        return imap(access.relation_text(self)).intersect_domain(self.domain_set)
+
+    @property
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.write, *self.reads)
+
+    def scalars(self) -> tuple[str, ...]:
+        return tuple(sorted({e.name for e in self.expr.walk() if isinstance(e, Scalar)}))
+
+
+@dataclass(frozen=True)
+class Program:
+    """A whole affine program: arrays, scalar parameters, statements in textual order.
+
+    ``inputs`` are the arrays whose initial contents matter (loaded from the host); ``outputs`` the arrays
+    returned to the user (every array a statement writes, unless declared temporary).
+    """
+
+    name: str
+    arrays: tuple[Array, ...]
+    statements: tuple[Statement, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    scalars: tuple[tuple[str, str], ...] = ()
+    source: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        check_ident(self.name, "program name")
+        names = [a.name for a in self.arrays]
+        if len(set(names)) != len(names):
+            raise AffineError(f"program {self.name}: repeated array names {names}")
+        if not self.statements:
+            raise AffineError(f"program {self.name} has no statements")
+        snames = [s.name for s in self.statements]
+        if len(set(snames)) != len(snames):
+            raise AffineError(f"program {self.name}: repeated statement names {snames}")
+        refs = [a.ref for s in self.statements for a in s.accesses]
+        if len(set(refs)) != len(refs):
+            raise AffineError(f"program {self.name}: access tags must be unique, got {refs}")
+        scal = {n for n, _ in self.scalars}
+        for n, dt in self.scalars:
+            check_ident(n, "scalar name")
+            if n in names:
+                raise AffineError(f"program {self.name}: {n!r} is both an array and a scalar")
+        for s in self.statements:
+            for a in s.accesses:
+                if a.array not in names:
+                    raise AffineError(f"statement {s.name} accesses unknown array {a.array!r}")
+                if len(a.index) != self.array(a.array).rank:
+                    raise AffineError(
+                        f"statement {s.name}: {a.array} has rank {self.array(a.array).rank}, "
+                        f"access {a.ref} gives {len(a.index)} subscripts")
+                for ix in a.index:
+                    bad = [n for n in ix.names if n not in s.loops]
+                    if bad:
+                        raise AffineError(f"statement {s.name}: subscript {ix} of {a.array} uses unknown names {bad}")
+            missing = [n for n in s.scalars() if n not in scal]
+            if missing:
+                raise AffineError(f"statement {s.name} uses undeclared scalars {missing}")
+        for n in (*self.inputs, *self.outputs):
+            if n not in names:
+                raise AffineError(f"program {self.name}: unknown array {n!r} in inputs/outputs")
+        self.check_bounds()
+
+    def array(self, name: str) -> Array:
+        for a in self.arrays:
+            if a.name == name:
+                return a
+        raise AffineError(f"program {self.name} has no array {name!r}")
+
+    def statement(self, name: str) -> Statement:
+        for s in self.statements:
+            if s.name == name:
+                return s
+        raise AffineError(f"program {self.name} has no statement {name!r}")
+
+    def check_bounds(self) -> None:
+        """Proves with isl that every access stays inside its array's declared extent."""
+        for s in self.statements:
+            dom = s.domain_set
+            if dom.is_empty():
+                continue
+            for a in s.accesses:
+                arr = self.array(a.array)
+                img = dom.apply(imap(a.relation_text(s)))
+                outside = img.subtract(iset(arr.box_text()))
+                if not outside.is_empty():
+                    pt = outside.sample_point()
+                    raise AffineError(
+                        f"statement {s.name}: access {a.ref} to {a.array}{list(arr.shape)} goes out of bounds, "
+                        f"e.g. at {pt}")
+
+    def schedule_map(self) -> isl.UnionMap:
+        """The original (textual) schedule ``{ S[loops] -> [2d+1 vector] }`` over every statement."""
+        n = max(len(s.order) for s in self.statements)
+        parts = []
+        for s in self.statements:
+            vec = [str(v) for v in s.order] + ["0"] * (n - len(s.order))
+            parts.append(f"{s.name}[{', '.join(s.loops)}] -> [{', '.join(vec)}]")
+        return umap("{ " + "; ".join(parts) + " }")
+
+    def replace(self, **kw) -> "Program":
+        return replace(self, **kw)

@@ -1,0 +1,186 @@
+"""Ownership, per-step needs and communication sets, derived with isl; pattern classification and hop proofs.
+
+Spaces used throughout (all relations are plain ``isl.Map`` without parameters):
+
+* placement ``{ S[loops] -> M[t, x, y] }``: statement instance to (step, core column, core row);
+* ownership ``{ core[x, y] -> A[a...] }``: what each core holds of array A (its home box);
+* need ``{ M[t, x, y] -> A[a...] }``: what core (x, y) reads of A at step t;
+* communication ``{ M[t, x, y] -> core[x', y'] }``: core (x', y') must send to (x, y) before step t
+  (the data is ``need(M) ∩ own(core)``); self-pairs removed.
+
+:func:`classify` turns a need and an ownership into a :class:`CommPlan`: ``local`` (nothing moves),
+``row`` (a root core per row, a function of t only, multicasts its whole home box along the row) or
+``column``. The plan's ``max_hops`` is the maximum of ``|x - x'| + |y - y'|`` over the communication set,
+computed by isl, not sampled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..affine.isl_names import aff_coefficients, imap, max_of, rename_dims, single_affine_of
+from ..affine.program import Access, Array, Statement
+from ..errors import CommError
+from ..meshir.ir import BoxDim, Lin, Region
+from ..tiling.schedule import Schedule
+
+
+def statement_pins(stmt: Statement, sched: Schedule) -> dict[str, int]:
+    """Mesh axes the statement has no loop for, with the coordinate it runs at (0: the root side)."""
+    pins = {}
+    for sm in sched.space:
+        if sm.loop not in stmt.loops:
+            pins[sm.axis] = 0
+    return pins
+
+
+def placement_constraints(stmt: Statement, sched: Schedule) -> list[str]:
+    """Constraints tying loops to ``t``, ``x``, ``y`` (see :func:`placement_map`)."""
+    cons = []
+    for sm in sched.space:
+        if sm.loop in stmt.loops:
+            cons.append(f"{sm.tile}*{sm.axis} <= {sm.loop} < {sm.tile}*{sm.axis} + {sm.tile}")
+        else:
+            cons.append(f"{sm.axis} = 0")
+    for axis in ("x", "y"):
+        if sched.loop_on(axis) is None:
+            cons.append(f"{axis} = 0")
+    st = sched.step
+    if st is not None and st.loop in stmt.loops:
+        cons.append(f"{st.tile}*t <= {st.loop} < {st.tile}*t + {st.tile}")
+    else:
+        cons.append("t = 0")
+    return cons
+
+
+def placement_map(stmt: Statement, sched: Schedule) -> isl.Map:
+    """``{ S[loops] -> M[t, x, y] }`` restricted to the statement's domain."""
+    text = (f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> M[t, x, y] : "
+            f"{' and '.join(placement_constraints(stmt, sched))} }}")
+    return imap(text, CommError).intersect_domain(stmt.domain_set)
+
+
+def box_constraints(box: tuple[BoxDim, ...], pins: dict[str, int] | None = None) -> list[str]:
+    cons = [d.isl(f"a{i}") for i, d in enumerate(box)]
+    for axis, c in (pins or {}).items():
+        cons.append(f"{axis} = {c}")
+    return cons
+
+
+def ownership_map(array: Array, box: tuple[BoxDim, ...], region: Region, pins: dict[str, int]) -> isl.Map:
+    """``{ core[x, y] -> A[a...] }``: each core of ``region`` holds the box of ``array``."""
+    dims = ", ".join(f"a{i}" for i in range(array.rank))
+    cons = box_constraints(box, pins) + [f"{region.x0} <= x < {region.x1}", f"{region.y0} <= y < {region.y1}"]
+    return imap(f"{{ core[x, y] -> {array.name}[{dims}] : {' and '.join(cons)} }}", CommError)
+
+
+def box_map(array: Array, box: tuple[BoxDim, ...]) -> isl.Map:
+    """``{ M[t, x, y] -> A[a...] }``: the box a buffer with coordinates (t, x, y) holds."""
+    dims = ", ".join(f"a{i}" for i in range(array.rank))
+    cons = box_constraints(box) or ["true"]
+    return imap(f"{{ M[t, x, y] -> {array.name}[{dims}] : {' and '.join(cons)} }}", CommError)
+
+
+def need_map(stmt: Statement, access: Access, sched: Schedule) -> isl.Map:
+    """``{ M[t, x, y] -> A[a...] }``: the elements of the accessed array each core reads at each step."""
+    return stmt.access_map(access).apply_domain(placement_map(stmt, sched))
+
+
+@dataclass(frozen=True)
+class CommPlan:
+    """How the data an access needs reaches the cores that read it (see module docstring)."""
+
+    kind: str                   # "local" | "row" | "column"
+    array: str
+    ref: str
+    root: Lin | None = None     # the sending core's x (row) or y (column) as a function of t
+    max_hops: int = 0
+    recv_box: tuple[BoxDim, ...] = ()
+    relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
+
+
+def _root_of(rel: isl.Map, src_dim: str, what: str) -> Lin:
+    """The source coordinate ``src_dim`` of ``rel`` as an affine function of ``t`` alone."""
+    keep = "x" if src_dim == "y" else "y"
+    m = imap(f"{{ M[t, x, y] -> R[t, {keep}] }}")
+    # { R[t, keep] -> core[x', y'] } then the single source coordinate.
+    by_line = rename_dims(rel.apply_domain(m), "in", ("t", keep))
+    pa = single_affine_of(by_line, src_dim)
+    if pa is None:
+        raise CommError(f"{what}: the sending core is not a single function of the step", detail=str(rel))
+    affs = {str(a) for _, a in pa.get_pieces()}
+    if len(affs) != 1:
+        raise CommError(f"{what}: the sending core is piecewise in the step", detail=str(pa))
+    _, aff = pa.get_pieces()[0]
+    coeffs, const, den = aff_coefficients(aff)
+    if den != 1 or any(k not in ("t",) for k in coeffs):
+        raise CommError(f"{what}: the sending core depends on the receiver, not only on the step",
+                        detail=str(aff))
+    return Lin(const, (("t", coeffs["t"]),) if coeffs.get("t") else ())
+
+
+def _hops(rel: isl.Map) -> int:
+    """max |x - x'| + max |y - y'| over ``{ M[t, x, y] -> core[x', y'] }`` (0 when empty)."""
+    s = rename_dims(rel.wrap().flatten().set_tuple_name("P"), "set", ("t", "x", "y", "xs", "ys"))
+    if s.is_empty():
+        return 0
+    dx = max(max_of(s, "x - xs"), max_of(s, "xs - x"))
+    dy = max(max_of(s, "y - ys"), max_of(s, "ys - y"))
+    return int(dx + dy)
+
+
+def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tuple[BoxDim, ...],
+             what: str) -> CommPlan:
+    """The communication pattern that brings ``need`` (``{M[t,x,y] -> A}``) from ``own`` (``{core -> A}``).
+
+    Raises :class:`CommError` (naming ``what``) when the set is not a supported pattern.
+    """
+    # Which core sends what to whom: { M[t, x, y] -> core[x', y'] } with the self-pairs removed.
+    sources = need.apply_range(own.reverse())
+    self_pairs = imap("{ M[t, x, y] -> core[x, y] }")
+    remote = sources.subtract(self_pairs)
+    uncovered = need.subtract(sources.apply_range(own)) if not need.is_empty() else need
+    if not uncovered.is_empty():
+        raise CommError(f"{what}: some elements {array.name} needs are owned by no core",
+                        detail=str(uncovered))
+    if remote.is_empty():
+        return CommPlan("local", array.name, ref)
+    rel_text = str(remote)
+    same_row = imap("{ M[t, x, y] -> core[xs, y] }")
+    same_col = imap("{ M[t, x, y] -> core[x, ys] }")
+    if remote.is_subset(same_row):
+        kind, axis, src_dim = "row", "x", "x"
+    elif remote.is_subset(same_col):
+        kind, axis, src_dim = "column", "y", "y"
+    else:
+        raise CommError(f"{what}: data moves in both mesh directions; only row/column multicasts are "
+                        f"supported here", detail=rel_text)
+    root = _root_of(remote, src_dim, what)
+    # The receive buffer holds the root's whole home box: the multicast axis coordinate becomes the root.
+    recv_box = []
+    for d in home_box:
+        if d.coord == axis:
+            if root.terms == (("t", 1),) and root.const == 0:
+                recv_box.append(BoxDim("t", d.tile, d.extent))
+            else:
+                raise CommError(f"{what}: the root core of {array.name}'s panel ({root}) does not follow "
+                                f"the step one-to-one", detail=rel_text)
+        else:
+            recv_box.append(d)
+    recv_box = tuple(recv_box)
+    # Exactness: the root's box is what the receiver needs (no more, no less, where it needs anything).
+    receivers = need.domain()
+    root_txt = str(root).replace(" ", "")
+    rmap_text = (f"{{ M[t, x, y] -> core[{root_txt}, y] }}" if kind == "row"
+                 else f"{{ M[t, x, y] -> core[x, {root_txt}] }}")
+    delivered = imap(rmap_text).intersect_domain(receivers).apply_range(own)
+    holds = box_map(array, recv_box).intersect_domain(receivers)
+    if not delivered.is_equal(holds):
+        raise CommError(f"{what}: the root's home box of {array.name} is not the panel the receivers hold",
+                        detail=f"delivered {delivered}\nheld {holds}")
+    if not need.is_subset(holds):
+        raise CommError(f"{what}: the receivers read {array.name} outside the received panel",
+                        detail=str(need.subtract(holds)))
+    return CommPlan(kind, array.name, ref, root, _hops(remote), recv_box, rel_text)

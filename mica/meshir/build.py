@@ -1,0 +1,355 @@
+"""Building MeshIR from a program and its schedule.
+
+:func:`build_mesh_program` is the pass ``(Program, Schedule, Target) -> MeshProgram``. It
+
+1. sets the program region (the cores that get work) and every array's home :class:`RegionTensor`;
+2. asks :mod:`mica.comm.sets` for the communication plan of every read (local, row or column multicast),
+   adds receive buffers and :class:`Exchange` ops with routes from :mod:`mica.comm.routes`;
+3. turns every statement into a :class:`Kernel` whose domain is the instances a core runs at a step,
+   split into region classes where tile extents are constant (interior, last partial row/column);
+4. combines reductions spread across cores with a chain of one-hop shifts towards coordinate 0;
+5. lays out each core's arena and checks it against the target's SRAM.
+
+Nothing here enumerates cores: the work is per array, per statement and per region class.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from ..affine.deps import reductions
+from ..affine.expr import Aff, Bin, Call, Const, Neg
+from ..affine.isl_names import iset
+from ..affine.program import Program, Statement
+from ..errors import ScheduleError, SramError
+from ..targets import Target
+from ..tiling.mapping import main_statement
+from ..tiling.schedule import Schedule
+from ..comm.routes import assign_colours, multicast_routes, shift_routes
+from ..comm.sets import (CommPlan, box_constraints, box_map, classify, need_map, ownership_map,
+                         placement_constraints)
+from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
+                 MeshProgram, Multicast, Rect, Region, RegionTensor, Shift)
+
+ALIGN = 16
+IDENTITY = {"+": 0.0, "*": 1.0}
+
+
+def _flops(expr) -> int:
+    return sum(1 for e in expr.walk() if isinstance(e, (Bin, Neg, Call)))
+
+
+def _splits(tilings: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """Cut ``[lo, hi)`` where a block tiling (tile, extent) changes its block size."""
+    cuts = {lo, hi}
+    for tile, extent in tilings:
+        for c in (extent // tile, ceil(extent / tile)):
+            if lo < c < hi:
+                cuts.add(c)
+    pts = sorted(cuts)
+    return [(a, b) for a, b in zip(pts, pts[1:]) if a < b]
+
+
+class _Builder:
+    """Accumulates tensors, kernels and ops while the pass runs (the only mutable state of the pass)."""
+
+    def __init__(self, prog: Program, sched: Schedule, target: Target):
+        self.prog, self.sched, self.target = prog, sched, target
+        self.main = main_statement(prog)
+        self.reds = reductions(prog)
+        self.tensors: dict[str, RegionTensor] = {}
+        self.kernels: list[Kernel] = []
+        blocks = {"x": 1, "y": 1}
+        for sm in sched.space:
+            ext = _extent(self.main, sm.loop)
+            blocks[sm.axis] = ceil(ext / sm.tile)
+        w, h = sched.mesh
+        if blocks["x"] > w or blocks["y"] > h:
+            raise ScheduleError(f"schedule needs {blocks['x']}x{blocks['y']} cores, mesh is {w}x{h}")
+        self.region = Region("work", 0, blocks["x"], 0, blocks["y"])
+        # Cross-core reductions: spatial loops of a reduction statement its write does not index.
+        self.reduced_axes: list[str] = []
+        red = self.reds.get(self.main.name)
+        if red is not None:
+            written = {v for ix in self.main.write.index for v in ix.names}
+            for axis in ("x", "y"):
+                sm = sched.loop_on(axis)
+                if sm is not None and sm.loop not in written:
+                    self.reduced_axes.append(axis)
+        self.reduced_array = red.array if (red is not None and self.reduced_axes) else None
+
+    # -- tensors -------------------------------------------------------------------------------------
+    def home_box(self, array: str) -> tuple[tuple[BoxDim, ...], dict[str, int]]:
+        arr = self.prog.array(array)
+        home = self.sched.home(array)
+        box = tuple(BoxDim(a, t, n) if a else BoxDim(None, n, n) for (a, t), n in zip(home.dims, arr.shape))
+        return box, dict(home.pin)
+
+    def home_region(self, array: str) -> Region:
+        box, pins = self.home_box(array)
+        r = {"x": (self.region.x0, self.region.x1), "y": (self.region.y0, self.region.y1)}
+        for d in box:
+            if d.coord in ("x", "y"):
+                r[d.coord] = (0, ceil(d.extent / d.tile))
+        for axis, c in pins.items():
+            r[axis] = (c, c + 1)
+        reg = Region(f"home_{array}", r["x"][0], r["x"][1], r["y"][0], r["y"][1])
+        if reg.x1 > self.region.x1 or reg.y1 > self.region.y1:
+            raise ScheduleError(
+                f"the home of {array} ({reg}) reaches beyond the cores with work ({self.region})")
+        return reg
+
+    def add_tensor(self, name: str, array: str, box, role: str, ownership: str) -> RegionTensor:
+        arr = self.prog.array(array)
+        t = RegionTensor(name, array, arr.dtype, arr.elem_bytes, self.region, tuple(box), role, ownership)
+        self.tensors[name] = t
+        return t
+
+    def ensure_home(self, array: str) -> RegionTensor:
+        if array in self.tensors:
+            return self.tensors[array]
+        box, pins = self.home_box(array)
+        own = ownership_map(self.prog.array(array), box, self.home_region(array), pins)
+        role = "partial" if array == self.reduced_array else "home"
+        return self.add_tensor(array, array, box, role, str(own))
+
+    # -- kernels -------------------------------------------------------------------------------------
+    def compute_rect(self, stmt: Statement) -> Region:
+        r = {"x": (self.region.x0, self.region.x1), "y": (self.region.y0, self.region.y1)}
+        for sm in self.sched.space:
+            if sm.loop not in stmt.loops:
+                r[sm.axis] = (0, 1)
+        return Region(f"run_{stmt.name}", r["x"][0], r["x"][1], r["y"][0], r["y"][1])
+
+    def classes(self, kname: str, rect: Region, tilings: dict[str, list[tuple[int, int]]]) -> tuple[KernelClass, ...]:
+        out = []
+        for ya, yb in _splits(tilings["y"], rect.y0, rect.y1):
+            for xa, xb in _splits(tilings["x"], rect.x0, rect.x1):
+                out.append(KernelClass(f"{kname}_{len(out)}", Region(f"{kname}_{len(out)}", xa, xb, ya, yb)))
+        return tuple(out)
+
+    def tilings_of(self, stmt_loops: tuple[str, ...], buffers: list[RegionTensor]) -> dict[str, list]:
+        til: dict[str, list] = {"x": [], "y": []}
+        for sm in self.sched.space:
+            if sm.loop in stmt_loops:
+                til[sm.axis].append((sm.tile, _extent(self.main, sm.loop) if sm.loop in self.main.loops
+                                     else sm.tile))
+        for b in buffers:
+            for d in b.box:
+                if d.coord in ("x", "y"):
+                    til[d.coord].append((d.tile, d.extent))
+        return til
+
+    def statement_kernel(self, stmt: Statement, buffers: dict[str, str]) -> Kernel:
+        cons = " and ".join(placement_constraints(stmt, self.sched))
+        local = iset(f"[x, y, t] -> {{ {stmt.name}[{', '.join(stmt.loops)}] : {cons} }}")
+        dom = stmt.domain_set.intersect(local)
+        rect = self.compute_rect(stmt)
+        bufs = [self.tensors[b] for b in buffers.values()]
+        kname = f"k_{stmt.name}"
+        k = Kernel(
+            name=kname, statement=stmt.name, loops=stmt.loops, domain=str(dom),
+            order=self.sched.order_of(stmt.name),
+            write=KAccess(stmt.write.ref, buffers[stmt.write.ref], stmt.write.index),
+            reads=tuple(KAccess(a.ref, buffers[a.ref], a.index) for a in stmt.reads),
+            expr=stmt.expr, classes=self.classes(kname, rect, self.tilings_of(stmt.loops, bufs)),
+            flops_per_instance=_flops(stmt.expr))
+        self.kernels.append(k)
+        return k
+
+    def box_kernel(self, kname: str, target: RegionTensor, rect: Region, expr, reads: tuple[RegionTensor, ...] = ()) -> Kernel:
+        """A kernel over a buffer's box: ``target[a] = expr`` (reads index the same box)."""
+        loops = tuple(f"a{i}" for i in range(len(target.box)))
+        cons = " and ".join(box_constraints(target.box)) or "true"
+        params = sorted({d.coord for d in target.box if d.coord} | {"x", "y"})
+        dom = f"[{', '.join(params)}] -> {{ {kname}[{', '.join(loops)}] : {cons} }}"
+        index = tuple(Aff.var(lp) for lp in loops)
+        k = Kernel(kname, "", loops, str(iset(dom)), loops, KAccess("w", target.name, index),
+                   tuple(KAccess(f"r{i}", r.name, index) for i, r in enumerate(reads)), expr,
+                   self.classes(kname, rect, self.tilings_of((), [target, *reads])),
+                   flops_per_instance=_flops(expr))
+        self.kernels.append(k)
+        return k
+
+
+def _extent(stmt: Statement, loop: str) -> int:
+    from ..tiling.mapping import loop_extent
+    return loop_extent(stmt, loop)
+
+
+def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
+    """The MeshIR of ``prog`` under ``sched`` on ``target`` (see the module docstring)."""
+    b = _Builder(prog, sched, target)
+    main = b.main
+    red = b.reds.get(main.name)
+    for arr in prog.arrays:
+        b.ensure_home(arr.name)
+
+    # Statements in textual order around the main one; those with the step loop run inside it.
+    idx = prog.statements.index(main)
+    step = sched.step
+    in_step = [s for s in prog.statements if step is not None and step.loop in s.loops]
+    pre = [s for s in prog.statements[:idx] if s not in in_step]
+    post = [s for s in prog.statements[idx + 1:] if s not in in_step]
+    body_main = in_step if step is not None else [main]
+
+    def plan_reads(stmt: Statement) -> tuple[dict[str, str], list[tuple[CommPlan, str]]]:
+        """Buffers each access of ``stmt`` uses, and the multicasts that fill receive buffers."""
+        buffers = {stmt.write.ref: stmt.write.array}
+        moves = []
+        red_s = b.reds.get(stmt.name)
+        for acc in stmt.reads:
+            if red_s is not None and acc.ref == red_s.read_ref:
+                buffers[acc.ref] = acc.array            # the accumulator: the core's own partial
+                continue
+            home = b.tensors[acc.array]
+            box, pins = b.home_box(acc.array)
+            own = ownership_map(prog.array(acc.array), box, b.home_region(acc.array), pins)
+            need = need_map(stmt, acc, sched)
+            plan = classify(prog.array(acc.array), acc.ref, need, own, home.box,
+                            f"statement {stmt.name}, read {acc.ref} of {acc.array}")
+            if plan.kind == "local":
+                buffers[acc.ref] = acc.array
+                continue
+            name = f"{acc.array}_recv"
+            n = 1
+            while name in b.tensors and b.tensors[name].box != plan.recv_box:
+                n += 1
+                name = f"{acc.array}_recv{n}"
+            if name not in b.tensors:
+                b.add_tensor(name, acc.array, plan.recv_box, "recv",
+                             str(box_map(prog.array(acc.array), plan.recv_box)))
+            buffers[acc.ref] = name
+            moves.append((plan, name))
+        _check_writes(stmt, b, sched)
+        return buffers, moves
+
+    def exchange(name: str, moves: list[tuple[CommPlan, str]]) -> Exchange:
+        colours = assign_colours(len(moves), target.colours, name)
+        ops = []
+        for (plan, dst), colour in zip(moves, colours):
+            axis = "x" if plan.kind == "row" else "y"
+            span = (b.region.x0, b.region.x1) if axis == "x" else (b.region.y0, b.region.y1)
+            across = (b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1)
+            r = plan.root
+            senders = (Rect.of((r,), (r.shifted(1),), across[0], across[1]) if axis == "x"
+                       else Rect.of(across[0], across[1], (r,), (r.shifted(1),)))
+            ops.append(Multicast(f"{plan.array}->{dst}", plan.array, plan.array, dst, axis, r, senders,
+                                 b.region.rect, colour, multicast_routes(axis, r, span, across, colour),
+                                 plan.max_hops, plan.relation))
+        return Exchange(name, tuple(ops))
+
+    body: list = []
+    # Host loads of every live-in array into its home.
+    for name in prog.inputs:
+        body.append(HostLoad(name, name, b.home_region(name)))
+    # Partial results start at the reduction's identity everywhere but the root.
+    if b.reduced_array is not None:
+        part = b.tensors[b.reduced_array]
+        ident = Const(IDENTITY[red.op])
+        rects = []
+        if "x" in b.reduced_axes:
+            rects.append(Region("nonroot_x", 1, b.region.x1, b.region.y0, b.region.y1))
+        if "y" in b.reduced_axes:
+            x1 = 1 if "x" in b.reduced_axes else b.region.x1
+            rects.append(Region("nonroot_y", 0, x1, 1, b.region.y1))
+        for i, rg in enumerate(rects):
+            if rg.cores:
+                k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, ident)
+                body.append(Compute(k.name, rg.rect))
+
+    def emit_statements(stmts: list[Statement], out: list, hoisted: list | None = None):
+        for s in stmts:
+            buffers, moves = plan_reads(s)
+            in_loop = [(p, d) for p, d in moves if any(bd.coord == "t" for bd in p.recv_box)]
+            outside = [(p, d) for p, d in moves if (p, d) not in in_loop]
+            if outside:
+                (hoisted if hoisted is not None else out).append(exchange(f"bring_{s.name}", outside))
+            if in_loop:
+                out.append(exchange(f"step_{s.name}", in_loop))
+            k = b.statement_kernel(s, buffers)
+            out.append(Compute(k.name, b.compute_rect(s).rect))
+
+    emit_statements(pre, body)
+    if step is not None:
+        loop_body: list = []
+        emit_statements(body_main, loop_body, hoisted=body)
+        body.append(Loop("t", step.steps, tuple(loop_body)))
+    else:
+        emit_statements(body_main, body)
+
+    # Combine partial results: a chain of one-hop shifts towards coordinate 0 on each reduced axis.
+    if b.reduced_array is not None:
+        part = b.tensors[b.reduced_array]
+        inbuf = b.add_tensor(f"{part.name}_in", part.array, part.box, "recv", part.ownership)
+        for axis in b.reduced_axes:
+            n = b.region.x1 if axis == "x" else b.region.y1
+            if n <= 1:
+                continue
+            across = (0, 1) if (axis == "y" and "x" in b.reduced_axes) else \
+                ((b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1))
+            s_src = Lin(n - 1, (("s", -1),))
+            s_dst = Lin(n - 2, (("s", -1),))
+            if axis == "x":
+                senders = Rect.of((s_src,), (s_src.shifted(1),), across[0], across[1])
+                receivers = Rect.of((s_dst,), (s_dst.shifted(1),), across[0], across[1])
+                direction = "W"
+                col_region = Region(f"chain_{axis}", 0, n, across[0], across[1])
+            else:
+                senders = Rect.of(across[0], across[1], (s_src,), (s_src.shifted(1),))
+                receivers = Rect.of(across[0], across[1], (s_dst,), (s_dst.shifted(1),))
+                direction = "N"
+                col_region = Region(f"chain_{axis}", across[0], across[1], 0, n)
+            colour = assign_colours(1, target.colours, f"reduction of {part.array}")[0]
+            shift = Shift(f"{part.array} partials -{direction}", part.array, part.name, inbuf.name,
+                          direction, senders, receivers, colour,
+                          shift_routes(direction, senders, receivers, colour), 1,
+                          "{ [core_src[x, y] -> core_dst[x - 1, y]] }" if axis == "x"
+                          else "{ [core_src[x, y] -> core_dst[x, y - 1]] }")
+            acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, col_region,
+                               Bin(red.op, _read("w"), _read("r0")), (inbuf,))
+            body.append(Loop("s", n - 1, (Exchange(f"reduce_{part.array}_{axis}", (shift,)),
+                                          Compute(acc.name, receivers))))
+    emit_statements(post, body)
+    for name in prog.outputs:
+        body.append(HostStore(name, name, b.home_region(name)))
+
+    # Arena layout: every core of the region holds every buffer at the same offset.
+    offset = 0
+    laid = []
+    for t in b.tensors.values():
+        laid.append(RegionTensor(t.name, t.array, t.dtype, t.elem_bytes, t.region, t.box, t.role,
+                                 t.ownership, offset))
+        offset += -(-t.max_bytes // ALIGN) * ALIGN
+    if offset > target.sram_bytes:
+        parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in laid)
+        raise SramError(
+            f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core "
+            f"({parts}); target {target.name} has {target.sram_bytes} bytes of SRAM per core")
+    colours = max([len(op.ops) for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
+    return MeshProgram(prog.name, target.name, sched.mesh, b.region, tuple(laid), tuple(b.kernels),
+                       tuple(body), offset, tuple(n for n, _ in prog.scalars), colours)
+
+
+def _read(ref: str):
+    from ..affine.expr import Read
+    return Read(ref)
+
+
+def _walk(ops, scope=()):
+    for op in ops:
+        yield op, scope
+        if isinstance(op, Loop):
+            yield from _walk(op.body, scope + (op.var,))
+
+
+def _check_writes(stmt: Statement, b: _Builder, sched: Schedule) -> None:
+    """Every instance writes inside the box its core holds of the written array."""
+    arr = b.prog.array(stmt.write.array)
+    t = b.tensors[stmt.write.array]
+    writes = need_map(stmt, stmt.write, sched)
+    held = box_map(arr, t.box)
+    if not writes.is_subset(held):
+        raise ScheduleError(
+            f"statement {stmt.name}: cores would write {arr.name} outside the part they hold",
+            detail=str(writes.subtract(held)))

@@ -1,0 +1,347 @@
+"""MeshIR: the frozen records between scheduling and code generation.
+
+A :class:`MeshProgram` is a sequence of operations over regions of a ``width × height`` mesh:
+
+* :class:`HostLoad` / :class:`HostStore` move a tensor between the host and the cores that own it;
+* :class:`Exchange` groups communication that happens together: :class:`Multicast` (one root per row or
+  column sends the same box to every core of it) and :class:`Shift` (cores send a box to a neighbour);
+* :class:`Compute` runs a :class:`Kernel` on a rectangle of cores;
+* :class:`Loop` repeats its body with a loop variable (the step ``t`` of a temporal loop, or the stage
+  ``s`` of a chain reduction).
+
+Per-core storage is described by :class:`RegionTensor`: a buffer at a fixed arena offset holding a
+row-major box of an array. Box dimension ``d`` is ``[tile*c, min(tile*c + tile, extent))`` where ``c`` is
+the core's ``x``, ``y``, the loop variable ``t``, or 0 for a whole dimension.
+
+Rectangles (:class:`Rect`) have bounds that are the max (lower) / min (upper) of affine expressions in the
+loop variables (:class:`Lin`), so a root that moves with ``t`` and clipping at region edges are exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Union
+
+from ..affine.expr import Aff, Expr
+from ..errors import MeshIRError
+
+DIRS = ("RAMP", "N", "E", "S", "W")
+
+
+@dataclass(frozen=True)
+class Lin:
+    """``const + sum(coeff * var)`` over MeshIR loop variables."""
+
+    const: int = 0
+    terms: tuple[tuple[str, int], ...] = ()
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        return self.const + sum(c * env[v] for v, c in self.terms)
+
+    def shifted(self, k: int) -> "Lin":
+        return Lin(self.const + k, self.terms)
+
+    def __str__(self) -> str:
+        parts = [f"{'' if c == 1 else '-' if c == -1 else c}{v}" for v, c in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts).replace("+ -", "- ")
+
+
+def lin(x: int | Lin) -> Lin:
+    return x if isinstance(x, Lin) else Lin(int(x))
+
+
+@dataclass(frozen=True)
+class Rect:
+    """Cores ``max(x0) <= x < min(x1)``, ``max(y0) <= y < min(y1)``; each bound a tuple of :class:`Lin`."""
+
+    x0: tuple[Lin, ...]
+    x1: tuple[Lin, ...]
+    y0: tuple[Lin, ...]
+    y1: tuple[Lin, ...]
+
+    @staticmethod
+    def of(x0, x1, y0, y1) -> "Rect":
+        def t(b):
+            return tuple(lin(v) for v in b) if isinstance(b, tuple) else (lin(b),)
+        return Rect(t(x0), t(x1), t(y0), t(y1))
+
+    def at(self, env: dict[str, int]) -> tuple[int, int, int, int]:
+        """The concrete (x0, x1, y0, y1) for loop variables ``env`` (may be empty: x0 >= x1)."""
+        return (max(b.evaluate(env) for b in self.x0), min(b.evaluate(env) for b in self.x1),
+                max(b.evaluate(env) for b in self.y0), min(b.evaluate(env) for b in self.y1))
+
+    def __str__(self) -> str:
+        def lo(b):
+            return str(b[0]) if len(b) == 1 else f"max({', '.join(map(str, b))})"
+
+        def hi(b):
+            return str(b[0]) if len(b) == 1 else f"min({', '.join(map(str, b))})"
+        return f"[{lo(self.x0)}:{hi(self.x1)}, {lo(self.y0)}:{hi(self.y1)}]"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A constant rectangle of cores ``[x0, x1) × [y0, y1)`` with a name."""
+
+    name: str
+    x0: int
+    x1: int
+    y0: int
+    y1: int
+
+    def __post_init__(self):
+        if not (0 <= self.x0 <= self.x1 and 0 <= self.y0 <= self.y1):
+            raise MeshIRError(f"region {self.name}: bad rectangle [{self.x0}:{self.x1}, {self.y0}:{self.y1}]")
+
+    @property
+    def cores(self) -> int:
+        return (self.x1 - self.x0) * (self.y1 - self.y0)
+
+    @property
+    def rect(self) -> Rect:
+        return Rect.of(self.x0, self.x1, self.y0, self.y1)
+
+    def isl(self) -> str:
+        """``{ core[x, y] : x0 <= x < x1 and y0 <= y < y1 }``."""
+        return f"{{ core[x, y] : {self.x0} <= x < {self.x1} and {self.y0} <= y < {self.y1} }}"
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.x0}:{self.x1}, {self.y0}:{self.y1}]"
+
+
+@dataclass(frozen=True)
+class BoxDim:
+    """One dimension of a per-core box: ``[tile*c, min(tile*c + tile, extent))``, c = ``coord`` or 0."""
+
+    coord: str | None
+    tile: int
+    extent: int
+
+    def __post_init__(self):
+        if self.coord not in (None, "x", "y", "t"):
+            raise MeshIRError(f"box coordinate must be x, y, t or None, got {self.coord!r}")
+        if self.tile <= 0 or self.extent <= 0:
+            raise MeshIRError(f"box tile and extent must be positive, got {self.tile}, {self.extent}")
+        if self.coord is None and self.tile != self.extent:
+            raise MeshIRError("a whole box dimension has tile == extent")
+
+    def lo(self, c: int) -> int:
+        return self.tile * c if self.coord else 0
+
+    def size(self, c: int) -> int:
+        return max(0, min(self.tile, self.extent - self.lo(c)))
+
+    def isl(self, var: str) -> str:
+        """Constraint text for array index ``var`` inside this box dimension."""
+        if self.coord is None:
+            return f"0 <= {var} < {self.extent}"
+        return f"{self.tile}*{self.coord} <= {var} < {self.tile}*{self.coord} + {self.tile} and {var} < {self.extent}"
+
+    def __str__(self) -> str:
+        return f"{self.coord}/{self.tile}" if self.coord else f":{self.extent}"
+
+
+@dataclass(frozen=True)
+class RegionTensor:
+    """A per-core buffer: ``array``'s box ``box`` on every core of ``region``, at ``offset`` in the arena.
+
+    ``role`` is ``home`` (where the array lives; loaded from / stored to the host), ``recv`` (a received
+    panel) or ``partial`` (a partial result combined across cores). ``ownership`` is the isl relation
+    ``{ core[x, y] -> A[a...] }`` (with parameter ``t`` for buffers whose contents change per step).
+    """
+
+    name: str
+    array: str
+    dtype: str
+    elem_bytes: int
+    region: Region
+    box: tuple[BoxDim, ...]
+    role: str
+    ownership: str
+    offset: int = 0
+
+    @property
+    def max_bytes(self) -> int:
+        return self.elem_bytes * prod(d.tile for d in self.box)
+
+    def bytes_at(self, x: int, y: int, t: int = 0) -> int:
+        env = {"x": x, "y": y, "t": t}
+        return self.elem_bytes * prod(d.size(env[d.coord] if d.coord else 0) for d in self.box)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Router setting: on ``colour``, accept from ``rx`` and forward to every direction of ``tx``."""
+
+    colour: int
+    rx: tuple[str, ...]
+    tx: tuple[str, ...]
+    rect: Rect
+
+    def __post_init__(self):
+        for d in (*self.rx, *self.tx):
+            if d not in DIRS:
+                raise MeshIRError(f"route direction {d!r} is not one of {DIRS}")
+
+    def __str__(self) -> str:
+        return f"c{self.colour} {self.rect}: {'|'.join(self.rx)} -> {'|'.join(self.tx) or '-'}"
+
+
+@dataclass(frozen=True)
+class Multicast:
+    """Every core of ``senders`` sends its ``src`` box on ``colour``; every core of ``receivers`` gets one
+    copy into ``dst``. ``axis`` is the direction of the multicast (``x``: along a row). ``relation`` is the
+    communication set it implements, ``{ [core_src[x', y'] -> core_dst[x, y]] -> A[...] }`` (parameter t),
+    and ``max_hops`` the longest path, proven from it."""
+
+    name: str
+    array: str
+    src: str
+    dst: str
+    axis: str
+    root: Lin
+    senders: Rect
+    receivers: Rect
+    colour: int
+    routes: tuple[Route, ...]
+    max_hops: int
+    relation: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Shift:
+    """Every core of ``senders`` sends its ``src`` box one hop towards ``direction``; every core of
+    ``receivers`` gets it into ``dst``."""
+
+    name: str
+    array: str
+    src: str
+    dst: str
+    direction: str
+    senders: Rect
+    receivers: Rect
+    colour: int
+    routes: tuple[Route, ...]
+    max_hops: int = 1
+    relation: str = field(default="", compare=False)
+
+
+Comm = Union[Multicast, Shift]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """Communication ops that run together; their colours are distinct."""
+
+    name: str
+    ops: tuple[Comm, ...]
+
+
+@dataclass(frozen=True)
+class KAccess:
+    """An access of a kernel: array index ``index`` (affine in the kernel's loops) into ``buffer``."""
+
+    ref: str
+    buffer: str
+    index: tuple[Aff, ...]
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    """One specialisation of a kernel: the C function ``name`` for the cores of ``region``."""
+
+    name: str
+    region: Region
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Local compute: ``write = expr`` for every point of ``domain`` on a core, in ``order``.
+
+    ``domain`` is isl text ``[x, y, t] -> { K[loops] : ... }``: the instances core (x, y) runs at step t.
+    Accesses are by global array index; the buffer's box maps them to local offsets.
+    """
+
+    name: str
+    statement: str
+    loops: tuple[str, ...]
+    domain: str
+    order: tuple[str, ...]
+    write: KAccess
+    reads: tuple[KAccess, ...]
+    expr: Expr
+    classes: tuple[KernelClass, ...]
+    flops_per_instance: int = 0
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Run ``kernel`` on the cores of ``rect`` (each core through the class that contains it)."""
+
+    kernel: str
+    rect: Rect
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    buffer: str
+    array: str
+    region: Region
+
+
+@dataclass(frozen=True)
+class HostStore:
+    buffer: str
+    array: str
+    region: Region
+
+
+@dataclass(frozen=True)
+class Loop:
+    var: str
+    count: int
+    body: tuple["Op", ...]
+
+
+Op = Union[HostLoad, HostStore, Exchange, Compute, Loop]
+
+
+@dataclass(frozen=True)
+class MeshProgram:
+    """A whole mesh program for ``target`` on a ``mesh = (width, height)``; ``region`` holds every core
+    that has an arena of ``arena_bytes`` bytes; ``scalars`` are the kernel's scalar arguments in order."""
+
+    name: str
+    target: str
+    mesh: tuple[int, int]
+    region: Region
+    tensors: tuple[RegionTensor, ...]
+    kernels: tuple[Kernel, ...]
+    body: tuple[Op, ...]
+    arena_bytes: int
+    scalars: tuple[str, ...] = ()
+    colours: int = 0
+
+    def tensor(self, name: str) -> RegionTensor:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise MeshIRError(f"mesh program {self.name} has no tensor {name!r}")
+
+    def kernel(self, name: str) -> Kernel:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise MeshIRError(f"mesh program {self.name} has no kernel {name!r}")
+
+    def walk(self):
+        """Every op, depth first, with the loop variables in scope: yields (op, ((var, count), ...))."""
+        def go(ops, scope):
+            for op in ops:
+                yield op, scope
+                if isinstance(op, Loop):
+                    yield from go(op.body, scope + ((op.var, op.count),))
+        yield from go(self.body, ())

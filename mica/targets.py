@@ -1,0 +1,97 @@
+"""Machine descriptions: a target is data.
+
+Figures come from ``shared/reference/hardware.md`` (§1c "Suggested cost-model constants"); estimates there
+(EST) stay estimates here. Everything is in the cycle domain; ``clock_ghz`` converts to time.
+
+Public API: :class:`Target`, :func:`get_target`, :data:`TARGETS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from .errors import TargetError
+
+DTYPES = ("f16", "f32", "f64")
+DTYPE_BYTES = MappingProxyType({"f16": 2, "f32": 4, "f64": 8})
+
+
+@dataclass(frozen=True)
+class Target:
+    """One machine: a rectangle of cores with per-core SRAM, links between neighbours and a router budget.
+
+    ``grid`` is the usable program rectangle (width, height); ``sram_bytes`` the per-core memory a program
+    may use; ``flops_per_cycle`` maps a dtype to FLOP per core per cycle (f64 is emulated at half the f32
+    rate where the machine has no f64 unit); ``link_bytes_per_cycle`` is per link and direction;
+    ``hop_latency`` cycles per router hop; ``relay_cycles`` the cost of a software forward through a core;
+    ``colours`` the routes (colours / virtual channels) one router can hold for user programs.
+    """
+
+    name: str
+    grid: tuple[int, int]
+    sram_bytes: int
+    clock_ghz: float
+    flops_per_cycle: Mapping[str, float]
+    link_bytes_per_cycle: float
+    hop_latency: float
+    relay_cycles: float
+    colours: int
+    notes: str = ""
+    extra: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self):
+        w, h = self.grid
+        if w <= 0 or h <= 0 or self.sram_bytes <= 0 or self.colours <= 0:
+            raise TargetError(f"target {self.name!r}: grid, SRAM and colours must be positive")
+        missing = [d for d in DTYPES if d not in self.flops_per_cycle]
+        if missing:
+            raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
+
+    def flops(self, dtype: str) -> float:
+        """FLOP per core per cycle for ``dtype``."""
+        try:
+            return self.flops_per_cycle[dtype]
+        except KeyError:
+            raise TargetError(f"target {self.name!r} has no figure for dtype {dtype!r}") from None
+
+    def cycles_to_seconds(self, cycles: float) -> float:
+        return cycles / (self.clock_ghz * 1e9)
+
+
+def _fl(f16: float, f32: float, f64: float) -> Mapping[str, float]:
+    return MappingProxyType({"f16": f16, "f32": f32, "f64": f64})
+
+
+TARGETS: Mapping[str, Target] = MappingProxyType({
+    # Cerebras WSE-2: 750x994 program rectangle (fabric 757x996 minus memcpy columns/rows), 48 KB per PE,
+    # 1.1 GHz (WaferLLM; CSL examples assume 850 MHz), one 32-bit wavelet per link per cycle, ~1 cycle/hop,
+    # 24 colours of which ~21 remain with memcpy.
+    "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
+                   notes="fp16 8 and fp32 2 FLOP/cycle are estimates (hardware.md §1b)"),
+    # WSE-3: 755x1170 is derived (762x1172 fabric minus the same memcpy margin); fp16 16 FLOP/cycle EST.
+    "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
+                   notes="grid and fp16 rate are estimates (hardware.md §1c)"),
+    # Tenstorrent Wormhole n150: 8x8 Tensix compute grid, 1464 KiB L1, 1 GHz, 32 B/cycle per NoC link,
+    # 9 cycles per router hop, 16 VCs of which 12 carry requests; fp32 on the 32-lane SFPU (64 FLOP/cycle).
+    "wormhole": Target("wormhole", (8, 8), 1499136, 1.0, _fl(1024, 64, 32), 32.0, 9.0, 300.0, 12,
+                       notes="fp16 rate at HiFi4; relay cost is an estimate"),
+    # Blackhole p150a: 11x10 compute grid (current firmware), 1.35 GHz, 64 B/cycle NoC.
+    "blackhole": Target("blackhole", (11, 10), 1499136, 1.35, _fl(1024, 64, 32), 64.0, 9.0, 300.0, 12,
+                        notes="hop latency and SFPU width assumed equal to Wormhole (EST)"),
+    # A generic large mesh for tests: 1024x1024 cores, 64 KiB each, round figures.
+    "generic": Target("generic", (1024, 1024), 65536, 1.0, _fl(8, 4, 2), 8.0, 1.0, 10.0, 24,
+                      notes="round figures for tests; not a real machine"),
+})
+
+
+def get_target(target: str | Target) -> Target:
+    """The :class:`Target` named ``target`` (or ``target`` itself when already a Target)."""
+    if isinstance(target, Target):
+        return target
+    try:
+        return TARGETS[target]
+    except (KeyError, TypeError):
+        raise TargetError(
+            f"unknown target {target!r}; known targets: {', '.join(TARGETS)}") from None

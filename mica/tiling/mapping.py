@@ -1,0 +1,152 @@
+"""Deriving a space-time mapping from the program's dependences.
+
+:func:`derive_schedule` picks, for the program's main statement (the deepest nest), the loops that carry
+no dependence (or only a reduction's) as spatial mesh axes, makes a remaining reduction loop temporal in
+lock-step panels, orders each core's local loops for unit stride, and places every array so the panels a
+step needs live on one core row or column. Nothing here is specific to an operator: the decisions follow
+from the loop kinds (:func:`mica.affine.deps.loop_kinds`) and the access subscripts.
+
+A sequential loop (one carrying a real dependence) is never made spatial.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from ..affine.deps import PARALLEL, REDUCTION, loop_kinds, reductions
+from ..affine.isl_names import int_bounds
+from ..affine.program import Program, Statement
+from ..errors import ScheduleError
+from .schedule import Home, Schedule, SpaceMap, StepMap
+
+
+def main_statement(prog: Program) -> Statement:
+    """The statement with the deepest loop nest (the last one among equals)."""
+    best = prog.statements[0]
+    for s in prog.statements:
+        if len(s.loops) >= len(best.loops):
+            best = s
+    return best
+
+
+def loop_extent(stmt: Statement, loop: str) -> int:
+    """Number of values ``loop`` takes from 0 to its maximum over the statement's domain."""
+    b = int_bounds(stmt.domain_set, loop)
+    if b is None:
+        return 0
+    lo, hi = b
+    if lo < 0:
+        raise ScheduleError(f"statement {stmt.name}: loop {loop} starts at {lo} < 0; tiling needs lower bounds >= 0")
+    return hi + 1
+
+
+def _stride_score(stmt: Statement, prog: Program, loop: str) -> int:
+    """How well ``loop`` suits the innermost position: +1 per access it leaves invariant or walks with unit
+    stride (it indexes only the last dimension), -1 per access it walks with a larger stride."""
+    score = 0
+    for acc in stmt.accesses:
+        uses = [d for d, ix in enumerate(acc.index) if ix.coeff(loop)]
+        if not uses:
+            score += 1
+        elif uses == [len(acc.index) - 1] and abs(acc.index[-1].coeff(loop)) == 1:
+            score += 1
+        else:
+            score -= 1
+    return score
+
+
+def local_order(stmt: Statement, prog: Program, kinds: dict[str, str]) -> tuple[str, ...]:
+    """The loop order inside a core: the best unit-stride loop innermost, reduction loops inside the others."""
+    if not stmt.loops:
+        return ()
+    inner = max(reversed(stmt.loops), key=lambda lp: _stride_score(stmt, prog, lp))
+    rest = [lp for lp in stmt.loops if lp != inner]
+    rest.sort(key=lambda lp: (kinds.get(lp) == REDUCTION, stmt.loops.index(lp)))
+    return (*rest, inner)
+
+
+def derive_schedule(prog: Program, mesh: tuple[int, int]) -> Schedule:
+    """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences."""
+    width, height = mesh
+    kinds = loop_kinds(prog)
+    reds = reductions(prog)
+    main = main_statement(prog)
+    mk = kinds[main.name]
+    reasons: list[str] = []
+
+    # 1. Spatial loops: no carried dependence first, then loops carrying only a reduction (combined
+    #    across cores afterwards). Loops with real carried dependences stay temporal.
+    parallel = [lp for lp in main.loops if mk[lp] == PARALLEL]
+    reducing = [lp for lp in main.loops if mk[lp] == REDUCTION]
+    chosen = (parallel + reducing)[:2]
+    chosen.sort(key=main.loops.index)
+    for lp in main.loops:
+        if mk[lp] not in (PARALLEL, REDUCTION):
+            reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
+    axes = ("y", "x") if len(chosen) == 2 else ("x",)
+    space = []
+    for lp, axis in zip(chosen, axes):
+        n = loop_extent(main, lp)
+        cores = width if axis == "x" else height
+        tile = max(1, ceil(n / cores))
+        space.append(SpaceMap(lp, axis, tile))
+        why = "carries no dependence" if mk[lp] == PARALLEL else \
+            f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)"
+        reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
+    blocks = {s.axis: ceil(loop_extent(main, s.loop) / s.tile) for s in space}
+    blocks.setdefault("x", 1)
+    blocks.setdefault("y", 1)
+
+    # 2. A reduction loop left over becomes the step loop when arrays it indexes are spread over the
+    #    mesh by another loop: each step brings one panel, from the core row/column that holds it.
+    step = None
+    spatial_loops = {s.loop for s in space}
+    for lp in main.loops:
+        if lp in spatial_loops or mk[lp] != REDUCTION:
+            continue
+        free_counts = []
+        for acc in main.reads:
+            dims_loops = [ix.single_var() for ix in acc.index]
+            if lp not in dims_loops:
+                continue
+            used = {next(s.axis for s in space if s.loop == v) for v in dims_loops if v in spatial_loops}
+            free = [a for a in ("y", "x") if a not in used]
+            if used and free:
+                free_counts.append(blocks[free[0]])
+        if free_counts:
+            n = loop_extent(main, lp)
+            tile = max(ceil(n / c) for c in free_counts)
+            step = StepMap(lp, tile, ceil(n / tile))
+            reasons.append(
+                f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's panels of "
+                f"the arrays it indexes come from one core column/row")
+            break
+
+    # 3. Homes: each array dimension follows the loop that indexes it in the main statement.
+    homes = []
+    step_loop = step.loop if step else None
+    for arr in prog.arrays:
+        acc = next((a for a in main.accesses if a.array == arr.name), None)
+        if acc is None:
+            acc = next((a for s in prog.statements for a in s.accesses if a.array == arr.name), None)
+        dims: list[tuple[str | None, int]] = [(None, n) for n in arr.shape]
+        used: set[str] = set()
+        if acc is not None:
+            for d, ix in enumerate(acc.index):
+                v = ix.single_var()
+                sm = next((s for s in space if s.loop == v), None)
+                if sm is not None and sm.axis not in used:
+                    dims[d] = (sm.axis, sm.tile)
+                    used.add(sm.axis)
+            for d, ix in enumerate(acc.index):
+                if step_loop is not None and ix.single_var() == step_loop:
+                    free = [a for a in ("y", "x") if a not in used]
+                    if free:
+                        dims[d] = (free[0], step.tile)
+                        used.add(free[0])
+        pin = tuple((a, 0) for a in ("x", "y") if a not in used)
+        homes.append(Home(arr.name, tuple(dims), pin))
+
+    order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
+    return Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
+                    homes=tuple(homes), reduce="chain", reasons=tuple(reasons))

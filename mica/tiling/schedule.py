@@ -1,0 +1,172 @@
+"""The schedule: a frozen, JSON-serialisable record of every mapping decision.
+
+A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` cores:
+
+* ``space``: which loops map to mesh axes ``x`` (columns) and ``y`` (rows), block-tiled:
+  ``core_axis = floor(loop / tile)`` — relation ``{ S[..., l, ...] -> core[x, y] : x = floor(l / tile) }``;
+* ``step``: at most one loop made temporal across cores in lock-step: ``t = floor(l / tile)`` with data for
+  step ``t`` moved just before it (SUMMA-style panels);
+* ``local_order``: per statement, the order of the loops a core runs inside its tile (outermost first);
+* ``homes``: per array, where its data lives between operations: per dimension a mesh axis (block-tiled
+  with the given tile) or ``None`` (whole dimension on one core), plus ``pin``: the coordinate on mesh
+  axes the array does not span (``{"x": 0}``: the array lives in column 0);
+* ``reduce``: how a reduction loop mapped to an axis is combined across cores (``"chain"``);
+* ``reasons``: the human-readable account of each decision.
+
+Schedules depend on the mesh only through tiles; :func:`Schedule.decisions` gives the mesh-independent
+part, which :func:`mica.tiling.mapping.derive_schedule` re-instantiates for another mesh.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+
+from ..errors import ScheduleError
+
+AXES = ("x", "y")
+SCHEDULE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SpaceMap:
+    """Loop ``loop`` is block-tiled onto mesh axis ``axis``: core coordinate = floor(loop / tile)."""
+
+    loop: str
+    axis: str
+    tile: int
+
+    def __post_init__(self):
+        if self.axis not in AXES:
+            raise ScheduleError(f"space map of loop {self.loop!r}: axis must be 'x' or 'y', got {self.axis!r}")
+        if self.tile <= 0:
+            raise ScheduleError(f"space map of loop {self.loop!r}: tile must be positive, got {self.tile}")
+
+
+@dataclass(frozen=True)
+class StepMap:
+    """Loop ``loop`` runs in ``steps`` lock-step phases across the mesh: t = floor(loop / tile)."""
+
+    loop: str
+    tile: int
+    steps: int
+
+    def __post_init__(self):
+        if self.tile <= 0 or self.steps <= 0:
+            raise ScheduleError(f"step map of loop {self.loop!r}: tile and steps must be positive")
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where ``array`` lives: per dim ``(axis or None, tile)``; ``pin`` fixes the unused axes."""
+
+    array: str
+    dims: tuple[tuple[str | None, int], ...]
+    pin: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self):
+        used = [a for a, _ in self.dims if a is not None]
+        if len(set(used)) != len(used):
+            raise ScheduleError(f"home of {self.array}: an axis is used twice {self.dims}")
+        for a in used:
+            if a not in AXES:
+                raise ScheduleError(f"home of {self.array}: unknown axis {a!r}")
+        for a, _ in self.pin:
+            if a in used or a not in AXES:
+                raise ScheduleError(f"home of {self.array}: bad pinned axis {a!r}")
+
+    def axis_of_dim(self, d: int) -> str | None:
+        return self.dims[d][0]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A complete mapping of one program onto a ``mesh``; see the module docstring."""
+
+    mesh: tuple[int, int]
+    space: tuple[SpaceMap, ...]
+    step: StepMap | None
+    local_order: tuple[tuple[str, tuple[str, ...]], ...]
+    homes: tuple[Home, ...]
+    reduce: str = "chain"
+    reasons: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self):
+        axes = [s.axis for s in self.space]
+        if len(set(axes)) != len(axes):
+            raise ScheduleError(f"two loops map to the same mesh axis: {self.space}")
+        loops = [s.loop for s in self.space] + ([self.step.loop] if self.step else [])
+        if len(set(loops)) != len(loops):
+            raise ScheduleError(f"a loop is mapped twice: {loops}")
+        if self.reduce not in ("chain",):
+            raise ScheduleError(f"unknown cross-core reduction {self.reduce!r}; known: chain")
+
+    # -- lookups -------------------------------------------------------------------------------------
+    def axis_of(self, loop: str) -> SpaceMap | None:
+        for s in self.space:
+            if s.loop == loop:
+                return s
+        return None
+
+    def loop_on(self, axis: str) -> SpaceMap | None:
+        for s in self.space:
+            if s.axis == axis:
+                return s
+        return None
+
+    def home(self, array: str) -> Home:
+        for h in self.homes:
+            if h.array == array:
+                return h
+        raise ScheduleError(f"schedule has no home for array {array!r}")
+
+    def order_of(self, stmt: str) -> tuple[str, ...]:
+        for s, order in self.local_order:
+            if s == stmt:
+                return order
+        raise ScheduleError(f"schedule has no local loop order for statement {stmt!r}")
+
+    def copy(self, **kw) -> "Schedule":
+        return replace(self, **kw)
+
+    def explain(self) -> str:
+        return "\n".join(self.reasons)
+
+    # -- JSON ----------------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["version"] = SCHEDULE_VERSION
+        return json.dumps(d, indent=1, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Schedule":
+        try:
+            d = json.loads(text)
+            if d.pop("version", None) != SCHEDULE_VERSION:
+                raise ScheduleError(f"schedule JSON has an unknown version (expected {SCHEDULE_VERSION})")
+            return Schedule(
+                mesh=tuple(d["mesh"]),
+                space=tuple(SpaceMap(**s) for s in d["space"]),
+                step=StepMap(**d["step"]) if d["step"] else None,
+                local_order=tuple((s, tuple(o)) for s, o in d["local_order"]),
+                homes=tuple(Home(h["array"], tuple((a, t) for a, t in h["dims"]),
+                                 tuple((a, c) for a, c in h["pin"])) for h in d["homes"]),
+                reduce=d["reduce"],
+                reasons=tuple(d.get("reasons", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScheduleError(f"malformed schedule JSON: {exc}") from None
+
+    def __str__(self) -> str:
+        lines = [f"schedule on mesh {self.mesh[0]}x{self.mesh[1]}:"]
+        for s in self.space:
+            lines.append(f"  loop {s.loop} -> mesh {s.axis}, tile {s.tile}")
+        if self.step:
+            lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}")
+        for st, order in self.local_order:
+            lines.append(f"  {st}: local loops ({', '.join(order)})")
+        for h in self.homes:
+            dims = ", ".join(f"{a}/{t}" if a else f"whole" for a, t in h.dims)
+            pin = "".join(f" {a}={c}" for a, c in h.pin)
+            lines.append(f"  home {h.array}[{dims}]{pin}")
+        return "\n".join(lines)
