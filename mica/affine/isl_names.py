@@ -184,3 +184,17 @@ def rename_dims(obj, kind: str, names: Sequence[str]):
     for i, n in enumerate(names):
         obj = obj.set_dim_name(dt, i, n)
     return obj
+
+
+def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -> int:
+    """Number of points of ``s`` with parameters ``fix`` fixed and parameters ``drop`` projected out
+    (the union over all their values)."""
+    s = fix_params(s, fix)
+    for name in drop:
+        pos = s.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0:
+            s = s.project_out(isl.dim_type.param, pos, 1)
+    v = s.count_val()
+    if not v.is_int():
+        raise AffineError(f"cannot count the points of {s}")
+    return int(v.to_python())

@@ -164,6 +164,8 @@ def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tupl
         if d.coord == axis:
             if root.terms == (("t", 1),) and root.const == 0:
                 recv_box.append(BoxDim("t", d.tile, d.extent))
+            elif not root.terms and root.const == 0:
+                recv_box.append(BoxDim(None, min(d.tile, d.extent), d.extent))
             else:
                 raise CommError(f"{what}: the root core of {array.name}'s panel ({root}) does not follow "
                                 f"the step one-to-one", detail=rel_text)

@@ -110,7 +110,7 @@ class _KernelPrinter:
     def _size_c(self, d: BoxDim) -> str:
         """The box extent along ``d`` on this class: a constant when it is one, else a C expression."""
         if d.coord is None:
-            return str(d.extent)
+            return str(min(d.tile, d.extent))
         if d.coord in ("x", "y"):
             lo, hi = (self.cls.region.x0, self.cls.region.x1) if d.coord == "x" else \
                 (self.cls.region.y0, self.cls.region.y1)

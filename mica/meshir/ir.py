@@ -114,7 +114,9 @@ class Region:
 
 @dataclass(frozen=True)
 class BoxDim:
-    """One dimension of a per-core box: ``[tile*c, min(tile*c + tile, extent))``, c = ``coord`` or 0."""
+    """One dimension of a per-core box: ``[tile*c, min(tile*c + tile, extent))``, c = ``coord`` or 0.
+
+    Without a coordinate the box holds the leading ``tile`` elements (usually all: ``tile == extent``)."""
 
     coord: str | None
     tile: int
@@ -125,8 +127,8 @@ class BoxDim:
             raise MeshIRError(f"box coordinate must be x, y, t or None, got {self.coord!r}")
         if self.tile <= 0 or self.extent <= 0:
             raise MeshIRError(f"box tile and extent must be positive, got {self.tile}, {self.extent}")
-        if self.coord is None and self.tile != self.extent:
-            raise MeshIRError("a whole box dimension has tile == extent")
+        if self.coord is None and self.tile > self.extent:
+            raise MeshIRError("a box dimension without a coordinate has tile <= extent")
 
     def lo(self, c: int) -> int:
         return self.tile * c if self.coord else 0
@@ -137,7 +139,7 @@ class BoxDim:
     def isl(self, var: str) -> str:
         """Constraint text for array index ``var`` inside this box dimension."""
         if self.coord is None:
-            return f"0 <= {var} < {self.extent}"
+            return f"0 <= {var} < {min(self.tile, self.extent)}"
         return f"{self.tile}*{self.coord} <= {var} < {self.tile}*{self.coord} + {self.tile} and {var} < {self.extent}"
 
     def __str__(self) -> str:

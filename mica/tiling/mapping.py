@@ -65,8 +65,13 @@ def local_order(stmt: Statement, prog: Program, kinds: dict[str, str]) -> tuple[
     return (*rest, inner)
 
 
-def derive_schedule(prog: Program, mesh: tuple[int, int]) -> Schedule:
-    """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences."""
+def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None) -> Schedule:
+    """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
+
+    With ``like``, the decisions of that schedule (which loops go to which axis, which loop is stepped,
+    local loop orders) are kept and only the tiles are recomputed for ``mesh``: the same plan on
+    another mesh.
+    """
     width, height = mesh
     kinds = loop_kinds(prog)
     reds = reductions(prog)
@@ -84,8 +89,14 @@ def derive_schedule(prog: Program, mesh: tuple[int, int]) -> Schedule:
         if mk[lp] not in (PARALLEL, REDUCTION):
             reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
     axes = ("y", "x") if len(chosen) == 2 else ("x",)
+    assignment = list(zip(chosen, axes))
+    if like is not None:
+        assignment = [(s.loop, s.axis) for s in like.space]
+        for lp, _ in assignment:
+            if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
+                raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal")
     space = []
-    for lp, axis in zip(chosen, axes):
+    for lp, axis in assignment:
         n = loop_extent(main, lp)
         cores = width if axis == "x" else height
         tile = max(1, ceil(n / cores))
@@ -103,6 +114,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int]) -> Schedule:
     spatial_loops = {s.loop for s in space}
     for lp in main.loops:
         if lp in spatial_loops or mk[lp] != REDUCTION:
+            continue
+        if like is not None and (like.step is None or like.step.loop != lp):
             continue
         free_counts = []
         for acc in main.reads:
@@ -148,5 +161,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int]) -> Schedule:
         homes.append(Home(arr.name, tuple(dims), pin))
 
     order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
+    if like is not None:
+        order = like.local_order
     return Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
                     homes=tuple(homes), reduce="chain", reasons=tuple(reasons))

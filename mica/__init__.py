@@ -1,0 +1,22 @@
+"""MICA: a polyhedral compiler for mesh-based AI accelerators.
+
+    import mica
+    prog = mica.compile_affine(mica.ops.matmul(512, 512, 512), mesh=(750, 994), target="wse2")
+    print(prog.meshir); print(prog.cost)
+    res = prog.run({"A": A, "B": B}, mesh=(16, 16))
+"""
+
+from . import ops
+from .errors import (AffineError, CommError, EmitError, InputError, MeshError, MeshIRError, MicaError,
+                     NotAffineError, ScheduleError, SimError, SramError, TargetError)
+from .pipeline import CompiledProgram, compile_affine
+from .targets import TARGETS, Target, get_target
+from .tiling.schedule import Schedule
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ops", "compile_affine", "CompiledProgram", "Schedule", "Target", "TARGETS", "get_target",
+    "MicaError", "MeshError", "TargetError", "AffineError", "NotAffineError", "ScheduleError", "SramError",
+    "CommError", "MeshIRError", "EmitError", "InputError", "SimError",
+]

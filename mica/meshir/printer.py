@@ -1,0 +1,70 @@
+"""MeshIR as text a compiler engineer can read: regions, tensors, kernels, and the op sequence."""
+
+from __future__ import annotations
+
+from ..affine.expr import format_expr
+from .ir import (Compute, Exchange, HostLoad, HostStore, Kernel, Loop, MeshProgram, Multicast, Shift)
+
+
+def _kernel_text(k: Kernel) -> str:
+    accs = {a.ref: a for a in (k.write, *k.reads)}
+
+    def ref(r):
+        a = accs[r]
+        return f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]"
+    w = k.write
+    lhs = f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}]"
+    head = f"  kernel {k.name}" + (f" (statement {k.statement})" if k.statement else "")
+    classes = ", ".join(f"{c.name} [{c.region.x0}:{c.region.x1}, {c.region.y0}:{c.region.y1}]"
+                        for c in k.classes)
+    return (f"{head}: {lhs} = {format_expr(k.expr, ref)}\n"
+            f"    loops ({', '.join(k.order)}) over {k.domain}\n"
+            f"    classes: {classes}")
+
+
+def _op_lines(op, indent: str) -> list[str]:
+    if isinstance(op, HostLoad):
+        return [f"{indent}host_load {op.array} -> {op.buffer} on {op.region}"]
+    if isinstance(op, HostStore):
+        return [f"{indent}host_store {op.array} <- {op.buffer} from {op.region}"]
+    if isinstance(op, Compute):
+        return [f"{indent}compute {op.kernel} on {op.rect}"]
+    if isinstance(op, Loop):
+        out = [f"{indent}for {op.var} in 0..{op.count}:"]
+        for sub in op.body:
+            out += _op_lines(sub, indent + "  ")
+        return out
+    if isinstance(op, Exchange):
+        out = [f"{indent}exchange {op.name}:"]
+        for c in op.ops:
+            if isinstance(c, Multicast):
+                out.append(f"{indent}  multicast {c.src} -> {c.dst} along {c.axis} from root "
+                           f"{c.axis} = {c.root}, colour {c.colour}, <= {c.max_hops} hops")
+            elif isinstance(c, Shift):
+                out.append(f"{indent}  shift {c.src} -> {c.dst} towards {c.direction} from {c.senders}, "
+                           f"colour {c.colour}, {c.max_hops} hop")
+            for r in c.routes:
+                out.append(f"{indent}    route {r}")
+        return out
+    return [f"{indent}{op!r}"]
+
+
+def format_mesh_program(mp: MeshProgram, *, routes: bool = True) -> str:
+    """The whole program as text (``routes=False`` leaves out the per-router route rectangles)."""
+    lines = [f"meshprogram {mp.name}: target {mp.target}, mesh {mp.mesh[0]}x{mp.mesh[1]}, "
+             f"work region {mp.region} ({mp.region.cores} cores), arena {mp.arena_bytes} B per core, "
+             f"{mp.colours} colour(s)"]
+    lines.append("tensors:")
+    for t in mp.tensors:
+        box = ", ".join(str(d) for d in t.box)
+        lines.append(f"  {t.name:<10} {t.role:<8} {t.dtype} [{box}] at +{t.offset}, <= {t.max_bytes} B")
+        lines.append(f"    owns {t.ownership}")
+    lines.append("kernels:")
+    lines += [_kernel_text(k) for k in mp.kernels]
+    lines.append("body:")
+    for op in mp.body:
+        sub = _op_lines(op, "  ")
+        if not routes:
+            sub = [s for s in sub if not s.lstrip().startswith("route ")]
+        lines += sub
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""The MeshIR verifier: run before any code is emitted or any native run.
+
+Checks that every core's arena fits the target's SRAM and holds every buffer; every op names buffers and
+kernels that exist; a message's source and destination boxes have the same shape; the patterns of one
+exchange use distinct colours within the router budget; and the routes of each pattern, traced hop by hop
+on one line at the first, middle and last iteration of its loops, deliver exactly once to every receiver
+of that line within the declared hop bound and never leave the region. (The emulator re-checks every
+message of every step at run time.)
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from ..errors import MeshIRError
+from ..targets import Target
+from .ir import Compute, Exchange, HostLoad, HostStore, MeshProgram, Multicast, Shift
+
+STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
+OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
+
+
+def _sample_envs(scope):
+    names = [v for v, _ in scope]
+    picks = [sorted({0, n // 2, n - 1}) for _, n in scope]
+    for values in product(*picks):
+        yield dict(zip(names, values))
+
+
+def _axis(c) -> str:
+    if isinstance(c, Multicast):
+        return c.axis
+    return "x" if c.direction in ("E", "W") else "y"
+
+
+def _trace(mp: MeshProgram, c, env: dict[str, int], line: int, what: str) -> None:
+    """Follows the routes of pattern ``c`` from its senders on one line; checks delivery and hops."""
+    axis = _axis(c)
+
+    def cells(x0, x1, y0, y1):
+        if axis == "x":
+            return [(x, line) for x in range(max(x0, 0), min(x1, mp.mesh[0]))] if y0 <= line < y1 else []
+        return [(line, y) for y in range(max(y0, 0), min(y1, mp.mesh[1]))] if x0 <= line < x1 else []
+
+    table = {}
+    for r in c.routes:
+        for cell in cells(*r.rect.at(env)):
+            table[cell] = (set(r.rx), set(r.tx))
+    senders = cells(*c.senders.at(env))
+    want = set(cells(*c.receivers.at(env)))
+    got: dict[tuple[int, int], int] = {}
+    for src in senders:
+        stack = [(src, "RAMP", 0)]
+        seen = set()
+        while stack:
+            (x, y), came, hops = stack.pop()
+            if (x, y) in seen:
+                raise MeshIRError(f"{what}: the routes of colour {c.colour} loop back to core ({x},{y})")
+            seen.add((x, y))
+            rx, tx = table.get((x, y), (set(), set()))
+            if came not in rx:
+                raise MeshIRError(f"{what}: no route for colour {c.colour} from {came} at core ({x},{y})")
+            if hops > c.max_hops:
+                raise MeshIRError(f"{what}: a message travels {hops} hops, more than the {c.max_hops} declared")
+            for d in tx:
+                if d == "RAMP":
+                    got[(x, y)] = got.get((x, y), 0) + 1
+                    continue
+                dx, dy = STEP[d]
+                nx, ny = x + dx, y + dy
+                if not (0 <= nx < mp.mesh[0] and 0 <= ny < mp.mesh[1]):
+                    raise MeshIRError(f"{what}: colour {c.colour} leaves the mesh at core ({x},{y}) going {d}")
+                stack.append(((nx, ny), OPP[d], hops + 1))
+    if senders and (set(got) != want or any(v != 1 for v in got.values())):
+        raise MeshIRError(f"{what}: routes of colour {c.colour} deliver to {sorted(got)}, "
+                          f"receivers are {sorted(want)}")
+
+
+def verify(mp: MeshProgram, target: Target) -> None:
+    """Raises :class:`MeshIRError` on the first violated invariant (see the module docstring)."""
+    if mp.arena_bytes > target.sram_bytes:
+        raise MeshIRError(f"{mp.name}: arena of {mp.arena_bytes} B exceeds {target.name}'s {target.sram_bytes} B")
+    w, h = mp.mesh
+    r = mp.region
+    if r.x1 > w or r.y1 > h:
+        raise MeshIRError(f"{mp.name}: region {r} is outside the {w}x{h} mesh")
+    for t in mp.tensors:
+        if t.offset < 0 or t.offset + t.max_bytes > mp.arena_bytes:
+            raise MeshIRError(f"{mp.name}: tensor {t.name} [{t.offset}, +{t.max_bytes}) outside the arena")
+    names = {t.name for t in mp.tensors}
+    kernels = {k.name for k in mp.kernels}
+    for k in mp.kernels:
+        for a in (k.write, *k.reads):
+            if a.buffer not in names:
+                raise MeshIRError(f"kernel {k.name} uses unknown buffer {a.buffer}")
+    for op, scope in mp.walk():
+        if isinstance(op, (HostLoad, HostStore)) and op.buffer not in names:
+            raise MeshIRError(f"{type(op).__name__} of {op.array}: unknown buffer {op.buffer}")
+        if isinstance(op, Compute) and op.kernel not in kernels:
+            raise MeshIRError(f"compute: unknown kernel {op.kernel}")
+        if isinstance(op, Exchange):
+            colours = [c.colour for c in op.ops]
+            if len(set(colours)) != len(colours):
+                raise MeshIRError(f"exchange {op.name}: two patterns share a colour {colours}")
+            if any(not 0 <= col < target.colours for col in colours):
+                raise MeshIRError(f"exchange {op.name}: colours {colours} outside the budget of {target.colours}")
+            for c in op.ops:
+                if not isinstance(c, (Multicast, Shift)):
+                    raise MeshIRError(f"exchange {op.name}: unknown pattern {c!r}")
+                for b in (c.src, c.dst):
+                    if b not in names:
+                        raise MeshIRError(f"{c.name}: unknown buffer {b}")
+                src, dst = mp.tensor(c.src), mp.tensor(c.dst)
+                if [d.tile for d in src.box] != [d.tile for d in dst.box] or src.elem_bytes != dst.elem_bytes:
+                    raise MeshIRError(f"{c.name}: source box {src.box} and destination box {dst.box} differ")
+                for env in _sample_envs(scope):
+                    x0, x1, y0, y1 = c.receivers.at(env)
+                    if x0 >= x1 or y0 >= y1:
+                        continue
+                    line = y0 if _axis(c) == "x" else x0
+                    _trace(mp, c, env, line, f"exchange {op.name}, {c.name} at {env or 'once'}")

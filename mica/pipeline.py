@@ -1,0 +1,142 @@
+"""The compiler as one flat function of named passes, with a verifier at the seams.
+
+    program  --derive_schedule-->  Schedule            (tiling/)
+             --build_mesh_program-->  MeshProgram      (comm/ + meshir/)
+             --verify-->                                (meshir/)
+             --estimate-->  Cost                        (tiling/cost)
+             --emit_kernel_module-->  C per class       (emit_c/)
+
+:func:`compile_affine` is the user's entry point; it returns a :class:`CompiledProgram`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .affine.program import Program
+from .emit_c.kernels import KernelModule, emit_kernel_module
+from .errors import MeshError, ScheduleError, SramError
+from .meshir.build import build_mesh_program
+from .meshir.ir import MeshProgram
+from .meshir.printer import format_mesh_program
+from .meshir.verify import verify
+from .targets import Target, get_target
+from .tiling.cost import Cost, estimate
+from .tiling.mapping import derive_schedule
+from .tiling.schedule import Schedule
+
+
+def check_mesh(mesh, target: Target) -> tuple[int, int]:
+    """``mesh`` as (width, height) after checking it is positive and fits the target's grid."""
+    try:
+        w, h = mesh
+    except (TypeError, ValueError):
+        raise MeshError(f"mesh must be (width, height), got {mesh!r}") from None
+    for name, v in (("width", w), ("height", h)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise MeshError(f"mesh {name} must be an integer, got {v!r}")
+        if v <= 0:
+            raise MeshError(f"mesh {name} must be positive, got {v}")
+    gw, gh = target.grid
+    if w > gw or h > gh:
+        raise MeshError(f"mesh {w}x{h} is larger than {target.name}'s usable grid {gw}x{gh}")
+    return int(w), int(h)
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """A program compiled for one mesh: its schedule, MeshIR, modelled cost and C kernels.
+
+    ``run(inputs, mesh=None, threads=None)`` executes it in the native emulator; with another ``mesh``
+    the same schedule shape is re-instantiated for that mesh first.
+    """
+
+    program: Program
+    target: Target
+    schedule: Schedule
+    mesh_program: MeshProgram
+    cost: Cost
+    timings: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def mesh(self) -> tuple[int, int]:
+        return self.schedule.mesh
+
+    @cached_property
+    def meshir(self) -> str:
+        """The MeshIR as readable text."""
+        return format_mesh_program(self.mesh_program)
+
+    @cached_property
+    def kernel_module(self) -> KernelModule:
+        return emit_kernel_module(self.mesh_program)
+
+    @property
+    def kernels(self) -> dict[str, str]:
+        """Generated C, one function per region class."""
+        return dict(self.kernel_module.sources)
+
+    def explain(self) -> str:
+        return self.schedule.explain()
+
+    def retarget(self, mesh) -> "CompiledProgram":
+        """The same schedule shape re-instantiated for ``mesh``."""
+        mesh = check_mesh(mesh, self.target)
+        if mesh == self.mesh:
+            return self
+        return compile_affine(self.program, mesh=mesh, target=self.target,
+                              schedule=derive_schedule(self.program, mesh, like=self.schedule))
+
+    def run(self, inputs, mesh=None, threads: int | None = None):
+        """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`."""
+        from .native_sim.execute import execute
+        prog = self.retarget(mesh) if mesh is not None else self
+        return execute(prog, inputs, threads=threads)
+
+    def __str__(self) -> str:
+        return f"{self.schedule}\n{self.cost}"
+
+
+def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", *,
+                   schedule: Schedule | None = None, params=None) -> CompiledProgram:
+    """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target``.
+
+    ``schedule`` forces a plan (e.g. one read back with :meth:`Schedule.from_json`); its mesh must be
+    ``mesh``. ``params`` is reserved for programs with symbolic sizes (all builder sizes are concrete).
+    """
+    if not isinstance(op, Program):
+        raise ScheduleError(f"compile_affine expects a mica Program (e.g. mica.ops.matmul(...)), got {type(op).__name__}")
+    tgt = get_target(target)
+    mesh = check_mesh(mesh, tgt)
+    timings = {}
+    t0 = time.perf_counter()
+    if schedule is None:
+        sched = derive_schedule(op, mesh)
+    else:
+        if tuple(schedule.mesh) != mesh:
+            raise ScheduleError(f"the forced schedule is for mesh {schedule.mesh}, not {mesh}; "
+                                f"use mica.tiling.mapping.derive_schedule(program, mesh, like=schedule)")
+        sched = schedule
+    timings["schedule"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        mp = build_mesh_program(op, sched, tgt)
+    except SramError as exc:
+        if mesh != tgt.grid:
+            try:
+                build_mesh_program(op, derive_schedule(op, tgt.grid), tgt)
+                exc.args = (f"{exc.args[0]}; it fits on the full {tgt.grid[0]}x{tgt.grid[1]} grid",)
+            except SramError:
+                exc.args = (f"{exc.args[0]}; it does not fit even on the full "
+                            f"{tgt.grid[0]}x{tgt.grid[1]} grid",)
+        raise
+    timings["meshir"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    verify(mp, tgt)
+    timings["verify"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cost = estimate(mp, tgt)
+    timings["cost"] = time.perf_counter() - t0
+    return CompiledProgram(op, tgt, sched, mp, cost, timings)

@@ -1,0 +1,112 @@
+"""The PLMR cost model: modelled cycles of a mesh program on a target.
+
+* Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's instances (counted exactly by isl over
+  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype.
+* Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
+  stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
+  pattern. A chain-reduction stage adds the target's relay cost (the partial passes through a core).
+* Phases do not overlap (no double buffering yet): total = compute + communication.
+
+Everything is evaluated per loop iteration from closed forms (steps × ops), never per core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from ..affine.isl_names import count_points, iset
+from ..meshir.ir import Compute, Exchange, Loop, MeshProgram, Multicast, Shift
+from ..targets import Target
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Modelled cycles of one mesh program, with the breakdown and the budgets it was checked against."""
+
+    target: str
+    clock_ghz: float
+    total_cycles: float
+    compute_cycles: float
+    comm_cycles: float
+    per_tensor: tuple[tuple[str, float], ...]
+    sram_bytes: int
+    sram_budget: int
+    colours: int
+    colour_budget: int
+    cores: int
+
+    @property
+    def idle_cycles(self) -> float:
+        """Cycles the busiest core spends not computing (waiting for data)."""
+        return self.total_cycles - self.compute_cycles
+
+    @property
+    def seconds(self) -> float:
+        return self.total_cycles / (self.clock_ghz * 1e9)
+
+    def as_dict(self) -> dict:
+        return {"target": self.target, "total_cycles": self.total_cycles, "seconds": self.seconds,
+                "compute_cycles": self.compute_cycles, "comm_cycles": self.comm_cycles,
+                "idle_cycles": self.idle_cycles, "per_tensor": dict(self.per_tensor),
+                "sram_bytes": self.sram_bytes, "sram_budget": self.sram_budget,
+                "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores}
+
+    def __str__(self) -> str:
+        per = ", ".join(f"{n} {c:,.0f}" for n, c in self.per_tensor) or "none"
+        return (f"modelled {self.total_cycles:,.0f} cycles = {self.seconds * 1e6:,.2f} us at "
+                f"{self.clock_ghz} GHz on {self.target} ({self.cores:,} cores)\n"
+                f"  compute {self.compute_cycles:,.0f} cycles, communication {self.comm_cycles:,.0f} "
+                f"cycles (idle while waiting {self.idle_cycles:,.0f})\n"
+                f"  communication by tensor: {per}\n"
+                f"  SRAM {self.sram_bytes:,} of {self.sram_budget:,} B per core, "
+                f"colours {self.colours} of {self.colour_budget}")
+
+
+def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
+    """Cycles of the busiest core over all iterations of the enclosing loops."""
+    k = mp.kernel(op.kernel)
+    dtype = mp.tensor(k.write.buffer).dtype
+    dom = iset(k.domain)
+    best = 0
+    for cls in k.classes:
+        # The first core of a class holds the largest tile of it.
+        n = count_points(dom, {"x": cls.region.x0, "y": cls.region.y0}, drop=loop_vars)
+        best = max(best, n)
+    return best * max(k.flops_per_instance, 1) / target.flops(dtype)
+
+
+def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> float:
+    t = env.get("t", 0)
+    src = mp.tensor(c.src)
+    if isinstance(c, Multicast):
+        r = c.root.evaluate(env)
+        x, y = (r, 0) if c.axis == "x" else (0, r)
+        nbytes = src.bytes_at(x, y, t)
+        hops = c.max_hops
+        return hops * target.hop_latency + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
+    if isinstance(c, Shift):
+        nbytes = src.max_bytes
+        return target.hop_latency + nbytes / target.link_bytes_per_cycle + target.relay_cycles
+    return 0.0
+
+
+def estimate(mp: MeshProgram, target: Target) -> Cost:
+    compute = 0.0
+    comm = 0.0
+    per_tensor: dict[str, float] = {}
+    for op, scope in mp.walk():
+        if isinstance(op, Compute):
+            compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
+        elif isinstance(op, Exchange):
+            names = [v for v, _ in scope]
+            for values in product(*(range(n) for _, n in scope)):
+                env = dict(zip(names, values))
+                costs = [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
+                if costs:
+                    comm += max(cy for _, cy in costs)
+                    for name, cy in costs:
+                        per_tensor[name] = per_tensor.get(name, 0.0) + cy
+    return Cost(target.name, target.clock_ghz, compute + comm, compute, comm,
+                tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
+                target.colours, mp.region.cores)
