@@ -1,0 +1,92 @@
+"""The ``mica`` command line.
+
+    mica demo [--mesh 750x994] [--run-mesh 16x16] [--size 512] [--target wse2] [--threads N]
+        compile a size^3 f32 matmul for the big mesh, print the plan and its modelled cost, then run the
+        same plan on the small mesh in the emulator and report the error against numpy and the traffic.
+    mica targets
+        list the machine descriptions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from .errors import MicaError
+
+
+def _mesh(text: str) -> tuple[int, int]:
+    try:
+        w, h = text.lower().split("x")
+        return int(w), int(h)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"mesh must look like 750x994, got {text!r}") from None
+
+
+def demo(args) -> int:
+    from . import compile_affine, ops
+    n = args.size
+    op = ops.matmul(n, n, n, dtype="f32")
+    t0 = time.perf_counter()
+    prog = compile_affine(op, mesh=args.mesh, target=args.target)
+    dt = time.perf_counter() - t0
+    print(f"== compiled matmul {n}x{n}x{n} f32 for mesh {args.mesh[0]}x{args.mesh[1]} "
+          f"({args.target}) in {dt:.3f} s")
+    print(prog.schedule)
+    print(prog.schedule.explain())
+    print(prog.cost)
+    print()
+    print(f"== the same plan on a {args.run_mesh[0]}x{args.run_mesh[1]} mesh in the emulator")
+    small = prog.retarget(args.run_mesh)
+    print(small.meshir if args.verbose else small.schedule)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((n, n), dtype=np.float32)
+    B = rng.standard_normal((n, n), dtype=np.float32)
+    t0 = time.perf_counter()
+    res = small.run({"A": A, "B": B}, threads=args.threads)
+    dt = time.perf_counter() - t0
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    err = np.abs(res.outputs["C"] - ref).max()
+    rel = err / np.abs(ref).max()
+    print(f"ran in {dt:.2f} s; max |C - numpy| = {err:.3g} (relative {rel:.3g})")
+    print(res.stats)
+    ok = np.allclose(res.outputs["C"], ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    print("result matches numpy" if ok else "RESULT DOES NOT MATCH numpy")
+    return 0 if ok else 1
+
+
+def targets(args) -> int:
+    from .targets import TARGETS
+    for t in TARGETS.values():
+        print(f"{t.name:<10} grid {t.grid[0]}x{t.grid[1]}, SRAM {t.sram_bytes} B/core, {t.clock_ghz} GHz, "
+              f"f32 {t.flops('f32')} FLOP/cycle, link {t.link_bytes_per_cycle} B/cycle, "
+              f"hop {t.hop_latency} cycles, {t.colours} colours  ({t.notes})")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="mica", description="MICA: compiler for mesh accelerators")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="compile a matmul for the wafer and check it in the emulator")
+    d.add_argument("--mesh", type=_mesh, default=(750, 994))
+    d.add_argument("--run-mesh", type=_mesh, default=(16, 16))
+    d.add_argument("--size", type=int, default=512)
+    d.add_argument("--target", default="wse2")
+    d.add_argument("--threads", type=int, default=None)
+    d.add_argument("-v", "--verbose", action="store_true", help="print the small mesh's MeshIR")
+    d.set_defaults(fn=demo)
+    t = sub.add_parser("targets", help="list machine descriptions")
+    t.set_defaults(fn=targets)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except MicaError as exc:
+        print(f"mica: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Running a compiled program in the native emulator: numpy in, numpy out, stats as a record.
+
+:func:`execute` checks the inputs against the program's arrays and scalars, builds (or reuses from the
+cache) the kernel library, lowers the MeshIR to op code, loads every input into the arenas of the cores
+that own it, runs, and reads every output back from its owners.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from ..emit_c.build import compile_shared
+from ..errors import InputError, SimError
+from .lower import box, lower, rect
+from .runtime import MeshStats, NativeMesh, load_kernels
+
+NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """``outputs`` maps every written array's name to its value; ``stats`` holds the emulator's counters."""
+
+    outputs: dict[str, np.ndarray]
+    stats: "RunStats"
+
+
+@dataclass(frozen=True, eq=False)
+class RunStats:
+    """The emulator's measured figures for one run (see :class:`mica.native_sim.runtime.MeshStats`)."""
+
+    raw: MeshStats
+    mesh: tuple[int, int]
+    threads: int
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+    @property
+    def link_bytes(self) -> np.ndarray:
+        """``[y, x, link]`` bytes sent on each out-link (N, E, S, W) of each core."""
+        return self.raw.link_bytes
+
+    def summary(self) -> dict:
+        lb = self.raw.link_bytes
+        hot = np.unravel_index(int(np.argmax(lb)), lb.shape) if lb.size else (0, 0, 0)
+        return {
+            "messages": int(self.raw.messages), "deliveries": int(self.raw.deliveries),
+            "link_bytes": int(self.raw.link_bytes_total), "max_hops": int(self.raw.max_hops),
+            "exchanges": int(self.raw.exchanges), "kernel_calls": int(self.raw.computes),
+            "hottest_link": {"core": (int(hot[1]), int(hot[0])), "dir": "NESW"[int(hot[2])],
+                             "bytes": int(lb.max()) if lb.size else 0},
+            "arena_bytes_total": int(self.raw.arena_bytes), "threads": self.threads,
+        }
+
+    def __str__(self) -> str:
+        s = self.summary()
+        h = s["hottest_link"]
+        return (f"emulator: {s['messages']:,} messages ({s['deliveries']:,} deliveries), "
+                f"{s['link_bytes']:,} link bytes, longest path {s['max_hops']} hops, "
+                f"{s['exchanges']:,} exchanges, {s['kernel_calls']:,} kernel calls; hottest link "
+                f"core {h['core']} -> {h['dir']} with {h['bytes']:,} B; arenas {s['arena_bytes_total']:,} B "
+                f"in all; {s['threads']} thread(s)")
+
+
+def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[float]]:
+    """The input arrays (C-contiguous) and scalar values, or :class:`InputError` naming the problem."""
+    if not isinstance(inputs, Mapping):
+        raise InputError(f"inputs must be a mapping of names to arrays, got {type(inputs).__name__}")
+    expected = set(program.inputs) | {n for n, _ in program.scalars}
+    unknown = sorted(set(inputs) - expected)
+    if unknown:
+        raise InputError(f"unexpected inputs {unknown}; {program.name} takes {sorted(expected)}")
+    arrays = {}
+    for name in program.inputs:
+        if name not in inputs:
+            raise InputError(f"input {name!r} is missing; {program.name} takes {sorted(expected)}")
+        arr = program.array(name)
+        val = inputs[name]
+        if not isinstance(val, np.ndarray):
+            raise InputError(f"input {name!r} must be a numpy array, got {type(val).__name__}")
+        if val.shape != arr.shape:
+            raise InputError(f"input {name!r} has shape {val.shape}, expected {arr.shape}")
+        want = np.dtype(NP_DTYPE[arr.dtype])
+        if val.dtype != want:
+            raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype})")
+        arrays[name] = np.ascontiguousarray(val)
+    scalars = []
+    for name, _ in program.scalars:
+        if name not in inputs:
+            raise InputError(f"scalar {name!r} is missing")
+        v = inputs[name]
+        if isinstance(v, np.ndarray) and v.shape == ():
+            v = v.item()
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise InputError(f"scalar {name!r} must be a number, got {type(v).__name__}")
+        scalars.append(float(v))
+    return arrays, scalars
+
+
+def default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResult:
+    """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator."""
+    program = compiled.program
+    mp = compiled.mesh_program
+    target = compiled.target
+    arrays, scalars = check_inputs(program, inputs)
+    if threads is None:
+        threads = default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InputError(f"threads must be a positive integer, got {threads!r}")
+    km = compiled.kernel_module
+    lib = load_kernels(compile_shared(km.source, name=f"kernels_{mp.name}"))
+    low = lower(mp, km)
+    w, h = mp.mesh
+    with NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
+        r = mp.region
+        mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
+        mesh.commit()
+        for ld in low.loads:
+            t = mp.tensor(ld.buffer)
+            mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
+        try:
+            mesh.run(low.code, lib, scalars, threads)
+        except SimError as exc:
+            raise SimError(_name_op(str(exc), low.op_names)) from None
+        outputs = {}
+        for st in low.stores:
+            t = mp.tensor(st.buffer)
+            arr = program.array(st.array)
+            outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape,
+                                                NP_DTYPE[arr.dtype])
+        stats = mesh.stats()
+    return RunResult(outputs, RunStats(stats, (w, h), threads))
+
+
+def _name_op(message: str, names: tuple[str, ...]) -> str:
+    """Appends the MeshIR op an emulator message's ``op N`` refers to."""
+    import re
+    m = re.search(r"\bop (\d+)", message)
+    if m and int(m.group(1)) < len(names):
+        return f"{message} [{names[int(m.group(1))]}]"
+    return message

@@ -1,0 +1,130 @@
+"""MeshIR -> the emulator's op code.
+
+A plain translation with no decisions: loop variables get slots by nesting depth, MeshIR rectangles and
+boxes become op-code rectangles and boxes, each :class:`~mica.meshir.ir.Exchange` becomes one EXCHANGE op
+(its patterns' routes, sends and receives) and each :class:`~mica.meshir.ir.Compute` one COMPUTE op with an
+entry per kernel class, clipped to the op's rectangle. Host loads and stores are not op code: they run
+before and after it (:func:`host_transfers` checks they sit at the ends of the program).
+
+``op_names[op_id]`` tells which MeshIR op an emulator error is about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..emit_c.kernels import KernelModule
+from ..errors import MeshIRError
+from ..meshir import ir
+from . import opcode as oc
+
+_DIR_BITS = {"RAMP": oc.RAMP, "N": oc.NORTH, "E": oc.EAST, "S": oc.SOUTH, "W": oc.WEST}
+_AXIS = {"x": oc.AXIS_X, "y": oc.AXIS_Y}
+
+
+@dataclass(frozen=True)
+class Lowered:
+    code: np.ndarray
+    op_names: tuple[str, ...]
+    loads: tuple[ir.HostLoad, ...]
+    stores: tuple[ir.HostStore, ...]
+
+
+def _affine(lin: ir.Lin, slots: dict[str, int]) -> oc.Affine:
+    coeffs = [0] * oc.MAX_VARS
+    for var, c in lin.terms:
+        if var not in slots:
+            raise MeshIRError(f"loop variable {var!r} used outside its loop")
+        coeffs[slots[var]] += c
+    return oc.Affine(lin.const, tuple(coeffs))
+
+
+def _bound(b: tuple[ir.Lin, ...], slots, fold) -> tuple[oc.Affine, ...]:
+    """The affine terms of a max (lower) or min (upper) bound, constants folded into one."""
+    consts = [v.const for v in b if not v.terms]
+    terms = [_affine(v, slots) for v in b if v.terms]
+    if consts:
+        terms.append(oc.Affine(fold(consts)))
+    return tuple(terms)
+
+
+def rect(r: ir.Rect, slots: dict[str, int]) -> oc.Rect:
+    return oc.Rect(_bound(r.x0, slots, max), _bound(r.x1, slots, min),
+                   _bound(r.y0, slots, max), _bound(r.y1, slots, min))
+
+
+def clip(r: ir.Rect, region: ir.Region) -> ir.Rect:
+    """``r`` intersected with a constant region."""
+    return ir.Rect((*r.x0, ir.Lin(region.x0)), (*r.x1, ir.Lin(region.x1)),
+                   (*r.y0, ir.Lin(region.y0)), (*r.y1, ir.Lin(region.y1)))
+
+
+def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
+    dims = []
+    for d in t.box:
+        if d.coord is None:
+            dims.append(oc.BoxDim(oc.AXIS_WHOLE, min(d.tile, d.extent), d.extent))
+        elif d.coord in _AXIS:
+            dims.append(oc.BoxDim(_AXIS[d.coord], d.tile, d.extent))
+        else:
+            if d.coord not in slots:
+                raise MeshIRError(f"buffer {t.name} is indexed by {d.coord!r} outside its loop")
+            dims.append(oc.BoxDim(oc.AXIS_V0 + slots[d.coord], d.tile, d.extent))
+    return oc.Box(t.offset, t.elem_bytes, tuple(dims))
+
+
+def _bits(dirs: tuple[str, ...]) -> int:
+    out = 0
+    for d in dirs:
+        out |= _DIR_BITS[d]
+    return out
+
+
+def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
+    """The op code of ``mp`` calling the kernels of ``km`` by table index."""
+    names: list[str] = []
+    body = list(mp.body)
+    loads, stores = [], []
+    while body and isinstance(body[0], ir.HostLoad):
+        loads.append(body.pop(0))
+    while body and isinstance(body[-1], ir.HostStore):
+        stores.insert(0, body.pop())
+    if any(isinstance(op, (ir.HostLoad, ir.HostStore)) for op, _ in _walk(body)):
+        raise MeshIRError(f"{mp.name}: host transfers in the middle of a program are not supported yet")
+
+    def go(ops, slots: dict[str, int]) -> list:
+        out = []
+        for op in ops:
+            if isinstance(op, ir.Loop):
+                slot = len(slots)
+                if slot >= oc.MAX_VARS:
+                    raise MeshIRError(f"{mp.name}: loops nest deeper than {oc.MAX_VARS}")
+                out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot}))))
+            elif isinstance(op, ir.Exchange):
+                routes, sends, recvs = [], [], []
+                for c in op.ops:
+                    routes += [oc.Route(r.colour, _bits(r.rx), _bits(r.tx), rect(r.rect, slots)) for r in c.routes]
+                    sends.append(oc.Send(c.colour, c.max_hops, rect(c.senders, slots), box(mp.tensor(c.src), slots)))
+                    recvs.append(oc.Recv(c.colour, rect(c.receivers, slots), box(mp.tensor(c.dst), slots)))
+                names.append(f"exchange {op.name} ({', '.join(c.name for c in op.ops)})")
+                out.append(oc.Exchange(len(names) - 1, tuple(routes), tuple(sends), tuple(recvs)))
+            elif isinstance(op, ir.Compute):
+                k = mp.kernel(op.kernel)
+                entries = tuple((km.index(cls.name), rect(clip(op.rect, cls.region), slots)) for cls in k.classes)
+                names.append(f"compute {op.kernel}")
+                out.append(oc.Compute(len(names) - 1, entries))
+            else:
+                raise MeshIRError(f"{mp.name}: cannot lower {type(op).__name__}")
+        return out
+
+    code = oc.encode(go(body, {}))
+    return Lowered(code, tuple(names), tuple(loads), tuple(stores))
+
+
+def _walk(ops):
+    for op in ops:
+        yield op, None
+        if isinstance(op, ir.Loop):
+            yield from _walk(op.body)

@@ -1,0 +1,367 @@
+"""Python binding of the native mesh emulator (``mica/runtime_c``), through cffi in ABI mode.
+
+The runtime library is compiled once from the packaged ``mica_rt.c`` with
+:func:`mica.emit_c.build.compile_shared` (so it is cached across processes) and opened lazily on first
+use. One module-level :data:`ffi` declares both the runtime API of ``mica_rt.h`` and the API of a
+generated kernel module::
+
+    int32_t        mica_kernel_count(void);
+    mica_kernel_fn mica_kernel_get(int32_t i);
+
+:func:`load_kernels` opens such a module and builds the kernel table that :meth:`NativeMesh.run`
+passes to the emulator.
+
+:class:`NativeMesh` owns one emulated mesh: reserve arenas, commit, copy tensors in and out with
+boxes, run op codes (see :mod:`mica.native_sim.opcode`) and read statistics. Every fault the emulator
+reports raises :class:`mica.errors.SimError` with its one-line message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Sequence
+
+import cffi
+import numpy as np
+
+from mica.emit_c.build import compile_shared
+from mica.errors import EmitError, SimError
+from mica.native_sim.opcode import Box, RectLike, as_rect
+
+#: Directory holding ``mica_rt.h`` and ``mica_rt.c`` (also the include directory for kernel modules).
+RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime_c"
+
+_CDEF = """
+#define MICA_RAMP 1
+#define MICA_NORTH 2
+#define MICA_EAST 4
+#define MICA_SOUTH 8
+#define MICA_WEST 16
+#define MICA_LINK_N 0
+#define MICA_LINK_E 1
+#define MICA_LINK_S 2
+#define MICA_LINK_W 3
+#define MICA_OP_LOOP 1
+#define MICA_OP_EXCHANGE 2
+#define MICA_OP_COMPUTE 3
+#define MICA_MAX_VARS 4
+#define MICA_MAX_RANK 4
+#define MICA_MAX_TERMS 4
+
+typedef void (*mica_kernel_fn)(uint8_t *arena, int64_t x, int64_t y, const int64_t *v,
+                               const double *scalars);
+typedef struct mica_mesh mica_mesh;
+
+mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
+                         char *err, int32_t errlen);
+void mica_mesh_free(mica_mesh *m);
+int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t bytes,
+                          char *err, int32_t errlen);
+int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
+                       char *err, int32_t errlen);
+int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
+                 int32_t n_kernels, const double *scalars, int32_t n_threads, char *err, int32_t errlen);
+
+typedef struct {
+    uint64_t messages;
+    uint64_t deliveries;
+    uint64_t link_bytes;
+    uint64_t link_messages;
+    uint64_t max_hops;
+    uint64_t exchanges;
+    uint64_t computes;
+    uint64_t arena_bytes;
+    uint64_t arena_max;
+} mica_totals;
+
+void mica_stats(const mica_mesh *m, mica_totals *out);
+const uint64_t *mica_link_bytes(const mica_mesh *m);
+const uint64_t *mica_link_messages(const mica_mesh *m);
+const uint64_t *mica_core_bytes_sent(const mica_mesh *m);
+const uint64_t *mica_core_bytes_recv(const mica_mesh *m);
+const int64_t *mica_core_arena_bytes(const mica_mesh *m);
+void mica_stats_reset(mica_mesh *m);
+
+int32_t mica_kernel_count(void);
+mica_kernel_fn mica_kernel_get(int32_t i);
+"""
+
+ffi = cffi.FFI()
+ffi.cdef(_CDEF)
+
+_ERR_LEN = 1024
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def include_flags() -> tuple[str, ...]:
+    """Compiler flags that make ``#include "mica_rt.h"`` work (for kernel modules)."""
+    return ("-I", str(RUNTIME_DIR))
+
+
+def runtime_source() -> str:
+    """The emulator source as compiled: ``mica_rt.c``, tagged with a hash of ``mica_rt.h`` so that
+    editing the header also changes the cache key."""
+    header = (RUNTIME_DIR / "mica_rt.h").read_bytes()
+    source = (RUNTIME_DIR / "mica_rt.c").read_text()
+    return f"/* mica_rt.h sha256 {hashlib.sha256(header).hexdigest()} */\n{source}"
+
+
+def runtime_lib():
+    """The opened runtime library, built (or fetched from the cache) on first use."""
+    global _lib
+    with _lib_lock:
+        if _lib is None:
+            path = compile_shared(runtime_source(), name="mica_rt", flags=include_flags())
+            _lib = ffi.dlopen(str(path))
+        return _lib
+
+
+class KernelLib:
+    """An opened kernel module and its ``mica_kernel_fn`` table (kept alive with the library)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self._lib = ffi.dlopen(str(self.path))
+            count = int(self._lib.mica_kernel_count())
+            getter = self._lib.mica_kernel_get
+        except (OSError, AttributeError) as exc:
+            raise EmitError(f"cannot load kernel module {self.path}: {exc}") from None
+        if count < 0:
+            raise EmitError(f"kernel module {self.path} reports {count} kernels")
+        self.count = count
+        self.table = ffi.new("mica_kernel_fn[]", max(count, 1))
+        for i in range(count):
+            fn = getter(i)
+            if fn == ffi.NULL:
+                raise EmitError(f"kernel module {self.path} has no kernel {i}")
+            self.table[i] = fn
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def load_kernels(path: str | Path) -> KernelLib:
+    """Opens a generated kernel module (exporting ``mica_kernel_count``/``mica_kernel_get``)."""
+    return KernelLib(path)
+
+
+@dataclass(frozen=True, eq=False)
+class MeshStats:
+    """Statistics accumulated since the mesh was created or ``reset_stats`` was called.
+
+    Totals as in ``mica_totals`` (``link_bytes_total`` and ``link_messages_total`` are its
+    ``link_bytes`` and ``link_messages``). Per-link arrays ``link_bytes`` / ``link_messages`` are shaped
+    (H, W, 4), ``[y, x, LINK_*]`` for the out-links of each core; per-core arrays are shaped (H, W). Two
+    MeshStats compare equal when every total and every array is equal.
+    """
+
+    messages: int
+    deliveries: int
+    link_bytes_total: int
+    link_messages_total: int
+    max_hops: int
+    exchanges: int
+    computes: int
+    arena_bytes: int
+    arena_max: int
+    link_bytes: np.ndarray
+    link_messages: np.ndarray
+    core_bytes_sent: np.ndarray
+    core_bytes_recv: np.ndarray
+    core_arena_bytes: np.ndarray
+
+    def totals(self) -> dict[str, int]:
+        """The scalar totals as a dict."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.type == "int"}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MeshStats):
+            return NotImplemented
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(a, np.ndarray):
+                if not np.array_equal(a, b):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class NativeMesh:
+    """One emulated W x H mesh with ``n_colours`` router colours and ``sram_bytes`` per core.
+
+    Usage: ``reserve`` arenas, ``commit`` (allocates them, zeroed), then ``host_load`` / ``run`` /
+    ``host_store`` / ``stats``. Close it with ``close()`` or use it as a context manager.
+    """
+
+    def __init__(self, width: int, height: int, n_colours: int, sram_bytes: int):
+        self._lib = runtime_lib()
+        self._m = ffi.NULL
+        self.width, self.height = int(width), int(height)
+        self.n_colours, self.sram_bytes = int(n_colours), int(sram_bytes)
+        if not (0 < self.width < 2**31 and 0 < self.height < 2**31 and 0 <= self.n_colours < 2**31):
+            raise SimError(f"bad mesh shape {width}x{height} with {n_colours} colours")
+        err = ffi.new("char[]", _ERR_LEN)
+        m = self._lib.mica_mesh_new(self.width, self.height, self.n_colours, self.sram_bytes, err, _ERR_LEN)
+        if m == ffi.NULL:
+            raise SimError(_message(err))
+        self._m = m
+
+    # -- lifetime ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Frees the mesh (idempotent)."""
+        if getattr(self, "_m", ffi.NULL) != ffi.NULL:
+            self._lib.mica_mesh_free(self._m)
+            self._m = ffi.NULL
+
+    def __enter__(self) -> NativeMesh:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing sensible left to do
+            pass
+
+    # -- setup ------------------------------------------------------------------------------------
+
+    def reserve(self, rect: tuple[int, int, int, int], nbytes: int) -> None:
+        """Declares an arena of ``nbytes`` on every core of ``(x0, x1, y0, y1)``."""
+        x0, x1, y0, y1 = (_clamp_i32(int(v)) for v in rect)
+        self._check(self._lib.mica_mesh_reserve, self._mesh(), x0, x1, y0, y1, int(nbytes))
+
+    def commit(self) -> None:
+        """Allocates every reserved arena (zeroed)."""
+        self._check(self._lib.mica_mesh_commit, self._mesh())
+
+    # -- host copies ------------------------------------------------------------------------------
+
+    def host_load(self, array: np.ndarray, box: Box, rect: RectLike) -> None:
+        """Copies ``array`` (the whole tensor, shape ``box.shape``) into ``box`` of every core of ``rect``."""
+        _check_host_array(array, box)
+        self._host_copy(0, array, box, rect)
+
+    def host_store(self, box: Box, rect: RectLike, shape: Sequence[int], dtype) -> np.ndarray:
+        """Gathers ``box`` from every core of ``rect`` into a new array of ``shape`` and ``dtype``.
+
+        ``shape`` must hold as many elements as ``box.shape`` (the data is row-major over the box's
+        tensor); elements that no core of ``rect`` holds are zero.
+        """
+        out = np.zeros(tuple(int(s) for s in shape), dtype=dtype)
+        _check_host_array(out, box)
+        self._host_copy(1, out, box, rect)
+        return out
+
+    def _host_copy(self, direction: int, array: np.ndarray, box: Box, rect: RectLike) -> None:
+        box_words = ffi.new("int64_t[]", box.words())
+        rect_words = ffi.new("int64_t[]", as_rect(rect).words())
+        host = ffi.from_buffer(array, require_writable=direction == 1) if array.nbytes else ffi.NULL
+        self._check(self._lib.mica_host_copy, self._mesh(), direction, host, box_words, rect_words)
+
+    # -- execution --------------------------------------------------------------------------------
+
+    def run(
+        self,
+        code: np.ndarray,
+        kernels: KernelLib | None = None,
+        scalars: Sequence[float] = (),
+        threads: int = 1,
+    ) -> None:
+        """Runs an op code (see :func:`mica.native_sim.opcode.encode`) on ``threads`` threads."""
+        words = np.asarray(code)
+        if words.ndim != 1 or not np.issubdtype(words.dtype, np.integer):
+            raise SimError(f"op code must be a 1-D integer array, got {words.dtype} of shape {words.shape}")
+        words = np.ascontiguousarray(words, dtype=np.int64)
+        threads = int(threads)
+        if threads < 1:
+            raise SimError(f"thread count must be >= 1, got {threads}")
+        code_ptr = ffi.from_buffer("int64_t[]", words) if words.size else ffi.NULL
+        scalar_buf = ffi.new("double[]", [float(s) for s in scalars]) if len(scalars) else ffi.NULL
+        table, count = (kernels.table, kernels.count) if kernels is not None else (ffi.NULL, 0)
+        self._check(
+            self._lib.mica_run, self._mesh(), code_ptr, words.size, table, count, scalar_buf, threads
+        )
+
+    # -- statistics -------------------------------------------------------------------------------
+
+    def stats(self) -> MeshStats:
+        """A snapshot of the statistics (numpy copies of the per-link and per-core arrays)."""
+        m = self._mesh()
+        totals = ffi.new("mica_totals *")
+        self._lib.mica_stats(m, totals)
+        h, w = self.height, self.width
+
+        def grab(ptr, dtype, shape):
+            n = int(np.prod(shape))
+            return np.frombuffer(ffi.buffer(ptr, n * 8), dtype=dtype).reshape(shape).copy()
+
+        return MeshStats(
+            messages=totals.messages,
+            deliveries=totals.deliveries,
+            link_bytes_total=totals.link_bytes,
+            link_messages_total=totals.link_messages,
+            max_hops=totals.max_hops,
+            exchanges=totals.exchanges,
+            computes=totals.computes,
+            arena_bytes=totals.arena_bytes,
+            arena_max=totals.arena_max,
+            link_bytes=grab(self._lib.mica_link_bytes(m), np.uint64, (h, w, 4)),
+            link_messages=grab(self._lib.mica_link_messages(m), np.uint64, (h, w, 4)),
+            core_bytes_sent=grab(self._lib.mica_core_bytes_sent(m), np.uint64, (h, w)),
+            core_bytes_recv=grab(self._lib.mica_core_bytes_recv(m), np.uint64, (h, w)),
+            core_arena_bytes=grab(self._lib.mica_core_arena_bytes(m), np.int64, (h, w)),
+        )
+
+    def reset_stats(self) -> None:
+        """Zeroes every counter (arena sizes are kept)."""
+        self._lib.mica_stats_reset(self._mesh())
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _mesh(self):
+        if self._m == ffi.NULL:
+            raise SimError("the mesh is closed")
+        return self._m
+
+    def _check(self, fn, *args) -> None:
+        """Calls a runtime function taking trailing (err, errlen); raises SimError on a nonzero status."""
+        err = ffi.new("char[]", _ERR_LEN)
+        if fn(*args, err, _ERR_LEN) != 0:
+            raise SimError(_message(err))
+
+
+def _message(err) -> str:
+    return ffi.string(err).decode("utf-8", errors="replace") or "native emulator fault (no message)"
+
+
+def _clamp_i32(v: int) -> int:
+    return max(-(2**31), min(2**31 - 1, v))
+
+
+def _check_host_array(array: np.ndarray, box: Box) -> None:
+    """A host array must be a C-contiguous numpy array of the box's element size and size."""
+    if not isinstance(array, np.ndarray):
+        raise SimError(f"host data must be a numpy array, got {type(array).__name__}")
+    if not array.flags.c_contiguous:
+        raise SimError("host array must be C-contiguous")
+    if array.dtype.itemsize != box.elem:
+        raise SimError(
+            f"host array has {array.dtype.itemsize}-byte elements but the box has {box.elem}-byte elements"
+        )
+    expected = int(np.prod(box.shape, dtype=np.int64))
+    if array.size != expected:
+        raise SimError(
+            f"host array has {array.size} elements but the box's tensor {box.shape} has {expected}"
+        )

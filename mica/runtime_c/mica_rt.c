@@ -1,0 +1,1544 @@
+/* MICA mesh emulator: implementation of mica_rt.h.
+ *
+ * Layout of the host state
+ *   - Per-core bookkeeping arrays (arena size/offset, route table of n_colours x (rx, tx) bytes, the
+ *     receive index of the running exchange per colour, traffic statistics). These are the only costs of
+ *     a core that reserves nothing.
+ *   - One pooled, zeroed allocation holding every reserved arena (64-byte aligned, so that neighbouring
+ *     arenas never share a cache line), made by mica_mesh_commit.
+ *
+ * Execution
+ *   mica_run validates the whole op code first (a malformed program never runs partially), then
+ *   interprets it on the calling thread. Each op is executed in phases; the work of a phase is split over
+ *   a pool of threads by bands of the op's bounding box in row-major order, so every core is owned by
+ *   exactly one thread within a phase, and threads meet at a barrier between phases. Small ops run on
+ *   the calling thread alone.
+ *
+ *   EXCHANGE   A  setup:  set routes, evaluate and bounds-check every send/receive box, mark expected
+ *                         receives (owner thread of the receiving core)
+ *              B  route:  every sender injects its message and walks the multicast tree hop by hop,
+ *                         checking the route tables; deliveries are counted per receive and the sender
+ *                         recorded; traffic is logged per thread (not yet added to the statistics)
+ *              C  check:  only when the delivery count disagrees with the expected count: find the
+ *                         receive that got no message or more than one
+ *              D  finish: on success copy payloads (owner thread of the receiving core) and replay the
+ *                         traffic logs into the statistics; always clear the op's routes.
+ *              Sends whose source bytes may be overwritten by a receive of the same op on the same core
+ *              are copied to a staging buffer in phase B, so every message carries the bytes its box
+ *              held at the start of the exchange.
+ *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run.
+ *
+ * Determinism
+ *   Every fault has a key (phase, core index, entry index) and the reported fault is the one with the
+ *   smallest key; a thread skips only work whose key is larger than the best fault seen so far, so the
+ *   smallest one is always found, whatever the thread count and timing. A failing op changes neither
+ *   arena contents nor statistics (its routes are cleared), so results, statistics and messages are
+ *   bit-identical for any thread count, also after a fault.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mica_rt.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------------
+ * Word layout and limits
+ * ------------------------------------------------------------------------------------------------- */
+
+#define W_AFFINE (1 + MICA_MAX_VARS)
+#define W_BOUND (MICA_MAX_TERMS * W_AFFINE)
+#define W_RECT (4 * W_BOUND)
+#define W_BOX (3 + 3 * MICA_MAX_RANK)
+#define W_ROUTE (3 + W_RECT)
+#define W_SEND (2 + W_RECT + W_BOX)
+#define W_RECV (1 + W_RECT + W_BOX)
+#define W_CENTRY (1 + W_RECT)
+#define W_LOOP_HEAD 4
+#define W_EXCH_HEAD 5
+#define W_COMP_HEAD 3
+
+#define N_AXES (3 + MICA_MAX_VARS)        /* whole, x, y, v0..v3 */
+#define ARENA_ALIGN 64                    /* arenas start on their own cache line */
+#define SMALL_OP_CELLS 1024               /* ops touching fewer cells run on one thread */
+#define MAX_OP_ENTRIES (INT64_C(1) << 22) /* per entry kind of one op; keeps fault keys in 24 bits */
+#define BOX_LIMIT (INT64_C(1) << 48)      /* box offsets and sizes beyond this are malformed */
+#define HOST_LIMIT (INT64_C(1) << 62)     /* host array size limit for mica_host_copy */
+#define MAX_COLOURS 4096
+#define MAX_THREADS 256
+#define MSG_LEN 256
+#define PREFIX_LEN 128
+
+#define NOT_EXPECTED UINT32_MAX           /* receive-state value of a cell whose box is empty */
+#define NO_FAULT UINT64_MAX
+
+enum { PH_SETUP = 1, PH_ROUTE = 2, PH_CHECK = 3, PH_FINISH = 4, PH_COMPUTE = 5 };
+
+/* Traffic-log entry kinds (low 3 bits; the value is in the upper bits). 0..3 are MICA_LINK_*. */
+enum { LOG_RECV = 4, LOG_SENT = 5, LOG_BYTES = 6 };
+
+/* ---------------------------------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, int32_t errlen, const char *fmt,
+                                                          ...) {
+    if (!err || errlen <= 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, (size_t)errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t clamp64(int64_t a, int64_t lo, int64_t hi) { return a < lo ? lo : (a > hi ? hi : a); }
+
+static int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return ((a < 0) != (b < 0)) ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
+/* Grows *p (an array of elsz-byte elements with capacity *cap) to hold at least `need` elements. */
+static bool grow(void **p, size_t *cap, size_t need, size_t elsz) {
+    if (need <= *cap) return true;
+    size_t n = *cap ? *cap : 16;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, n * elsz);
+    if (!q) return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static const char *dir_name(int d) {
+    switch (d) {
+    case MICA_RAMP: return "RAMP";
+    case MICA_NORTH: return "NORTH";
+    case MICA_EAST: return "EAST";
+    case MICA_SOUTH: return "SOUTH";
+    default: return "WEST";
+    }
+}
+
+static int opposite(int d) {
+    switch (d) {
+    case MICA_NORTH: return MICA_SOUTH;
+    case MICA_EAST: return MICA_WEST;
+    case MICA_SOUTH: return MICA_NORTH;
+    default: return MICA_EAST;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Mesh
+ * ------------------------------------------------------------------------------------------------- */
+
+struct mica_mesh {
+    int32_t width, height, n_colours;
+    int64_t sram_bytes;
+    int64_t n_cores;
+    bool committed;
+    int64_t *arena_size;   /* [core] reserved bytes, 0 = no arena */
+    int64_t *arena_off;    /* [core] offset of the arena in pool (after commit) */
+    void *pool_raw;        /* the allocation; pool is its 64-byte aligned start */
+    uint8_t *pool;
+    uint32_t *arena_psum;  /* [(H+1)*(W+1)] prefix counts of cores with an arena */
+    int64_t arena_max;
+    uint8_t *routes;       /* [core][colour][rx, tx] */
+    int32_t *recv_slot;    /* [core][colour] 1 + receive index in the running exchange, else 0 */
+    uint64_t *link_bytes;  /* [core*4 + link] */
+    uint64_t *link_msgs;
+    uint64_t *core_sent;   /* [core] */
+    uint64_t *core_recv;
+    mica_totals totals;
+};
+
+mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
+                         char *err, int32_t errlen) {
+    if (width < 1 || height < 1 || (int64_t)width * height > INT32_MAX) {
+        set_err(err, errlen, "bad mesh shape %dx%d (need 1 <= width*height <= %d)", (int)width,
+                (int)height, INT32_MAX);
+        return NULL;
+    }
+    if (n_colours < 1 || n_colours > MAX_COLOURS) {
+        set_err(err, errlen, "bad colour count %d (need 1..%d)", (int)n_colours, MAX_COLOURS);
+        return NULL;
+    }
+    if (sram_bytes < 0 || sram_bytes > BOX_LIMIT) {
+        set_err(err, errlen, "bad per-core SRAM size %lld bytes", (long long)sram_bytes);
+        return NULL;
+    }
+    mica_mesh *m = calloc(1, sizeof *m);
+    if (!m) goto oom;
+    size_t n = (size_t)width * (size_t)height, c = (size_t)n_colours;
+    m->width = width;
+    m->height = height;
+    m->n_colours = n_colours;
+    m->sram_bytes = sram_bytes;
+    m->n_cores = (int64_t)n;
+    m->arena_size = calloc(n, sizeof *m->arena_size);
+    m->routes = calloc(n * c * 2, 1);
+    m->recv_slot = calloc(n * c, sizeof *m->recv_slot);
+    m->link_bytes = calloc(n * 4, sizeof *m->link_bytes);
+    m->link_msgs = calloc(n * 4, sizeof *m->link_msgs);
+    m->core_sent = calloc(n, sizeof *m->core_sent);
+    m->core_recv = calloc(n, sizeof *m->core_recv);
+    if (!m->arena_size || !m->routes || !m->recv_slot || !m->link_bytes || !m->link_msgs ||
+        !m->core_sent || !m->core_recv)
+        goto oom;
+    return m;
+oom:
+    mica_mesh_free(m);
+    set_err(err, errlen, "out of host memory creating a %dx%d mesh", (int)width, (int)height);
+    return NULL;
+}
+
+void mica_mesh_free(mica_mesh *m) {
+    if (!m) return;
+    free(m->arena_size);
+    free(m->arena_off);
+    free(m->pool_raw);
+    free(m->arena_psum);
+    free(m->routes);
+    free(m->recv_slot);
+    free(m->link_bytes);
+    free(m->link_msgs);
+    free(m->core_sent);
+    free(m->core_recv);
+    free(m);
+}
+
+int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t bytes,
+                          char *err, int32_t errlen) {
+    if (!m) {
+        set_err(err, errlen, "reserve: no mesh");
+        return 1;
+    }
+    if (m->committed) {
+        set_err(err, errlen, "reserve: the mesh is already committed");
+        return 1;
+    }
+    if (bytes < 0 || bytes > m->sram_bytes) {
+        set_err(err, errlen,
+                "reserve: arena of %lld bytes for cores [%d,%d) x [%d,%d) exceeds the per-core SRAM "
+                "of %lld bytes",
+                (long long)bytes, (int)x0, (int)x1, (int)y0, (int)y1, (long long)m->sram_bytes);
+        return 1;
+    }
+    int64_t xa = clamp64(x0, 0, m->width), xb = clamp64(x1, 0, m->width);
+    int64_t ya = clamp64(y0, 0, m->height), yb = clamp64(y1, 0, m->height);
+    for (int64_t y = ya; y < yb; ++y)
+        for (int64_t x = xa; x < xb; ++x) m->arena_size[y * m->width + x] = bytes;
+    return 0;
+}
+
+int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
+    if (!m) {
+        set_err(err, errlen, "commit: no mesh");
+        return 1;
+    }
+    if (m->committed) {
+        set_err(err, errlen, "commit: the mesh is already committed");
+        return 1;
+    }
+    int64_t W = m->width, H = m->height, n = m->n_cores;
+    m->arena_off = calloc((size_t)n, sizeof *m->arena_off);
+    m->arena_psum = calloc((size_t)((W + 1) * (H + 1)), sizeof *m->arena_psum);
+    if (!m->arena_off || !m->arena_psum) goto oom;
+
+    int64_t total = 0, reserved = 0, biggest = 0;
+    for (int64_t c = 0; c < n; ++c) {
+        int64_t s = m->arena_size[c];
+        if (s <= 0) continue;
+        m->arena_off[c] = total;
+        total += (s + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        reserved += s;
+        biggest = max64(biggest, s);
+    }
+    if (total > 0) {
+        m->pool_raw = calloc((size_t)total + ARENA_ALIGN, 1);
+        if (!m->pool_raw) goto oom;
+        uintptr_t p = (uintptr_t)m->pool_raw;
+        m->pool = (uint8_t *)m->pool_raw + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
+    }
+    for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x)
+            m->arena_psum[(y + 1) * (W + 1) + x + 1] =
+                (m->arena_size[y * W + x] > 0) + m->arena_psum[y * (W + 1) + x + 1] +
+                m->arena_psum[(y + 1) * (W + 1) + x] - m->arena_psum[y * (W + 1) + x];
+    m->arena_max = biggest;
+    m->totals.arena_bytes = (uint64_t)reserved;
+    m->totals.arena_max = (uint64_t)biggest;
+    m->committed = true;
+    return 0;
+oom:
+    free(m->arena_off);
+    free(m->arena_psum);
+    m->arena_off = NULL;
+    m->arena_psum = NULL;
+    set_err(err, errlen, "commit: out of host memory allocating the arenas");
+    return 1;
+}
+
+static uint8_t *arena_of(const mica_mesh *m, int64_t core) { return m->pool + m->arena_off[core]; }
+
+/* ---------------------------------------------------------------------------------------------------
+ * Affine values, rectangles, boxes
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t x0, x1, y0, y1; /* half-open, clamped to the mesh; x1 >= x0, y1 >= y0 */
+} irect;
+
+static int64_t eval_affine(const int64_t *w, const int64_t *v) {
+    int64_t r = w[0];
+    for (int i = 0; i < MICA_MAX_VARS; ++i) r = sat_add(r, sat_mul(w[1 + i], v[i]));
+    return r;
+}
+
+/* A BOUND: the max (lower bounds) or min (upper bounds) of its terms. */
+static int64_t eval_bound(const int64_t *w, const int64_t *v, bool lower) {
+    int64_t r = eval_affine(w, v);
+    for (int i = 1; i < MICA_MAX_TERMS; ++i) {
+        int64_t t = eval_affine(w + i * W_AFFINE, v);
+        r = lower ? max64(r, t) : min64(r, t);
+    }
+    return r;
+}
+
+static irect eval_rect(const int64_t *w, const int64_t *v, int64_t W, int64_t H) {
+    irect r;
+    r.x0 = clamp64(eval_bound(w, v, true), 0, W);
+    r.x1 = clamp64(eval_bound(w + W_BOUND, v, false), r.x0, W);
+    r.y0 = clamp64(eval_bound(w + 2 * W_BOUND, v, true), 0, H);
+    r.y1 = clamp64(eval_bound(w + 3 * W_BOUND, v, false), r.y0, H);
+    return r;
+}
+
+static int64_t rect_area(const irect *r) { return (r->x1 - r->x0) * (r->y1 - r->y0); }
+
+static bool rects_meet(const irect *a, const irect *b) {
+    return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1);
+}
+
+typedef struct {
+    int64_t offset, elem, max_bytes;
+    int rank;
+    int axis[MICA_MAX_RANK];
+    int64_t tile[MICA_MAX_RANK], extent[MICA_MAX_RANK];
+} box_t;
+
+/* Checks the 15 words of a BOX; returns NULL or a description of the first problem. */
+static const char *check_box(const int64_t *w) {
+    int64_t off = w[0], elem = w[1], rank = w[2];
+    if (off < 0 || off > BOX_LIMIT) return "box offset out of range";
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return "box element size not 1, 2, 4 or 8";
+    if (rank < 0 || rank > MICA_MAX_RANK) return "box rank not in 0..4";
+    int64_t bytes = elem;
+    for (int64_t d = 0; d < rank; ++d) {
+        int64_t axis = w[3 + 3 * d], tile = w[4 + 3 * d], extent = w[5 + 3 * d];
+        if (axis < 0 || axis >= N_AXES) return "box axis not in 0..6";
+        if (tile < 0 || extent < 0 || tile > BOX_LIMIT || extent > BOX_LIMIT)
+            return "box tile or extent negative or too large";
+        if (axis == 0 && tile > extent) return "box dim without a coordinate has tile > extent";
+        bytes = sat_mul(bytes, min64(tile, extent));
+    }
+    if (bytes > BOX_LIMIT) return "box larger than 2^48 bytes";
+    return NULL;
+}
+
+static void load_box(const int64_t *w, box_t *b) {
+    b->offset = w[0];
+    b->elem = w[1];
+    b->rank = (int)w[2];
+    b->max_bytes = b->elem;
+    for (int d = 0; d < b->rank; ++d) {
+        b->axis[d] = (int)w[3 + 3 * d];
+        b->tile[d] = w[4 + 3 * d];
+        b->extent[d] = w[5 + 3 * d];
+        b->max_bytes *= min64(b->tile[d], b->extent[d]);
+    }
+}
+
+/* Evaluates a box at core (x, y): fills lo/ext per dim (if non-NULL) and returns its size in bytes,
+ * 0 when the box is empty there. */
+static int64_t box_at(const box_t *b, int64_t x, int64_t y, const int64_t *v, int64_t *lo,
+                      int64_t *ext) {
+    int64_t bytes = b->elem;
+    for (int d = 0; d < b->rank; ++d) {
+        int a = b->axis[d];
+        int64_t coord = a == 0 ? 0 : a == 1 ? x : a == 2 ? y : v[a - 3];
+        int64_t l, e;
+        if (__builtin_mul_overflow(b->tile[d], coord, &l) || l < 0 || l >= b->extent[d]) return 0;
+        e = min64(b->extent[d] - l, b->tile[d]);
+        if (e <= 0) return 0;
+        if (lo) lo[d] = l;
+        if (ext) ext[d] = e;
+        bytes *= e;
+    }
+    return bytes;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Op-code validation (structure only; values depending on loop variables are checked while running)
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const int64_t *code;
+    const mica_mesh *m;
+    mica_kernel_fn *kernels;
+    int32_t n_kernels;
+    char *err;
+    int32_t errlen;
+} vctx;
+
+__attribute__((format(printf, 3, 4))) static int vfail(vctx *c, int64_t pos, const char *fmt, ...) {
+    char msg[MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    set_err(c->err, c->errlen, "malformed op code at word %lld: %s", (long long)pos, msg);
+    return 1;
+}
+
+static int check_colour(vctx *c, int64_t pos, int64_t colour) {
+    if (colour < 0 || colour >= c->m->n_colours)
+        return vfail(c, pos, "colour %lld out of range (the mesh has %d colours)", (long long)colour,
+                     (int)c->m->n_colours);
+    return 0;
+}
+
+static int check_box_at(vctx *c, int64_t pos) {
+    const char *why = check_box(c->code + pos);
+    return why ? vfail(c, pos, "%s", why) : 0;
+}
+
+static int validate_exchange(vctx *c, int64_t pos, int64_t end) {
+    const int64_t *w = c->code + pos;
+    if (end - pos < W_EXCH_HEAD) return vfail(c, pos, "truncated EXCHANGE header");
+    int64_t nr = w[2], ns = w[3], nv = w[4];
+    if (nr < 0 || ns < 0 || nv < 0 || nr > MAX_OP_ENTRIES || ns > MAX_OP_ENTRIES || nv > MAX_OP_ENTRIES)
+        return vfail(c, pos, "bad EXCHANGE entry counts (%lld routes, %lld sends, %lld receives)",
+                     (long long)nr, (long long)ns, (long long)nv);
+    int64_t words = W_EXCH_HEAD + nr * W_ROUTE + ns * W_SEND + nv * W_RECV;
+    if (words > end - pos)
+        return vfail(c, pos, "EXCHANGE op %lld needs %lld words but only %lld remain", (long long)w[1],
+                     (long long)words, (long long)(end - pos));
+    int64_t p = pos + W_EXCH_HEAD;
+    for (int64_t i = 0; i < nr; ++i, p += W_ROUTE) {
+        const int64_t *e = c->code + p;
+        if (check_colour(c, p, e[0])) return 1;
+        if (e[1] < 0 || e[1] > 31 || e[2] < 0 || e[2] > 31)
+            return vfail(c, p, "route direction set not in 0..31 (rx %lld, tx %lld)", (long long)e[1],
+                         (long long)e[2]);
+    }
+    for (int64_t i = 0; i < ns; ++i, p += W_SEND) {
+        if (check_colour(c, p, c->code[p])) return 1;
+        if (c->code[p + 1] < 0) return vfail(c, p + 1, "negative max_hops");
+        if (check_box_at(c, p + 2 + W_RECT)) return 1;
+    }
+    for (int64_t i = 0; i < nv; ++i, p += W_RECV) {
+        if (check_colour(c, p, c->code[p])) return 1;
+        if (check_box_at(c, p + 1 + W_RECT)) return 1;
+    }
+    return 0;
+}
+
+static int validate_compute(vctx *c, int64_t pos, int64_t end) {
+    const int64_t *w = c->code + pos;
+    if (end - pos < W_COMP_HEAD) return vfail(c, pos, "truncated COMPUTE header");
+    int64_t n = w[2];
+    if (n < 0 || n > MAX_OP_ENTRIES) return vfail(c, pos, "bad COMPUTE entry count %lld", (long long)n);
+    if (W_COMP_HEAD + n * W_CENTRY > end - pos)
+        return vfail(c, pos, "COMPUTE op %lld needs %lld words but only %lld remain", (long long)w[1],
+                     (long long)(W_COMP_HEAD + n * W_CENTRY), (long long)(end - pos));
+    for (int64_t i = 0, p = pos + W_COMP_HEAD; i < n; ++i, p += W_CENTRY) {
+        int64_t k = c->code[p];
+        if (k < 0 || k >= c->n_kernels)
+            return vfail(c, p, "kernel index %lld out of range (%d kernels)", (long long)k,
+                         (int)c->n_kernels);
+        if (!c->kernels || !c->kernels[k]) return vfail(c, p, "kernel %lld is NULL", (long long)k);
+    }
+    return 0;
+}
+
+/* Validates the ops in [pos, end); `slots` is the set of loop slots in scope. */
+static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
+    while (pos < end) {
+        const int64_t *w = c->code + pos;
+        switch (w[0]) {
+        case MICA_OP_LOOP: {
+            if (end - pos < W_LOOP_HEAD) return vfail(c, pos, "truncated LOOP header");
+            int64_t slot = w[1], count = w[2], body = w[3];
+            if (slot < 0 || slot >= MICA_MAX_VARS)
+                return vfail(c, pos, "loop slot %lld not in 0..3", (long long)slot);
+            if (slots & (1u << slot))
+                return vfail(c, pos, "loop slot %lld already in use", (long long)slot);
+            if (count < 0) return vfail(c, pos, "negative loop count %lld", (long long)count);
+            if (body < 0 || body > end - pos - W_LOOP_HEAD)
+                return vfail(c, pos, "loop body of %lld words runs past the end of its block",
+                             (long long)body);
+            if (validate_block(c, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + body, slots | (1u << slot)))
+                return 1;
+            pos += W_LOOP_HEAD + body;
+            break;
+        }
+        case MICA_OP_EXCHANGE:
+            if (validate_exchange(c, pos, end)) return 1;
+            pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
+            break;
+        case MICA_OP_COMPUTE:
+            if (validate_compute(c, pos, end)) return 1;
+            pos += W_COMP_HEAD + w[2] * W_CENTRY;
+            break;
+        default:
+            return vfail(c, pos, "unknown opcode %lld", (long long)w[0]);
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Run state
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int32_t colour;
+    uint8_t rx, tx;
+    irect rc;
+} route_e;
+
+typedef struct {
+    int32_t colour;
+    int64_t max_hops;
+    irect rc;
+    box_t box;
+    bool staged;                    /* payload copied to the staging buffer in phase B */
+    int64_t stage_base, stage_slot; /* staging area of this entry and bytes per cell */
+} send_e;
+
+typedef struct {
+    int32_t colour;
+    irect rc;
+    box_t box;
+    uint32_t *count; /* [cell of rc] messages delivered, or NOT_EXPECTED */
+    uint64_t *src;   /* [cell of rc] (sender core << 24) | send index of the first delivery */
+} recv_e;
+
+typedef struct {
+    int64_t kernel;
+    irect rc;
+} comp_e;
+
+typedef struct {
+    uint32_t core, hops;
+    uint8_t in;
+} hop_t;
+
+struct run;
+
+typedef struct {
+    struct run *run;
+    int tid;
+    pthread_t thread;
+    /* routing scratch */
+    uint32_t *visited; /* [core] stamp of the last message that visited it */
+    uint32_t stamp;
+    hop_t *stack;
+    size_t stack_cap;
+    uint64_t *log; /* traffic of this op, replayed into the statistics on success */
+    size_t log_len, log_cap;
+    /* counters of the current op */
+    uint64_t messages, deliveries, link_bytes, link_messages, max_hops, computes;
+    uint64_t expected, matched;
+    bool dup;
+    /* best fault of the current phase */
+    uint64_t err_key;
+    char err[MSG_LEN];
+} tctx;
+
+typedef struct {
+    int64_t bx0, by0, bw; /* bounding box origin and width */
+    int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
+} band_t;
+
+typedef struct run {
+    mica_mesh *m;
+    const int64_t *code;
+    mica_kernel_fn *kernels;
+    const double *scalars;
+    int64_t v[MICA_MAX_VARS];
+    int active[MICA_MAX_VARS]; /* loop slots in scope, outermost first */
+    int depth;
+    int64_t op_id;
+    /* the op being executed */
+    route_e *routes;
+    send_e *sends;
+    recv_e *recvs;
+    comp_e *comps;
+    size_t routes_cap, sends_cap, recvs_cap, comps_cap;
+    int64_t n_routes, n_sends, n_recvs, n_comps;
+    irect bbox;
+    uint32_t *recv_count;
+    uint64_t *recv_src;
+    size_t recv_count_cap, recv_src_cap;
+    uint8_t *stage;
+    size_t stage_cap;
+    bool do_copy;
+    /* threads */
+    int nt, nt_op, phase;
+    bool quit, started;
+    tctx *t;
+    pthread_barrier_t bar;
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
+    uint64_t best_key; /* smallest fault key of the current phase (atomic) */
+    /* outcome */
+    bool failed;
+    char err[MSG_LEN + PREFIX_LEN + 2];
+} run_t;
+
+static uint64_t fault_key(int phase, int64_t core, int64_t entry) {
+    return ((uint64_t)phase << 58) | ((uint64_t)core << 24) | (uint64_t)entry;
+}
+
+/* Records a fault seen by thread t; keeps the one with the smallest key. */
+__attribute__((format(printf, 3, 4))) static void fault(tctx *t, uint64_t key, const char *fmt, ...) {
+    if (key >= t->err_key) return;
+    t->err_key = key;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->err, sizeof t->err, fmt, ap);
+    va_end(ap);
+    uint64_t cur = __atomic_load_n(&t->run->best_key, __ATOMIC_RELAXED);
+    while (key < cur && !__atomic_compare_exchange_n(&t->run->best_key, &cur, key, true,
+                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+/* True when work with this key cannot change the reported fault any more. */
+static bool moot(const tctx *t, uint64_t key) {
+    return key > __atomic_load_n(&t->run->best_key, __ATOMIC_RELAXED);
+}
+
+static band_t band_of(const run_t *r, int tid) {
+    band_t b;
+    b.bx0 = r->bbox.x0;
+    b.by0 = r->bbox.y0;
+    b.bw = r->bbox.x1 - r->bbox.x0;
+    int64_t area = rect_area(&r->bbox);
+    b.c0 = area * tid / r->nt_op;
+    b.c1 = area * (tid + 1) / r->nt_op;
+    return b;
+}
+
+/* Rows [*ya, *yb) of rect rc that hold cells of band b. */
+static void band_rows(const band_t *b, const irect *rc, int64_t *ya, int64_t *yb) {
+    if (b->c0 >= b->c1 || b->bw == 0) {
+        *ya = *yb = 0;
+        return;
+    }
+    *ya = max64(rc->y0, b->by0 + b->c0 / b->bw);
+    *yb = min64(rc->y1, b->by0 + (b->c1 - 1) / b->bw + 1);
+}
+
+/* Columns [*xa, *xb) of row y of rect rc that belong to band b; false when there are none. */
+static bool band_span(const band_t *b, const irect *rc, int64_t y, int64_t *xa, int64_t *xb) {
+    int64_t base = (y - b->by0) * b->bw;
+    *xa = max64(rc->x0, b->bx0 + max64(0, b->c0 - base));
+    *xb = min64(rc->x1, b->bx0 + min64(b->bw, b->c1 - base));
+    return *xa < *xb;
+}
+
+#define FOR_BAND_CELLS(b, rc, x, y)                                                       \
+    for (int64_t y##_a_, y##_b_, y = (band_rows((b), (rc), &y##_a_, &y##_b_), y##_a_);    \
+         y < y##_b_; ++y)                                                                 \
+        for (int64_t x##_a_, x##_b_, x = (band_span((b), (rc), y, &x##_a_, &x##_b_), x##_a_); \
+             x < x##_b_; ++x)
+
+/* ---------------------------------------------------------------------------------------------------
+ * EXCHANGE phase A: routes, boxes, expected receives
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Checks that `bytes` at box offset fit the arena of `core`; records a fault otherwise. */
+static bool box_fits(tctx *t, uint64_t key, const char *what, int32_t colour, int64_t core,
+                     const box_t *box, int64_t bytes) {
+    const mica_mesh *m = t->run->m;
+    int64_t size = m->arena_size[core];
+    if (box->offset + bytes <= size) return true;
+    int64_t x = core % m->width, y = core / m->width;
+    if (size == 0)
+        fault(t, key, "%s box on colour %d at core (%lld,%lld) needs %lld bytes but the core has no arena",
+              what, (int)colour, (long long)x, (long long)y, (long long)bytes);
+    else
+        fault(t, key,
+              "%s box on colour %d at core (%lld,%lld) spans bytes [%lld,%lld) outside the core's "
+              "%lld-byte arena",
+              what, (int)colour, (long long)x, (long long)y, (long long)box->offset,
+              (long long)(box->offset + bytes), (long long)size);
+    return false;
+}
+
+static void setup_routes(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    for (int64_t i = 0; i < r->n_routes; ++i) {
+        const route_e *e = &r->routes[i];
+        FOR_BAND_CELLS(b, &e->rc, x, y) {
+            uint8_t *rt = m->routes + ((y * m->width + x) * m->n_colours + e->colour) * 2;
+            rt[0] = e->rx;
+            rt[1] = e->tx;
+        }
+    }
+}
+
+static void setup_recv(tctx *t, const band_t *b, int64_t j) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    recv_e *e = &r->recvs[j];
+    int64_t w = e->rc.x1 - e->rc.x0, entry = r->n_routes + r->n_sends + j;
+    FOR_BAND_CELLS(b, &e->rc, x, y) {
+        int64_t core = y * m->width + x;
+        uint64_t key = fault_key(PH_SETUP, core, entry);
+        if (moot(t, key)) return;
+        uint32_t *st = &e->count[(y - e->rc.y0) * w + (x - e->rc.x0)];
+        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        *st = NOT_EXPECTED;
+        if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
+        *st = 0;
+        t->expected++;
+        int32_t *slot = &m->recv_slot[core * m->n_colours + e->colour];
+        if (*slot == 0) *slot = (int32_t)(j + 1);
+    }
+}
+
+static void setup_send(tctx *t, const band_t *b, int64_t s) {
+    run_t *r = t->run;
+    const send_e *e = &r->sends[s];
+    FOR_BAND_CELLS(b, &e->rc, x, y) {
+        int64_t core = y * r->m->width + x;
+        uint64_t key = fault_key(PH_SETUP, core, r->n_routes + s);
+        if (moot(t, key)) return;
+        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        if (bytes) box_fits(t, key, "send", e->colour, core, &e->box, bytes);
+    }
+}
+
+static void phase_setup(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    t->expected = 0;
+    setup_routes(t, b);
+    for (int64_t j = 0; j < r->n_recvs; ++j) setup_recv(t, b, j);
+    for (int64_t s = 0; s < r->n_sends; ++s) setup_send(t, b, s);
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * EXCHANGE phase B: routing
+ * ------------------------------------------------------------------------------------------------- */
+
+static bool log_push(tctx *t, uint64_t value, int kind) {
+    if (!grow((void **)&t->log, &t->log_cap, t->log_len + 1, sizeof *t->log)) return false;
+    t->log[t->log_len++] = (value << 3) | (uint64_t)kind;
+    return true;
+}
+
+static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in) {
+    if (!grow((void **)&t->stack, &t->stack_cap, *sp + 1, sizeof *t->stack)) return false;
+    t->stack[(*sp)++] = (hop_t){(uint32_t)core, (uint32_t)hops, (uint8_t)in};
+    return true;
+}
+
+/* Fresh visit stamp for a new message (lazily allocating the visited array). */
+static bool new_stamp(tctx *t) {
+    const mica_mesh *m = t->run->m;
+    if (!t->visited) {
+        t->visited = calloc((size_t)m->n_cores, sizeof *t->visited);
+        if (!t->visited) return false;
+    }
+    if (++t->stamp == 0) {
+        memset(t->visited, 0, (size_t)m->n_cores * sizeof *t->visited);
+        t->stamp = 1;
+    }
+    return true;
+}
+
+/* Delivers the message of send s from src_core to `core` through its RAMP. */
+static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t core, int64_t bytes) {
+    run_t *r = t->run;
+    const mica_mesh *m = r->m;
+    const send_e *se = &r->sends[s];
+    int64_t W = m->width, x = core % W, y = core / W;
+    int32_t j1 = m->recv_slot[core * m->n_colours + se->colour];
+    if (j1 == 0) {
+        fault(t, key,
+              "message on colour %d from core (%lld,%lld) reached core (%lld,%lld) with no matching "
+              "receive",
+              (int)se->colour, (long long)(src_core % W), (long long)(src_core / W), (long long)x,
+              (long long)y);
+        return false;
+    }
+    recv_e *e = &r->recvs[j1 - 1];
+    int64_t want = box_at(&e->box, x, y, r->v, NULL, NULL);
+    if (want != bytes) {
+        fault(t, key,
+              "message on colour %d from core (%lld,%lld) has %lld bytes but the receive at core "
+              "(%lld,%lld) expects %lld bytes (length mismatch)",
+              (int)se->colour, (long long)(src_core % W), (long long)(src_core / W), (long long)bytes,
+              (long long)x, (long long)y, (long long)want);
+        return false;
+    }
+    int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
+    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0)
+        e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
+    else
+        t->dup = true;
+    t->matched++;
+    t->deliveries++;
+    if (log_push(t, (uint64_t)core, LOG_RECV)) return true;
+    fault(t, key, "out of host memory logging traffic");
+    return false;
+}
+
+/* A message being routed: its send entry, source core, size and fault key. */
+typedef struct {
+    int64_t send, src, bytes;
+    uint64_t key;
+    int colour;
+    long long sx, sy;
+} msg_t;
+
+/* The message enters the router of core c from direction `in`: checks rx, the visit set and tx.
+ * Returns the tx set, or 0 after recording a fault. */
+static uint8_t enter_router(tctx *t, const msg_t *g, int64_t c, int in) {
+    const mica_mesh *m = t->run->m;
+    const uint8_t *rt = m->routes + (c * m->n_colours + g->colour) * 2;
+    long long x = c % m->width, y = c / m->width;
+    if (!(rt[0] & in)) {
+        if (in == MICA_RAMP)
+            fault(t, g->key, "no route for colour %d at core (%lld,%lld): RAMP not in rx, so the core "
+                  "cannot send on it", g->colour, x, y);
+        else
+            fault(t, g->key, "no route for colour %d arriving from %s at core (%lld,%lld) (message "
+                  "from core (%lld,%lld))", g->colour, dir_name(in), x, y, g->sx, g->sy);
+        return 0;
+    }
+    if (t->visited[c] == t->stamp) {
+        fault(t, g->key, "message on colour %d from core (%lld,%lld) reaches core (%lld,%lld) twice "
+              "(route cycle)", g->colour, g->sx, g->sy, x, y);
+        return 0;
+    }
+    t->visited[c] = t->stamp;
+    if (rt[1] == 0)
+        fault(t, g->key, "message on colour %d from core (%lld,%lld) is dropped at core (%lld,%lld): "
+              "empty tx set", g->colour, g->sx, g->sy, x, y);
+    return rt[1];
+}
+
+/* Checks that the message may leave core (x, y) towards (nx, ny) as hop number `hop`. */
+static bool may_leave(tctx *t, const msg_t *g, int64_t x, int64_t y, int dir, int64_t nx, int64_t ny,
+                      int64_t hop) {
+    const mica_mesh *m = t->run->m;
+    if (nx < 0 || nx >= m->width || ny < 0 || ny >= m->height) {
+        fault(t, g->key, "route for colour %d at core (%lld,%lld) sends %s off the %dx%d mesh (message "
+              "from core (%lld,%lld))", g->colour, (long long)x, (long long)y, dir_name(dir),
+              (int)m->width, (int)m->height, g->sx, g->sy);
+        return false;
+    }
+    if (hop > t->run->sends[g->send].max_hops) {
+        fault(t, g->key, "message on colour %d from core (%lld,%lld) exceeds max_hops=%lld on its way "
+              "to core (%lld,%lld)", g->colour, g->sx, g->sy,
+              (long long)t->run->sends[g->send].max_hops, (long long)nx, (long long)ny);
+        return false;
+    }
+    return true;
+}
+
+/* Routes one message hop by hop through the route tables, depth first over its multicast tree. */
+static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t bytes) {
+    static const int dirs[4] = {MICA_NORTH, MICA_EAST, MICA_SOUTH, MICA_WEST}; /* = MICA_LINK_* order */
+    static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
+    const int64_t W = t->run->m->width;
+    const msg_t g = {s, src_core, bytes, key, t->run->sends[s].colour, src_core % W, src_core / W};
+    size_t sp = 0;
+
+    if (!new_stamp(t) || !stack_push(t, &sp, src_core, 0, MICA_RAMP)) goto oom;
+    while (sp > 0) {
+        hop_t h = t->stack[--sp];
+        int64_t c = h.core, x = c % W, y = c / W;
+        uint8_t tx = enter_router(t, &g, c, h.in);
+        if (tx == 0) return;
+        if (h.hops > t->max_hops) t->max_hops = h.hops;
+        if ((tx & MICA_RAMP) && !deliver(t, key, s, src_core, c, bytes)) return;
+        for (int k = 0; k < 4; ++k) {
+            if (!(tx & dirs[k])) continue;
+            int64_t nx = x + dx[k], ny = y + dy[k];
+            if (!may_leave(t, &g, x, y, dirs[k], nx, ny, (int64_t)h.hops + 1)) return;
+            t->link_bytes += (uint64_t)bytes;
+            t->link_messages++;
+            if (!log_push(t, (uint64_t)c, k) ||
+                !stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k])))
+                goto oom;
+        }
+    }
+    return;
+oom:
+    fault(t, key, "out of host memory routing a message from core (%lld,%lld)", g.sx, g.sy);
+}
+
+static void route_send(tctx *t, const band_t *b, int64_t s) {
+    run_t *r = t->run;
+    const mica_mesh *m = r->m;
+    const send_e *e = &r->sends[s];
+    int64_t w = e->rc.x1 - e->rc.x0;
+    FOR_BAND_CELLS(b, &e->rc, x, y) {
+        int64_t core = y * m->width + x;
+        uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
+        if (moot(t, key)) return;
+        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        if (bytes == 0) continue;
+        if (e->staged)
+            memcpy(r->stage + e->stage_base + ((y - e->rc.y0) * w + (x - e->rc.x0)) * e->stage_slot,
+                   arena_of(m, core) + e->box.offset, (size_t)bytes);
+        t->messages++;
+        if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT)) {
+            fault(t, key, "out of host memory logging traffic");
+            return;
+        }
+        route_message(t, key, s, core, bytes);
+    }
+}
+
+static void phase_route(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    t->messages = t->deliveries = t->link_bytes = t->link_messages = t->max_hops = 0;
+    t->matched = 0;
+    t->dup = false;
+    t->log_len = 0;
+    for (int64_t s = 0; s < r->n_sends; ++s) route_send(t, b, s);
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * EXCHANGE phase C: receives without exactly one message
+ * ------------------------------------------------------------------------------------------------- */
+
+static void check_recv(tctx *t, const band_t *b, int64_t j) {
+    run_t *r = t->run;
+    const recv_e *e = &r->recvs[j];
+    int64_t w = e->rc.x1 - e->rc.x0;
+    FOR_BAND_CELLS(b, &e->rc, x, y) {
+        uint64_t key = fault_key(PH_CHECK, y * r->m->width + x, r->n_routes + r->n_sends + j);
+        if (moot(t, key)) return;
+        uint32_t n = e->count[(y - e->rc.y0) * w + (x - e->rc.x0)];
+        if (n == 0)
+            fault(t, key, "receive on colour %d at core (%lld,%lld) got no message (receive with no "
+                  "matching send)", (int)e->colour, (long long)x, (long long)y);
+        else if (n != 1 && n != NOT_EXPECTED)
+            fault(t, key, "receive on colour %d at core (%lld,%lld) got %u messages (a second message "
+                  "to the same receive)", (int)e->colour, (long long)x, (long long)y, (unsigned)n);
+    }
+}
+
+static void phase_check(tctx *t, const band_t *b) {
+    for (int64_t j = 0; j < t->run->n_recvs; ++j) check_recv(t, b, j);
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * EXCHANGE phase D: payload copies, statistics, route clearing
+ * ------------------------------------------------------------------------------------------------- */
+
+/* The bytes that the send recorded in `src` injected (its box as at the start of the exchange). */
+static const uint8_t *payload_of(const run_t *r, uint64_t src) {
+    int64_t s = (int64_t)(src & 0xFFFFFF), core = (int64_t)(src >> 24);
+    const send_e *e = &r->sends[s];
+    if (!e->staged) return arena_of(r->m, core) + e->box.offset;
+    int64_t x = core % r->m->width, y = core / r->m->width;
+    int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
+    return r->stage + e->stage_base + idx * e->stage_slot;
+}
+
+static void copy_recv(tctx *t, const band_t *b, int64_t j) {
+    run_t *r = t->run;
+    const mica_mesh *m = r->m;
+    const recv_e *e = &r->recvs[j];
+    int64_t w = e->rc.x1 - e->rc.x0;
+    FOR_BAND_CELLS(b, &e->rc, x, y) {
+        int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
+        if (e->count[idx] != 1) continue;
+        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        memcpy(arena_of(m, y * m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
+    }
+}
+
+static void replay_log(tctx *t) {
+    mica_mesh *m = t->run->m;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < t->log_len; ++i) {
+        uint64_t v = t->log[i] >> 3;
+        int kind = (int)(t->log[i] & 7);
+        if (kind < 4) {
+            __atomic_fetch_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
+        } else if (kind == LOG_RECV) {
+            __atomic_fetch_add(&m->core_recv[v], bytes, __ATOMIC_RELAXED);
+        } else if (kind == LOG_SENT) {
+            __atomic_fetch_add(&m->core_sent[v], bytes, __ATOMIC_RELAXED);
+        } else {
+            bytes = v;
+        }
+    }
+}
+
+static void clear_routes(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    for (int64_t i = 0; i < r->n_routes; ++i) {
+        const route_e *e = &r->routes[i];
+        FOR_BAND_CELLS(b, &e->rc, x, y) {
+            uint8_t *rt = m->routes + ((y * m->width + x) * m->n_colours + e->colour) * 2;
+            rt[0] = rt[1] = 0;
+        }
+    }
+    for (int64_t j = 0; j < r->n_recvs; ++j) {
+        const recv_e *e = &r->recvs[j];
+        FOR_BAND_CELLS(b, &e->rc, x, y) m->recv_slot[(y * m->width + x) * m->n_colours + e->colour] = 0;
+    }
+}
+
+static void phase_finish(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    if (r->do_copy) {
+        for (int64_t j = 0; j < r->n_recvs; ++j) copy_recv(t, b, j);
+        replay_log(t);
+    }
+    clear_routes(t, b);
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * COMPUTE
+ * ------------------------------------------------------------------------------------------------- */
+
+static void phase_compute(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    const mica_mesh *m = r->m;
+    t->computes = 0;
+    for (int64_t i = 0; i < r->n_comps; ++i) {
+        const comp_e *e = &r->comps[i];
+        mica_kernel_fn fn = r->kernels[e->kernel];
+        FOR_BAND_CELLS(b, &e->rc, x, y) {
+            fn(arena_of(m, y * m->width + x), x, y, r->v, r->scalars);
+            t->computes++;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Thread pool
+ * ------------------------------------------------------------------------------------------------- */
+
+static void run_phase(run_t *r, tctx *t) {
+    band_t b = band_of(r, t->tid);
+    switch (r->phase) {
+    case PH_SETUP: phase_setup(t, &b); break;
+    case PH_ROUTE: phase_route(t, &b); break;
+    case PH_CHECK: phase_check(t, &b); break;
+    case PH_FINISH: phase_finish(t, &b); break;
+    default: phase_compute(t, &b); break;
+    }
+}
+
+static void *worker_main(void *arg) {
+    tctx *t = arg;
+    run_t *r = t->run;
+    pthread_mutex_lock(&r->gate_mu);
+    while (!r->started) pthread_cond_wait(&r->gate_cv, &r->gate_mu);
+    pthread_mutex_unlock(&r->gate_mu);
+    for (;;) {
+        pthread_barrier_wait(&r->bar);
+        if (r->quit) break;
+        run_phase(r, t);
+        pthread_barrier_wait(&r->bar);
+    }
+    return NULL;
+}
+
+/* Starts up to n-1 workers; the calling thread is thread 0. Fewer threads are fine (results do not
+ * depend on the count). */
+static bool pool_start(run_t *r, int n) {
+    r->t = calloc((size_t)n, sizeof *r->t);
+    if (!r->t) return false;
+    for (int i = 0; i < n; ++i) {
+        r->t[i].run = r;
+        r->t[i].tid = i;
+        r->t[i].err_key = NO_FAULT;
+    }
+    r->nt = 1;
+    if (n == 1) return true;
+    pthread_mutex_init(&r->gate_mu, NULL);
+    pthread_cond_init(&r->gate_cv, NULL);
+    while (r->nt < n && pthread_create(&r->t[r->nt].thread, NULL, worker_main, &r->t[r->nt]) == 0) r->nt++;
+    pthread_barrier_init(&r->bar, NULL, (unsigned)r->nt);
+    pthread_mutex_lock(&r->gate_mu);
+    r->started = true;
+    pthread_cond_broadcast(&r->gate_cv);
+    pthread_mutex_unlock(&r->gate_mu);
+    return true;
+}
+
+static void pool_stop(run_t *r, int n) {
+    if (!r->t) return;
+    if (n > 1) {
+        r->quit = true;
+        if (r->nt > 1) pthread_barrier_wait(&r->bar);
+        for (int i = 1; i < r->nt; ++i) pthread_join(r->t[i].thread, NULL);
+        pthread_barrier_destroy(&r->bar);
+        pthread_cond_destroy(&r->gate_cv);
+        pthread_mutex_destroy(&r->gate_mu);
+    }
+    for (int i = 0; i < n; ++i) {
+        free(r->t[i].visited);
+        free(r->t[i].stack);
+        free(r->t[i].log);
+    }
+    free(r->t);
+}
+
+/* Runs one phase of the current op on nt_op threads and waits for it. */
+static void dispatch(run_t *r, int phase) {
+    r->phase = phase;
+    r->best_key = NO_FAULT;
+    for (int i = 0; i < r->nt_op; ++i) r->t[i].err_key = NO_FAULT;
+    if (r->nt_op == 1) {
+        run_phase(r, &r->t[0]);
+        return;
+    }
+    pthread_barrier_wait(&r->bar);
+    run_phase(r, &r->t[0]);
+    pthread_barrier_wait(&r->bar);
+}
+
+/* Thread count for an op touching `cells` cells. */
+static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->nt; }
+
+/* Prefix naming the op and its loop iteration, e.g. "op 7 [v0=3, v1=0]". */
+static void op_prefix(const run_t *r, char *buf, size_t len) {
+    int n = snprintf(buf, len, "op %lld", (long long)r->op_id);
+    for (int i = 0; i < r->depth && n > 0 && (size_t)n < len; ++i)
+        n += snprintf(buf + n, len - (size_t)n, "%sv%d=%lld", i ? ", " : " [", r->active[i],
+                      (long long)r->v[r->active[i]]);
+    if (r->depth && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, "]");
+}
+
+__attribute__((format(printf, 2, 3))) static void run_fail(run_t *r, const char *fmt, ...) {
+    char prefix[PREFIX_LEN], msg[MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    op_prefix(r, prefix, sizeof prefix);
+    snprintf(r->err, sizeof r->err, "%s: %s", prefix, msg);
+    r->failed = true;
+}
+
+/* After a phase: adopts the smallest fault any thread saw. Returns true if there was one. */
+static bool collect_fault(run_t *r) {
+    int best = -1;
+    for (int i = 0; i < r->nt_op; ++i)
+        if (r->t[i].err_key != NO_FAULT && (best < 0 || r->t[i].err_key < r->t[best].err_key)) best = i;
+    if (best >= 0) run_fail(r, "%s", r->t[best].err);
+    return best >= 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Interpreter
+ * ------------------------------------------------------------------------------------------------- */
+
+static void bbox_add(irect *bb, const irect *rc, bool *any) {
+    if (rect_area(rc) == 0) return;
+    if (!*any) {
+        *bb = *rc;
+        *any = true;
+        return;
+    }
+    bb->x0 = min64(bb->x0, rc->x0);
+    bb->x1 = max64(bb->x1, rc->x1);
+    bb->y0 = min64(bb->y0, rc->y0);
+    bb->y1 = max64(bb->y1, rc->y1);
+}
+
+/* Decodes the entries of an EXCHANGE at the current loop values; false if out of host memory. */
+static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
+    const int64_t W = r->m->width, H = r->m->height;
+    r->op_id = w[1];
+    r->n_routes = w[2];
+    r->n_sends = w[3];
+    r->n_recvs = w[4];
+    if (!grow((void **)&r->routes, &r->routes_cap, (size_t)r->n_routes, sizeof *r->routes) ||
+        !grow((void **)&r->sends, &r->sends_cap, (size_t)r->n_sends, sizeof *r->sends) ||
+        !grow((void **)&r->recvs, &r->recvs_cap, (size_t)r->n_recvs, sizeof *r->recvs))
+        return false;
+    bool any = false;
+    int64_t work = 0, recv_cells = 0;
+    const int64_t *p = w + W_EXCH_HEAD;
+    for (int64_t i = 0; i < r->n_routes; ++i, p += W_ROUTE) {
+        route_e *e = &r->routes[i];
+        e->colour = (int32_t)p[0];
+        e->rx = (uint8_t)p[1];
+        e->tx = (uint8_t)p[2];
+        e->rc = eval_rect(p + 3, r->v, W, H);
+        bbox_add(&r->bbox, &e->rc, &any);
+        work += rect_area(&e->rc);
+    }
+    for (int64_t i = 0; i < r->n_sends; ++i, p += W_SEND) {
+        send_e *e = &r->sends[i];
+        e->colour = (int32_t)p[0];
+        e->max_hops = p[1];
+        e->rc = eval_rect(p + 2, r->v, W, H);
+        load_box(p + 2 + W_RECT, &e->box);
+        e->staged = false;
+        bbox_add(&r->bbox, &e->rc, &any);
+        work += rect_area(&e->rc);
+    }
+    for (int64_t i = 0; i < r->n_recvs; ++i, p += W_RECV) {
+        recv_e *e = &r->recvs[i];
+        e->colour = (int32_t)p[0];
+        e->rc = eval_rect(p + 1, r->v, W, H);
+        load_box(p + 1 + W_RECT, &e->box);
+        bbox_add(&r->bbox, &e->rc, &any);
+        work += rect_area(&e->rc);
+        recv_cells += rect_area(&e->rc);
+    }
+    if (!any) r->bbox = (irect){0, 0, 0, 0};
+    *cells = work;
+    /* Per-receive state arrays, carved out of two shared scratch buffers. */
+    if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
+        !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src))
+        return false;
+    int64_t off = 0;
+    for (int64_t i = 0; i < r->n_recvs; ++i) {
+        r->recvs[i].count = r->recv_count + off;
+        r->recvs[i].src = r->recv_src + off;
+        off += rect_area(&r->recvs[i].rc);
+    }
+    return true;
+}
+
+/* Marks the sends whose source bytes a receive of the same op may overwrite on the same core, and
+ * sizes the staging buffer for them. False if out of host memory. */
+static bool plan_staging(run_t *r) {
+    int64_t total = 0;
+    for (int64_t s = 0; s < r->n_sends; ++s) {
+        send_e *e = &r->sends[s];
+        int64_t a0 = e->box.offset, a1 = a0 + e->box.max_bytes;
+        for (int64_t j = 0; j < r->n_recvs && !e->staged; ++j) {
+            const recv_e *v = &r->recvs[j];
+            int64_t b0 = v->box.offset, b1 = b0 + v->box.max_bytes;
+            e->staged = a0 < b1 && b0 < a1 && rects_meet(&e->rc, &v->rc);
+        }
+        if (!e->staged) continue;
+        e->stage_slot = min64(e->box.max_bytes, r->m->arena_max);
+        e->stage_base = total;
+        total = sat_add(total, sat_mul(rect_area(&e->rc), e->stage_slot));
+    }
+    return total < HOST_LIMIT && grow((void **)&r->stage, &r->stage_cap, (size_t)total, 1);
+}
+
+static void merge_exchange_stats(run_t *r) {
+    mica_totals *T = &r->m->totals;
+    for (int i = 0; i < r->nt_op; ++i) {
+        const tctx *t = &r->t[i];
+        T->messages += t->messages;
+        T->deliveries += t->deliveries;
+        T->link_bytes += t->link_bytes;
+        T->link_messages += t->link_messages;
+        if (t->max_hops > T->max_hops) T->max_hops = t->max_hops;
+    }
+    T->exchanges++;
+}
+
+static int exec_exchange(run_t *r, int64_t pos) {
+    int64_t cells;
+    if (!load_exchange(r, r->code + pos, &cells)) {
+        run_fail(r, "out of host memory decoding the exchange");
+        return 1;
+    }
+    plan_threads(r, cells);
+    dispatch(r, PH_SETUP);
+    if (!collect_fault(r)) {
+        if (!plan_staging(r)) {
+            run_fail(r, "out of host memory for the staging buffer");
+        } else {
+            dispatch(r, PH_ROUTE);
+            if (!collect_fault(r)) {
+                uint64_t expected = 0, matched = 0;
+                bool dup = false;
+                for (int i = 0; i < r->nt_op; ++i) {
+                    expected += r->t[i].expected;
+                    matched += r->t[i].matched;
+                    dup |= r->t[i].dup;
+                }
+                if (dup || matched != expected) {
+                    dispatch(r, PH_CHECK);
+                    collect_fault(r);
+                }
+            }
+        }
+    }
+    r->do_copy = !r->failed;
+    dispatch(r, PH_FINISH);
+    if (r->failed) return 1;
+    merge_exchange_stats(r);
+    return 0;
+}
+
+/* First core of rc (row-major) without an arena, or -1. */
+static int64_t first_bare_core(const mica_mesh *m, const irect *rc) {
+    for (int64_t y = rc->y0; y < rc->y1; ++y)
+        for (int64_t x = rc->x0; x < rc->x1; ++x)
+            if (m->arena_size[y * m->width + x] == 0) return y * m->width + x;
+    return -1;
+}
+
+static int64_t arena_count(const mica_mesh *m, const irect *rc) {
+    const uint32_t *P = m->arena_psum;
+    int64_t S = m->width + 1;
+    return (int64_t)P[rc->y1 * S + rc->x1] - P[rc->y0 * S + rc->x1] - P[rc->y1 * S + rc->x0] +
+           P[rc->y0 * S + rc->x0];
+}
+
+static int exec_compute(run_t *r, int64_t pos) {
+    const int64_t *w = r->code + pos;
+    r->op_id = w[1];
+    r->n_comps = w[2];
+    if (!grow((void **)&r->comps, &r->comps_cap, (size_t)r->n_comps, sizeof *r->comps)) {
+        run_fail(r, "out of host memory decoding the compute");
+        return 1;
+    }
+    bool any = false;
+    int64_t cells = 0, bad_core = -1, bad_kernel = 0;
+    const int64_t *p = w + W_COMP_HEAD;
+    for (int64_t i = 0; i < r->n_comps; ++i, p += W_CENTRY) {
+        comp_e *e = &r->comps[i];
+        e->kernel = p[0];
+        e->rc = eval_rect(p + 1, r->v, r->m->width, r->m->height);
+        bbox_add(&r->bbox, &e->rc, &any);
+        cells += rect_area(&e->rc);
+        if (arena_count(r->m, &e->rc) != rect_area(&e->rc)) {
+            int64_t c = first_bare_core(r->m, &e->rc);
+            if (bad_core < 0 || c < bad_core) {
+                bad_core = c;
+                bad_kernel = e->kernel;
+            }
+        }
+    }
+    if (bad_core >= 0) {
+        run_fail(r, "compute kernel %lld at core (%lld,%lld), which has no arena", (long long)bad_kernel,
+                 (long long)(bad_core % r->m->width), (long long)(bad_core / r->m->width));
+        return 1;
+    }
+    if (!any) return 0;
+    plan_threads(r, cells);
+    dispatch(r, PH_COMPUTE);
+    for (int i = 0; i < r->nt_op; ++i) r->m->totals.computes += r->t[i].computes;
+    return 0;
+}
+
+static int exec_block(run_t *r, int64_t pos, int64_t end) {
+    while (pos < end) {
+        const int64_t *w = r->code + pos;
+        switch (w[0]) {
+        case MICA_OP_LOOP: {
+            int slot = (int)w[1];
+            int64_t count = w[2], body = w[3];
+            r->active[r->depth++] = slot;
+            for (int64_t i = 0; i < (body > 0 ? count : 0); ++i) { /* an empty body does nothing */
+                r->v[slot] = i;
+                if (exec_block(r, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + body)) return 1;
+            }
+            r->v[slot] = 0;
+            r->depth--;
+            pos += W_LOOP_HEAD + body;
+            break;
+        }
+        case MICA_OP_EXCHANGE:
+            if (exec_exchange(r, pos)) return 1;
+            pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
+            break;
+        default:
+            if (exec_compute(r, pos)) return 1;
+            pos += W_COMP_HEAD + w[2] * W_CENTRY;
+            break;
+        }
+    }
+    return 0;
+}
+
+int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
+                 int32_t n_kernels, const double *scalars, int32_t n_threads, char *err, int32_t errlen) {
+    if (!m) {
+        set_err(err, errlen, "run: no mesh");
+        return 1;
+    }
+    if (n_words < 0 || (n_words > 0 && !code)) {
+        set_err(err, errlen, "run: bad op code (%lld words)", (long long)n_words);
+        return 1;
+    }
+    if (n_threads < 1 || n_threads > MAX_THREADS) {
+        set_err(err, errlen, "run: thread count %d not in 1..%d", (int)n_threads, MAX_THREADS);
+        return 1;
+    }
+    if (n_kernels < 0) n_kernels = 0;
+    if (n_words == 0) return 0;
+    if (!m->committed) {
+        set_err(err, errlen, "run: the mesh is not committed");
+        return 1;
+    }
+    vctx vc = {code, m, kernels, n_kernels, err, errlen};
+    if (validate_block(&vc, 0, n_words, 0)) return 1;
+
+    run_t *r = calloc(1, sizeof *r);
+    if (!r || !pool_start(r, n_threads)) {
+        free(r);
+        set_err(err, errlen, "run: out of host memory");
+        return 1;
+    }
+    r->m = m;
+    r->code = code;
+    r->kernels = kernels;
+    r->scalars = scalars;
+    int status = exec_block(r, 0, n_words);
+    if (status) set_err(err, errlen, "%s", r->err);
+    pool_stop(r, n_threads);
+    free(r->routes);
+    free(r->sends);
+    free(r->recvs);
+    free(r->comps);
+    free(r->recv_count);
+    free(r->recv_src);
+    free(r->stage);
+    free(r);
+    return status ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Host copies
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Copies one core's packed box to/from its place in the row-major host array. */
+static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *core, const box_t *b,
+                       const int64_t *lo, const int64_t *ext) {
+    int rank = b->rank;
+    if (rank == 0) {
+        if (dir == 0) memcpy(core, host, (size_t)b->elem);
+        else memcpy(host, core, (size_t)b->elem);
+        return;
+    }
+    size_t run = (size_t)(ext[rank - 1] * b->elem);
+    int64_t idx[MICA_MAX_RANK] = {0};
+    for (;;) {
+        int64_t h = 0;
+        for (int d = 0; d < rank; ++d) h += (lo[d] + idx[d]) * hstride[d];
+        if (dir == 0) memcpy(core, host + h, run);
+        else memcpy(host + h, core, run);
+        core += run;
+        int d = rank - 2;
+        while (d >= 0 && ++idx[d] == ext[d]) idx[d--] = 0;
+        if (d < 0) return;
+    }
+}
+
+int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
+                       char *err, int32_t errlen) {
+    if (!m || !box || !rect) {
+        set_err(err, errlen, "host copy: missing mesh, box or rect");
+        return 1;
+    }
+    if (!m->committed) {
+        set_err(err, errlen, "host copy: the mesh is not committed");
+        return 1;
+    }
+    if (dir != 0 && dir != 1) {
+        set_err(err, errlen, "host copy: direction %d is not 0 (load) or 1 (store)", (int)dir);
+        return 1;
+    }
+    const char *why = check_box(box);
+    if (why) {
+        set_err(err, errlen, "host copy: malformed box: %s", why);
+        return 1;
+    }
+    box_t b;
+    load_box(box, &b);
+    int64_t hstride[MICA_MAX_RANK], size = b.elem;
+    for (int d = b.rank - 1; d >= 0; --d) {
+        hstride[d] = size;
+        size = sat_mul(size, b.extent[d]);
+    }
+    if (size > HOST_LIMIT) {
+        set_err(err, errlen, "host copy: host array too large");
+        return 1;
+    }
+    static const int64_t zero[MICA_MAX_VARS] = {0};
+    irect rc = eval_rect(rect, zero, m->width, m->height);
+    int64_t lo[MICA_MAX_RANK], ext[MICA_MAX_RANK];
+    /* Check every core before copying anything. */
+    for (int64_t y = rc.y0; y < rc.y1; ++y)
+        for (int64_t x = rc.x0; x < rc.x1; ++x) {
+            int64_t bytes = box_at(&b, x, y, zero, lo, ext), core = y * m->width + x;
+            if (bytes == 0 || b.offset + bytes <= m->arena_size[core]) continue;
+            set_err(err, errlen,
+                    "host copy: box at core (%lld,%lld) spans bytes [%lld,%lld) outside the core's "
+                    "%lld-byte arena",
+                    (long long)x, (long long)y, (long long)b.offset, (long long)(b.offset + bytes),
+                    (long long)m->arena_size[core]);
+            return 1;
+        }
+    if (!host && rect_area(&rc) > 0) {
+        set_err(err, errlen, "host copy: no host buffer");
+        return 1;
+    }
+    for (int64_t y = rc.y0; y < rc.y1; ++y)
+        for (int64_t x = rc.x0; x < rc.x1; ++x)
+            if (box_at(&b, x, y, zero, lo, ext))
+                copy_block(dir, host, hstride, arena_of(m, y * m->width + x) + b.offset, &b, lo, ext);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * Statistics
+ * ------------------------------------------------------------------------------------------------- */
+
+void mica_stats(const mica_mesh *m, mica_totals *out) {
+    if (m && out) *out = m->totals;
+}
+
+const uint64_t *mica_link_bytes(const mica_mesh *m) { return m ? m->link_bytes : NULL; }
+const uint64_t *mica_link_messages(const mica_mesh *m) { return m ? m->link_msgs : NULL; }
+const uint64_t *mica_core_bytes_sent(const mica_mesh *m) { return m ? m->core_sent : NULL; }
+const uint64_t *mica_core_bytes_recv(const mica_mesh *m) { return m ? m->core_recv : NULL; }
+const int64_t *mica_core_arena_bytes(const mica_mesh *m) { return m ? m->arena_size : NULL; }
+
+void mica_stats_reset(mica_mesh *m) {
+    if (!m) return;
+    size_t n = (size_t)m->n_cores;
+    memset(m->link_bytes, 0, n * 4 * sizeof *m->link_bytes);
+    memset(m->link_msgs, 0, n * 4 * sizeof *m->link_msgs);
+    memset(m->core_sent, 0, n * sizeof *m->core_sent);
+    memset(m->core_recv, 0, n * sizeof *m->core_recv);
+    uint64_t bytes = m->totals.arena_bytes, biggest = m->totals.arena_max;
+    memset(&m->totals, 0, sizeof m->totals);
+    m->totals.arena_bytes = bytes;
+    m->totals.arena_max = biggest;
+}

@@ -1,0 +1,130 @@
+/* MICA mesh emulator: public interface.
+ *
+ * The emulator runs a lowered MeshIR program (an "op code", a flat array of int64 words) on a W x H mesh
+ * of cores. Core (x, y): x = column (0 = west), y = row (0 = north). Every core has an SRAM arena of the
+ * size the program allocates (never more than the target's per-core SRAM) and a router holding one route
+ * (rx direction set, tx direction set) per colour. Data moves only as messages injected at a core's
+ * router on a colour, following the route tables hop by hop over links between neighbours, and delivered
+ * where a route's tx set contains RAMP.
+ *
+ * Execution is bulk-synchronous: ops run in order; an EXCHANGE op configures its routes, injects all of its
+ * sends, routes every message to completion, checks that every declared receive got exactly one message
+ * of the right length, then clears its routes. A COMPUTE op calls a generated kernel on every core of its
+ * rectangles. Results are bit-identical for any thread count.
+ *
+ * Nothing here crashes the process on bad input: every fault returns a nonzero status and fills the
+ * error buffer with a message naming the op, core, colour and direction.
+ */
+#ifndef MICA_RT_H
+#define MICA_RT_H
+
+#include <stdint.h>
+
+/* Directions, as bits of a route's rx/tx masks. RAMP is the link between router and core. */
+#define MICA_RAMP  1
+#define MICA_NORTH 2
+#define MICA_EAST  4
+#define MICA_SOUTH 8
+#define MICA_WEST  16
+
+/* Out-link index of a core, for the per-link statistics arrays (index = core * 4 + link). */
+#define MICA_LINK_N 0
+#define MICA_LINK_E 1
+#define MICA_LINK_S 2
+#define MICA_LINK_W 3
+
+/* Opcodes (first word of each op). */
+#define MICA_OP_LOOP     1
+#define MICA_OP_EXCHANGE 2
+#define MICA_OP_COMPUTE  3
+
+#define MICA_MAX_VARS 4
+#define MICA_MAX_RANK 4
+#define MICA_MAX_TERMS 4  /* affine terms per rectangle bound */
+
+/* Word layouts (all words int64):
+ *
+ * AFFINE (5 words): c0 c1 c2 c3 c4          value = c0 + c1*v0 + c2*v1 + c3*v2 + c4*v3
+ *                                           where v0..v3 are the loop variables (slots) in scope.
+ * BOUND (MICA_MAX_TERMS AFFINEs = 20 words) a lower bound (x0, y0) is the max of its terms, an upper
+ *                                           bound (x1, y1) the min; a bound with fewer terms repeats one.
+ * RECT (80 words): x0 x1 y0 y1 as BOUNDs    half-open [x0,x1) x [y0,y1), clamped to the mesh.
+ * BOX (3 + 3*MICA_MAX_RANK = 15 words):
+ *      offset elem rank  (axis tile extent) * MICA_MAX_RANK
+ *   A buffer in every core's arena at byte `offset`, holding a row-major packed box of a tensor whose
+ *   element size is `elem` bytes. For dim d: coord = 0 (axis 0), x (axis 1), y (axis 2), v0..v3 (axis 3..6);
+ *   lo = tile * coord, ext = clamp(extent - lo, 0, tile). For axis 0 (no coordinate) tile <= extent: the
+ *   box holds the leading `tile` elements of that dim (all of it when tile == extent).
+ *   The box holds prod(ext) elements; it is empty when any ext is 0. Unused dims (d >= rank) are ignored.
+ *
+ * LOOP:     1 slot count body_words  <body: body_words words>
+ *           Runs body `count` times with v[slot] = 0 .. count-1.
+ * EXCHANGE: 2 op_id n_routes n_sends n_recvs
+ *           then n_routes ROUTEs:  colour rx tx RECT                       (83 words)
+ *           then n_sends  SENDs:   colour max_hops RECT BOX                (97 words)
+ *           then n_recvs  RECVs:   colour RECT BOX                         (96 words)
+ *   ROUTE sets router (x,y).colour = (rx, tx) for every core in RECT (later routes of the same op overwrite
+ *   earlier ones). Every core in a SEND's RECT whose BOX is non-empty injects one message: the whole box,
+ *   on `colour`, at its own router (entering from RAMP). Every core in a RECV's RECT whose BOX is non-empty
+ *   expects exactly one message on `colour`, delivered into that box; the message length must equal the
+ *   box size in bytes. A message that travels more than `max_hops` links is an error, and so is one that
+ *   reaches a router whose rx lacks its incoming direction, leaves the mesh, reaches a router with an empty
+ *   tx set (it would be dropped), or visits a core twice (a route cycle or two merging branches).
+ *   At the end of the op every route it set is cleared (rx = tx = 0).
+ * COMPUTE:  3 op_id n_entries then n_entries × (kernel_index RECT)           (81 words each)
+ *           Calls kernels[kernel_index](arena, x, y, v, scalars) for every core in RECT.
+ */
+
+typedef void (*mica_kernel_fn)(uint8_t *arena, int64_t x, int64_t y, const int64_t *v,
+                               const double *scalars);
+
+typedef struct mica_mesh mica_mesh;
+
+/* Creates a mesh. `sram_bytes` is the per-core limit, `n_colours` the router's colour count.
+ * Returns NULL and fills err on failure. */
+mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
+                         char *err, int32_t errlen);
+void mica_mesh_free(mica_mesh *m);
+
+/* Declares that every core in [x0,x1) x [y0,y1) needs an arena of `bytes` (a later call for the same
+ * core overrides). Fails if bytes exceeds the SRAM limit. Host memory is allocated lazily by
+ * mica_mesh_commit: cores with no arena cost nothing. */
+int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t bytes,
+                          char *err, int32_t errlen);
+/* Allocates (zeroed) every reserved arena. */
+int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+
+/* Copies a row-major host array of shape box.extent[0..rank) to (dir = 0) or from (dir = 1) the BOX
+ * buffer of every core in RECT (evaluated with all loop variables = 0). Cores whose box is empty are
+ * skipped. `box` points at a BOX (15 words), `rect` at a RECT (80 words). */
+int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
+                       char *err, int32_t errlen);
+
+/* Runs an op code with `n_threads` threads (>= 1). `kernels` holds the kernel table, `scalars` the
+ * program's scalar arguments. Returns 0 on success, nonzero with a message in err on a fault. */
+int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
+                 int32_t n_kernels, const double *scalars, int32_t n_threads, char *err, int32_t errlen);
+
+/* Statistics, accumulated over every run since mica_mesh_new (or mica_stats_reset). Arrays are owned by
+ * the mesh: per link, index core*4 + MICA_LINK_*, core = y*width + x; per core, index core. */
+typedef struct {
+    uint64_t messages;     /* messages injected */
+    uint64_t deliveries;   /* messages delivered to a core (a multicast delivers several) */
+    uint64_t link_bytes;   /* sum of bytes over all links (a message crossing 3 links counts 3 times) */
+    uint64_t link_messages;
+    uint64_t max_hops;     /* the longest path any message took, in links */
+    uint64_t exchanges;    /* EXCHANGE ops executed */
+    uint64_t computes;     /* kernel calls */
+    uint64_t arena_bytes;  /* total bytes allocated for arenas */
+    uint64_t arena_max;    /* largest single arena */
+} mica_totals;
+
+void mica_stats(const mica_mesh *m, mica_totals *out);
+const uint64_t *mica_link_bytes(const mica_mesh *m);     /* [W*H*4] */
+const uint64_t *mica_link_messages(const mica_mesh *m);  /* [W*H*4] */
+const uint64_t *mica_core_bytes_sent(const mica_mesh *m);  /* [W*H] */
+const uint64_t *mica_core_bytes_recv(const mica_mesh *m);  /* [W*H] */
+const int64_t *mica_core_arena_bytes(const mica_mesh *m);   /* [W*H] */
+void mica_stats_reset(mica_mesh *m);
+
+#endif
