@@ -124,13 +124,16 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     try:
         mp = build_mesh_program(op, sched, tgt)
     except SramError as exc:
+        fits_full = False
         if mesh != tgt.grid:
             try:
                 build_mesh_program(op, derive_schedule(op, tgt.grid), tgt)
-                exc.args = (f"{exc.args[0]}; it fits on the full {tgt.grid[0]}x{tgt.grid[1]} grid",)
+                fits_full = True
             except SramError:
-                exc.args = (f"{exc.args[0]}; it does not fit even on the full "
-                            f"{tgt.grid[0]}x{tgt.grid[1]} grid",)
+                pass
+        where = f"the full {tgt.grid[0]}x{tgt.grid[1]} grid"
+        exc.args = (f"{exc.args[0]}; " + (f"it fits on {where}" if fits_full
+                                          else f"it does not fit even on {where}"),)
         raise
     timings["meshir"] = time.perf_counter() - t0
     t0 = time.perf_counter()
