@@ -1350,7 +1350,8 @@ static int exec_compute(run_t *r, int64_t pos) {
         return 1;
     }
     if (!any) return 0;
-    plan_threads(r, cells);
+    /* Kernel calls carry real work: split them over the threads whenever each gets a core or two. */
+    r->nt_op = cells >= 2 * (int64_t)r->nt ? r->nt : 1;
     dispatch(r, PH_COMPUTE);
     for (int i = 0; i < r->nt_op; ++i) r->m->totals.computes += r->t[i].computes;
     return 0;

@@ -1,0 +1,32 @@
+"""Compile time at wafer scale against a small mesh, in the same run.
+
+    python -m pytest bench/test_compile_time.py --benchmark-only -s
+
+The claim: compile time does not grow with the number of cores (analysis is per region class).
+512^3 fits WSE-2's 48 KB per core on both meshes; 4096^3 only fits on the big one.
+"""
+
+import pytest
+
+import mica
+
+RESULTS = {}
+
+
+@pytest.mark.parametrize("n, mesh", [(512, (16, 16)), (512, (750, 994)), (4096, (750, 994))],
+                         ids=["512-16x16", "512-750x994", "4096-750x994"])
+def test_compile_matmul(benchmark, n, mesh):
+    op = mica.ops.matmul(n, n, n)
+    prog = benchmark(lambda: mica.compile_affine(op, mesh=mesh, target="wse2"))
+    RESULTS[(n, mesh)] = benchmark.stats.stats.mean
+    benchmark.extra_info["modelled_cycles"] = prog.cost.total_cycles
+    benchmark.extra_info["cores"] = prog.mesh_program.region.cores
+    small, big = RESULTS.get((512, (16, 16))), RESULTS.get((512, (750, 994)))
+    if small and big and n == 512 and mesh == (750, 994):
+        benchmark.extra_info["ratio_750x994_over_16x16"] = big / small
+        print(f"\ncompile 512^3: 16x16 {small * 1e3:.1f} ms, 750x994 {big * 1e3:.1f} ms, ratio {big / small:.2f}")
+
+
+def test_emit_kernels_at_wafer_scale(benchmark):
+    op = mica.ops.matmul(4096, 4096, 4096)
+    benchmark(lambda: mica.compile_affine(op, mesh=(750, 994)).kernels)
