@@ -324,8 +324,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     if offset > target.sram_bytes:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in laid)
         raise SramError(
-            f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core "
-            f"({parts}); target {target.name} has {target.sram_bytes} bytes of SRAM per core")
+            f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core on the "
+            f"interior class of region {b.region} (full tiles: {parts}); target {target.name} has "
+            f"{target.sram_bytes} bytes of SRAM per core")
     colours = max([len(op.ops) for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(prog.name, target.name, sched.mesh, b.region, tuple(laid), tuple(b.kernels),
                        tuple(body), offset, tuple(n for n, _ in prog.scalars), colours)
