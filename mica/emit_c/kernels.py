@@ -62,14 +62,14 @@ _BINOPS = {
 }
 
 
-def _ast_expr(e: isl.AstExpr) -> str:
+def ast_expr_c(e: isl.AstExpr) -> str:
     t = e.get_type()
     if t == isl.ast_expr_type.id:
         return e.get_id().get_name()
     if t == isl.ast_expr_type.int:
         return f"{e.get_val().to_python()}LL"
     op = e.get_op_type()
-    args = [_ast_expr(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
+    args = [ast_expr_c(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
     if op in _BINOPS:
         return f"({args[0]} {_BINOPS[op]} {args[1]})"
     if op == isl.ast_expr_op_type.minus:
@@ -158,7 +158,7 @@ class _KernelPrinter:
 
     def user(self, expr: isl.AstExpr, indent: str) -> None:
         n = expr.get_op_n_arg()
-        args = [_ast_expr(expr.get_op_arg(i)) for i in range(1, n)]
+        args = [ast_expr_c(expr.get_op_arg(i)) for i in range(1, n)]
         env = dict(zip(self.k.loops, (f"i_{lp}" for lp in self.k.loops)))
         self.lines.append(indent + "{")
         for lp, a in zip(self.k.loops, args):
@@ -172,15 +172,15 @@ class _KernelPrinter:
     def node(self, nd: isl.AstNode, indent: str) -> None:
         t = nd.get_type()
         if t == isl.ast_node_type.for_:
-            it = _ast_expr(nd.for_get_iterator())
-            init = _ast_expr(nd.for_get_init())
-            cond = _ast_expr(nd.for_get_cond())
-            inc = _ast_expr(nd.for_get_inc())
+            it = ast_expr_c(nd.for_get_iterator())
+            init = ast_expr_c(nd.for_get_init())
+            cond = ast_expr_c(nd.for_get_cond())
+            inc = ast_expr_c(nd.for_get_inc())
             self.lines.append(f"{indent}for (int64_t {it} = {init}; {cond}; {it} += {inc}) {{")
             self.node(nd.for_get_body(), indent + "  ")
             self.lines.append(indent + "}")
         elif t == isl.ast_node_type.if_:
-            self.lines.append(f"{indent}if ({_ast_expr(nd.if_get_cond())}) {{")
+            self.lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
             self.node(nd.if_get_then_node(), indent + "  ")
             if nd.if_has_else_node():
                 self.lines.append(indent + "} else {")
