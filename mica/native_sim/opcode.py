@@ -7,13 +7,13 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
 
     Affine   c0 + c1*v0 + ... + c4*v3 over the loop variables (slots) in scope      5 words
     bound    max (lower bounds) or min (upper bounds) of up to MAX_TERMS Affines   20 words
-    Rect     half-open [x0,x1) x [y0,y1) of bounds, clamped to the mesh            80 words
+    Rect     half-open [x0,x1) x [y0,y1) of bounds, clamped to the mesh, strided   84 words
     Box      a packed tile of a tensor in every core's arena                       15 words
-    Route    colour rx tx Rect                                                     83 words
-    Send     colour max_hops Rect Box                                              97 words
-    Recv     colour Rect Box                                                       96 words
+    Route    colour rx tx Rect                                                     87 words
+    Send     colour max_hops Rect Box                                             101 words
+    Recv     colour Rect Box                                                      100 words
     Exchange 2 op_id n_routes n_sends n_recvs, then the entries
-    Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 81 words each
+    Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 85 words each
     Loop     1 slot count body_words, then the body
 
 Direction bits (``RAMP``, ``NORTH`` ...), link indices (``LINK_N`` ...) and opcodes match the header.
@@ -65,7 +65,7 @@ ELEM_SIZES = (1, 2, 4, 8)
 
 WORDS_AFFINE = 1 + MAX_VARS
 WORDS_BOUND = MAX_TERMS * WORDS_AFFINE
-WORDS_RECT = 4 * WORDS_BOUND
+WORDS_RECT = 4 * WORDS_BOUND + 4  # four bounds, then x stride, x phase, y stride, y phase
 WORDS_BOX = 3 + 3 * MAX_RANK
 WORDS_ROUTE = 3 + WORDS_RECT
 WORDS_SEND = 2 + WORDS_RECT + WORDS_BOX
@@ -178,7 +178,8 @@ def as_bound(value: BoundLike, lower: bool) -> Bound:
 
 @dataclass(frozen=True)
 class Rect:
-    """Cores ``max(x0) <= x < min(x1)``, ``max(y0) <= y < min(y1)``, clamped to the mesh.
+    """Cores ``max(x0) <= x < min(x1)``, ``max(y0) <= y < min(y1)``, clamped to the mesh, with
+    ``x = xp (mod xs)`` and ``y = yp (mod ys)`` (strides 1: every core of the rectangle).
 
     Each bound is a tuple of Affines (lower bounds take the max, upper bounds the min); a single Affine
     or int is accepted for a bound with one term.
@@ -188,10 +189,21 @@ class Rect:
     x1: Bound
     y0: Bound
     y1: Bound
+    xs: int = 1
+    xp: int = 0
+    ys: int = 1
+    yp: int = 0
 
     def __post_init__(self) -> None:
         for name in ("x0", "x1", "y0", "y1"):
             _set(self, name, as_bound(getattr(self, name), lower=name.endswith("0")))
+        for name in ("xs", "ys"):
+            v = _int(getattr(self, name), f"rectangle {name}")
+            if not 1 <= v <= 1 << 20:
+                raise SimError(f"rectangle stride {name}={v} not in 1..{1 << 20}")
+            _set(self, name, v)
+        _set(self, "xp", _int(self.xp, "rectangle xp") % self.xs)
+        _set(self, "yp", _int(self.yp, "rectangle yp") % self.ys)
 
     @classmethod
     def const(cls, x0: int, x1: int, y0: int, y1: int) -> Rect:
@@ -218,7 +230,7 @@ class Rect:
             padded = bound + (bound[-1],) * (MAX_TERMS - len(bound))  # repeating a term changes nothing
             for term in padded:
                 out += term.words()
-        return out
+        return out + [self.xs, self.xp, self.ys, self.yp]
 
 
 RectLike = Union[Rect, Sequence[int]]

@@ -53,7 +53,7 @@
 
 #define W_AFFINE (1 + MICA_MAX_VARS)
 #define W_BOUND (MICA_MAX_TERMS * W_AFFINE)
-#define W_RECT (4 * W_BOUND)
+#define W_RECT (4 * W_BOUND + 4) /* four bounds, then x stride, x phase, y stride, y phase */
 #define W_BOX (3 + 3 * MICA_MAX_RANK)
 #define W_ROUTE (3 + W_RECT)
 #define W_SEND (2 + W_RECT + W_BOX)
@@ -300,8 +300,29 @@ static uint8_t *arena_of(const mica_mesh *m, int64_t core) { return m->pool + m-
  * ------------------------------------------------------------------------------------------------- */
 
 typedef struct {
-    int64_t x0, x1, y0, y1; /* half-open, clamped to the mesh; x1 >= x0, y1 >= y0 */
+    int64_t x0, x1, y0, y1; /* half-open bounding box, clamped to the mesh; x1 >= x0, y1 >= y0 */
+    int64_t xs, xp, ys, yp; /* members: x = xp (mod xs), y = yp (mod ys); 0 <= xp < xs, 0 <= yp < ys */
 } irect;
+
+/* The first a' >= a with a' = p (mod s). */
+static int64_t align_up(int64_t a, int64_t s, int64_t p) {
+    int64_t r = (p - a) % s;
+    return a + (r < 0 ? r + s : r);
+}
+
+static int64_t count_members(int64_t a, int64_t b, int64_t s, int64_t p) {
+    int64_t f = align_up(a, s, p);
+    return f < b ? (b - 1 - f) / s + 1 : 0;
+}
+
+/* Number of member cores of rc (its bounding box for unit strides). */
+static int64_t rect_count(const irect *r) {
+    return count_members(r->x0, r->x1, r->xs, r->xp) * count_members(r->y0, r->y1, r->ys, r->yp);
+}
+
+#define FOR_RECT_CELLS(rc, x, y)                                                                  \
+    for (int64_t y = align_up((rc)->y0, (rc)->ys, (rc)->yp); y < (rc)->y1; y += (rc)->ys)        \
+        for (int64_t x = align_up((rc)->x0, (rc)->xs, (rc)->xp); x < (rc)->x1; x += (rc)->xs)
 
 static int64_t eval_affine(const int64_t *w, const int64_t *v) {
     int64_t r = w[0];
@@ -325,6 +346,12 @@ static irect eval_rect(const int64_t *w, const int64_t *v, int64_t W, int64_t H)
     r.x1 = clamp64(eval_bound(w + W_BOUND, v, false), r.x0, W);
     r.y0 = clamp64(eval_bound(w + 2 * W_BOUND, v, true), 0, H);
     r.y1 = clamp64(eval_bound(w + 3 * W_BOUND, v, false), r.y0, H);
+    const int64_t *st = w + 4 * W_BOUND; /* strides are validated to be >= 1 */
+    r.xs = st[0] >= 1 ? st[0] : 1;
+    r.ys = st[2] >= 1 ? st[2] : 1;
+    r.xp = ((st[1] % r.xs) + r.xs) % r.xs;
+    r.yp = ((st[3] % r.ys) + r.ys) % r.ys;
+    if (rect_count(&r) == 0) r.x1 = r.x0, r.y1 = r.y0;
     return r;
 }
 
@@ -427,6 +454,17 @@ static int check_box_at(vctx *c, int64_t pos) {
     return why ? vfail(c, pos, "%s", why) : 0;
 }
 
+#define MAX_STRIDE (1 << 20)
+
+/* Checks the stride words of the RECT at pos. */
+static int check_rect_at(vctx *c, int64_t pos) {
+    const int64_t *st = c->code + pos + 4 * W_BOUND;
+    if (st[0] < 1 || st[0] > MAX_STRIDE || st[2] < 1 || st[2] > MAX_STRIDE)
+        return vfail(c, pos, "rectangle strides must be in 1..%d (x %lld, y %lld)", MAX_STRIDE,
+                     (long long)st[0], (long long)st[2]);
+    return 0;
+}
+
 static int validate_exchange(vctx *c, int64_t pos, int64_t end) {
     const int64_t *w = c->code + pos;
     if (end - pos < W_EXCH_HEAD) return vfail(c, pos, "truncated EXCHANGE header");
@@ -445,14 +483,17 @@ static int validate_exchange(vctx *c, int64_t pos, int64_t end) {
         if (e[1] < 0 || e[1] > 31 || e[2] < 0 || e[2] > 31)
             return vfail(c, p, "route direction set not in 0..31 (rx %lld, tx %lld)", (long long)e[1],
                          (long long)e[2]);
+        if (check_rect_at(c, p + 3)) return 1;
     }
     for (int64_t i = 0; i < ns; ++i, p += W_SEND) {
         if (check_colour(c, p, c->code[p])) return 1;
         if (c->code[p + 1] < 0) return vfail(c, p + 1, "negative max_hops");
+        if (check_rect_at(c, p + 2)) return 1;
         if (check_box_at(c, p + 2 + W_RECT)) return 1;
     }
     for (int64_t i = 0; i < nv; ++i, p += W_RECV) {
         if (check_colour(c, p, c->code[p])) return 1;
+        if (check_rect_at(c, p + 1)) return 1;
         if (check_box_at(c, p + 1 + W_RECT)) return 1;
     }
     return 0;
@@ -472,6 +513,7 @@ static int validate_compute(vctx *c, int64_t pos, int64_t end) {
             return vfail(c, p, "kernel index %lld out of range (%d kernels)", (long long)k,
                          (int)c->n_kernels);
         if (!c->kernels || !c->kernels[k]) return vfail(c, p, "kernel %lld is NULL", (long long)k);
+        if (check_rect_at(c, p + 1)) return 1;
     }
     return 0;
 }
@@ -664,11 +706,13 @@ static bool band_span(const band_t *b, const irect *rc, int64_t y, int64_t *xa, 
     return *xa < *xb;
 }
 
-#define FOR_BAND_CELLS(b, rc, x, y)                                                       \
-    for (int64_t y##_a_, y##_b_, y = (band_rows((b), (rc), &y##_a_, &y##_b_), y##_a_);    \
-         y < y##_b_; ++y)                                                                 \
-        for (int64_t x##_a_, x##_b_, x = (band_span((b), (rc), y, &x##_a_, &x##_b_), x##_a_); \
-             x < x##_b_; ++x)
+#define FOR_BAND_CELLS(b, rc, x, y)                                                              \
+    for (int64_t y##_a_, y##_b_,                                                                 \
+         y = (band_rows((b), (rc), &y##_a_, &y##_b_), align_up(y##_a_, (rc)->ys, (rc)->yp));    \
+         y < y##_b_; y += (rc)->ys)                                                              \
+        for (int64_t x##_a_, x##_b_,                                                             \
+             x = (band_span((b), (rc), y, &x##_a_, &x##_b_), align_up(x##_a_, (rc)->xs, (rc)->xp)); \
+             x < x##_b_; x += (rc)->xs)
 
 /* ---------------------------------------------------------------------------------------------------
  * EXCHANGE phase A: routes, boxes, expected receives
@@ -1306,13 +1350,18 @@ static int exec_exchange(run_t *r, int64_t pos) {
 
 /* First core of rc (row-major) without an arena, or -1. */
 static int64_t first_bare_core(const mica_mesh *m, const irect *rc) {
-    for (int64_t y = rc->y0; y < rc->y1; ++y)
-        for (int64_t x = rc->x0; x < rc->x1; ++x)
-            if (m->arena_size[y * m->width + x] == 0) return y * m->width + x;
+    FOR_RECT_CELLS(rc, x, y)
+    if (m->arena_size[y * m->width + x] == 0) return y * m->width + x;
     return -1;
 }
 
+/* Number of member cores of rc that have an arena. */
 static int64_t arena_count(const mica_mesh *m, const irect *rc) {
+    if (rc->xs != 1 || rc->ys != 1) {
+        int64_t n = 0;
+        FOR_RECT_CELLS(rc, x, y) n += m->arena_size[y * m->width + x] != 0;
+        return n;
+    }
     const uint32_t *P = m->arena_psum;
     int64_t S = m->width + 1;
     return (int64_t)P[rc->y1 * S + rc->x1] - P[rc->y0 * S + rc->x1] - P[rc->y1 * S + rc->x0] +
@@ -1336,7 +1385,7 @@ static int exec_compute(run_t *r, int64_t pos) {
         e->rc = eval_rect(p + 1, r->v, r->m->width, r->m->height);
         bbox_add(&r->bbox, &e->rc, &any);
         cells += rect_area(&e->rc);
-        if (arena_count(r->m, &e->rc) != rect_area(&e->rc)) {
+        if (arena_count(r->m, &e->rc) != rect_count(&e->rc)) {
             int64_t c = first_bare_core(r->m, &e->rc);
             if (bad_core < 0 || c < bad_core) {
                 bad_core = c;
@@ -1495,8 +1544,7 @@ int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box
     irect rc = eval_rect(rect, zero, m->width, m->height);
     int64_t lo[MICA_MAX_RANK], ext[MICA_MAX_RANK];
     /* Check every core before copying anything. */
-    for (int64_t y = rc.y0; y < rc.y1; ++y)
-        for (int64_t x = rc.x0; x < rc.x1; ++x) {
+    FOR_RECT_CELLS(&rc, x, y) {
             int64_t bytes = box_at(&b, x, y, zero, lo, ext), core = y * m->width + x;
             if (bytes == 0 || b.offset + bytes <= m->arena_size[core]) continue;
             set_err(err, errlen,
@@ -1510,8 +1558,7 @@ int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box
         set_err(err, errlen, "host copy: no host buffer");
         return 1;
     }
-    for (int64_t y = rc.y0; y < rc.y1; ++y)
-        for (int64_t x = rc.x0; x < rc.x1; ++x)
+    FOR_RECT_CELLS(&rc, x, y)
             if (box_at(&b, x, y, zero, lo, ext))
                 copy_block(dir, host, hstride, arena_of(m, y * m->width + x) + b.offset, &b, lo, ext);
     return 0;

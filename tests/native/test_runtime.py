@@ -629,12 +629,15 @@ def test_opcode_validation():
         encode([Loop(1, 2, (Loop(1, 2, ()),))])
     with pytest.raises(SimError, match="integer"):
         Rect.const(0, 1.5, 0, 1)
-    assert encode([Loop(0, 3, (Compute(1, ((0, Rect.cell(0, 0)),)),))]).tolist()[:4] == [1, 0, 3, 84]
+    assert encode([Loop(0, 3, (Compute(1, ((0, Rect.cell(0, 0)),)),))]).tolist()[:4] == [1, 0, 3, 88]
     assert (Affine.var(1, 3, 2) + 1).words() == [3, 0, 3, 0, 0]
     bounds = Rect((Affine.var(0), 7, 2, Affine.var(0)), (Affine.var(0), 4), 0, 1)
     assert bounds.x0 == (Affine.var(0), Affine(7)) and bounds.x1 == (Affine.var(0), Affine(4))
     assert bounds.words()[:20] == [0, 1, 0, 0, 0] + [7, 0, 0, 0, 0] * 3  # padded by repeating a term
-    assert bounds.evaluate([9]) == (9, 4, 0, 1) and len(bounds.words()) == oc.WORDS_RECT == 80
+    assert bounds.evaluate([9]) == (9, 4, 0, 1) and len(bounds.words()) == oc.WORDS_RECT == 84
+    assert bounds.words()[80:] == [1, 0, 1, 0]                       # unit strides
+    with pytest.raises(SimError, match="stride"):
+        Rect.const(0, 4, 0, 1).__class__(0, 4, 0, 1, xs=0)
 
 
 def test_constants_match_the_header():
@@ -709,3 +712,26 @@ def test_full_wafer_750x994_one_hop_shift():
     total = time.perf_counter() - t0
     print(f"750x994: run {t2 - t1:.3f} s, total {total:.3f} s")
     assert t2 - t1 < 30
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_strided_rects_checkerboard_shift_in_place(threads):
+    """Two colours alternate by column parity, each set of senders/receivers one strided rectangle."""
+    width, height = 7, 3
+    with new_mesh(width, height) as mesh:
+        coords = load_coords(mesh)
+        box = Box(0, 8, ())
+
+        def r(x0, x1, phase):
+            return Rect(x0, x1, 0, height, xs=2, xp=phase)
+        routes = tuple(Route(c, RAMP, WEST, r(1, width, c)) for c in (0, 1)) + \
+            tuple(Route(c, EAST, RAMP, r(0, width - 1, 1 - c)) for c in (0, 1))
+        sends = tuple(Send(c, 1, r(1, width, c), box) for c in (0, 1))
+        recvs = tuple(Recv(c, r(0, width - 1, 1 - c), box) for c in (0, 1))
+        mesh.run(encode([Exchange(1, routes, sends, recvs)]), threads=threads)
+        got = mesh.host_store(per_core(0, 8, 1, width, height), (0, width, 0, height),
+                              (height, width, 1), np.int64)[..., 0]
+        assert (got[:, :-1] == coords[:, 1:]).all()
+        s = mesh.stats()
+        assert s.messages == (width - 1) * height and s.max_hops == 1
+        assert (s.link_bytes[:, 1:, LINK_W] == 8).all() and s.link_bytes.sum() == 8 * (width - 1) * height
