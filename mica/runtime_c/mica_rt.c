@@ -1265,7 +1265,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         work += rect_area(&e->rc);
         recv_cells += rect_area(&e->rc);
     }
-    if (!any) r->bbox = (irect){0, 0, 0, 0};
+    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0};
     *cells = work;
     /* Per-receive state arrays, carved out of two shared scratch buffers. */
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
