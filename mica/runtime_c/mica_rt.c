@@ -1214,6 +1214,8 @@ static void bbox_add(irect *bb, const irect *rc, bool *any) {
     if (rect_area(rc) == 0) return;
     if (!*any) {
         *bb = *rc;
+        bb->xs = bb->ys = 1; /* the bounding box of every entry: all its cores */
+        bb->xp = bb->yp = 0;
         *any = true;
         return;
     }
