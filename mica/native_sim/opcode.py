@@ -7,13 +7,13 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
 
     Affine   c0 + c1*v0 + ... + c4*v3 over the loop variables (slots) in scope      5 words
     bound    max (lower bounds) or min (upper bounds) of up to MAX_TERMS Affines   20 words
-    Rect     half-open [x0,x1) x [y0,y1) of bounds, clamped to the mesh, strided   84 words
+    Rect     half-open [x0,x1) x [y0,y1) of bounds, clamped to the mesh, strided   92 words
     Box      a packed tile of a tensor in every core's arena                       15 words
-    Route    colour rx tx Rect                                                     87 words
-    Send     colour max_hops Rect Box                                             101 words
-    Recv     colour Rect Box                                                      100 words
+    Route    colour rx tx Rect                                                     95 words
+    Send     colour max_hops Rect Box                                             109 words
+    Recv     colour Rect Box                                                      108 words
     Exchange 2 op_id n_routes n_sends n_recvs, then the entries
-    Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 85 words each
+    Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 93 words each
     Loop     1 slot count body_words, then the body
 
 Direction bits (``RAMP``, ``NORTH`` ...), link indices (``LINK_N`` ...) and opcodes match the header.
@@ -65,7 +65,7 @@ ELEM_SIZES = (1, 2, 4, 8)
 
 WORDS_AFFINE = 1 + MAX_VARS
 WORDS_BOUND = MAX_TERMS * WORDS_AFFINE
-WORDS_RECT = 4 * WORDS_BOUND + 4  # four bounds, then x stride, x phase, y stride, y phase
+WORDS_RECT = 4 * WORDS_BOUND + 2 + 2 * WORDS_AFFINE  # four bounds, x stride, x phase, y stride, y phase
 WORDS_BOX = 3 + 3 * MAX_RANK
 WORDS_ROUTE = 3 + WORDS_RECT
 WORDS_SEND = 2 + WORDS_RECT + WORDS_BOX
@@ -190,9 +190,9 @@ class Rect:
     y0: Bound
     y1: Bound
     xs: int = 1
-    xp: int = 0
+    xp: Affine = Affine(0)
     ys: int = 1
-    yp: int = 0
+    yp: Affine = Affine(0)
 
     def __post_init__(self) -> None:
         for name in ("x0", "x1", "y0", "y1"):
@@ -202,8 +202,8 @@ class Rect:
             if not 1 <= v <= 1 << 20:
                 raise SimError(f"rectangle stride {name}={v} not in 1..{1 << 20}")
             _set(self, name, v)
-        _set(self, "xp", _int(self.xp, "rectangle xp") % self.xs)
-        _set(self, "yp", _int(self.yp, "rectangle yp") % self.ys)
+        _set(self, "xp", as_affine(self.xp))
+        _set(self, "yp", as_affine(self.yp))
 
     @classmethod
     def const(cls, x0: int, x1: int, y0: int, y1: int) -> Rect:
@@ -230,7 +230,7 @@ class Rect:
             padded = bound + (bound[-1],) * (MAX_TERMS - len(bound))  # repeating a term changes nothing
             for term in padded:
                 out += term.words()
-        return out + [self.xs, self.xp, self.ys, self.yp]
+        return out + [self.xs, *self.xp.words(), self.ys, *self.yp.words()]
 
 
 RectLike = Union[Rect, Sequence[int]]

@@ -53,7 +53,7 @@
 
 #define W_AFFINE (1 + MICA_MAX_VARS)
 #define W_BOUND (MICA_MAX_TERMS * W_AFFINE)
-#define W_RECT (4 * W_BOUND + 4) /* four bounds, then x stride, x phase, y stride, y phase */
+#define W_RECT (4 * W_BOUND + 2 + 2 * W_AFFINE) /* four bounds, x stride, x phase, y stride, y phase */
 #define W_BOX (3 + 3 * MICA_MAX_RANK)
 #define W_ROUTE (3 + W_RECT)
 #define W_SEND (2 + W_RECT + W_BOX)
@@ -346,11 +346,12 @@ static irect eval_rect(const int64_t *w, const int64_t *v, int64_t W, int64_t H)
     r.x1 = clamp64(eval_bound(w + W_BOUND, v, false), r.x0, W);
     r.y0 = clamp64(eval_bound(w + 2 * W_BOUND, v, true), 0, H);
     r.y1 = clamp64(eval_bound(w + 3 * W_BOUND, v, false), r.y0, H);
-    const int64_t *st = w + 4 * W_BOUND; /* strides are validated to be >= 1 */
+    const int64_t *st = w + 4 * W_BOUND; /* xs, xp (an AFFINE), ys, yp (an AFFINE); strides >= 1 */
+    const int64_t *ys = st + 1 + W_AFFINE;
     r.xs = st[0] >= 1 ? st[0] : 1;
-    r.ys = st[2] >= 1 ? st[2] : 1;
-    r.xp = ((st[1] % r.xs) + r.xs) % r.xs;
-    r.yp = ((st[3] % r.ys) + r.ys) % r.ys;
+    r.ys = ys[0] >= 1 ? ys[0] : 1;
+    r.xp = ((eval_affine(st + 1, v) % r.xs) + r.xs) % r.xs;
+    r.yp = ((eval_affine(ys + 1, v) % r.ys) + r.ys) % r.ys;
     if (rect_count(&r) == 0) r.x1 = r.x0, r.y1 = r.y0;
     return r;
 }
@@ -459,9 +460,10 @@ static int check_box_at(vctx *c, int64_t pos) {
 /* Checks the stride words of the RECT at pos. */
 static int check_rect_at(vctx *c, int64_t pos) {
     const int64_t *st = c->code + pos + 4 * W_BOUND;
-    if (st[0] < 1 || st[0] > MAX_STRIDE || st[2] < 1 || st[2] > MAX_STRIDE)
+    const int64_t ys = st[1 + W_AFFINE];
+    if (st[0] < 1 || st[0] > MAX_STRIDE || ys < 1 || ys > MAX_STRIDE)
         return vfail(c, pos, "rectangle strides must be in 1..%d (x %lld, y %lld)", MAX_STRIDE,
-                     (long long)st[0], (long long)st[2]);
+                     (long long)st[0], (long long)ys);
     return 0;
 }
 

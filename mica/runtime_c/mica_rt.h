@@ -48,10 +48,11 @@
  *                                           where v0..v3 are the loop variables (slots) in scope.
  * BOUND (MICA_MAX_TERMS AFFINEs = 20 words) a lower bound (x0, y0) is the max of its terms, an upper
  *                                           bound (x1, y1) the min; a bound with fewer terms repeats one.
- * RECT (84 words): x0 x1 y0 y1 as BOUNDs, then xs xp ys yp
+ * RECT (92 words): x0 x1 y0 y1 as BOUNDs, then xs, xp (an AFFINE), ys, yp (an AFFINE)
  *                                           cores in the half-open [x0,x1) x [y0,y1), clamped to the mesh,
  *                                           with x = xp (mod xs) and y = yp (mod ys); strides xs, ys >= 1
- *                                           (1 and 0 for a plain rectangle), phases taken modulo them.
+ *                                           (1 and 0 for a plain rectangle); the phases may move with the
+ *                                           loop variables.
  * BOX (3 + 3*MICA_MAX_RANK = 15 words):
  *      offset elem rank  (axis tile extent) * MICA_MAX_RANK
  *   A buffer in every core's arena at byte `offset`, holding a row-major packed box of a tensor whose
@@ -63,9 +64,9 @@
  * LOOP:     1 slot count body_words  <body: body_words words>
  *           Runs body `count` times with v[slot] = 0 .. count-1.
  * EXCHANGE: 2 op_id n_routes n_sends n_recvs
- *           then n_routes ROUTEs:  colour rx tx RECT                       (87 words)
- *           then n_sends  SENDs:   colour max_hops RECT BOX                (101 words)
- *           then n_recvs  RECVs:   colour RECT BOX                         (100 words)
+ *           then n_routes ROUTEs:  colour rx tx RECT                       (95 words)
+ *           then n_sends  SENDs:   colour max_hops RECT BOX                (109 words)
+ *           then n_recvs  RECVs:   colour RECT BOX                         (108 words)
  *   ROUTE sets router (x,y).colour = (rx, tx) for every core in RECT (later routes of the same op overwrite
  *   earlier ones). Every core in a SEND's RECT whose BOX is non-empty injects one message: the whole box,
  *   on `colour`, at its own router (entering from RAMP). Every core in a RECV's RECT whose BOX is non-empty
@@ -74,7 +75,7 @@
  *   reaches a router whose rx lacks its incoming direction, leaves the mesh, reaches a router with an empty
  *   tx set (it would be dropped), or visits a core twice (a route cycle or two merging branches).
  *   At the end of the op every route it set is cleared (rx = tx = 0).
- * COMPUTE:  3 op_id n_entries then n_entries × (kernel_index RECT)           (85 words each)
+ * COMPUTE:  3 op_id n_entries then n_entries × (kernel_index RECT)           (93 words each)
  *           Calls kernels[kernel_index](arena, x, y, v, scalars) for every core in RECT.
  */
 
@@ -99,7 +100,7 @@ int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
 
 /* Copies a row-major host array of shape box.extent[0..rank) to (dir = 0) or from (dir = 1) the BOX
  * buffer of every core in RECT (evaluated with all loop variables = 0). Cores whose box is empty are
- * skipped. `box` points at a BOX (15 words), `rect` at a RECT (84 words). */
+ * skipped. `box` points at a BOX (15 words), `rect` at a RECT (92 words). */
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 

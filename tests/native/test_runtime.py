@@ -629,13 +629,13 @@ def test_opcode_validation():
         encode([Loop(1, 2, (Loop(1, 2, ()),))])
     with pytest.raises(SimError, match="integer"):
         Rect.const(0, 1.5, 0, 1)
-    assert encode([Loop(0, 3, (Compute(1, ((0, Rect.cell(0, 0)),)),))]).tolist()[:4] == [1, 0, 3, 88]
+    assert encode([Loop(0, 3, (Compute(1, ((0, Rect.cell(0, 0)),)),))]).tolist()[:4] == [1, 0, 3, 96]
     assert (Affine.var(1, 3, 2) + 1).words() == [3, 0, 3, 0, 0]
     bounds = Rect((Affine.var(0), 7, 2, Affine.var(0)), (Affine.var(0), 4), 0, 1)
     assert bounds.x0 == (Affine.var(0), Affine(7)) and bounds.x1 == (Affine.var(0), Affine(4))
     assert bounds.words()[:20] == [0, 1, 0, 0, 0] + [7, 0, 0, 0, 0] * 3  # padded by repeating a term
-    assert bounds.evaluate([9]) == (9, 4, 0, 1) and len(bounds.words()) == oc.WORDS_RECT == 84
-    assert bounds.words()[80:] == [1, 0, 1, 0]                       # unit strides
+    assert bounds.evaluate([9]) == (9, 4, 0, 1) and len(bounds.words()) == oc.WORDS_RECT == 92
+    assert bounds.words()[80:] == [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]                       # unit strides
     with pytest.raises(SimError, match="stride"):
         Rect.const(0, 4, 0, 1).__class__(0, 4, 0, 1, xs=0)
 
@@ -735,3 +735,25 @@ def test_strided_rects_checkerboard_shift_in_place(threads):
         s = mesh.stats()
         assert s.messages == (width - 1) * height and s.max_hops == 1
         assert (s.link_bytes[:, 1:, LINK_W] == 8).all() and s.link_bytes.sum() == 8 * (width - 1) * height
+
+
+def test_stride_phase_moves_with_the_loop_variable():
+    """A LOOP whose exchange's senders are every third column, starting at column 2 - v0."""
+    width, height = 9, 2
+    with new_mesh(width, height) as mesh:
+        coords = load_coords(mesh)
+        box = Box(0, 8, ())
+        senders = Rect(0, width, 0, height, xs=3, xp=Affine(2, (-1,)))
+        receivers = Rect(0, width, 0, height, xs=3, xp=Affine(1, (-1,)))
+        ex = Exchange(1, (Route(0, RAMP, WEST, senders), Route(0, EAST, RAMP, receivers)),
+                      (Send(0, 1, senders, box),), (Recv(0, receivers, box),))
+        mesh.run(encode([Loop(0, 2, (ex,))]), threads=2)
+        got = mesh.host_store(per_core(0, 8, 1, width, height), (0, width, 0, height),
+                              (height, width, 1), np.int64)[..., 0]
+        # Stage 0 moves column 2 -> 1, 5 -> 4, 8 -> 7; stage 1 moves 1 -> 0, 4 -> 3, 7 -> 6.
+        want = coords.copy()
+        for g in range(3):
+            want[:, 3 * g + 1] = coords[:, 3 * g + 2]
+            want[:, 3 * g] = coords[:, 3 * g + 2]
+        assert (got == want).all()
+        assert mesh.stats().messages == 2 * 3 * height
