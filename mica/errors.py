@@ -28,9 +28,24 @@ class MicaError(Exception):
     is not part of the short message; ``str(err)`` is the short message.
     """
 
-    def __init__(self, message: str, *, detail: str | None = None):
+    def __init__(self, message: str, *, detail: str | None = None,
+                 location: tuple[str, int, int] | None = None):
         super().__init__(message)
         self.detail = detail
+        #: ``(filename, line, column)`` of the source construct the error is about (front ends), or None.
+        self.location = location
+
+    @property
+    def filename(self) -> str | None:
+        return self.location[0] if self.location else None
+
+    @property
+    def line(self) -> int | None:
+        return self.location[1] if self.location else None
+
+    @property
+    def column(self) -> int | None:
+        return self.location[2] if self.location else None
 
     def render(self, detailed: bool = False) -> str:
         """The short message, or with ``detailed=True`` the message followed by the detail."""

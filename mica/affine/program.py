@@ -83,6 +83,7 @@ class Statement:
     expr: Expr
     reads: tuple[Access, ...] = ()
     order: tuple[int | str, ...] = ()
+    line: int = field(default=0, compare=False)   # source line (C front end), 0 if unknown
 
     def __post_init__(self):
         check_ident(self.name, "statement name")
@@ -201,7 +202,7 @@ class Program:
                     pt = outside.sample_point()
                     raise AffineError(
                         f"statement {s.name}: access {a.ref} to {a.array}{list(arr.shape)} goes out of bounds, "
-                        f"e.g. at {pt}")
+                        f"e.g. at {pt}" + (f" (source line {s.line})" if s.line else ""))
 
     def schedule_map(self) -> isl.UnionMap:
         """The original (textual) schedule ``{ S[loops] -> [2d+1 vector] }`` over every statement."""

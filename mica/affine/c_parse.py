@@ -1,0 +1,348 @@
+"""pycparser handling for the C front end: parsing, locations, types, signatures, constant folding.
+
+:func:`parse_c` turns preprocessed C text into a pycparser AST (``#`` directive lines -- ``#pragma``,
+line markers -- are blanked first so that line numbers stay those of the text given); pycparser's own
+errors become :class:`~mica.errors.AffineError` with a ``file:line:column:`` location.
+:func:`find_function` picks the function to compile and :func:`signature` describes its parameters
+(:class:`Param`). :func:`error` builds located errors for a node; :func:`fold_int` evaluates integer
+constant expressions with C semantics; :func:`parse_number` reads C literals.
+
+Also used by :mod:`mica.testing` to compile and call the original C function.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+from pycparser import c_ast, c_parser
+
+from ..errors import AffineError, MicaError, NotAffineError
+
+INT_WORDS = frozenset({"int", "long", "short", "unsigned", "signed", "char", "_Bool"})
+
+
+# -- locations and errors -----------------------------------------------------------------------------
+
+def location(node, filename: str) -> tuple[str, int, int]:
+    """``(filename, line, column)`` of a pycparser node (1-based; (1, 1) if the node has none)."""
+    coord = getattr(node, "coord", None)
+    line = getattr(coord, "line", None) or 1
+    col = getattr(coord, "column", None) or 1
+    return (filename, int(line), int(col))
+
+
+def error(cls: type[MicaError], where, filename: str, message: str) -> MicaError:
+    """``cls("file:line:col: message", location=...)``; ``where`` is a node or a (line, column) pair."""
+    if isinstance(where, tuple):
+        loc = (filename, int(where[0]), int(where[1]))
+    else:
+        loc = location(where, filename)
+    return cls(f"{loc[0]}:{loc[1]}:{loc[2]}: {message}", location=loc)
+
+
+# -- parsing ------------------------------------------------------------------------------------------
+
+_DIRECTIVE = re.compile(r"^[ \t]*#")
+
+
+def strip_directives(text: str) -> str:
+    """``text`` with every preprocessor line (``#pragma``, ``# 12 "f.c"``, ``#include``) blanked.
+
+    Lines are blanked, not removed (continuation lines of a directive too), so line numbers and columns
+    of the remaining code are unchanged.
+    """
+    out = []
+    cont = False
+    for line in text.split("\n"):
+        if cont or _DIRECTIVE.match(line):
+            cont = line.rstrip("\r").endswith("\\")
+            out.append("")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+_PARSE_MSG = re.compile(r"^:(\d+)(?::(\d+))?:\s*(.*)$", re.S)
+
+
+def parse_c(text: str, filename: str) -> c_ast.FileAST:
+    """The pycparser AST of ``text``; any parser failure is an :class:`AffineError` with a location."""
+    if not isinstance(text, str):
+        raise AffineError(f"{filename}:1:1: C source must be a str, got {type(text).__name__}",
+                          location=(filename, 1, 1))
+    clean = strip_directives(text)
+    try:
+        return c_parser.CParser().parse(clean, filename)
+    except c_parser.ParseError as exc:
+        msg = str(exc)
+        rest = msg[len(filename):] if msg.startswith(filename) else msg
+        m = _PARSE_MSG.match(rest)
+        if m:
+            line, col, what = int(m.group(1)), int(m.group(2) or 1), m.group(3)
+        else:   # no position: pycparser ran out of input
+            lines = clean.split("\n")
+            line, col = len(lines), len(lines[-1]) + 1
+            what = rest.lstrip(": ").strip() or "syntax error"
+            what += " (at end of input: is the source truncated?)"
+        raise AffineError(f"{filename}:{line}:{col}: C syntax error: {what}",
+                          location=(filename, line, col)) from None
+    except RecursionError:
+        raise AffineError(f"{filename}:1:1: C source is nested too deeply to parse",
+                          location=(filename, 1, 1)) from None
+    except Exception as exc:  # pycparser bugs on odd input: never leak them raw
+        raise AffineError(f"{filename}:1:1: C parser failed: {type(exc).__name__}: {exc}",
+                          location=(filename, 1, 1)) from None
+
+
+def typedefs_of(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:
+    """Top-level ``typedef`` names and the type they stand for."""
+    return {e.name: e.type for e in ast.ext if isinstance(e, c_ast.Typedef)}
+
+
+def find_function(ast: c_ast.FileAST, function: str | None, filename: str) -> c_ast.FuncDef:
+    """The definition of ``function`` (or the last function if None)."""
+    defs = [e for e in ast.ext if isinstance(e, c_ast.FuncDef)]
+    if not defs:
+        raise AffineError(f"{filename}:1:1: no function definition in the source", location=(filename, 1, 1))
+    if function is None:
+        return defs[-1]
+    for d in defs:
+        if d.decl.name == function:
+            return d
+    names = ", ".join(d.decl.name for d in defs)
+    raise AffineError(f"{filename}:1:1: no function named {function!r} in the source (found: {names})",
+                      location=(filename, 1, 1))
+
+
+# -- types --------------------------------------------------------------------------------------------
+
+def resolve_names(names: list[str], typedefs: Mapping[str, c_ast.Node], depth: int = 0) -> list[str] | None:
+    """The base type words of an ``IdentifierType``, following typedefs of plain types; None if unknown."""
+    if len(names) == 1 and names[0] in typedefs and depth < 20:
+        t = typedefs[names[0]]
+        if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
+            return resolve_names(list(t.type.names), typedefs, depth + 1)
+        return None
+    return list(names)
+
+
+def scalar_kind(names: list[str] | None) -> str | None:
+    """``'double'``, ``'float'``, ``'int'``, ``'void'`` for base type words, or None if unsupported."""
+    if not names:
+        return None
+    ws = set(names)
+    if "double" in ws:
+        return None if "long" in ws else "double"
+    if ws == {"float"}:
+        return "float"
+    if ws == {"void"}:
+        return "void"
+    if ws <= INT_WORDS:
+        return "int"
+    return None
+
+
+def type_words(tdecl, typedefs) -> tuple[str | None, list[str] | None]:
+    """(kind, base words) of a ``TypeDecl``."""
+    inner = getattr(tdecl, "type", None)
+    if isinstance(inner, c_ast.IdentifierType):
+        words = resolve_names(list(inner.names), typedefs)
+        return scalar_kind(words), words
+    return None, None
+
+
+def ctype_text(kind: str, words: list[str] | None) -> str:
+    """C text of a scalar type for a prototype (``double``, ``float``, ``unsigned int`` ...)."""
+    if kind in ("double", "float", "void"):
+        return kind
+    return " ".join(words or ["int"])
+
+
+DTYPE_OF = {"double": "f64", "float": "f32"}
+
+
+@dataclass
+class Param:
+    """One parameter of the C function.
+
+    ``kind``: ``'array'`` (element ``elem`` ``'double'``/``'float'``/``'int'``, ``dims`` the extent nodes,
+    outermost first), ``'int'``, ``'double'``, ``'float'`` (scalars), ``'pointer'`` or ``'other'``.
+    """
+
+    name: str
+    kind: str
+    node: c_ast.Node
+    ctype: str = ""
+    elem: str | None = None
+    dims: tuple = ()
+
+
+def signature(fdef: c_ast.FuncDef, typedefs: Mapping[str, c_ast.Node]) -> list[Param]:
+    """The parameters of ``fdef`` (``f(void)`` has none)."""
+    fdecl = fdef.decl.type
+    plist = getattr(fdecl, "args", None)
+    out: list[Param] = []
+    if plist is None:
+        return out
+    for p in plist.params:
+        if isinstance(p, c_ast.EllipsisParam):
+            out.append(Param("...", "other", p))
+            continue
+        if isinstance(p, c_ast.Typename):   # f(void) or an unnamed parameter
+            kind, _ = type_words(p.type, typedefs) if isinstance(p.type, c_ast.TypeDecl) else (None, None)
+            if kind == "void" and len(plist.params) == 1:
+                return []
+            out.append(Param("<unnamed>", "other", p))
+            continue
+        if not isinstance(p, c_ast.Decl):
+            out.append(Param("<unnamed>", "other", p))
+            continue
+        t = p.type
+        if isinstance(t, c_ast.TypeDecl):
+            kind, words = type_words(t, typedefs)
+            if kind in ("int", "double", "float"):
+                out.append(Param(p.name, kind, p, ctype_text(kind, words)))
+            else:
+                out.append(Param(p.name, "other", p))
+        elif isinstance(t, c_ast.ArrayDecl):
+            dims = []
+            while isinstance(t, c_ast.ArrayDecl):
+                dims.append(t.dim)
+                t = t.type
+            if isinstance(t, c_ast.TypeDecl):
+                kind, words = type_words(t, typedefs)
+                out.append(Param(p.name, "array", p, ctype_text(kind, words) if kind else "", kind, tuple(dims)))
+            else:
+                out.append(Param(p.name, "pointer" if isinstance(t, c_ast.PtrDecl) else "other", p))
+        elif isinstance(t, c_ast.PtrDecl):
+            out.append(Param(p.name, "pointer", p))
+        else:
+            out.append(Param(p.name or "<unnamed>", "other", p))
+    return out
+
+
+# -- literals and integer constant expressions --------------------------------------------------------
+
+_INT_LIT = re.compile(r"^(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)([uUlL]*)$")
+
+
+def parse_number(node: c_ast.Constant, filename: str) -> tuple[int | float, str]:
+    """(value, ``'int'``/``'double'``/``'float'``) of a numeric literal."""
+    text = node.value
+    if node.type in ("int", "unsigned int", "long int", "unsigned long int", "long long int",
+                     "unsigned long long int", "long", "unsigned long", "long long", "unsigned long long") \
+            or _INT_LIT.match(text or ""):
+        m = _INT_LIT.match(text)
+        if not m:
+            raise error(NotAffineError, node, filename, f"unsupported integer literal {text!r}")
+        digits = m.group(1)
+        if digits[:2] in ("0x", "0X"):
+            v = int(digits, 16)
+        elif digits[:2] in ("0b", "0B"):
+            v = int(digits[2:], 2)
+        elif digits.startswith("0") and len(digits) > 1:
+            v = int(digits, 8)
+        else:
+            v = int(digits)
+        return v, "int"
+    if node.type in ("float", "double", "long double"):
+        body = text
+        suffix = ""
+        if body[-1:] in "fFlL":
+            suffix, body = body[-1].lower(), body[:-1]
+        try:
+            v = float.fromhex(body) if body[:2] in ("0x", "0X") else float(body)
+        except ValueError:
+            raise error(NotAffineError, node, filename, f"unsupported floating literal {text!r}") from None
+        if suffix == "l":
+            raise error(NotAffineError, node, filename, f"long double literal {text!r} is not supported")
+        if suffix == "f":
+            return float(np.float32(v)), "float"
+        return v, "double"
+    raise error(NotAffineError, node, filename, f"{node.type} literal {text} is not supported")
+
+
+def c_div(a: int, b: int) -> int:
+    """C integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def c_mod(a: int, b: int) -> int:
+    return a - b * c_div(a, b)
+
+
+def fold_int(node, lookup: Callable[[c_ast.ID], int], filename: str, what: str) -> int:
+    """Value of an integer constant expression (C semantics); ``lookup(id_node)`` gives names' values."""
+    rec = lambda n: fold_int(n, lookup, filename, what)  # noqa: E731
+    if isinstance(node, c_ast.Constant):
+        v, t = parse_number(node, filename)
+        if t != "int":
+            raise error(NotAffineError, node, filename, f"{what}: {node.value} is not an integer")
+        return v
+    if isinstance(node, c_ast.ID):
+        return lookup(node)
+    if isinstance(node, c_ast.UnaryOp):
+        if node.op == "-":
+            return -rec(node.expr)
+        if node.op == "+":
+            return rec(node.expr)
+        if node.op == "!":
+            return int(not rec(node.expr))
+    if isinstance(node, c_ast.Cast):
+        kind, _ = type_words(node.to_type.type, {}) if isinstance(node.to_type.type, c_ast.TypeDecl) \
+            else (None, None)
+        if kind == "int":
+            return rec(node.expr)
+    if isinstance(node, c_ast.TernaryOp):
+        return rec(node.iftrue) if rec(node.cond) else rec(node.iffalse)
+    if isinstance(node, c_ast.BinaryOp):
+        a, b = rec(node.left), rec(node.right)
+        op = node.op
+        if op in ("/", "%"):
+            if b == 0:
+                raise error(AffineError, node, filename, f"{what}: division by zero")
+            return c_div(a, b) if op == "/" else c_mod(a, b)
+        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "<": lambda: int(a < b),
+               "<=": lambda: int(a <= b), ">": lambda: int(a > b), ">=": lambda: int(a >= b),
+               "==": lambda: int(a == b), "!=": lambda: int(a != b), "&&": lambda: int(bool(a and b)),
+               "||": lambda: int(bool(a or b))}
+        if op in ops:
+            return ops[op]()
+        if op in ("<<", ">>") and 0 <= b < 64:
+            return a << b if op == "<<" else a >> b
+    raise error(NotAffineError, node, filename, f"{what} must be an integer constant expression")
+
+
+# -- syntactic scans ----------------------------------------------------------------------------------
+
+def lvalue_base(node) -> c_ast.ID | None:
+    """The variable an lvalue ``A[i][j]`` / ``x`` names, or None."""
+    while isinstance(node, c_ast.ArrayRef):
+        node = node.name
+    return node if isinstance(node, c_ast.ID) else None
+
+
+def written_names(fdef: c_ast.FuncDef) -> set[str]:
+    """Names of every variable the function assigns to (``=``, ``op=``, ``++``, ``--``), syntactically."""
+    out: set[str] = set()
+
+    class V(c_ast.NodeVisitor):
+        def visit_Assignment(self, n):
+            b = lvalue_base(n.lvalue)
+            if b is not None:
+                out.add(b.name)
+            self.generic_visit(n)
+
+        def visit_UnaryOp(self, n):
+            if n.op in ("++", "--", "p++", "p--"):
+                b = lvalue_base(n.expr)
+                if b is not None:
+                    out.add(b.name)
+            self.generic_visit(n)
+
+    V().visit(fdef.body)
+    return out
