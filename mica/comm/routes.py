@@ -67,3 +67,69 @@ def assign_colours(n_ops: int, budget: int, what: str) -> tuple[int, ...]:
         raise CommError(f"{what}: {n_ops} simultaneous patterns need {n_ops} colours, "
                         f"the target's routers hold {budget}")
     return tuple(range(n_ops))
+
+
+def _line(axis: str, lo, hi, across: tuple[int, int], stride: int = 1, phase: int = 0) -> Rect:
+    if axis == "x":
+        return Rect.of(lo, hi, across[0], across[1], xs=stride, xp=phase)
+    return Rect.of(across[0], across[1], lo, hi, ys=stride, yp=phase)
+
+
+def ring_moves(kind: str, n: int) -> list[tuple[int, int, int, int, int]]:
+    """The moves of a ring shift on a line of ``n`` cores, grouped so that one colour's routes never
+    conflict at a router: ``(lo, hi, stride, phase, offset)`` — every core ``c`` of ``[lo, hi)`` with
+    ``c = phase (mod stride)`` sends to ``c + offset``. Data moves from logical ring position l + 1 to l.
+
+    ``cannon``: c -> c - 1 for c >= 1 (two colours by parity), and the wrap-around 0 -> n - 1.
+    ``interleaved`` (ring 0, 2, 4, ..., 5, 3, 1): even c >= 2 -> c - 2 and odd c -> c + 2 (two colours
+    each, by c mod 4), the turn between the top odd and top even core, and 0 -> 1: at most 2 hops.
+    """
+    if n <= 1:
+        return []
+    if kind == "cannon":
+        moves = [(1, n, 2, p, -1) for p in (0, 1)]
+        moves.append((0, 1, 1, 0, n - 1))
+        return [m for m in moves if _count(*m[:4]) > 0]
+    moves = [(2, n, 4, p, -2) for p in (0, 2)]                  # evens westward by 2
+    moves += [(1, n - 2, 4, p, 2) for p in (1, 3)]              # odds eastward by 2
+    if n % 2 == 0:
+        moves.append((n - 1, n, 1, 0, -1))                      # top odd -> top even
+    else:
+        moves.append((n - 2, n - 1, 1, 0, 1))
+    moves.append((0, 1, 1, 0, 1))                               # the ring closes: 0 -> 1
+    if n == 2:
+        moves = [(1, 2, 1, 0, -1), (0, 1, 1, 0, 1)]
+    return [m for m in moves if _count(*m[:4]) > 0]
+
+
+def _count(lo: int, hi: int, stride: int, phase: int) -> int:
+    first = lo + (phase - lo) % stride
+    return max(0, (hi - 1 - first) // stride + 1) if first < hi else 0
+
+
+def ring_routes(kind: str, n: int, axis: str, across: tuple[int, int], colours: tuple[int, ...]):
+    """(groups, routes) of a ring shift along ``axis`` for every line of ``across``; one colour per move
+    set of :func:`ring_moves` (``colours`` must have at least that many)."""
+    from ..meshir.ir import ShiftGroup
+    moves = ring_moves(kind, n)
+    if len(colours) < len(moves):
+        raise CommError(f"a {kind} ring of {n} needs {len(moves)} colours, {len(colours)} given")
+    fwd, back = ("E", "W") if axis == "x" else ("S", "N")
+    groups, routes = [], []
+    for (lo, hi, stride, phase, off), colour in zip(moves, colours):
+        senders = _line(axis, lo, hi, across, stride, phase)
+        receivers = _line(axis, lo + off, hi + off, across, stride, phase + off)
+        groups.append(ShiftGroup(colour, senders, receivers, off))
+        out, into = (fwd, back) if off > 0 else (back, fwd)
+        routes.append(Route(colour, ("RAMP",), (out,), senders))
+        if _count(lo, hi, stride, phase) == 1 and abs(off) > 1:   # one sender: one pass-through run
+            first = lo + (phase - lo) % stride
+            a, b = (first + 1, first + off) if off > 0 else (first + off + 1, first)
+            routes.append(Route(colour, (into,), (out,), _line(axis, a, b, across)))
+        else:
+            for k in range(1, abs(off)):                         # pass-through routers on the way
+                step = k if off > 0 else -k
+                routes.append(Route(colour, (into,), (out,),
+                                    _line(axis, lo + step, hi + step, across, stride, phase + step)))
+        routes.append(Route(colour, (into,), ("RAMP",), receivers))
+    return tuple(groups), tuple(routes)

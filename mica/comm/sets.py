@@ -36,8 +36,22 @@ def statement_pins(stmt: Statement, sched: Schedule) -> dict[str, int]:
     return pins
 
 
-def placement_constraints(stmt: Statement, sched: Schedule) -> list[str]:
-    """Constraints tying loops to ``t``, ``x``, ``y`` (see :func:`placement_map`)."""
+def kb_clause(kind: str, n: int, body: str) -> str:
+    """``exists kb: kb = (t + l(x) + l(y)) mod n and body`` (``l`` per :class:`~mica.meshir.ir.Skew`)."""
+    if kind == "cannon":
+        defs = f"lx = x and ly = y"
+    else:
+        defs = (f"((x = 2ex and lx = ex) or (x = 2ex + 1 and lx = {n - 1} - ex)) and "
+                f"((y = 2ey and ly = ey) or (y = 2ey + 1 and ly = {n - 1} - ey))")
+    return (f"exists (q, kb, lx, ly, ex, ey: kb = t + lx + ly - {n}q and 0 <= kb < {n} and {defs} "
+            f"and {body})")
+
+
+def placement_constraints(stmt: Statement, sched: Schedule, *, kernel: bool = False) -> list[str]:
+    """Constraints tying loops to ``t``, ``x``, ``y`` (see :func:`placement_map`).
+
+    With ``kernel=True`` a skewed step is written with ``kb`` (the block the core works on) as a free
+    name: the kernel computes ``kb`` from (x, y, t) itself."""
     cons = []
     for sm in sched.space:
         if sm.loop in stmt.loops:
@@ -49,7 +63,13 @@ def placement_constraints(stmt: Statement, sched: Schedule) -> list[str]:
             cons.append(f"{axis} = 0")
     st = sched.step
     if st is not None and st.loop in stmt.loops:
-        cons.append(f"{st.tile}*t <= {st.loop} < {st.tile}*t + {st.tile}")
+        if st.skew == "none":
+            cons.append(f"{st.tile}*t <= {st.loop} < {st.tile}*t + {st.tile}")
+        elif kernel:
+            cons.append(f"{st.tile}*kb <= {st.loop} < {st.tile}*kb + {st.tile}")
+        else:
+            cons.append(f"0 <= t < {st.steps} and 0 <= x < {st.steps} and 0 <= y < {st.steps}")
+            cons.append(kb_clause(st.skew, st.steps, f"{st.tile}*kb <= {st.loop} < {st.tile}*kb + {st.tile}"))
     else:
         cons.append("t = 0")
     return cons
@@ -63,6 +83,7 @@ def placement_map(stmt: Statement, sched: Schedule) -> isl.Map:
 
 
 def box_constraints(box: tuple[BoxDim, ...], pins: dict[str, int] | None = None) -> list[str]:
+    """Constraints of array index ``a<d>`` inside the box (a ``kb`` coordinate stays a free name)."""
     cons = [d.isl(f"a{i}") for i, d in enumerate(box)]
     for axis, c in (pins or {}).items():
         cons.append(f"{axis} = {c}")
@@ -76,10 +97,15 @@ def ownership_map(array: Array, box: tuple[BoxDim, ...], region: Region, pins: d
     return imap(f"{{ core[x, y] -> {array.name}[{dims}] : {' and '.join(cons)} }}", CommError)
 
 
-def box_map(array: Array, box: tuple[BoxDim, ...]) -> isl.Map:
-    """``{ M[t, x, y] -> A[a...] }``: the box a buffer with coordinates (t, x, y) holds."""
+def box_map(array: Array, box: tuple[BoxDim, ...], skew=None) -> isl.Map:
+    """``{ M[t, x, y] -> A[a...] }``: the box a buffer with coordinates (t, x, y) holds (for a box with a
+    ``kb`` coordinate, on the ``skew.n`` x ``skew.n`` cores and steps of the skew)."""
     dims = ", ".join(f"a{i}" for i in range(array.rank))
     cons = box_constraints(box) or ["true"]
+    if any(d.coord == "kb" for d in box):
+        n = skew.n
+        body = " and ".join(cons)
+        cons = [f"0 <= t < {n} and 0 <= x < {n} and 0 <= y < {n}", kb_clause(skew.kind, n, body)]
     return imap(f"{{ M[t, x, y] -> {array.name}[{dims}] : {' and '.join(cons)} }}", CommError)
 
 
@@ -186,3 +212,40 @@ def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tupl
         raise CommError(f"{what}: the receivers read {array.name} outside the received panel",
                         detail=str(need.subtract(holds)))
     return CommPlan(kind, array.name, ref, root, _hops(remote), recv_box, rel_text)
+
+
+def ring_source(kind: str, n: int, axis: str) -> isl.Map:
+    """``{ M[t, x, y] -> core[x', y'] }``: where core (x, y)'s panel of step t >= 1 was at step t - 1 — its
+    ring successor along ``axis`` (logical position l + 1, see :class:`~mica.meshir.ir.Skew`)."""
+    c, other = ("x", "y") if axis == "x" else ("y", "x")
+    if kind == "cannon":
+        pos = f"l = {c}"
+        back = f"{c}s = ls"
+    else:
+        pos = f"(({c} = 2e and l = e) or ({c} = 2e + 1 and l = {n - 1} - e))"
+        back = f"((ls <= {(n - 1) // 2} and {c}s = 2ls) or (ls > {(n - 1) // 2} and {c}s = {2 * n - 1} - 2ls))"
+    src = f"core[xs, y]" if axis == "x" else "core[x, ys]"
+    return imap(f"{{ M[t, x, y] -> {src} : 1 <= t < {n} and 0 <= x < {n} and 0 <= y < {n} and "
+                f"exists (l, ls, e, q: {pos} and ls = l + 1 - {n}q and 0 <= ls < {n} and {back}) }}", CommError)
+
+
+def classify_ring(array: Array, ref: str, need: isl.Map, held: isl.Map, kind: str, n: int,
+                  what: str) -> tuple[str, int, str]:
+    """For a skewed step: checks that every core reads only what its ring buffer holds, derives where
+    each buffer's next contents come from (the core that held them the step before) and proves it is the
+    ring successor along one axis. Returns (axis, max hops, the derived relation's text)."""
+    if not need.is_subset(held):
+        raise CommError(f"{what}: cores read {array.name} outside their ring buffer", detail=str(need.subtract(held)))
+    prev = imap("{ M[t, x, y] -> M[t2, x2, y2] : t2 = t - 1 }")
+    came = held.apply_range(held.reverse()).intersect(prev)
+    came = came.apply_range(imap("{ M[t, x, y] -> core[x, y] }"))
+    if came.is_empty():
+        return "x", 0, str(came)
+    if not came.is_single_valued():
+        raise CommError(f"{what}: a ring buffer's next panel of {array.name} would come from several cores",
+                        detail=str(came))
+    for axis in ("x", "y"):
+        expected = ring_source(kind, n, axis).intersect_domain(came.domain())
+        if came.is_equal(expected):
+            return axis, _hops(came), str(came)
+    raise CommError(f"{what}: the panels of {array.name} do not move along a ring", detail=str(came))

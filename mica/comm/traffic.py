@@ -12,7 +12,7 @@ from itertools import product
 
 import numpy as np
 
-from ..meshir.ir import Exchange, Loop, MeshProgram, Multicast, Shift
+from ..meshir.ir import Exchange, MeshProgram, Multicast, RingShift, Shift
 
 LINK = {"N": 0, "E": 1, "S": 2, "W": 3}
 
@@ -57,8 +57,26 @@ def declared_traffic(mp: MeshProgram) -> Traffic:
         if not isinstance(op, Exchange):
             continue
         for env in _iterations(scope):
+            if not op.active(env):
+                continue
             t = env.get("t", 0)
             for c in op.ops:
+                if isinstance(c, RingShift):
+                    nbytes = mp.tensor(c.src).max_bytes
+                    for g in c.groups:
+                        cols, rows = g.senders.members(env)
+                        if not len(cols) or not len(rows):
+                            continue
+                        ys, xs = np.meshgrid(np.array(rows), np.array(cols), indexing="ij")
+                        step = 1 if g.offset > 0 else -1
+                        d = LINK[("E" if step > 0 else "W") if c.axis == "x" else ("S" if step > 0 else "N")]
+                        for k in range(abs(g.offset)):
+                            px, py = (xs + k * step, ys) if c.axis == "x" else (xs, ys + k * step)
+                            link_bytes[py, px, d] += nbytes
+                            link_msgs[py, px, d] += 1
+                        messages += xs.size
+                        max_hops = max(max_hops, abs(g.offset))
+                    continue
                 x0, x1, y0, y1 = c.receivers.at(env)
                 if isinstance(c, Multicast):
                     r = c.root.evaluate(env)

@@ -105,12 +105,14 @@ class _KernelPrinter:
 
     # -- box geometry ----------------------------------------------------------------------------------
     def _coord_c(self, d: BoxDim) -> str:
-        return {"x": "x", "y": "y", "t": "t"}[d.coord]
+        return {"x": "x", "y": "y", "t": "t", "kb": "kb"}[d.coord]
 
     def _size_c(self, d: BoxDim) -> str:
         """The box extent along ``d`` on this class: a constant when it is one, else a C expression."""
         if d.coord is None:
             return str(min(d.tile, d.extent))
+        if d.padded:
+            return str(d.tile)
         if d.coord in ("x", "y"):
             lo, hi = (self.cls.region.x0, self.cls.region.x1) if d.coord == "x" else \
                 (self.cls.region.y0, self.cls.region.y1)
@@ -204,6 +206,8 @@ class _KernelPrinter:
         ctx_cons = [f"{r.x0} <= x < {r.x1}", f"{r.y0} <= y < {r.y1}"]
         if "t" in params:
             ctx_cons.append(f"0 <= t < {max(self.steps, 1)}")
+        if "kb" in params:
+            ctx_cons.append(f"0 <= kb < {self.mp.skew.n}")
         allp = sorted(set(params) | {"x", "y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}")
         dom = dom.intersect_params(ctx)
@@ -215,6 +219,8 @@ class _KernelPrinter:
                       f"cores [{r.x0}:{r.x1}, {r.y0}:{r.y1}] */",
                       "  (void)x; (void)y; (void)v; (void)scalars;",
                       "  const int64_t t = v[0]; (void)t;"]
+        if "kb" in params:
+            self.lines.append(f"  const int64_t kb = {_skew_c(self.mp.skew)}; /* the block this core works on */")
         for buf, bid in self.buf_ids.items():
             tns = self.mp.tensor(buf)
             self.lines.append(f"  {self.ctype} *restrict {bid} = ({self.ctype} *)(arena + {tns.offset}); "
@@ -236,6 +242,16 @@ class _KernelPrinter:
         wt = self.mp.tensor(w.buffer)
         self.lines.append(f"  {self.buf_ids[w.buffer]}[{self.offset_c(wt, w.index, env)}] = "
                           f"{self.expr_c(self.k.expr, env)};")
+
+
+def _skew_c(skew) -> str:
+    """C for the block core (x, y) works on at step t (see :class:`mica.meshir.ir.Skew`)."""
+    n = skew.n
+    if skew.kind == "cannon":
+        return f"(t + x + y) % {n}LL"
+    lx = f"(x % 2 == 0 ? x / 2 : {n - 1}LL - x / 2)"
+    ly = f"(y % 2 == 0 ? y / 2 : {n - 1}LL - y / 2)"
+    return f"(t + {lx} + {ly}) % {n}LL"
 
 
 def _aff_c(a: Aff, env: dict[str, str]) -> str:

@@ -25,11 +25,11 @@ from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.mapping import main_statement
 from ..tiling.schedule import Schedule
-from ..comm.routes import assign_colours, multicast_routes, shift_routes
-from ..comm.sets import (CommPlan, box_constraints, box_map, classify, need_map, ownership_map,
-                         placement_constraints)
+from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_routes, shift_routes
+from ..comm.sets import (CommPlan, box_constraints, box_map, classify, classify_ring, need_map,
+                         ownership_map, placement_constraints)
 from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
-                 MeshProgram, Multicast, Rect, Region, RegionTensor, Shift)
+                 MeshProgram, Multicast, Rect, Region, RegionTensor, RingShift, Shift, Skew)
 
 ALIGN = 16
 IDENTITY = {"+": 0.0, "*": 1.0}
@@ -64,6 +64,15 @@ class _Builder:
             ext = _extent(self.main, sm.loop)
             blocks[sm.axis] = ceil(ext / sm.tile)
         w, h = sched.mesh
+        self.skew = None
+        if sched.step is not None and sched.step.skew != "none":
+            # A skewed step rings panels around a square of steps x steps cores, work or not.
+            n = sched.step.steps
+            if blocks["x"] > n or blocks["y"] > n or len(sched.space) != 2:
+                raise ScheduleError(f"a {sched.step.skew} schedule needs both mesh axes mapped with at most "
+                                    f"{n} blocks each (one per step); got {blocks['x']}x{blocks['y']}")
+            blocks = {"x": n, "y": n}
+            self.skew = Skew(sched.step.skew, n)
         if blocks["x"] > w or blocks["y"] > h:
             raise ScheduleError(f"schedule needs {blocks['x']}x{blocks['y']} cores, mesh is {w}x{h}")
         self.region = Region("work", 0, blocks["x"], 0, blocks["y"])
@@ -141,8 +150,9 @@ class _Builder:
         return til
 
     def statement_kernel(self, stmt: Statement, buffers: dict[str, str]) -> Kernel:
-        cons = " and ".join(placement_constraints(stmt, self.sched))
-        local = iset(f"[x, y, t] -> {{ {stmt.name}[{', '.join(stmt.loops)}] : {cons} }}")
+        cons = " and ".join(placement_constraints(stmt, self.sched, kernel=True))
+        params = "x, y, t, kb" if self.skew is not None else "x, y, t"
+        local = iset(f"[{params}] -> {{ {stmt.name}[{', '.join(stmt.loops)}] : {cons} }}")
         dom = stmt.domain_set.intersect(local)
         rect = self.compute_rect(stmt)
         bufs = [self.tensors[b] for b in buffers.values()]
@@ -182,13 +192,24 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     b = _Builder(prog, sched, target)
     main = b.main
     red = b.reds.get(main.name)
+    step = sched.step
+    in_step = [s for s in prog.statements if step is not None and step.loop in s.loops]
+    # Under a skewed step, arrays a step reads through the step loop live in ring buffers instead of homes.
+    ring_arrays = set()
+    if b.skew is not None:
+        for s_ in in_step:
+            red_s = b.reds.get(s_.name)
+            for acc in s_.reads:
+                if red_s is not None and acc.ref == red_s.read_ref:
+                    continue
+                if any(ix.coeff(step.loop) for ix in acc.index):
+                    ring_arrays.add(acc.array)
     for arr in prog.arrays:
-        b.ensure_home(arr.name)
+        if arr.name not in ring_arrays:
+            b.ensure_home(arr.name)
 
     # Statements in textual order around the main one; those with the step loop run inside it.
     idx = prog.statements.index(main)
-    step = sched.step
-    in_step = [s for s in prog.statements if step is not None and step.loop in s.loops]
     pre = [s for s in prog.statements[:idx] if s not in in_step]
     post = [s for s in prog.statements[idx + 1:] if s not in in_step]
     body_main = in_step if step is not None else [main]
@@ -201,6 +222,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
         for acc in stmt.reads:
             if red_s is not None and acc.ref == red_s.read_ref:
                 buffers[acc.ref] = acc.array            # the accumulator: the core's own partial
+                continue
+            if acc.array in ring_arrays:
+                buffers[acc.ref] = ring_buffer(stmt, acc)
                 continue
             home = b.tensors[acc.array]
             box, pins = b.home_box(acc.array)
@@ -224,6 +248,41 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
         _check_writes(stmt, b, sched)
         return buffers, moves
 
+    rings: dict[str, tuple[str, int, str]] = {}      # ring buffer -> (axis, max hops, derived relation)
+
+    def ring_buffer(stmt: Statement, acc) -> str:
+        """The ring buffer holding ``acc``'s panels; derives and proves how they move (once per array)."""
+        name = f"{acc.array}_ring"
+        arr = prog.array(acc.array)
+        hbox, _ = b.home_box(acc.array)
+        box = tuple(BoxDim("kb", step.tile, d.extent, True) if ix.single_var() == step.loop
+                    else BoxDim(d.coord, d.tile, d.extent, True) if d.coord
+                    else BoxDim(None, d.tile, d.extent)
+                    for d, ix in zip(hbox, acc.index))
+        if name in b.tensors and b.tensors[name].box != box:
+            raise ScheduleError(f"statement {stmt.name} reads {acc.array} through another panel shape")
+        held = box_map(arr, box, b.skew)
+        axis, hops, rel = classify_ring(arr, acc.ref, need_map(stmt, acc, sched), held, b.skew.kind,
+                                        b.skew.n, f"statement {stmt.name}, read {acc.ref} of {acc.array}")
+        if name not in b.tensors:
+            b.add_tensor(name, acc.array, box, "ring", str(held))
+            rings[name] = (axis, hops, rel)
+        return name
+
+    def ring_exchange() -> Exchange:
+        ops, next_colour = [], 0
+        for name, (axis, hops, rel) in rings.items():
+            t = b.tensors[name]
+            need = len(ring_moves(b.skew.kind, b.skew.n))
+            colours = tuple(range(next_colour, next_colour + need))
+            next_colour += need
+            across = (b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1)
+            groups, routes = ring_routes(b.skew.kind, b.skew.n, axis, across, colours)
+            ops.append(RingShift(f"{t.array} ring along {axis}", t.array, name, name, axis, b.skew.kind,
+                                 b.skew.n, across, groups, routes, hops, rel))
+        assign_colours(next_colour, target.colours, "ring shifts")
+        return Exchange("ring_shift", tuple(ops), guard=Lin(0, (("t", 1),)))
+
     def exchange(name: str, moves: list[tuple[CommPlan, str]]) -> Exchange:
         colours = assign_colours(len(moves), target.colours, name)
         ops = []
@@ -240,9 +299,12 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
         return Exchange(name, tuple(ops))
 
     body: list = []
-    # Host loads of every live-in array into its home.
+    # Host loads of every live-in array into its home (or its ring buffers, already skewed).
     for name in prog.inputs:
+        if name in ring_arrays:
+            continue
         body.append(HostLoad(name, name, b.home_region(name)))
+    ring_loads = len(body)
     # Partial results start at the reduction's identity everywhere but the root.
     if b.reduced_array is not None:
         part = b.tensors[b.reduced_array]
@@ -274,6 +336,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     if step is not None:
         loop_body: list = []
         emit_statements(body_main, loop_body, hoisted=body)
+        if rings:
+            # Before every step but the first, each ring buffer takes the panel its successor used.
+            loop_body.insert(0, ring_exchange())
         body.append(Loop("t", step.steps, tuple(loop_body)))
     else:
         emit_statements(body_main, body)
@@ -310,6 +375,8 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                                Bin(red.op, _read("w"), _read("r0")), (inbuf,))
             body.append(Loop("s", n - 1, (Exchange(f"reduce_{part.array}_{axis}", (shift,)),
                                           Compute(acc.name, receivers))))
+    for name in rings:
+        body.insert(ring_loads, HostLoad(name, b.tensors[name].array, b.region))
     emit_statements(post, body)
     for name in prog.outputs:
         body.append(HostStore(name, name, b.home_region(name)))
@@ -327,9 +394,10 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
             f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core on the "
             f"interior class of region {b.region} (full tiles: {parts}); target {target.name} has "
             f"{target.sram_bytes} bytes of SRAM per core")
-    colours = max([len(op.ops) for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
+    colours = max([sum(len(getattr(c, "groups", ())) or 1 for c in op.ops)
+                   for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(prog.name, target.name, sched.mesh, b.region, tuple(laid), tuple(b.kernels),
-                       tuple(body), offset, tuple(n for n, _ in prog.scalars), colours)
+                       tuple(body), offset, tuple(n for n, _ in prog.scalars), colours, b.skew)
 
 
 def _read(ref: str):

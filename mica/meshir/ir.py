@@ -55,23 +55,36 @@ def lin(x: int | Lin) -> Lin:
 
 @dataclass(frozen=True)
 class Rect:
-    """Cores ``max(x0) <= x < min(x1)``, ``max(y0) <= y < min(y1)``; each bound a tuple of :class:`Lin`."""
+    """Cores ``max(x0) <= x < min(x1)``, ``max(y0) <= y < min(y1)``; each bound a tuple of :class:`Lin`;
+    with strides, only cores with ``x = xp (mod xs)`` and ``y = yp (mod ys)`` (phases are :class:`Lin`)."""
 
     x0: tuple[Lin, ...]
     x1: tuple[Lin, ...]
     y0: tuple[Lin, ...]
     y1: tuple[Lin, ...]
+    xs: int = 1
+    xp: Lin = Lin(0)
+    ys: int = 1
+    yp: Lin = Lin(0)
 
     @staticmethod
-    def of(x0, x1, y0, y1) -> "Rect":
+    def of(x0, x1, y0, y1, *, xs: int = 1, xp=0, ys: int = 1, yp=0) -> "Rect":
         def t(b):
             return tuple(lin(v) for v in b) if isinstance(b, tuple) else (lin(b),)
-        return Rect(t(x0), t(x1), t(y0), t(y1))
+        return Rect(t(x0), t(x1), t(y0), t(y1), xs, lin(xp), ys, lin(yp))
 
     def at(self, env: dict[str, int]) -> tuple[int, int, int, int]:
-        """The concrete (x0, x1, y0, y1) for loop variables ``env`` (may be empty: x0 >= x1)."""
+        """The concrete bounding (x0, x1, y0, y1) for loop variables ``env`` (may be empty: x0 >= x1)."""
         return (max(b.evaluate(env) for b in self.x0), min(b.evaluate(env) for b in self.x1),
                 max(b.evaluate(env) for b in self.y0), min(b.evaluate(env) for b in self.y1))
+
+    def members(self, env: dict[str, int]) -> tuple[range, range]:
+        """The member columns and rows for ``env`` (their product is the set of cores)."""
+        x0, x1, y0, y1 = self.at(env)
+        px, py = self.xp.evaluate(env) % self.xs, self.yp.evaluate(env) % self.ys
+        fx = x0 + (px - x0) % self.xs
+        fy = y0 + (py - y0) % self.ys
+        return range(fx, max(fx, x1), self.xs), range(fy, max(fy, y1), self.ys)
 
     def __str__(self) -> str:
         def lo(b):
@@ -79,7 +92,12 @@ class Rect:
 
         def hi(b):
             return str(b[0]) if len(b) == 1 else f"min({', '.join(map(str, b))})"
-        return f"[{lo(self.x0)}:{hi(self.x1)}, {lo(self.y0)}:{hi(self.y1)}]"
+        stride = ""
+        if self.xs != 1:
+            stride += f", x = {self.xp} mod {self.xs}"
+        if self.ys != 1:
+            stride += f", y = {self.yp} mod {self.ys}"
+        return f"[{lo(self.x0)}:{hi(self.x1)}, {lo(self.y0)}:{hi(self.y1)}{stride}]"
 
 
 @dataclass(frozen=True)
@@ -116,15 +134,19 @@ class Region:
 class BoxDim:
     """One dimension of a per-core box: ``[tile*c, min(tile*c + tile, extent))``, c = ``coord`` or 0.
 
-    Without a coordinate the box holds the leading ``tile`` elements (usually all: ``tile == extent``)."""
+    Without a coordinate the box holds the leading ``tile`` elements (usually all: ``tile == extent``).
+    Coordinate ``kb`` is the block a skewed step gives the core (:class:`Skew`). A ``padded`` dimension
+    always holds ``tile`` elements, the ones past ``extent`` being zero (ring buffers, whose contents move
+    between cores of different block sizes)."""
 
     coord: str | None
     tile: int
     extent: int
+    padded: bool = False
 
     def __post_init__(self):
-        if self.coord not in (None, "x", "y", "t"):
-            raise MeshIRError(f"box coordinate must be x, y, t or None, got {self.coord!r}")
+        if self.coord not in (None, "x", "y", "t", "kb"):
+            raise MeshIRError(f"box coordinate must be x, y, t, kb or None, got {self.coord!r}")
         if self.tile <= 0 or self.extent <= 0:
             raise MeshIRError(f"box tile and extent must be positive, got {self.tile}, {self.extent}")
         if self.coord is None and self.tile > self.extent:
@@ -134,6 +156,8 @@ class BoxDim:
         return self.tile * c if self.coord else 0
 
     def size(self, c: int) -> int:
+        if self.padded:
+            return self.tile
         return max(0, min(self.tile, self.extent - self.lo(c)))
 
     def isl(self, var: str) -> str:
@@ -143,7 +167,8 @@ class BoxDim:
         return f"{self.tile}*{self.coord} <= {var} < {self.tile}*{self.coord} + {self.tile} and {var} < {self.extent}"
 
     def __str__(self) -> str:
-        return f"{self.coord}/{self.tile}" if self.coord else f":{self.extent}"
+        pad = " padded" if self.padded else ""
+        return (f"{self.coord}/{self.tile}" if self.coord else f":{min(self.tile, self.extent)}") + pad
 
 
 @dataclass(frozen=True)
@@ -171,7 +196,7 @@ class RegionTensor:
 
     def bytes_at(self, x: int, y: int, t: int = 0) -> int:
         env = {"x": x, "y": y, "t": t}
-        return self.elem_bytes * prod(d.size(env[d.coord] if d.coord else 0) for d in self.box)
+        return self.elem_bytes * prod(d.size(env.get(d.coord, 0) if d.coord else 0) for d in self.box)
 
 
 @dataclass(frozen=True)
@@ -231,15 +256,80 @@ class Shift:
     relation: str = field(default="", compare=False)
 
 
-Comm = Union[Multicast, Shift]
+@dataclass(frozen=True)
+class ShiftGroup:
+    """Every core of ``senders`` sends to the core ``offset`` away along the ring's axis, on ``colour``;
+    ``receivers`` are exactly those destinations."""
+
+    colour: int
+    senders: Rect
+    receivers: Rect
+    offset: int
+
+
+@dataclass(frozen=True)
+class RingShift:
+    """Every core of a line of ``n`` cores along ``axis`` passes its ``src`` box to its ring predecessor
+    (the core that works on the same block at the next step), for every line of ``across``.
+
+    ``kind`` is ``cannon`` (neighbours, plus the wrap-around from 0 to n-1) or ``interleaved`` (logical
+    ring laid out so every move is at most 2 hops). ``groups`` are the sender sets by colour; ``relation``
+    is the derived source map ``{ M[t, x, y] -> core[x', y'] }`` it implements."""
+
+    name: str
+    array: str
+    src: str
+    dst: str
+    axis: str
+    kind: str
+    n: int
+    across: tuple[int, int]
+    groups: tuple[ShiftGroup, ...]
+    routes: tuple[Route, ...]
+    max_hops: int
+    relation: str = field(default="", compare=False)
+
+    @property
+    def colour(self) -> int:
+        return self.groups[0].colour if self.groups else 0
+
+    @property
+    def colours(self) -> tuple[int, ...]:
+        return tuple(g.colour for g in self.groups)
+
+
+@dataclass(frozen=True)
+class Skew:
+    """The block ``kb`` core (x, y) works on at step t: ``(t + l(x) + l(y)) mod n`` with l the identity
+    (``cannon``) or the interleaved ring position (``interleaved``)."""
+
+    kind: str
+    n: int
+
+    def position(self, c):
+        """Logical ring position of physical coordinate ``c`` (ints or numpy arrays)."""
+        if self.kind == "cannon":
+            return c
+        return (c % 2 == 0) * (c // 2) + (c % 2 == 1) * (self.n - 1 - c // 2)
+
+    def block(self, x, y, t):
+        return (t + self.position(x) + self.position(y)) % self.n
+
+
+Comm = Union[Multicast, Shift, RingShift]
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """Communication ops that run together; their colours are distinct."""
+    """Communication ops that run together; their colours are distinct. With a ``guard``, the exchange
+    happens only at loop iterations where the guard is positive."""
 
     name: str
     ops: tuple[Comm, ...]
+    guard: Lin | None = None
+
+    def active(self, env: dict[str, int]) -> bool:
+        return self.guard is None or self.guard.evaluate(env) > 0
 
 
 @dataclass(frozen=True)
@@ -326,6 +416,7 @@ class MeshProgram:
     arena_bytes: int
     scalars: tuple[str, ...] = ()
     colours: int = 0
+    skew: Skew | None = None
 
     def tensor(self, name: str) -> RegionTensor:
         for t in self.tensors:

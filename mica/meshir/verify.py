@@ -14,7 +14,7 @@ from itertools import product
 
 from ..errors import MeshIRError
 from ..targets import Target
-from .ir import Compute, Exchange, HostLoad, HostStore, MeshProgram, Multicast, Shift
+from .ir import Compute, Exchange, HostLoad, HostStore, MeshProgram, Multicast, RingShift, Shift
 
 STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
 OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
@@ -28,26 +28,35 @@ def _sample_envs(scope):
 
 
 def _axis(c) -> str:
-    if isinstance(c, Multicast):
+    if isinstance(c, (Multicast, RingShift)):
         return c.axis
     return "x" if c.direction in ("E", "W") else "y"
 
 
-def _trace(mp: MeshProgram, c, env: dict[str, int], line: int, what: str) -> None:
-    """Follows the routes of pattern ``c`` from its senders on one line; checks delivery and hops."""
-    axis = _axis(c)
+def _patterns(c):
+    """(colour, senders, receivers, routes, max hops) of each independently routed part of ``c``."""
+    if isinstance(c, RingShift):
+        return [(g.colour, g.senders, g.receivers, [r for r in c.routes if r.colour == g.colour], abs(g.offset))
+                for g in c.groups]
+    return [(c.colour, c.senders, c.receivers, list(c.routes), c.max_hops)]
 
-    def cells(x0, x1, y0, y1):
+
+def _trace(mp: MeshProgram, axis: str, part, env: dict[str, int], line: int, what: str) -> None:
+    """Follows the routes of one part of a pattern from its senders on one line; checks delivery and hops."""
+    colour, senders_r, receivers_r, routes, max_hops = part
+
+    def cells(r):
+        cols, rows = r.members(env)
         if axis == "x":
-            return [(x, line) for x in range(max(x0, 0), min(x1, mp.mesh[0]))] if y0 <= line < y1 else []
-        return [(line, y) for y in range(max(y0, 0), min(y1, mp.mesh[1]))] if x0 <= line < x1 else []
+            return [(x, line) for x in cols if 0 <= x < mp.mesh[0]] if line in rows else []
+        return [(line, y) for y in rows if 0 <= y < mp.mesh[1]] if line in cols else []
 
     table = {}
-    for r in c.routes:
-        for cell in cells(*r.rect.at(env)):
+    for r in routes:
+        for cell in cells(r.rect):
             table[cell] = (set(r.rx), set(r.tx))
-    senders = cells(*c.senders.at(env))
-    want = set(cells(*c.receivers.at(env)))
+    senders = cells(senders_r)
+    want = set(cells(receivers_r))
     got: dict[tuple[int, int], int] = {}
     for src in senders:
         stack = [(src, "RAMP", 0)]
@@ -55,13 +64,13 @@ def _trace(mp: MeshProgram, c, env: dict[str, int], line: int, what: str) -> Non
         while stack:
             (x, y), came, hops = stack.pop()
             if (x, y) in seen:
-                raise MeshIRError(f"{what}: the routes of colour {c.colour} loop back to core ({x},{y})")
+                raise MeshIRError(f"{what}: the routes of colour {colour} loop back to core ({x},{y})")
             seen.add((x, y))
             rx, tx = table.get((x, y), (set(), set()))
             if came not in rx:
-                raise MeshIRError(f"{what}: no route for colour {c.colour} from {came} at core ({x},{y})")
-            if hops > c.max_hops:
-                raise MeshIRError(f"{what}: a message travels {hops} hops, more than the {c.max_hops} declared")
+                raise MeshIRError(f"{what}: no route for colour {colour} from {came} at core ({x},{y})")
+            if hops > max_hops:
+                raise MeshIRError(f"{what}: a message travels {hops} hops, more than the {max_hops} declared")
             for d in tx:
                 if d == "RAMP":
                     got[(x, y)] = got.get((x, y), 0) + 1
@@ -69,10 +78,10 @@ def _trace(mp: MeshProgram, c, env: dict[str, int], line: int, what: str) -> Non
                 dx, dy = STEP[d]
                 nx, ny = x + dx, y + dy
                 if not (0 <= nx < mp.mesh[0] and 0 <= ny < mp.mesh[1]):
-                    raise MeshIRError(f"{what}: colour {c.colour} leaves the mesh at core ({x},{y}) going {d}")
+                    raise MeshIRError(f"{what}: colour {colour} leaves the mesh at core ({x},{y}) going {d}")
                 stack.append(((nx, ny), OPP[d], hops + 1))
     if senders and (set(got) != want or any(v != 1 for v in got.values())):
-        raise MeshIRError(f"{what}: routes of colour {c.colour} deliver to {sorted(got)}, "
+        raise MeshIRError(f"{what}: routes of colour {colour} deliver to {sorted(got)}, "
                           f"receivers are {sorted(want)}")
 
 
@@ -99,13 +108,13 @@ def verify(mp: MeshProgram, target: Target) -> None:
         if isinstance(op, Compute) and op.kernel not in kernels:
             raise MeshIRError(f"compute: unknown kernel {op.kernel}")
         if isinstance(op, Exchange):
-            colours = [c.colour for c in op.ops]
+            colours = [part[0] for c in op.ops for part in _patterns(c)]
             if len(set(colours)) != len(colours):
                 raise MeshIRError(f"exchange {op.name}: two patterns share a colour {colours}")
             if any(not 0 <= col < target.colours for col in colours):
                 raise MeshIRError(f"exchange {op.name}: colours {colours} outside the budget of {target.colours}")
             for c in op.ops:
-                if not isinstance(c, (Multicast, Shift)):
+                if not isinstance(c, (Multicast, Shift, RingShift)):
                     raise MeshIRError(f"exchange {op.name}: unknown pattern {c!r}")
                 for b in (c.src, c.dst):
                     if b not in names:
@@ -114,8 +123,15 @@ def verify(mp: MeshProgram, target: Target) -> None:
                 if [d.tile for d in src.box] != [d.tile for d in dst.box] or src.elem_bytes != dst.elem_bytes:
                     raise MeshIRError(f"{c.name}: source box {src.box} and destination box {dst.box} differ")
                 for env in _sample_envs(scope):
-                    x0, x1, y0, y1 = c.receivers.at(env)
-                    if x0 >= x1 or y0 >= y1:
+                    if not op.active(env):
                         continue
-                    line = y0 if _axis(c) == "x" else x0
-                    _trace(mp, c, env, line, f"exchange {op.name}, {c.name} at {env or 'once'}")
+                    for part in _patterns(c):
+                        x0, x1, y0, y1 = part[2].at(env)
+                        if x0 >= x1 or y0 >= y1:
+                            continue
+                        axis = _axis(c)
+                        cols, rows = part[2].members(env)
+                        if not len(cols) or not len(rows):
+                            continue
+                        line = rows[0] if axis == "x" else cols[0]
+                        _trace(mp, axis, part, env, line, f"exchange {op.name}, {c.name} at {env or 'once'}")

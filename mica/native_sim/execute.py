@@ -17,6 +17,7 @@ from ..emit_c.build import compile_shared
 from ..errors import InputError, SimError
 from .lower import box, lower, rect
 from .runtime import MeshStats, NativeMesh, load_kernels
+from .staging import needs_staging, staged_load
 
 NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
 
@@ -126,7 +127,11 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
         mesh.commit()
         for ld in low.loads:
             t = mp.tensor(ld.buffer)
-            mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
+            if needs_staging(t):
+                tiles, tbox, trect = staged_load(arrays[ld.array], t, ld.region, mp.skew)
+                mesh.host_load(tiles, tbox, trect)
+            else:
+                mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
         try:
             mesh.run(low.code, lib, scalars, threads)
         except SimError as exc:

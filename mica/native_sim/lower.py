@@ -50,9 +50,13 @@ def _bound(b: tuple[ir.Lin, ...], slots, fold) -> tuple[oc.Affine, ...]:
     return tuple(terms)
 
 
-def rect(r: ir.Rect, slots: dict[str, int]) -> oc.Rect:
-    return oc.Rect(_bound(r.x0, slots, max), _bound(r.x1, slots, min),
-                   _bound(r.y0, slots, max), _bound(r.y1, slots, min))
+def rect(r: ir.Rect, slots: dict[str, int], guard: ir.Lin | None = None, big: int = 0) -> oc.Rect:
+    """The op-code rectangle of ``r``; with a ``guard``, empty wherever the guard is not positive (an
+    extra upper bound ``big * guard``, with ``big`` at least the mesh width)."""
+    x1 = r.x1 if guard is None else (*r.x1, ir.Lin(guard.const * big, tuple((v, c * big) for v, c in guard.terms)))
+    return oc.Rect(_bound(r.x0, slots, max), _bound(x1, slots, min),
+                   _bound(r.y0, slots, max), _bound(r.y1, slots, min),
+                   r.xs, _affine(r.xp, slots), r.ys, _affine(r.yp, slots))
 
 
 def clip(r: ir.Rect, region: ir.Region) -> ir.Rect:
@@ -64,7 +68,9 @@ def clip(r: ir.Rect, region: ir.Region) -> ir.Rect:
 def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
     dims = []
     for d in t.box:
-        if d.coord is None:
+        if d.padded or d.coord == "kb":
+            dims.append(oc.BoxDim(oc.AXIS_WHOLE, d.tile, d.tile))
+        elif d.coord is None:
             dims.append(oc.BoxDim(oc.AXIS_WHOLE, min(d.tile, d.extent), d.extent))
         elif d.coord in _AXIS:
             dims.append(oc.BoxDim(_AXIS[d.coord], d.tile, d.extent))
@@ -104,10 +110,20 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
                 out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot}))))
             elif isinstance(op, ir.Exchange):
                 routes, sends, recvs = [], [], []
+                g, big = op.guard, mp.mesh[0]
+
+                def R(r):
+                    return rect(r, slots, g, big)
                 for c in op.ops:
-                    routes += [oc.Route(r.colour, _bits(r.rx), _bits(r.tx), rect(r.rect, slots)) for r in c.routes]
-                    sends.append(oc.Send(c.colour, c.max_hops, rect(c.senders, slots), box(mp.tensor(c.src), slots)))
-                    recvs.append(oc.Recv(c.colour, rect(c.receivers, slots), box(mp.tensor(c.dst), slots)))
+                    routes += [oc.Route(r.colour, _bits(r.rx), _bits(r.tx), R(r.rect)) for r in c.routes]
+                    src, dst = box(mp.tensor(c.src), slots), box(mp.tensor(c.dst), slots)
+                    if isinstance(c, ir.RingShift):
+                        for grp in c.groups:
+                            sends.append(oc.Send(grp.colour, abs(grp.offset), R(grp.senders), src))
+                            recvs.append(oc.Recv(grp.colour, R(grp.receivers), dst))
+                    else:
+                        sends.append(oc.Send(c.colour, c.max_hops, R(c.senders), src))
+                        recvs.append(oc.Recv(c.colour, R(c.receivers), dst))
                 names.append(f"exchange {op.name} ({', '.join(c.name for c in op.ops)})")
                 out.append(oc.Exchange(len(names) - 1, tuple(routes), tuple(sends), tuple(recvs)))
             elif isinstance(op, ir.Compute):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..affine.isl_names import count_points, iset
-from ..meshir.ir import Compute, Exchange, Loop, MeshProgram, Multicast, Shift
+from ..meshir.ir import Compute, Exchange, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
 
 
@@ -88,6 +88,10 @@ def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> 
     if isinstance(c, Shift):
         nbytes = src.max_bytes
         return target.hop_latency + nbytes / target.link_bytes_per_cycle + target.relay_cycles
+    if isinstance(c, RingShift):
+        nbytes = src.max_bytes
+        return max((abs(g.offset) * target.hop_latency + nbytes / target.link_bytes_per_cycle
+                    for g in c.groups), default=0.0)
     return 0.0
 
 
@@ -102,6 +106,8 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
             names = [v for v, _ in scope]
             for values in product(*(range(n) for _, n in scope)):
                 env = dict(zip(names, values))
+                if not op.active(env):
+                    continue
                 costs = [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
                 if costs:
                     comm += max(cy for _, cy in costs)

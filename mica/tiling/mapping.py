@@ -65,12 +65,39 @@ def local_order(stmt: Statement, prog: Program, kinds: dict[str, str]) -> tuple[
     return (*rest, inner)
 
 
-def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None) -> Schedule:
+def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
+    """Every legal assignment of loops of the main statement to mesh axes, best guess first: two loops
+    (outer -> y, inner -> x, and swapped), then one loop on x or on y. Only loops that carry no dependence
+    or only a reduction's may be spatial."""
+    kinds = loop_kinds(prog)
+    main = main_statement(prog)
+    mk = kinds[main.name]
+    ok = [lp for lp in main.loops if mk[lp] in (PARALLEL, REDUCTION)]
+    ranked = [lp for lp in ok if mk[lp] == PARALLEL] + [lp for lp in ok if mk[lp] == REDUCTION]
+    out: list[list[tuple[str, str]]] = []
+    pairs = [(a, b) for i, a in enumerate(ranked) for b in ranked[i + 1:]]
+    for a, b in pairs:
+        outer, inner = sorted((a, b), key=main.loops.index)
+        out.append([(outer, "y"), (inner, "x")])
+        out.append([(inner, "y"), (outer, "x")])
+    for lp in ranked:
+        out.append([(lp, "x")])
+        out.append([(lp, "y")])
+    return out or [[]]
+
+
+def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
+                    assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
+                    skew: str = "none", reduce: str = "chain", group: int = 0,
+                    name: str = "derived") -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
-    With ``like``, the decisions of that schedule (which loops go to which axis, which loop is stepped,
-    local loop orders) are kept and only the tiles are recomputed for ``mesh``: the same plan on
-    another mesh.
+    The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
+    and chain reductions; each can be given: ``assignment`` (loop -> axis pairs), ``blocks`` (how many
+    cores to use along ``x``/``y``: a sub-rectangle), ``skew`` of the step loop (``cannon`` or
+    ``interleaved`` ring shifts on a square of cores), ``reduce``/``group`` for reductions across cores.
+    With ``like``, every decision of that schedule is kept and only the tiles are recomputed for ``mesh``:
+    the same plan on another mesh.
     """
     width, height = mesh
     kinds = loop_kinds(prog)
@@ -78,38 +105,47 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     main = main_statement(prog)
     mk = kinds[main.name]
     reasons: list[str] = []
-
-    # 1. Spatial loops: no carried dependence first, then loops carrying only a reduction (combined
-    #    across cores afterwards). Loops with real carried dependences stay temporal.
-    parallel = [lp for lp in main.loops if mk[lp] == PARALLEL]
-    reducing = [lp for lp in main.loops if mk[lp] == REDUCTION]
-    chosen = (parallel + reducing)[:2]
-    chosen.sort(key=main.loops.index)
+    if like is not None:
+        assignment = [(s.loop, s.axis) for s in like.space]
+        skew = like.step.skew if like.step else "none"
+        reduce, group, name = like.reduce, like.group, like.name
+    if assignment is None:
+        assignment = spatial_candidates(prog)[0]
     for lp in main.loops:
         if mk[lp] not in (PARALLEL, REDUCTION):
             reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
-    axes = ("y", "x") if len(chosen) == 2 else ("x",)
-    assignment = list(zip(chosen, axes))
-    if like is not None:
-        assignment = [(s.loop, s.axis) for s in like.space]
-        for lp, _ in assignment:
-            if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
-                raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal")
+    for lp, _ in assignment:
+        if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
+            raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal: "
+                                f"it carries a dependence")
+
+    # 1. Spatial loops, block-tiled over the cores used along each axis.
+    cores = {"x": width, "y": height}
+    if blocks:
+        for axis, n in blocks.items():
+            if not 1 <= n <= cores[axis]:
+                raise ScheduleError(f"cannot use {n} cores along {axis} of a {width}x{height} mesh")
+            cores[axis] = n
+    if skew != "none":
+        if len(assignment) != 2:
+            raise ScheduleError(f"a {skew} schedule maps two loops to the mesh")
+        side = min(cores["x"], cores["y"])
+        cores = {"x": side, "y": side}
     space = []
     for lp, axis in assignment:
         n = loop_extent(main, lp)
-        cores = width if axis == "x" else height
-        tile = max(1, ceil(n / cores))
+        tile = max(1, ceil(n / cores[axis]))
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
             f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)"
         reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
-    blocks = {s.axis: ceil(loop_extent(main, s.loop) / s.tile) for s in space}
-    blocks.setdefault("x", 1)
-    blocks.setdefault("y", 1)
+    used_blocks = {s.axis: ceil(loop_extent(main, s.loop) / s.tile) for s in space}
+    used_blocks.setdefault("x", 1)
+    used_blocks.setdefault("y", 1)
 
     # 2. A reduction loop left over becomes the step loop when arrays it indexes are spread over the
-    #    mesh by another loop: each step brings one panel, from the core row/column that holds it.
+    #    mesh by another loop. Unskewed, each step's panels come from one core row/column (multicast);
+    #    skewed, every core starts on its own block and panels move around rings.
     step = None
     spatial_loops = {s.loop for s in space}
     for lp in main.loops:
@@ -125,15 +161,27 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
             used = {next(s.axis for s in space if s.loop == v) for v in dims_loops if v in spatial_loops}
             free = [a for a in ("y", "x") if a not in used]
             if used and free:
-                free_counts.append(blocks[free[0]])
+                free_counts.append(used_blocks[free[0]])
         if free_counts:
             n = loop_extent(main, lp)
-            tile = max(ceil(n / c) for c in free_counts)
-            step = StepMap(lp, tile, ceil(n / tile))
-            reasons.append(
-                f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's panels of "
-                f"the arrays it indexes come from one core column/row")
+            if skew != "none":
+                side = cores["x"]
+                tile = max(1, ceil(n / side))
+                step = StepMap(lp, tile, side, skew)
+                reasons.append(
+                    f"loop {lp} ({n} iterations) -> time: {side} steps of {tile}, skewed: core (x, y) starts "
+                    f"on block l(x) + l(y) and passes its panels around {skew} rings after every step")
+            else:
+                tile = max(ceil(n / c) for c in free_counts)
+                step = StepMap(lp, tile, ceil(n / tile))
+                reasons.append(
+                    f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's panels "
+                    f"of the arrays it indexes come from one core column/row")
             break
+    if skew != "none" and (step is None or step.skew == "none"):
+        raise ScheduleError(f"a {skew} schedule needs a reduction loop to step; {main.name} has none left")
+    if reduce == "tree":
+        reasons.append(f"reductions across cores: chains in groups of {group}, then a chain over the groups")
 
     # 3. Homes: each array dimension follows the loop that indexes it in the main statement.
     homes = []
@@ -164,4 +212,4 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     if like is not None:
         order = like.local_order
     return Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
-                    homes=tuple(homes), reduce="chain", reasons=tuple(reasons))
+                    homes=tuple(homes), reduce=reduce, group=group, name=name, reasons=tuple(reasons))

@@ -10,7 +10,10 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``homes``: per array, where its data lives between operations: per dimension a mesh axis (block-tiled
   with the given tile) or ``None`` (whole dimension on one core), plus ``pin``: the coordinate on mesh
   axes the array does not span (``{"x": 0}``: the array lives in column 0);
-* ``reduce``: how a reduction loop mapped to an axis is combined across cores (``"chain"``);
+* ``reduce``: how a reduction loop mapped to an axis is combined across cores: ``"chain"`` (one-hop
+  shifts towards coordinate 0, each core adding its partial) or ``"tree"`` (chains inside groups of
+  ``group`` cores in parallel, then a chain over the group roots: MeshGEMV's two-level K-tree);
+* ``name``: the plan family (``derived``, ``summa``, ``cannon``, ``interleaved`` ...);
 * ``reasons``: the human-readable account of each decision.
 
 Schedules depend on the mesh only through tiles; :func:`Schedule.decisions` gives the mesh-independent
@@ -25,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from ..errors import ScheduleError
 
 AXES = ("x", "y")
+REDUCES = ("chain", "tree")
 SCHEDULE_VERSION = 1
 
 
@@ -43,17 +47,32 @@ class SpaceMap:
             raise ScheduleError(f"space map of loop {self.loop!r}: tile must be positive, got {self.tile}")
 
 
+SKEWS = ("none", "cannon", "interleaved")
+
+
 @dataclass(frozen=True)
 class StepMap:
-    """Loop ``loop`` runs in ``steps`` lock-step phases across the mesh: t = floor(loop / tile)."""
+    """Loop ``loop`` runs in ``steps`` lock-step phases across the mesh.
+
+    ``skew="none"``: at step t every core works on block ``kb = t`` of the loop (its panels are multicast
+    from the core row/column that holds them, SUMMA-style). ``skew="cannon"``: core (x, y) works on block
+    ``kb = (t + x + y) mod steps`` and passes its panels to its neighbour after each step (a systolic ring
+    shift; the ring's wrap-around spans the whole line). ``skew="interleaved"``: the same with logical ring
+    positions ``l(0), l(1), ...`` laid out so every ring neighbour is at most 2 hops away (MeshGEMM):
+    ``l(x) = x / 2`` for even x, ``steps - 1 - (x - 1) / 2`` for odd x. Skewed steps need a square
+    ``steps × steps`` block of cores.
+    """
 
     loop: str
     tile: int
     steps: int
+    skew: str = "none"
 
     def __post_init__(self):
         if self.tile <= 0 or self.steps <= 0:
             raise ScheduleError(f"step map of loop {self.loop!r}: tile and steps must be positive")
+        if self.skew not in SKEWS:
+            raise ScheduleError(f"step map of loop {self.loop!r}: skew must be one of {SKEWS}, got {self.skew!r}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,8 @@ class Schedule:
     local_order: tuple[tuple[str, tuple[str, ...]], ...]
     homes: tuple[Home, ...]
     reduce: str = "chain"
+    group: int = 0
+    name: str = "derived"
     reasons: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
@@ -98,8 +119,10 @@ class Schedule:
         loops = [s.loop for s in self.space] + ([self.step.loop] if self.step else [])
         if len(set(loops)) != len(loops):
             raise ScheduleError(f"a loop is mapped twice: {loops}")
-        if self.reduce not in ("chain",):
-            raise ScheduleError(f"unknown cross-core reduction {self.reduce!r}; known: chain")
+        if self.reduce not in REDUCES:
+            raise ScheduleError(f"unknown cross-core reduction {self.reduce!r}; known: {', '.join(REDUCES)}")
+        if self.reduce == "tree" and self.group < 2:
+            raise ScheduleError(f"a tree reduction needs a group size >= 2, got {self.group}")
 
     # -- lookups -------------------------------------------------------------------------------------
     def axis_of(self, loop: str) -> SpaceMap | None:
@@ -152,17 +175,22 @@ class Schedule:
                 homes=tuple(Home(h["array"], tuple((a, t) for a, t in h["dims"]),
                                  tuple((a, c) for a, c in h["pin"])) for h in d["homes"]),
                 reduce=d["reduce"],
+                group=d.get("group", 0),
+                name=d.get("name", "derived"),
                 reasons=tuple(d.get("reasons", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ScheduleError(f"malformed schedule JSON: {exc}") from None
 
     def __str__(self) -> str:
-        lines = [f"schedule on mesh {self.mesh[0]}x{self.mesh[1]}:"]
+        lines = [f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}:"]
         for s in self.space:
             lines.append(f"  loop {s.loop} -> mesh {s.axis}, tile {s.tile}")
         if self.step:
-            lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}")
+            skew = "" if self.step.skew == "none" else f", skewed ({self.step.skew} ring shifts)"
+            lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}{skew}")
+        if self.reduce == "tree":
+            lines.append(f"  cross-core reductions: two-level tree, groups of {self.group}")
         for st, order in self.local_order:
             lines.append(f"  {st}: local loops ({', '.join(order)})")
         for h in self.homes:
