@@ -45,24 +45,62 @@ def error(cls: type[MicaError], where, filename: str, message: str) -> MicaError
 
 # -- parsing ------------------------------------------------------------------------------------------
 
-_DIRECTIVE = re.compile(r"^[ \t]*#")
+def strip_directives(text: str, filename: str = "<source>") -> str:
+    """``text`` with preprocessor lines (``#pragma``, ``# 12 "f.c"``, ``#include``) and comments blanked.
 
-
-def strip_directives(text: str) -> str:
-    """``text`` with every preprocessor line (``#pragma``, ``# 12 "f.c"``, ``#include``) blanked.
-
-    Lines are blanked, not removed (continuation lines of a directive too), so line numbers and columns
-    of the remaining code are unchanged.
+    Every removed character except newlines becomes a space, so line numbers and columns of the remaining
+    code are unchanged. (pycparser accepts neither comments nor directives other than ``#pragma``.)
     """
-    out = []
-    cont = False
-    for line in text.split("\n"):
-        if cont or _DIRECTIVE.match(line):
-            cont = line.rstrip("\r").endswith("\\")
-            out.append("")
+    out = list(text)
+    n = len(text)
+    i = 0
+    line_start = True
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line_start = True
+            i += 1
+            continue
+        if ch in " \t\r\f\v":
+            i += 1
+            continue
+        if line_start and ch == "#":
+            j = i
+            while j < n and not (text[j] == "\n" and text[j - 1] != "\\"):
+                j += 1
+            blank(i, j)
+            i = j
+            continue
+        line_start = False
+        nxt = text[i + 1] if i + 1 < n else ""
+        if ch == "/" and nxt == "*":
+            j = text.find("*/", i + 2)
+            if j < 0:
+                line = text.count("\n", 0, i) + 1
+                col = i - (text.rfind("\n", 0, i) + 1) + 1
+                raise AffineError(f"{filename}:{line}:{col}: unterminated comment",
+                                  location=(filename, line, col))
+            blank(i, j + 2)
+            i = j + 2
+        elif ch == "/" and nxt == "/":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif ch in "\"'":
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
         else:
-            out.append(line)
-    return "\n".join(out)
+            i += 1
+    return "".join(out)
 
 
 _PARSE_MSG = re.compile(r"^:(\d+)(?::(\d+))?:\s*(.*)$", re.S)
@@ -73,7 +111,7 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
     if not isinstance(text, str):
         raise AffineError(f"{filename}:1:1: C source must be a str, got {type(text).__name__}",
                           location=(filename, 1, 1))
-    clean = strip_directives(text)
+    clean = strip_directives(text, filename)
     try:
         return c_parser.CParser().parse(clean, filename)
     except c_parser.ParseError as exc:

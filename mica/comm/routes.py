@@ -53,12 +53,28 @@ def multicast_routes(axis: str, root: Lin, span: tuple[int, int], across: tuple[
     return tuple(out)
 
 
-def shift_routes(direction: str, senders: Rect, receivers: Rect, colour: int) -> tuple[Route, ...]:
-    """Routes of a one-hop shift towards ``direction`` from ``senders`` to ``receivers``."""
+def shift_routes(direction: str, senders: Rect, receivers: Rect, colour: int,
+                 distance: int = 1) -> tuple[Route, ...]:
+    """Routes of a shift ``distance`` hops towards ``direction`` from ``senders`` to ``receivers``; for
+    longer shifts from a single line position, the routers in between pass the message on."""
     if direction not in OPPOSITE:
         raise CommError(f"unknown shift direction {direction!r}")
-    return (Route(colour, ("RAMP",), (direction,), senders),
-            Route(colour, (OPPOSITE[direction],), ("RAMP",), receivers))
+    routes = [Route(colour, ("RAMP",), (direction,), senders)]
+    if distance > 1:
+        if (direction in ("E", "W") and senders.xs != 1) or (direction in ("N", "S") and senders.ys != 1):
+            raise CommError("multi-hop shifts are supported from one position per line")
+        sign = 1 if direction in ("E", "S") else -1
+        if direction in ("E", "W"):
+            lo = tuple(v.shifted(sign) for v in senders.x0) if sign > 0 else tuple(v.shifted(-distance + 1) for v in senders.x0)
+            hi = tuple(v.shifted(distance) for v in senders.x1) if sign > 0 else tuple(v.shifted(-1) for v in senders.x1)
+            mid = Rect(lo, hi, senders.y0, senders.y1)
+        else:
+            lo = tuple(v.shifted(sign) for v in senders.y0) if sign > 0 else tuple(v.shifted(-distance + 1) for v in senders.y0)
+            hi = tuple(v.shifted(distance) for v in senders.y1) if sign > 0 else tuple(v.shifted(-1) for v in senders.y1)
+            mid = Rect(senders.x0, senders.x1, lo, hi)
+        routes.append(Route(colour, (OPPOSITE[direction],), (direction,), mid))
+    routes.append(Route(colour, (OPPOSITE[direction],), ("RAMP",), receivers))
+    return tuple(routes)
 
 
 def assign_colours(n_ops: int, budget: int, what: str) -> tuple[int, ...]:

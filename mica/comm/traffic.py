@@ -104,12 +104,16 @@ def declared_traffic(mp: MeshProgram) -> Traffic:
                             max_hops = max(max_hops, r - y0, y1 - 1 - r)
                 elif isinstance(c, Shift):
                     sx0, sx1, sy0, sy1 = c.senders.at(env)
-                    ys, xs = np.meshgrid(np.arange(sy0, sy1), np.arange(sx0, sx1), indexing="ij")
+                    cols, rows = c.senders.members(env)
+                    ys, xs = np.meshgrid(np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64),
+                                         indexing="ij")
                     nbytes = _line_bytes(mp, c.src, xs, ys, t)
                     live = nbytes > 0
                     messages += int(live.sum())
-                    link_bytes[ys, xs, LINK[c.direction]] += nbytes
-                    link_msgs[ys, xs, LINK[c.direction]] += live
+                    dx, dy = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}[c.direction]
+                    for k in range(c.distance):
+                        link_bytes[ys + k * dy, xs + k * dx, LINK[c.direction]] += nbytes
+                        link_msgs[ys + k * dy, xs + k * dx, LINK[c.direction]] += live
                     if live.any():
-                        max_hops = max(max_hops, 1)
+                        max_hops = max(max_hops, c.distance)
     return Traffic(link_bytes, link_msgs, messages, max_hops)

@@ -343,7 +343,8 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     else:
         emit_statements(body_main, body)
 
-    # Combine partial results: a chain of one-hop shifts towards coordinate 0 on each reduced axis.
+    # Combine partial results towards coordinate 0 on each reduced axis: a chain of one-hop shifts, or
+    # (tree) chains inside groups of `group` cores in parallel, then a chain over the group roots.
     if b.reduced_array is not None:
         part = b.tensors[b.reduced_array]
         inbuf = b.add_tensor(f"{part.name}_in", part.array, part.box, "recv", part.ownership)
@@ -353,28 +354,22 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                 continue
             across = (0, 1) if (axis == "y" and "x" in b.reduced_axes) else \
                 ((b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1))
-            s_src = Lin(n - 1, (("s", -1),))
-            s_dst = Lin(n - 2, (("s", -1),))
-            if axis == "x":
-                senders = Rect.of((s_src,), (s_src.shifted(1),), across[0], across[1])
-                receivers = Rect.of((s_dst,), (s_dst.shifted(1),), across[0], across[1])
-                direction = "W"
-                col_region = Region(f"chain_{axis}", 0, n, across[0], across[1])
-            else:
-                senders = Rect.of(across[0], across[1], (s_src,), (s_src.shifted(1),))
-                receivers = Rect.of(across[0], across[1], (s_dst,), (s_dst.shifted(1),))
-                direction = "N"
-                col_region = Region(f"chain_{axis}", across[0], across[1], 0, n)
-            colour = assign_colours(1, target.colours, f"reduction of {part.array}")[0]
-            shift = Shift(f"{part.array} partials -{direction}", part.array, part.name, inbuf.name,
-                          direction, senders, receivers, colour,
-                          shift_routes(direction, senders, receivers, colour), 1,
-                          "{ [core_src[x, y] -> core_dst[x - 1, y]] }" if axis == "x"
-                          else "{ [core_src[x, y] -> core_dst[x, y - 1]] }")
-            acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, col_region,
+            line_region = (Region(f"line_{axis}", 0, n, across[0], across[1]) if axis == "x"
+                           else Region(f"line_{axis}", across[0], across[1], 0, n))
+            acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, line_region,
                                Bin(red.op, _read("w"), _read("r0")), (inbuf,))
-            body.append(Loop("s", n - 1, (Exchange(f"reduce_{part.array}_{axis}", (shift,)),
-                                          Compute(acc.name, receivers))))
+            colour = assign_colours(1, target.colours, f"reduction of {part.array}")[0]
+            g = min(sched.group, n) if sched.reduce == "tree" else 1
+            for stage in _reduction_stages(axis, n, g, across):
+                senders, receivers, distance, count, what = stage
+                direction = "W" if axis == "x" else "N"
+                shift = Shift(f"{part.array} partials {what}", part.array, part.name, inbuf.name,
+                              direction, senders, receivers, colour,
+                              shift_routes(direction, senders, receivers, colour, distance), distance,
+                              f"{{ [core_src[{axis}'] -> core_dst[{axis}' - {distance}]] }} along {axis}",
+                              distance)
+                body.append(Loop("s", count, (Exchange(f"reduce_{part.array}_{axis}_{what}", (shift,)),
+                                              Compute(acc.name, receivers))))
     for name in rings:
         body.insert(ring_loads, HostLoad(name, b.tensors[name].array, b.region))
     emit_statements(post, body)
@@ -398,6 +393,27 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                    for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(prog.name, target.name, sched.mesh, b.region, tuple(laid), tuple(b.kernels),
                        tuple(body), offset, tuple(n for n, _ in prog.scalars), colours, b.skew)
+
+
+def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):
+    """(senders, receivers, distance, stages, label) of each phase of a reduction over ``n`` cores of
+    ``axis`` towards 0, in groups of ``g`` (``g = 1``: a plain chain). Loop variable ``s`` is the stage."""
+    def line(lo, hi, stride=1, phase=0):
+        if axis == "x":
+            return Rect.of(lo, hi, across[0], across[1], xs=stride, xp=phase)
+        return Rect.of(across[0], across[1], lo, hi, ys=stride, yp=phase)
+    out = []
+    if g > 1:
+        # Inside every group, position g-1-s sends to position g-2-s (all groups at once).
+        out.append((line(0, n, g, Lin(g - 1, (("s", -1),))), line(0, n - 1, g, Lin(g - 2, (("s", -1),))),
+                    1, g - 1, f"in groups of {g}"))
+    m = -(-n // max(g, 1))
+    if m > 1:
+        src = Lin(g * (m - 1), (("s", -g),))
+        dst = Lin(g * (m - 2), (("s", -g),))
+        out.append((line((src,), (src.shifted(1),)), line((dst,), (dst.shifted(1),)), g, m - 1,
+                    "along the chain" if g == 1 else "across group roots"))
+    return out
 
 
 def _read(ref: str):

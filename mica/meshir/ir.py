@@ -240,8 +240,8 @@ class Multicast:
 
 @dataclass(frozen=True)
 class Shift:
-    """Every core of ``senders`` sends its ``src`` box one hop towards ``direction``; every core of
-    ``receivers`` gets it into ``dst``."""
+    """Every core of ``senders`` sends its ``src`` box ``distance`` hops towards ``direction`` (passing
+    through the routers between); every core of ``receivers`` gets it into ``dst``."""
 
     name: str
     array: str
@@ -254,6 +254,7 @@ class Shift:
     routes: tuple[Route, ...]
     max_hops: int = 1
     relation: str = field(default="", compare=False)
+    distance: int = 1
 
 
 @dataclass(frozen=True)

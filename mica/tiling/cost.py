@@ -87,7 +87,7 @@ def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> 
         return hops * target.hop_latency + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
     if isinstance(c, Shift):
         nbytes = src.max_bytes
-        return target.hop_latency + nbytes / target.link_bytes_per_cycle + target.relay_cycles
+        return c.distance * target.hop_latency + nbytes / target.link_bytes_per_cycle + target.relay_cycles
     if isinstance(c, RingShift):
         nbytes = src.max_bytes
         return max((abs(g.offset) * target.hop_latency + nbytes / target.link_bytes_per_cycle
