@@ -396,7 +396,12 @@ class _Builder:
         var = self.target(n, n.lvalue)
         if n.op not in ("=", "+=", "-=", "*=", "/="):
             raise self.err(n, f"assignment operator {n.op!r} is not supported (=, +=, -=, *=, /= are)")
-        self.emit(n, n.lvalue, var, self.subscript_nodes(n.lvalue), n.op, n.rvalue)
+        rhs = n.rvalue
+        if isinstance(rhs, c_ast.Assignment):
+            # a = b = e: first b = e, then a = b (the value of an assignment is its left side's new value)
+            self.assign(rhs)
+            rhs = rhs.lvalue
+        self.emit(n, n.lvalue, var, self.subscript_nodes(n.lvalue), n.op, rhs)
 
     def incdec(self, n: c_ast.UnaryOp) -> None:
         var = self.target(n, n.expr)

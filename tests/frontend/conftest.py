@@ -1,0 +1,64 @@
+"""Shared helpers for the C front-end tests: the kernel manifest and seeded input generation."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mica.affine.c_parse import find_function, fold_int, parse_c, signature, typedefs_of
+
+KERNEL_DIR = Path(__file__).parent / "kernels"
+MANIFEST = json.loads((KERNEL_DIR / "manifest.json").read_text())
+
+
+def kernel_source(name: str) -> str:
+    return (KERNEL_DIR / f"{name}.c").read_text()
+
+
+def kernel_function(name: str) -> str:
+    return "kernel_" + name.replace("-", "_")
+
+
+def _array(kind, shape, dtype, rng):
+    if isinstance(kind, list):
+        lo, hi = kind
+        return rng.uniform(lo, hi, shape).astype(dtype)
+    if kind == "zeros":
+        return np.zeros(shape, dtype)
+    if kind == "diag_dominant":
+        a = rng.uniform(0.0, 1.0, shape)
+        return (a + shape[0] * np.eye(shape[0], shape[1])).astype(dtype)
+    if kind == "spd":
+        m = rng.uniform(0.0, 1.0, shape)
+        return (m @ m.T + shape[0] * np.eye(shape[0])).astype(dtype)
+    if kind == "constant_column":      # one column with zero deviation (exercises the eps guard)
+        a = rng.uniform(0.0, 1.0, shape)
+        a[:, 3] = 0.5
+        return a.astype(dtype)
+    if kind == "bases":                # nucleotides coded 0..3
+        return rng.integers(0, 4, shape).astype(dtype)
+    raise ValueError(kind)
+
+
+def make_inputs(source: str, function: str | None, params: dict, spec: dict | None = None, seed: int = 0):
+    """Inputs for every array and scalar parameter of ``function``: uniform [0, 1) arrays and scalars in
+    [0.5, 1.5) unless ``spec`` (``{"inputs": {name: kind}, "scalars": {name: value}}``) says otherwise."""
+    spec = spec or {}
+    rng = np.random.default_rng(seed)
+    ast = parse_c(source, "<kernel>")
+    fdef = find_function(ast, function, "<kernel>")
+    out = {}
+    for p in signature(fdef, typedefs_of(ast)):
+        if p.kind == "array":
+            shape = tuple(fold_int(d, lambda n: params[n.name], "<kernel>", "extent") for d in p.dims)
+            dtype = np.float64 if p.elem == "double" else np.float32
+            out[p.name] = _array(spec.get("inputs", {}).get(p.name, [0.0, 1.0]), shape, dtype, rng)
+        elif p.kind in ("double", "float"):
+            out[p.name] = float(spec.get("scalars", {}).get(p.name, rng.uniform(0.5, 1.5)))
+    return out
+
+
+@pytest.fixture
+def inputs_for():
+    return make_inputs
