@@ -14,6 +14,7 @@ library with cffi in ABI mode.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import cffi
@@ -98,7 +99,7 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
         call_args.append(p.name)
     entry = f"mica_ref_entry_{fname}"
     proto = f"void {entry}({', '.join(decls) or 'void'})"
-    text = f"#include <math.h>\n{source}\n\n{proto} {{ {fname}({', '.join(call_args)}); }}\n"
+    text = f"{_math_prelude(source)}\n{source}\n\n{proto} {{ {fname}({', '.join(call_args)}); }}\n"
     path = compile_shared(text, name=f"ref_{fname}", flags=("-lm",))
     ffi, lib = _load(str(path), proto + ";")
     args = [ffi.from_buffer(v) if isinstance(v, np.ndarray) else v for v in values]
@@ -108,6 +109,19 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
         if p.kind == "array" and p.name in written:
             out[p.name] = arrays[p.name]
     return out
+
+
+_HEADERS_IN = re.compile(r'^[ \t]*#[ \t]*(line[ \t]+)?\d+[ \t]+"|\bextern\b|__attribute__', re.M)
+_MATH_PROTOTYPES = "".join(
+    f"{t} {f}{sfx}({', '.join([t] * n)}); "
+    for f, n in (("sqrt", 1), ("exp", 1), ("log", 1), ("pow", 2), ("fabs", 1), ("fmax", 2), ("fmin", 2))
+    for t, sfx in (("double", ""), ("float", "f")))
+
+
+def _math_prelude(source: str) -> str:
+    """``#include <math.h>``, or -- for text that already went through the preprocessor with system
+    headers, where including a header again would clash -- plain prototypes of the math functions."""
+    return _MATH_PROTOTYPES if _HEADERS_IN.search(source) else "#include <math.h>"
 
 
 def _extents(p, params, filename) -> tuple[int, ...]:

@@ -103,6 +103,70 @@ def strip_directives(text: str, filename: str = "<source>") -> str:
     return "".join(out)
 
 
+# GNU extensions that system headers bring into `gcc -E` output, replaced by equally long text so that
+# positions do not move: keywords dropped, attributes/asm labels dropped with their parentheses, and the
+# extended types mapped to a standard one (they only occur in the declarations around the function).
+_GNU_DROP = frozenset({"__extension__", "__restrict", "__restrict__", "__volatile__", "__volatile",
+                       "__thread", "__auto_type"})
+_GNU_RENAME = {"__inline": "inline", "__inline__": "inline", "__const": "const", "__signed__": "signed",
+               "__signed": "signed", "__builtin_va_list": "int", "_Float128": "double", "_Float64x": "double",
+               "_Float64": "double", "_Float32x": "double", "_Float32": "float", "_Float16": "float",
+               "__int128": "long", "__float128": "double", "__alignof__": "sizeof", "__complex__": "",
+               "_Complex": "", "__real__": "", "__imag__": ""}
+_GNU_PARENS = frozenset({"__attribute__", "__attribute", "__asm__", "__asm", "asm", "__declspec",
+                         "__typeof__", "__typeof", "typeof"})
+_GNU_WORD = re.compile(r"\b(__\w+|_Float\w+|_Complex|asm|typeof)\b")
+
+
+def strip_gnu(text: str) -> str:
+    """``text`` with the GNU extensions of system headers blanked (same length, same line breaks)."""
+    if "__" not in text and "_Float" not in text and "asm" not in text and "typeof" not in text:
+        return text
+    out = list(text)
+    n = len(text)
+    pos = 0
+    for m in _GNU_WORD.finditer(text):
+        a, b = m.span()
+        if a < pos:
+            continue
+        w = m.group(1)
+        if w in _GNU_DROP:
+            out[a:b] = " " * (b - a)
+        elif w in _GNU_RENAME:
+            rep = _GNU_RENAME[w]
+            out[a:b] = rep + " " * (b - a - len(rep))
+        elif w in _GNU_PARENS:
+            j = b
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            while text.startswith("volatile", j) or text.startswith("__volatile__", j):
+                j = text.index("e", j + 7) + 1 if text.startswith("volatile", j) else j + 12
+                while j < n and text[j] in " \t\r\n":
+                    j += 1
+            if j < n and text[j] == "(":
+                depth, k = 0, j
+                while k < n:
+                    c = text[k]
+                    if c == "(":
+                        depth += 1
+                    elif c == ")":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    elif c == '"':
+                        k += 1
+                        while k < n and text[k] != '"':
+                            k += 2 if text[k] == "\\" else 1
+                    k += 1
+                end = min(k + 1, n)
+                for q in range(a, end):
+                    if out[q] != "\n":
+                        out[q] = " "
+                pos = end
+        pos = max(pos, b)
+    return "".join(out)
+
+
 _PARSE_MSG = re.compile(r"^:(\d+)(?::(\d+))?:\s*(.*)$", re.S)
 
 
@@ -111,7 +175,7 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
     if not isinstance(text, str):
         raise AffineError(f"{filename}:1:1: C source must be a str, got {type(text).__name__}",
                           location=(filename, 1, 1))
-    clean = strip_directives(text, filename)
+    clean = strip_gnu(strip_directives(text, filename))
     try:
         return c_parser.CParser().parse(clean, filename)
     except c_parser.ParseError as exc:
