@@ -11,12 +11,13 @@ from .errors import (AffineError, CommError, EmitError, InputError, MeshError, M
                      NotAffineError, ScheduleError, SimError, SramError, TargetError)
 from .pipeline import CompiledProgram, compile_affine
 from .targets import TARGETS, Target, get_target
+from .tiling import plans
 from .tiling.schedule import Schedule
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ops", "compile_affine", "CompiledProgram", "Schedule", "Target", "TARGETS", "get_target",
+    "ops", "plans", "compile_affine", "CompiledProgram", "Schedule", "Target", "TARGETS", "get_target",
     "MicaError", "MeshError", "TargetError", "AffineError", "NotAffineError", "ScheduleError", "SramError",
     "CommError", "MeshIRError", "EmitError", "InputError", "SimError",
 ]

@@ -26,6 +26,8 @@ from .targets import Target, get_target
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
 from .tiling.schedule import Schedule
+from .tiling.search import SearchReport
+from .tiling.search import search as run_search
 
 
 def check_mesh(mesh, target: Target) -> tuple[int, int]:
@@ -59,6 +61,7 @@ class CompiledProgram:
     mesh_program: MeshProgram
     cost: Cost
     timings: dict = field(default_factory=dict, compare=False)
+    search_report: SearchReport | None = field(default=None, compare=False)
 
     @property
     def mesh(self) -> tuple[int, int]:
@@ -79,7 +82,12 @@ class CompiledProgram:
         return dict(self.kernel_module.sources)
 
     def explain(self) -> str:
-        return self.schedule.explain()
+        """Why this plan: the mapping decisions and, when it was searched, every candidate considered
+        with its modelled cycles or the reason it was rejected."""
+        out = self.schedule.explain()
+        if self.search_report is not None:
+            out += "\n" + self.search_report.table()
+        return out
 
     def retarget(self, mesh) -> "CompiledProgram":
         """The same schedule shape re-instantiated for ``mesh``."""
@@ -100,11 +108,13 @@ class CompiledProgram:
 
 
 def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", *,
-                   schedule: Schedule | None = None, params=None) -> CompiledProgram:
+                   schedule: Schedule | None = None, search: bool = True, params=None) -> CompiledProgram:
     """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target``.
 
-    ``schedule`` forces a plan (e.g. one read back with :meth:`Schedule.from_json`); its mesh must be
-    ``mesh``. ``params`` is reserved for programs with symbolic sizes (all builder sizes are concrete).
+    By default the plan is searched (:func:`mica.tiling.search.search`); ``search=False`` takes the
+    derived default plan; ``schedule`` forces a plan (e.g. ``mica.plans.cannon(op, mesh)`` or one read
+    back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``params`` is reserved for programs
+    with symbolic sizes (all builder sizes are concrete).
     """
     if not isinstance(op, Program):
         raise ScheduleError(f"compile_affine expects a mica Program (e.g. mica.ops.matmul(...)), got {type(op).__name__}")
@@ -112,7 +122,14 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     mesh = check_mesh(mesh, tgt)
     timings = {}
     t0 = time.perf_counter()
-    if schedule is None:
+    report = None
+    if schedule is None and search:
+        try:
+            sched, report = run_search(op, mesh, tgt)
+        except SramError as exc:
+            _explain_sram(exc, op, mesh, tgt)
+            raise
+    elif schedule is None:
         sched = derive_schedule(op, mesh)
     else:
         if tuple(schedule.mesh) != mesh:
@@ -124,16 +141,7 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     try:
         mp = build_mesh_program(op, sched, tgt)
     except SramError as exc:
-        fits_full = False
-        if mesh != tgt.grid:
-            try:
-                build_mesh_program(op, derive_schedule(op, tgt.grid), tgt)
-                fits_full = True
-            except SramError:
-                pass
-        where = f"the full {tgt.grid[0]}x{tgt.grid[1]} grid"
-        exc.args = (f"{exc.args[0]}; " + (f"it fits on {where}" if fits_full
-                                          else f"it does not fit even on {where}"),)
+        _explain_sram(exc, op, mesh, tgt)
         raise
     timings["meshir"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -142,4 +150,18 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     t0 = time.perf_counter()
     cost = estimate(mp, tgt)
     timings["cost"] = time.perf_counter() - t0
-    return CompiledProgram(op, tgt, sched, mp, cost, timings)
+    return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
+
+
+def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:
+    """Adds to an SRAM error whether the program would fit on the target's full grid."""
+    fits_full = False
+    if mesh != tgt.grid:
+        try:
+            build_mesh_program(op, derive_schedule(op, tgt.grid), tgt)
+            fits_full = True
+        except SramError:
+            pass
+    where = f"the full {tgt.grid[0]}x{tgt.grid[1]} grid"
+    exc.args = (f"{exc.args[0]}; " + (f"it fits on {where}" if fits_full
+                                      else f"it does not fit even on {where}"),)

@@ -85,10 +85,16 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
             decls.append(f"void *{p.name}")
             values.append(arr)
         elif p.kind == "int":
-            if p.name not in params:
+            if p.name in params:
+                v = params[p.name]
+            elif p.name in inputs:          # an int scalar used only in arithmetic
+                v = _number(p.name, inputs[p.name])
+            else:
                 raise InputError(f"run_c: int parameter {p.name!r} of {fname} needs a value in params")
+            if int(v) != v:
+                raise InputError(f"run_c: int parameter {p.name!r} must be an integer, got {v!r}")
             decls.append(f"{p.ctype} {p.name}")
-            values.append(int(params[p.name]))
+            values.append(int(v))
         elif p.kind in ("double", "float"):
             if p.name not in inputs:
                 raise InputError(f"run_c: scalar {p.name!r} of {fname} is missing from inputs")

@@ -1,6 +1,6 @@
 """Affine forms and Presburger formulas for the C front end.
 
-A *formula* is an immutable tuple tree over integer affine forms (:class:`~mica.affine.expr.Aff`):
+A *formula* is an immutable tuple tree over integer affine forms (:class:`Lin`):
 
 * ``("T",)`` / ``("F",)``: true / false;
 * ``("ge", a)``: ``a >= 0``; ``("eq", a)``: ``a == 0``;
@@ -10,12 +10,16 @@ Negation is pushed to the atoms (:func:`f_neg`), so formulas stay in negation no
 atoms are folded as formulas are built. :func:`f_text` prints isl constraint text.
 
 A *piecewise* affine value (what a C integer expression with ternaries denotes) is a list of
-``(formula, Aff)`` pairs whose formulas partition the space.
+``(formula, Lin)`` pairs whose formulas partition the space.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from .expr import Aff
+from .isl_names import aff_text
 
 TRUE = ("T",)
 FALSE = ("F",)
@@ -24,31 +28,84 @@ FALSE = ("F",)
 ISL_KEYWORDS = frozenset({"and", "or", "not", "min", "max", "floor", "ceil", "floord", "ceild", "exists",
                           "true", "false", "infty", "mod", "implies", "rat", "NaN", "xor", "div"})
 
-
-def aff_const(v: int) -> Aff:
-    return Aff.of({}, v)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def aff_scale(a: Aff, k: int) -> Aff:
-    return Aff.of({n: c * k for n, c in a.coeffs}, a.const * k)
+@dataclass(frozen=True)
+class Lin:
+    """``sum(c * term) + const`` where a term is a loop name or an integer division ``floor((e)/d)``
+    (printed in isl syntax). Like :class:`Aff`, but division terms are allowed (in conditions)."""
+
+    coeffs: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def of(terms: dict, const: int = 0) -> "Lin":
+        return Lin(tuple(sorted((k, v) for k, v in terms.items() if v)), const)
+
+    @staticmethod
+    def var(name: str) -> "Lin":
+        return Lin(((name, 1),), 0)
+
+    @staticmethod
+    def floor_div(e: "Lin", d: int) -> "Lin":
+        """``floor(e / d)`` for ``d > 0``."""
+        if not e.coeffs:
+            return Lin((), e.const // d)
+        return Lin.var(f"floor(({e.text()})/{d})")
+
+    def coeff(self, name: str) -> int:
+        return dict(self.coeffs).get(name, 0)
+
+    def mentions(self, name: str) -> bool:
+        pat = re.compile(rf"\b{re.escape(name)}\b")
+        return any(k == name or pat.search(k) for k, _ in self.coeffs)
+
+    def __add__(self, other: "Lin | int") -> "Lin":
+        if isinstance(other, int):
+            return Lin(self.coeffs, self.const + other)
+        d = dict(self.coeffs)
+        for n, c in other.coeffs:
+            d[n] = d.get(n, 0) + c
+        return Lin.of(d, self.const + other.const)
+
+    def text(self) -> str:
+        return aff_text(self.coeffs, self.const)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def to_aff(self) -> Aff | None:
+        """The :class:`Aff` of this form, or None if it has division terms."""
+        if any(not _IDENT.match(k) for k, _ in self.coeffs):
+            return None
+        return Aff.of(dict(self.coeffs), self.const)
 
 
-def aff_sub(a: Aff, b: Aff) -> Aff:
+def aff_const(v: int) -> Lin:
+    return Lin((), v)
+
+
+def aff_scale(a: Lin, k: int) -> Lin:
+    return Lin.of({n: c * k for n, c in a.coeffs}, a.const * k)
+
+
+def aff_sub(a: Lin, b: Lin) -> Lin:
     return a + aff_scale(b, -1)
 
 
-def is_const(a: Aff) -> bool:
+def is_const(a: Lin) -> bool:
     return not a.coeffs
 
 
-def atom_ge(a: Aff):
+def atom_ge(a: Lin):
     """``a >= 0``, folded if constant."""
     if is_const(a):
         return TRUE if a.const >= 0 else FALSE
     return ("ge", a)
 
 
-def atom_eq(a: Aff):
+def atom_eq(a: Lin):
     if is_const(a):
         return TRUE if a.const == 0 else FALSE
     return ("eq", a)
@@ -101,7 +158,7 @@ def f_neg(f):
     return f_and(*(f_neg(g) for g in f[1]))
 
 
-def compare(op: str, a: Aff, b: Aff):
+def compare(op: str, a: Lin, b: Lin):
     """The formula ``a op b`` for a C comparison operator."""
     if op == "<":
         return atom_ge(aff_sub(b, a) + (-1))
@@ -133,11 +190,11 @@ def size(f) -> int:
 
 def _atom_text(f) -> str:
     """``a >= 0`` / ``a = 0`` printed as ``positive terms op negative terms``."""
-    a: Aff = f[1]
+    a: Lin = f[1]
     pos = {n: c for n, c in a.coeffs if c > 0}
     neg = {n: -c for n, c in a.coeffs if c < 0}
-    lhs = Aff.of(pos, max(a.const, 0)).text()
-    rhs = Aff.of(neg, max(-a.const, 0)).text()
+    lhs = Lin.of(pos, max(a.const, 0)).text()
+    rhs = Lin.of(neg, max(-a.const, 0)).text()
     return f"{lhs} {'>=' if f[0] == 'ge' else '='} {rhs}"
 
 

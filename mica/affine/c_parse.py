@@ -176,18 +176,22 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
         raise AffineError(f"{filename}:1:1: C source must be a str, got {type(text).__name__}",
                           location=(filename, 1, 1))
     clean = strip_gnu(strip_directives(text, filename))
+    parser = c_parser.CParser()
     try:
-        return c_parser.CParser().parse(clean, filename)
+        return parser.parse(clean, filename)
     except c_parser.ParseError as exc:
         msg = str(exc)
         rest = msg[len(filename):] if msg.startswith(filename) else msg
         m = _PARSE_MSG.match(rest)
+        what = rest.lstrip(": ").strip() or "syntax error"
+        tok = _current_token(parser)
         if m:
             line, col, what = int(m.group(1)), int(m.group(2) or 1), m.group(3)
-        else:   # no position: pycparser ran out of input
+        elif tok is not None:   # no position in the message: the token the parser stopped at
+            line, col = tok
+        else:                   # the parser ran out of input
             lines = clean.split("\n")
             line, col = len(lines), len(lines[-1]) + 1
-            what = rest.lstrip(": ").strip() or "syntax error"
             what += " (at end of input: is the source truncated?)"
         raise AffineError(f"{filename}:{line}:{col}: C syntax error: {what}",
                           location=(filename, line, col)) from None
@@ -197,6 +201,17 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
     except Exception as exc:  # pycparser bugs on odd input: never leak them raw
         raise AffineError(f"{filename}:1:1: C parser failed: {type(exc).__name__}: {exc}",
                           location=(filename, 1, 1)) from None
+
+
+def _current_token(parser) -> tuple[int, int] | None:
+    """(line, column) of the token pycparser stopped at, if it can tell (private API, best effort)."""
+    try:
+        tok = parser._tokens.peek()
+        if tok is None:
+            return None
+        return int(tok.lineno), int(tok.column or 1)
+    except Exception:
+        return None
 
 
 def typedefs_of(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:

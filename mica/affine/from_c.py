@@ -428,7 +428,10 @@ class _Builder:
             pcs = self.pieces(s, what=f"subscript of {var.cname!r}")
             if len(pcs) != 1 or pcs[0][0] != TRUE:
                 raise self.err(s, f"conditional subscript of {var.cname!r} is not supported")
-            out.append(pcs[0][1])
+            aff = pcs[0][1].to_aff()
+            if aff is None:
+                raise self.err(s, f"integer division or modulo in a subscript of {var.cname!r} is not supported")
+            out.append(aff)
         return tuple(out)
 
     def emit(self, node, lv, var: _Var, subs, op: str, rhs) -> None:
@@ -579,7 +582,7 @@ class _Builder:
         var.state = ("iter", frame)
         self.frames.append(frame)
         self.loop_names.add(name)
-        it = Aff.var(name)
+        it = F.Lin.var(name)
         lower = F.f_or(*(F.f_and(pc, F.compare(">=" if step > 0 else "<=", it, v)) for pc, v in start))
         bad = self.data_in(node.cond)
         if bad is not None:
@@ -587,7 +590,8 @@ class _Builder:
         cond = self.formula(node.cond)
         for atom in F.atoms(cond):
             c = atom[1].coeff(name)
-            if c and (atom[0] == "eq" or (c > 0) == (step > 0)):
+            other = F.Lin(tuple(t for t in atom[1].coeffs if t[0] != name))
+            if other.mentions(name) or (c and (atom[0] == "eq" or (c > 0) == (step > 0))):
                 raise self.err(node.cond, f"condition of loop {var.cname!r} is not a simple "
                                           f"{'upper' if step > 0 else 'lower'} bound on {var.cname!r} "
                                           f"(the loop would not run over a contiguous range)")
@@ -684,7 +688,7 @@ class _Builder:
             if v.kind == "ilocal":
                 st = v.state
                 if st[0] == "iter":
-                    return [(TRUE, Aff.var(st[1].name))]
+                    return [(TRUE, F.Lin.var(st[1].name))]
                 if st[0] == "const":
                     return [(TRUE, F.aff_const(st[1]))]
                 if st[0] == "dead":
@@ -719,13 +723,24 @@ class _Builder:
                 out = []
                 for pa, va in a:
                     for pb, vb in b:
-                        if not (F.is_const(va) and F.is_const(vb)):
-                            raise self.err(n, f"{what} is not affine: integer {'division' if n.op == '/' else 'modulo'}"
-                                              f" of a loop-dependent value")
+                        if not F.is_const(vb):
+                            raise self.err(n, f"{what} is not affine: integer "
+                                              f"{'division' if n.op == '/' else 'modulo'} by a loop-dependent value")
                         if vb.const == 0:
-                            raise self.err(n, "division by zero", AffineError)
-                        r = c_div(va.const, vb.const) if n.op == "/" else c_mod(va.const, vb.const)
-                        out.append((F.f_and(pa, pb), F.aff_const(r)))
+                            raise self.err(n, "integer division by zero", AffineError)
+                        if F.is_const(va):
+                            r = c_div(va.const, vb.const) if n.op == "/" else c_mod(va.const, vb.const)
+                            out.append((F.f_and(pa, pb), F.aff_const(r)))
+                            continue
+                        d = abs(vb.const)
+                        # C truncates: e / d = floor(e / d) if e >= 0, else -floor(-e / d); e % d = e - d*(e / d)
+                        for cond, q in ((F.atom_ge(va), F.Lin.floor_div(va, d)),
+                                        (F.f_neg(F.atom_ge(va)), F.aff_scale(F.Lin.floor_div(F.aff_scale(va, -1), d), -1))):
+                            if n.op == "/":
+                                val = q if vb.const > 0 else F.aff_scale(q, -1)
+                            else:
+                                val = F.aff_sub(va, F.aff_scale(q, d))
+                            out.append((F.f_and(pa, pb, cond), val))
                 return out
             raise self.err(n, f"operator {n.op!r} in {what} is not supported")
         if isinstance(n, c_ast.UnaryOp):

@@ -214,26 +214,35 @@ def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tupl
     return CommPlan(kind, array.name, ref, root, _hops(remote), recv_box, rel_text)
 
 
-def ring_source(kind: str, n: int, axis: str) -> isl.Map:
-    """``{ M[t, x, y] -> core[x', y'] }``: where core (x, y)'s panel of step t >= 1 was at step t - 1 — its
-    ring successor along ``axis`` (logical position l + 1, see :class:`~mica.meshir.ir.Skew`)."""
-    c, other = ("x", "y") if axis == "x" else ("y", "x")
-    if kind == "cannon":
-        pos = f"l = {c}"
-        back = f"{c}s = ls"
-    else:
-        pos = f"(({c} = 2e and l = e) or ({c} = 2e + 1 and l = {n - 1} - e))"
-        back = f"((ls <= {(n - 1) // 2} and {c}s = 2ls) or (ls > {(n - 1) // 2} and {c}s = {2 * n - 1} - 2ls))"
-    src = f"core[xs, y]" if axis == "x" else "core[x, ys]"
+def ring_source(n: int, axis: str) -> isl.Map:
+    """``{ M[t, x, y] -> core[x', y'] }`` in logical ring coordinates: where core (x, y)'s panel of step
+    t >= 1 was at step t - 1 — its ring successor along ``axis``, (l + 1) mod n."""
+    c = "x" if axis == "x" else "y"
+    src = "core[xs, y]" if axis == "x" else "core[x, ys]"
     return imap(f"{{ M[t, x, y] -> {src} : 1 <= t < {n} and 0 <= x < {n} and 0 <= y < {n} and "
-                f"exists (l, ls, e, q: {pos} and ls = l + 1 - {n}q and 0 <= ls < {n} and {back}) }}", CommError)
+                f"exists (q: {c}s = {c} + 1 - {n}q and 0 <= {c}s < {n}) }}", CommError)
+
+
+def ring_layout(kind: str, n: int) -> isl.Map:
+    """``{ [x] -> [x'] }`` on one line of ``n`` physical cores: x' holds the ring successor of x's logical
+    position (the identity layout for ``cannon``, the interleaved one of MeshGEMM otherwise)."""
+    if kind == "cannon":
+        pos = "l = x"
+        back = "xs = ls"
+    else:
+        pos = f"((x = 2e and l = e) or (x = 2e + 1 and l = {n - 1} - e))"
+        back = f"((ls <= {(n - 1) // 2} and xs = 2ls) or (ls > {(n - 1) // 2} and xs = {2 * n - 1} - 2ls))"
+    return imap(f"{{ [x] -> [xs] : 0 <= x < {n} and exists (l, ls, e, q: {pos} and ls = l + 1 - {n}q "
+                f"and 0 <= ls < {n} and {back}) }}", CommError)
 
 
 def classify_ring(array: Array, ref: str, need: isl.Map, held: isl.Map, kind: str, n: int,
                   what: str) -> tuple[str, int, str]:
-    """For a skewed step: checks that every core reads only what its ring buffer holds, derives where
-    each buffer's next contents come from (the core that held them the step before) and proves it is the
-    ring successor along one axis. Returns (axis, max hops, the derived relation's text)."""
+    """For a skewed step, given ``need`` and ``held`` in *logical* ring coordinates (the placement with
+    ``l`` the identity): checks that every core reads only what its ring buffer holds, derives where each
+    buffer's next contents come from (the core that held them the step before) and proves it is the ring
+    successor along one axis. The physical layout (``kind``) is a permutation of each line; the hop bound
+    is proven on it. Returns (axis, max hops, the derived relation's text)."""
     if not need.is_subset(held):
         raise CommError(f"{what}: cores read {array.name} outside their ring buffer", detail=str(need.subtract(held)))
     prev = imap("{ M[t, x, y] -> M[t2, x2, y2] : t2 = t - 1 }")
@@ -245,7 +254,19 @@ def classify_ring(array: Array, ref: str, need: isl.Map, held: isl.Map, kind: st
         raise CommError(f"{what}: a ring buffer's next panel of {array.name} would come from several cores",
                         detail=str(came))
     for axis in ("x", "y"):
-        expected = ring_source(kind, n, axis).intersect_domain(came.domain())
+        expected = ring_source(n, axis).intersect_domain(came.domain())
         if came.is_equal(expected):
-            return axis, _hops(came), str(came)
+            layout = ring_layout(kind, n)
+            if not (layout.is_bijective() if n > 1 else True):
+                raise CommError(f"{what}: the {kind} ring layout of {n} cores is not a permutation")
+            hops = _line_hops(layout)
+            return axis, hops, f"{came} (logical); physical successor on each line: {layout}"
     raise CommError(f"{what}: the panels of {array.name} do not move along a ring", detail=str(came))
+
+
+def _line_hops(layout: isl.Map) -> int:
+    """max |x - x'| over a ``{ [x] -> [x'] }`` relation (0 when empty)."""
+    s = rename_dims(layout.wrap().flatten().set_tuple_name("P"), "set", ("x", "xs"))
+    if s.is_empty():
+        return 0
+    return int(max(max_of(s, "x - xs"), max_of(s, "xs - x")))

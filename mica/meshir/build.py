@@ -15,6 +15,7 @@ Nothing here enumerates cores: the work is per array, per statement and per regi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import ceil
 
 from ..affine.deps import reductions
@@ -261,8 +262,11 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                     for d, ix in zip(hbox, acc.index))
         if name in b.tensors and b.tensors[name].box != box:
             raise ScheduleError(f"statement {stmt.name} reads {acc.array} through another panel shape")
-        held = box_map(arr, box, b.skew)
-        axis, hops, rel = classify_ring(arr, acc.ref, need_map(stmt, acc, sched), held, b.skew.kind,
+        # Derive in logical ring coordinates (the interleaved layout is a permutation of each line).
+        logical = Skew("cannon", b.skew.n)
+        held = box_map(arr, box, logical)
+        lsched = sched.copy(step=replace(sched.step, skew="cannon"))
+        axis, hops, rel = classify_ring(arr, acc.ref, need_map(stmt, acc, lsched), held, b.skew.kind,
                                         b.skew.n, f"statement {stmt.name}, read {acc.ref} of {acc.array}")
         if name not in b.tensors:
             b.add_tensor(name, acc.array, box, "ring", str(held))

@@ -40,8 +40,8 @@ def _reference(op, ins):
     raise AssertionError(op.name)
 
 
-def check(op, mesh, threads=2, target="wse2"):
-    prog = mica.compile_affine(op, mesh=mesh, target=target)
+def check(op, mesh, threads=2, target="wse2", schedule=None):
+    prog = mica.compile_affine(op, mesh=mesh, target=target, schedule=schedule)
     ins = _inputs(op)
     res = prog.run(ins, threads=threads)
     ref, scale = _reference(op, ins)
@@ -127,7 +127,10 @@ def test_measured_traffic_equals_declared(build, mesh):
 
 
 def test_matmul_uses_real_multicasts():
-    prog, res = check(mica.ops.matmul(64, 48, 40), (8, 6))
+    op = mica.ops.matmul(64, 48, 40)
+    prog = mica.compile_affine(op, mesh=(8, 6), schedule=mica.plans.summa(op, (8, 6)))
+    res = prog.run(_inputs(op))
+    np.testing.assert_allclose(res.outputs["C"], _reference(op, _inputs(op))[0]["C"], rtol=1e-4, atol=1e-4)
     text = prog.meshir
     assert "multicast A -> A_recv along x from root x = t" in text
     assert "multicast B -> B_recv along y from root y = t" in text
@@ -148,3 +151,36 @@ def test_run_on_a_smaller_mesh_reuses_the_plan():
 @pytest.mark.parametrize("target", ["wse3", "wormhole", "blackhole", "generic"])
 def test_other_targets(target):
     check(mica.ops.matmul(20, 30, 10), (4, 4), target=target)
+
+
+PLAN_CASES = [
+    ("summa", lambda: mica.ops.matmul(100, 37, 53), (7, 5)),
+    ("cannon", lambda: mica.ops.matmul(100, 37, 53), (7, 7)),
+    ("interleaved", lambda: mica.ops.matmul(100, 37, 53), (7, 7)),
+    ("cannon", lambda: mica.ops.matmul(10, 9, 11), (5, 6)),
+    ("interleaved", lambda: mica.ops.matmul(10, 9, 11), (6, 5)),
+    ("interleaved", lambda: mica.ops.matmul(64, 64, 64, dtype="f64"), (8, 8)),
+    ("interleaved", lambda: mica.ops.matmul(5, 3, 2), (4, 4)),       # more cores than blocks: idle steps
+    ("chain", lambda: mica.ops.gemv(37, 101), (13, 5)),
+    ("ktree", lambda: mica.ops.gemv(37, 101), (13, 5)),
+    ("ktree", lambda: mica.ops.gemv(20, 300), (16, 16)),
+    ("ktree", lambda: mica.ops.reduce_sum((30, 50), axis=0), (6, 7)),
+]
+
+
+@pytest.mark.parametrize("plan, build, mesh", PLAN_CASES, ids=[f"{p}-{m}" for p, _, m in PLAN_CASES])
+def test_reference_plans_match_numpy_and_declared_traffic(plan, build, mesh):
+    op = build()
+    prog, res = check(op, mesh, schedule=mica.plans.REFERENCE_PLANS[plan](op, mesh))
+    assert prog.schedule.name.startswith(plan)
+    want = declared_traffic(prog.mesh_program)
+    assert np.array_equal(res.stats.link_bytes, want.link_bytes)
+    assert res.stats.max_hops == want.max_hops
+
+
+def test_interleaved_rings_never_travel_more_than_two_hops():
+    op = mica.ops.matmul(48, 48, 48)
+    prog, res = check(op, (12, 12), schedule=mica.plans.interleaved(op, (12, 12)))
+    assert res.stats.max_hops == 2
+    cannon, res_c = check(op, (12, 12), schedule=mica.plans.cannon(op, (12, 12)))
+    assert res_c.stats.max_hops == 11                    # the wrap-around crosses the whole line

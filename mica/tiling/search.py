@@ -1,0 +1,249 @@
+"""Schedule search: candidate plans × the PLMR cost model, with SRAM and colours as hard constraints.
+
+Three small pieces, in the spirit of TVM's meta-schedule protocols:
+
+* :func:`space` (the space generator) lists :class:`Decisions`: which loops go to which mesh axes, how
+  many cores to use along each (sub-rectangles), how a step loop's panels move (SUMMA multicasts, Cannon
+  ring shifts, interleaved ≤2-hop ring shifts) and how reductions across cores combine (chain, or a
+  two-level tree with a group size);
+* :func:`evaluate` (the runner) turns decisions into a schedule, builds its MeshIR — which is where the
+  SRAM budget, the colour budget and the legality of the communication are checked — and costs it;
+* :func:`search` (the strategy) tries every candidate, records why each loser lost or was rejected, and
+  returns the cheapest plan with a :class:`SearchReport`.
+
+Every candidate is built by the same pipeline a forced schedule goes through; nothing is costed that
+could not be compiled.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from math import isqrt
+
+from ..affine.program import Program
+from ..errors import CommError, MeshIRError, ScheduleError
+from ..targets import Target
+from .cost import Cost, estimate
+from .mapping import derive_schedule, loop_extent, main_statement, spatial_candidates
+from .schedule import Schedule
+
+PROGRESS_AFTER_S = 2.0
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """One point of the search space (see :func:`mica.tiling.mapping.derive_schedule`)."""
+
+    assignment: tuple[tuple[str, str], ...]
+    blocks: tuple[tuple[str, int], ...] = ()
+    skew: str = "none"
+    reduce: str = "chain"
+    group: int = 0
+
+    @property
+    def name(self) -> str:
+        plan = {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
+        red = "chain" if self.reduce == "chain" else f"ktree{self.group}"
+        return f"{plan}/{red}"
+
+    def describe(self) -> str:
+        space = ", ".join(f"{lp}->{ax}" for lp, ax in self.assignment) or "one core"
+        blocks = ", ".join(f"{ax}:{n}" for ax, n in self.blocks)
+        out = f"[{space}] cores ({blocks})"
+        if self.skew != "none":
+            out += f" {self.skew} rings"
+        if self.reduce == "tree":
+            out += f" tree/{self.group}"
+        return out
+
+
+@dataclass(frozen=True)
+class Candidate:
+    decisions: Decisions
+    cycles: float | None
+    rejected: str = ""
+    schedule: Schedule | None = field(default=None, compare=False, repr=False)
+    cost: Cost | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SearchReport:
+    """Every candidate considered, its modelled cycles or why it was rejected, and the winner."""
+
+    candidates: tuple[Candidate, ...]
+    winner: int
+    seconds: float
+
+    @property
+    def best(self) -> Candidate:
+        return self.candidates[self.winner]
+
+    def table(self, limit: int = 25) -> str:
+        ok = sorted((c for c in self.candidates if c.cycles is not None), key=lambda c: c.cycles)
+        bad = [c for c in self.candidates if c.cycles is None]
+        best = self.best
+        lines = [f"searched {len(self.candidates)} candidate plans in {self.seconds:.2f} s: "
+                 f"{len(ok)} feasible, {len(bad)} rejected"]
+        for c in ok[:limit]:
+            mark = "*" if c is best else " "
+            ratio = c.cycles / best.cycles if best.cycles else 1.0
+            lines.append(f" {mark} {c.cycles:>14,.0f} cycles  x{ratio:6.2f}  {c.decisions.describe()}")
+        if len(ok) > limit:
+            lines.append(f"   ... {len(ok) - limit} more feasible plans")
+        reasons: dict[str, int] = {}
+        for c in bad:
+            reasons[c.rejected] = reasons.get(c.rejected, 0) + 1
+        for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:limit]:
+            lines.append(f"   rejected x{n}: {why}")
+        lines.append(f"winner: {best.decisions.describe()} — the lowest modelled cycles "
+                     f"({best.cycles:,.0f}) among feasible plans")
+        return "\n".join(lines)
+
+
+def _core_options(p: int, extent: int) -> list[int]:
+    """Core counts to try along an axis of ``p`` cores for a loop of ``extent`` iterations: all of them,
+    a half, a quarter — each trimmed to the blocks its tile size actually makes (no idle cores)."""
+    top = min(p, extent)
+    opts = set()
+    for c in (top, max(1, top // 2), max(1, top // 4)):
+        opts.add(-(-extent // -(-extent // c)))
+    return sorted(opts, reverse=True)
+
+
+def _group_options(n: int) -> list[int]:
+    opts = {g for g in (2, 4, 8, 16, 32, 64) if g < n} | ({max(2, isqrt(n))} if n > 2 else set())
+    return sorted(opts)
+
+
+def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
+    """The candidate decisions for ``prog`` on ``mesh`` (see the module docstring)."""
+    from ..affine.deps import REDUCTION, loop_kinds
+    main = main_statement(prog)
+    kinds = loop_kinds(prog)[main.name]
+    dims = {"x": mesh[0], "y": mesh[1]}
+    out: list[Decisions] = []
+    for assignment in spatial_candidates(prog):
+        per_axis = {ax: _core_options(dims[ax], loop_extent(main, lp)) for lp, ax in assignment}
+        axes = sorted(per_axis)
+        combos: list[dict[str, int]] = [{}]
+        for ax in axes:
+            combos = [{**c, ax: n} for c in combos for n in per_axis[ax]]
+        spatial = {lp for lp, _ in assignment}
+        leftover_reduction = any(kinds[lp] == REDUCTION and lp not in spatial for lp in main.loops)
+        reduced = [ax for lp, ax in assignment if kinds[lp] == REDUCTION]
+        ringed = len(assignment) == 2 and leftover_reduction
+        if ringed:
+            # Rings need a square of cores: sides from the shorter axis, trimmed to each loop's blocks.
+            side = min(dims["x"], dims["y"])
+            for lp, ax in assignment:
+                for c in _core_options(side, loop_extent(main, lp)):
+                    combos.append({"x": c, "y": c, "ring": 1})
+        for blocks in combos:
+            skews = ["none"]
+            if blocks.pop("ring", None):
+                skews = ["cannon", "interleaved"]
+            for skew in skews:
+                reductions = [("chain", 0)]
+                if reduced:
+                    n = max(blocks[ax] for ax in reduced)
+                    reductions += [("tree", g) for g in _group_options(n)]
+                for reduce, group in reductions:
+                    out.append(Decisions(tuple(assignment), tuple(sorted(blocks.items())), skew, reduce, group))
+    return list(dict.fromkeys(out))
+
+
+def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> float:
+    """A lower bound on a candidate's modelled cycles: the main statement's work on one core (its tile
+    of every spatial loop, the whole of every other loop) at the target's FLOP rate."""
+    from math import ceil
+    from ..meshir.build import _flops
+    main = main_statement(prog)
+    cores = dict(d.blocks)
+    if d.skew != "none" and cores:
+        side = min(cores.values())
+        cores = {ax: side for ax in cores}
+    axis_of = dict(d.assignment)
+    work = 1
+    for lp in main.loops:
+        n = loop_extent(main, lp)
+        work *= ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
+    dtype = prog.array(main.write.array).dtype
+    return work * max(_flops(main.expr), 1) / target.flops(dtype)
+
+
+def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> Candidate:
+    """Builds and costs one candidate; a schedule that cannot be built is rejected with the reason."""
+    from ..meshir.build import build_mesh_program
+    try:
+        sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
+                                skew=d.skew, reduce=d.reduce, group=d.group, name=d.name)
+        mp = build_mesh_program(prog, sched, target)
+    except (ScheduleError, CommError, MeshIRError) as exc:
+        return Candidate(d, None, _short(exc))
+    cost = estimate(mp, target)
+    return Candidate(d, cost.total_cycles, "", sched, cost)
+
+
+def _short(exc: Exception) -> str:
+    msg = str(exc)
+    kind = type(exc).__name__
+    if "bytes of SRAM" in msg:
+        return f"{kind}: per-core data exceeds the SRAM budget"
+    if "colour" in msg:
+        return f"{kind}: needs more colours than a router holds"
+    return f"{kind}: {msg[:160]}"
+
+
+def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=None) -> tuple[Schedule, SearchReport]:
+    """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search.
+
+    Raises the first candidate's error when no candidate is feasible (e.g. the data cannot fit the SRAM
+    at all on this mesh), so the user sees the most direct reason.
+    """
+    t0 = time.perf_counter()
+    decisions = space(prog, mesh)
+    bounds = [compute_bound(prog, mesh, target, d) for d in decisions]
+    order = sorted(range(len(decisions)), key=lambda i: (bounds[i], i))
+    results: list[Candidate] = []
+    best_cycles = float("inf")
+    shown, last_shown = False, 0.0
+    report_progress = progress or _stderr_progress
+    for i, k in enumerate(order):
+        d = decisions[k]
+        if bounds[k] >= best_cycles:
+            # Branch and bound: its computation alone takes longer than the best plan found.
+            results.append(Candidate(d, None, "pruned: its compute alone exceeds the best plan's total"))
+        else:
+            c = evaluate(prog, mesh, target, d)
+            results.append(c)
+            if c.cycles is not None:
+                best_cycles = min(best_cycles, c.cycles)
+        elapsed = time.perf_counter() - t0
+        if elapsed > PROGRESS_AFTER_S and (elapsed - last_shown > 0.5 or i + 1 == len(decisions)):
+            shown, last_shown = True, elapsed
+            report_progress(i + 1, len(decisions), elapsed)
+    if shown:
+        report_progress(len(decisions), len(decisions), time.perf_counter() - t0, done=True)
+    feasible = [i for i, c in enumerate(results) if c.cycles is not None]
+    if not feasible:
+        # Re-raise the plainest candidate's error with its full message.
+        first = decisions[0]
+        from ..meshir.build import build_mesh_program
+        sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
+                                skew=first.skew, reduce=first.reduce, group=first.group, name=first.name)
+        build_mesh_program(prog, sched, target)
+        raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
+                            detail="\n".join(c.rejected for c in results))
+    best = min(feasible, key=lambda i: (results[i].cycles, i))
+    report = SearchReport(tuple(results), best, time.perf_counter() - t0)
+    sched = results[best].schedule
+    reasons = sched.reasons + (f"chosen by search: {report.best.decisions.describe()} has the lowest modelled "
+                               f"cycles of {len(feasible)} feasible plans ({len(results) - len(feasible)} rejected)",)
+    return sched.copy(reasons=reasons), report
+
+
+def _stderr_progress(count: int, total: int, elapsed: float, done: bool = False) -> None:
+    end = "\n" if done else "\r"
+    print(f"mica: searching schedules {count}/{total} ({elapsed:.1f} s)", end=end, file=sys.stderr, flush=True)

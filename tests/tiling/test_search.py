@@ -1,0 +1,90 @@
+"""The schedule search: candidates, budgets as hard constraints, reference plans, explain()."""
+
+from dataclasses import replace
+
+import pytest
+
+import mica
+from mica.tiling.search import Decisions, evaluate, space
+
+
+@pytest.mark.parametrize("side", [16, 64, 256, 720])
+def test_chosen_matmul_plan_beats_every_reference_plan(side):
+    op = mica.ops.matmul(512, 512, 512)
+    mesh = (side, side)
+    chosen = mica.compile_affine(op, mesh=mesh)
+    for name in ("summa", "cannon", "interleaved"):
+        ref = mica.compile_affine(op, mesh=mesh, schedule=mica.plans.REFERENCE_PLANS[name](op, mesh))
+        assert chosen.cost.total_cycles <= ref.cost.total_cycles, name
+
+
+def test_large_meshes_pick_interleaved_and_the_gap_over_cannon_grows():
+    op = mica.ops.matmul(1024, 1024, 1024)
+    gaps = []
+    for side in (32, 128, 512):
+        mesh = (side, side)
+        chosen = mica.compile_affine(op, mesh=mesh)
+        assert chosen.schedule.step.skew == "interleaved"
+        cannon = mica.compile_affine(op, mesh=mesh, schedule=mica.plans.cannon(op, mesh))
+        gaps.append(cannon.cost.total_cycles / chosen.cost.total_cycles)
+    assert gaps[0] < gaps[1] < gaps[2]
+
+
+def test_gemv_reduction_beats_the_chain_by_3x_at_512():
+    op = mica.ops.gemv(4096, 4096)
+    mesh = (512, 512)
+    chosen = mica.compile_affine(op, mesh=mesh)
+    chain = mica.compile_affine(op, mesh=mesh, schedule=mica.plans.chain(op, mesh))
+    assert chosen.schedule.reduce == "tree"
+    assert chain.cost.total_cycles >= 3 * chosen.cost.total_cycles
+
+
+def test_sram_rejections_are_recorded():
+    op = mica.ops.matmul(512, 512, 512)
+    p = mica.compile_affine(op, mesh=(16, 16))
+    reasons = [c.rejected for c in p.search_report.candidates if c.cycles is None]
+    assert any("SRAM" in r for r in reasons)
+    assert p.cost.sram_bytes <= p.cost.sram_budget
+
+
+def test_colour_budget_rejects_rings():
+    op = mica.ops.matmul(64, 64, 64)
+    tight = replace(mica.get_target("wse2"), name="tight", colours=4)
+    d = Decisions((("i", "y"), ("j", "x")), (("x", 8), ("y", 8)), "interleaved")
+    c = evaluate(op, (8, 8), tight, d)
+    assert c.cycles is None and "colours" in c.rejected
+    p = mica.compile_affine(op, mesh=(8, 8), target=tight)
+    assert p.schedule.step is None or p.schedule.step.skew != "interleaved"
+    assert p.cost.colours <= 4
+    assert any("colours" in c.rejected for c in p.search_report.candidates)
+
+
+def test_explain_lists_candidates_and_the_winner():
+    p = mica.compile_affine(mica.ops.matmul(64, 64, 64), mesh=(8, 8))
+    text = p.explain()
+    assert "searched" in text and "winner:" in text and "interleaved rings" in text
+    assert "cycles" in text
+
+
+def test_space_has_plans_and_sub_rectangles():
+    ds = space(mica.ops.matmul(512, 512, 512), (32, 16))
+    skews = {d.skew for d in ds}
+    assert skews == {"none", "cannon", "interleaved"}
+    assert any(dict(d.blocks) != {"x": 32, "y": 16} for d in ds)   # fewer cores are candidates too
+    assert all(dict(d.blocks)["x"] == dict(d.blocks)["y"] for d in ds if d.skew != "none")
+
+
+def test_searched_schedule_round_trips_through_json():
+    op = mica.ops.gemv(256, 256)
+    p = mica.compile_affine(op, mesh=(32, 32))
+    again = mica.compile_affine(op, mesh=(32, 32), schedule=mica.Schedule.from_json(p.schedule.to_json()))
+    assert again.cost == p.cost and again.meshir == p.meshir
+
+
+def test_search_reports_progress_when_slow(monkeypatch):
+    import mica.tiling.search as search_mod
+    monkeypatch.setattr(search_mod, "PROGRESS_AFTER_S", 0.0)
+    seen = []
+    search_mod.search(mica.ops.gemv(64, 64), (8, 8), mica.get_target("wse2"),
+                      progress=lambda *a, **k: seen.append(a))
+    assert seen and seen[-1][0] == seen[-1][1]
