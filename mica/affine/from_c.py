@@ -426,12 +426,12 @@ class _Builder:
         out = []
         for s in subs:
             pcs = self.pieces(s, what=f"subscript of {var.cname!r}")
+            if any(v.to_aff() is None for _, v in pcs):
+                raise self.err(s, f"subscript of {var.cname!r} is not affine: integer division or modulo of a "
+                                  f"loop-dependent value")
             if len(pcs) != 1 or pcs[0][0] != TRUE:
                 raise self.err(s, f"conditional subscript of {var.cname!r} is not supported")
-            aff = pcs[0][1].to_aff()
-            if aff is None:
-                raise self.err(s, f"integer division or modulo in a subscript of {var.cname!r} is not supported")
-            out.append(aff)
+            out.append(pcs[0][1].to_aff())
         return tuple(out)
 
     def emit(self, node, lv, var: _Var, subs, op: str, rhs) -> None:
@@ -666,7 +666,7 @@ class _Builder:
         return f
 
     def pieces(self, n, what: str = "affine expression") -> list:
-        """``[(formula, Aff), ...]``: the integer expression ``n`` as a piecewise affine form."""
+        """``[(formula, Lin), ...]``: the integer expression ``n`` as a piecewise affine form."""
         out = self._pieces(n, what)
         out = [(f, a) for f, a in out if f != F.FALSE]
         if len(out) > _MAX_PIECES:
