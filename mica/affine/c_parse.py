@@ -192,7 +192,9 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
         else:                   # the parser ran out of input
             lines = clean.split("\n")
             line, col = len(lines), len(lines[-1]) + 1
-            what += " (at end of input: is the source truncated?)"
+            if "end of input" not in what.lower():
+                what += " at end of input"
+            what += " (is the source truncated?)"
         raise AffineError(f"{filename}:{line}:{col}: C syntax error: {what}",
                           location=(filename, line, col)) from None
     except RecursionError:

@@ -9,6 +9,7 @@ carries only the dependence of a reduction (``reduction``), or carries a real on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from functools import reduce as _fold
 
 import islpy as isl
@@ -91,8 +92,11 @@ def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> De
     return Dependences(flow, anti, output, live_in, live_out)
 
 
+@lru_cache(maxsize=64)
 def reductions(prog: Program) -> dict[str, Reduction]:
-    """Statements of the form ``X[f] = X[f] op e`` with ``op`` in ``+``/``*`` and ``e`` not reading ``X``."""
+    """Statements of the form ``X[f] = X[f] op e`` with ``op`` in ``+``/``*`` and ``e`` not reading ``X``.
+
+    Cached per program (programs are frozen values); do not modify the returned dict."""
     found = {}
     for s in prog.statements:
         r = _reduction_of(s)
@@ -133,8 +137,12 @@ def carried_loops(rel: isl.UnionMap, stmt: Statement) -> set[str]:
     return carried
 
 
+@lru_cache(maxsize=64)
 def loop_kinds(prog: Program) -> dict[str, dict[str, str]]:
-    """Per statement, per loop: ``parallel``, ``reduction`` or ``sequential`` (see module docstring)."""
+    """Per statement, per loop: ``parallel``, ``reduction`` or ``sequential`` (see module docstring).
+
+    Cached per program (programs are frozen values; the search asks once per candidate); do not modify
+    the returned dicts."""
     reds = reductions(prog)
     skip = frozenset(r for red in reds.values() for r in (red.write_ref, red.read_ref))
     full = dependences(prog).all

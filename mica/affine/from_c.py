@@ -23,38 +23,42 @@ The accepted subset (everything else raises :class:`~mica.errors.NotAffineError`
   (data-dependent conditions become :class:`~mica.affine.expr.Select`; affine ones split the statement
   into one statement per case), and ``sqrt exp log pow fabs fmax fmin`` (and their ``f`` versions).
 
+The text may contain comments, ``#`` lines (blanked: reported lines are those of the text given), the
+declarations system headers bring (their GNU extensions are blanked) and other functions; only the
+function compiled is translated. ``a = b = e`` is split into ``b = e; a = b``.
+
+Integer division and modulo by constants (C truncation) are accepted in bounds and conditions, not in
+subscripts. Numeric casts between floating types are ignored (``(float)x`` does not round).
+
 The original schedule is the 2d+1 textual-order vector; a decreasing loop contributes ``-i``.
 ``inputs`` are the array parameters whose initial contents matter: those read before being written
 (isl's exact dataflow) plus written arrays that are not entirely overwritten (their untouched elements
 are part of the result); ``outputs`` are the array parameters the function writes.
+
+Modules: :mod:`~mica.affine.c_parse` (pycparser, locations, types, literals),
+:mod:`~mica.affine.c_affine` (affine forms and formulas), :mod:`~mica.affine.c_exprs` (expression
+translation), this module (declarations, statements, loops, the Program).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import islpy as isl
-import numpy as np
 from pycparser import c_ast
 
 from ..errors import AffineError, MicaError, NotAffineError
 from . import c_affine as F
 from .c_affine import ISL_KEYWORDS, TRUE
-from .c_parse import (DTYPE_OF, c_div, c_mod, error, find_function, fold_int, location, lvalue_base, parse_c,
-                      parse_number, signature, type_words, typedefs_of)
+from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
+from .c_parse import (DTYPE_OF, error, find_function, fold_int, location, lvalue_base, parse_c, signature,
+                      type_words, typedefs_of)
 from .deps import dependences
-from .expr import CALLS, Aff, Bin, Call, Cmp, Const, Expr, Neg, Read, Scalar, Select
+from .expr import Aff, Bin, Read
 from .isl_names import imap, iset
 from .program import Access, Array, Program, Statement
 
 __all__ = ["from_c"]
-
-_MATH_ARGS = {"sqrt": 1, "exp": 1, "log": 1, "pow": 2, "fabs": 1, "fmax": 2, "fmin": 2}
-assert set(_MATH_ARGS) == set(CALLS)
-_CMP = ("<", "<=", ">", ">=", "==", "!=")
-_MAX_PIECES = 256
-_MAX_FORMULA = 4096
 
 
 def from_c(source: str, function: str | None = None, *, params: dict[str, int] | None = None,
@@ -76,76 +80,9 @@ def from_c(source: str, function: str | None = None, *, params: dict[str, int] |
                           location=(filename, 1, 1)) from exc
 
 
-# -- symbols ------------------------------------------------------------------------------------------
+# -- the builder ---------------------------------------------------------------------------------------
 
-@dataclass
-class _Var:
-    """A C name in scope.
-
-    ``kind``: ``'array'`` (array parameter), ``'temp'`` (local float scalar -> 0-d array, or local array),
-    ``'fscalar'`` (float/double parameter), ``'iparam'`` (int parameter, ``value`` from ``params``),
-    ``'ilocal'`` (int local: ``state`` is ``('unset',)``, ``('const', v)``, ``('iter', frame)`` or
-    ``('dead', node)`` after the loop over it).
-    """
-
-    kind: str
-    cname: str
-    name: str
-    node: c_ast.Node
-    ctype: str
-    shape: tuple[int, ...] = ()
-    value: int | None = None
-    state: tuple = ("unset",)
-
-
-@dataclass
-class _Frame:
-    name: str          # loop name in the program
-    var: _Var
-    step: int          # +1 / -1
-    pos: int           # textual position among its siblings
-
-
-@dataclass
-class _V:
-    """A translated right-hand-side value: a compile-time int constant or an expression of ``ctype``."""
-
-    ctype: str                    # 'int' | 'double' | 'float'
-    const: int | None = None      # int constants only (folded with C semantics)
-    expr: Expr | None = None
-
-    def as_expr(self) -> Expr:
-        return Const(float(self.const)) if self.expr is None else self.expr
-
-
-class _Split(Exception):
-    """An affine ternary condition not decided by the statement's domain: build the statement twice."""
-
-    def __init__(self, f):
-        super().__init__("split")
-        self.f = f
-
-
-@dataclass
-class _StmtCtx:
-    name: str
-    extra: tuple
-    reads: list[Access] = field(default_factory=list)
-    nodes: dict[str, c_ast.Node] = field(default_factory=dict)
-
-    def ref(self) -> str:
-        return f"{self.name}_r{len(self.reads)}"
-
-
-def _usual(a: str, b: str) -> str:
-    if "double" in (a, b):
-        return "double"
-    if "float" in (a, b):
-        return "float"
-    return "int"
-
-
-class _Builder:
+class _Builder(ExprMixin):
     def __init__(self, source, function, params, filename):
         self.src = source
         self.fn = filename
@@ -163,14 +100,14 @@ class _Builder:
         self.typedefs = typedefs_of(self.ast)
         self.fdef = find_function(self.ast, function, filename)
         self.name = self.fdef.decl.name
-        self.scopes: list[dict[str, _Var]] = [{}]
+        self.scopes: list[dict[str, Var]] = [{}]
         self.arrays: dict[str, Array] = {}
         self.param_arrays: list[str] = []
         self.temps: set[str] = set()
         self.scalars: dict[str, str] = {}
         self.used: set[str] = set()          # program-level names taken (arrays, scalars, temps)
         self.loop_names: set[str] = set()    # every loop name used so far
-        self.frames: list[_Frame] = []
+        self.frames: list[Frame] = []
         self.conds: list = []
         self.counters: list[int] = [0]
         self.statements: list[Statement] = []
@@ -181,14 +118,14 @@ class _Builder:
     def err(self, node, msg, cls=NotAffineError) -> MicaError:
         return error(cls, node, self.fn, msg)
 
-    def lookup(self, node: c_ast.ID) -> _Var:
+    def lookup(self, node: c_ast.ID) -> Var:
         for sc in reversed(self.scopes):
             if node.name in sc:
                 return sc[node.name]
         raise self.err(node, f"undeclared identifier {node.name!r} (only parameters and locals of "
                              f"{self.name} may be used; global variables are not supported)", AffineError)
 
-    def declare(self, var: _Var) -> None:
+    def declare(self, var: Var) -> None:
         self.scopes[-1][var.cname] = var
 
     def fresh(self, base: str, avoid: set[str]) -> str:
@@ -237,13 +174,13 @@ class _Builder:
             self.arrays[p.name] = Array(p.name, shape, DTYPE_OF[p.elem])
             self.param_arrays.append(p.name)
             self.used.add(p.name)
-            self.declare(_Var("array", p.name, p.name, node, p.elem, shape))
+            self.declare(Var("array", p.name, p.name, node, p.elem, shape))
         elif p.kind == "int":
             self.used.add(p.name)
-            self.declare(_Var("iparam", p.name, p.name, node, "int", value=self.params.get(p.name)))
+            self.declare(Var("iparam", p.name, p.name, node, "int", value=self.params.get(p.name)))
         else:
             self.used.add(p.name)
-            self.declare(_Var("fscalar", p.name, p.name, node, p.kind))
+            self.declare(Var("fscalar", p.name, p.name, node, p.kind))
 
     def extents(self, name, dims, node) -> tuple[int, ...]:
         shape = []
@@ -267,7 +204,7 @@ class _Builder:
             return v.state[1]
         raise self.err(node, f"{node.name!r} is not an integer constant here")
 
-    def missing(self, node, v: _Var) -> MicaError:
+    def missing(self, node, v: Var) -> MicaError:
         return self.err(node, f"int parameter {v.cname!r} is used in a loop bound, subscript or condition "
                               f"but has no value: pass params={{{v.cname!r}: ...}}", AffineError)
 
@@ -332,7 +269,7 @@ class _Builder:
                 self.used.add(name)
                 self.temps.add(name)
                 self.arrays[name] = Array(name, (), DTYPE_OF[kind])
-                var = _Var("temp", n.name, name, n, kind)
+                var = Var("temp", n.name, name, n, kind)
                 if n.init is not None:
                     if isinstance(n.init, c_ast.InitList):
                         raise self.err(n.init, f"brace initialiser for scalar {n.name!r} is not supported")
@@ -342,7 +279,7 @@ class _Builder:
                     self.declare(var)
                 return
             if kind == "int":
-                var = _Var("ilocal", n.name, n.name, n, "int")
+                var = Var("ilocal", n.name, n.name, n, "int")
                 if n.init is not None:
                     pcs = self.pieces(n.init)
                     if len(pcs) != 1 or pcs[0][0] != TRUE or not F.is_const(pcs[0][1]):
@@ -371,11 +308,11 @@ class _Builder:
             self.used.add(name)
             self.temps.add(name)
             self.arrays[name] = Array(name, shape, DTYPE_OF[kind])
-            self.declare(_Var("temp", n.name, name, n, kind, shape))
+            self.declare(Var("temp", n.name, name, n, kind, shape))
             return
         raise self.err(n, f"declaration of {n.name!r} has an unsupported type")
 
-    def target(self, node, lv) -> _Var:
+    def target(self, node, lv) -> Var:
         """The variable assigned by lvalue ``lv``; rejects iterators, parameters, pointers."""
         base = lvalue_base(lv)
         if base is None:
@@ -415,7 +352,7 @@ class _Builder:
             lv = lv.name
         return tuple(reversed(subs))
 
-    def index(self, node, var: _Var, subs) -> tuple[Aff, ...]:
+    def index(self, node, var: Var, subs) -> tuple[Aff, ...]:
         if var.kind not in ("array", "temp"):
             raise self.err(node, f"{var.cname!r} is not an array")
         if len(subs) != len(var.shape):
@@ -434,12 +371,12 @@ class _Builder:
             out.append(pcs[0][1].to_aff())
         return tuple(out)
 
-    def emit(self, node, lv, var: _Var, subs, op: str, rhs) -> None:
+    def emit(self, node, lv, var: Var, subs, op: str, rhs) -> None:
         pending = [()]
         while pending:
             extra = pending.pop(0)
             sname = f"S{len(self.statements)}"
-            ctx = _StmtCtx(sname, extra)
+            ctx = StmtCtx(sname, extra)
             try:
                 widx = self.index(lv, var, subs)
                 if op == "=":
@@ -451,7 +388,7 @@ class _Builder:
                     ctx.nodes[ref] = lv
                     value = self.value(rhs, ctx)
                     expr = Bin(op[0], Read(ref), value.as_expr())
-            except _Split as sp:
+            except Split as sp:
                 pending[0:0] = [extra + (sp.f,), extra + (F.f_neg(sp.f),)]
                 continue
             order = []
@@ -475,7 +412,7 @@ class _Builder:
 
     def domain_formula(self, extra=()):
         f = F.f_and(*self.conds, *extra)
-        if F.size(f) > _MAX_FORMULA:
+        if F.size(f) > MAX_FORMULA:
             raise AffineError(f"{self.fn}:1:1: iteration domain too complex", location=(self.fn, 1, 1))
         return f
 
@@ -501,7 +438,7 @@ class _Builder:
                            AffineError)
 
     # -- control flow -------------------------------------------------------------------------------
-    def loop_var(self, node) -> tuple[_Var, c_ast.Node | None, bool]:
+    def loop_var(self, node) -> tuple[Var, c_ast.Node | None, bool]:
         """(iterator, initial value node, declared in the for) of a for-init."""
         init = node.init
         if init is None:
@@ -515,7 +452,7 @@ class _Builder:
                 raise self.err(d, f"loop iterator {d.name!r} must be an int")
             if d.init is None:
                 raise self.err(d, f"loop iterator {d.name!r} has no initial value")
-            return _Var("ilocal", d.name, d.name, d, "int"), d.init, True
+            return Var("ilocal", d.name, d.name, d, "int"), d.init, True
         if isinstance(init, c_ast.Assignment) and init.op == "=" and isinstance(init.lvalue, c_ast.ID):
             var = self.lookup(init.lvalue)
             if var.kind == "iparam":
@@ -529,7 +466,7 @@ class _Builder:
             raise self.err(init, "for loop initialising several variables is not supported")
         raise self.err(init, "unsupported for-loop initialisation (expected i = <affine expression>)")
 
-    def step_of(self, node, var: _Var) -> int:
+    def step_of(self, node, var: Var) -> int:
         nx = node.next
         if nx is None:
             raise self.err(node, f"for loop without an increment of {var.cname!r} is not supported")
@@ -578,7 +515,7 @@ class _Builder:
         if declared:
             self.scopes.append({})
             self.declare(var)
-        frame = _Frame(name, var, step, self.counters[-1])
+        frame = Frame(name, var, step, self.counters[-1])
         var.state = ("iter", frame)
         self.frames.append(frame)
         self.loop_names.add(name)
@@ -620,314 +557,6 @@ class _Builder:
             self.conds.append(F.f_neg(f))
             self.stmt(node.iffalse)
             self.conds.pop()
-
-    # -- affine expressions -------------------------------------------------------------------------
-    def data_in(self, node):
-        """(node, description) of the first non-affine ingredient of a condition, or None."""
-        if isinstance(node, c_ast.ArrayRef):
-            b = lvalue_base(node)
-            return node, f"it reads array {b.name if b else '?'!r}"
-        if isinstance(node, c_ast.FuncCall):
-            return node, f"it calls {self.call_name(node)!r}"
-        if isinstance(node, c_ast.ID):
-            v = self.lookup(node)
-            if v.kind in ("fscalar", "temp", "array"):
-                return node, f"it reads the floating-point variable {node.name!r}"
-            return None
-        if isinstance(node, c_ast.Constant):
-            if node.type not in ("int",) and parse_number(node, self.fn)[1] != "int":
-                return node, f"it uses the floating-point constant {node.value}"
-            return None
-        for _, child in node.children():
-            r = self.data_in(child)
-            if r is not None:
-                return r
-        return None
-
-    def formula(self, n):
-        """The affine condition ``n`` as a formula over the loop names."""
-        if isinstance(n, c_ast.BinaryOp):
-            if n.op == "&&":
-                return F.f_and(self.formula(n.left), self.formula(n.right))
-            if n.op == "||":
-                return F.f_or(self.formula(n.left), self.formula(n.right))
-            if n.op in _CMP:
-                a, b = self.pieces(n.left), self.pieces(n.right)
-                return self.limit(n, F.f_or(*(F.f_and(pa, pb, F.compare(n.op, va, vb))
-                                              for pa, va in a for pb, vb in b)))
-        if isinstance(n, c_ast.UnaryOp) and n.op == "!":
-            return F.f_neg(self.formula(n.expr))
-        pcs = self.pieces(n)
-        return F.f_or(*(F.f_and(pc, F.compare("!=", v, F.aff_const(0))) for pc, v in pcs))
-
-    def limit(self, node, f):
-        if F.size(f) > _MAX_FORMULA:
-            raise self.err(node, "condition too complex (too many cases)")
-        return f
-
-    def pieces(self, n, what: str = "affine expression") -> list:
-        """``[(formula, Lin), ...]``: the integer expression ``n`` as a piecewise affine form."""
-        out = self._pieces(n, what)
-        out = [(f, a) for f, a in out if f != F.FALSE]
-        if len(out) > _MAX_PIECES:
-            raise self.err(n, f"{what} too complex (too many ternary cases)")
-        return out or [(TRUE, F.aff_const(0))]
-
-    def _pieces(self, n, what):
-        if isinstance(n, c_ast.Constant):
-            v, t = parse_number(n, self.fn)
-            if t != "int":
-                raise self.err(n, f"floating-point constant {n.value} in {what}")
-            return [(TRUE, F.aff_const(v))]
-        if isinstance(n, c_ast.ID):
-            v = self.lookup(n)
-            if v.kind == "iparam":
-                if v.value is None:
-                    raise self.missing(n, v)
-                return [(TRUE, F.aff_const(v.value))]
-            if v.kind == "ilocal":
-                st = v.state
-                if st[0] == "iter":
-                    return [(TRUE, F.Lin.var(st[1].name))]
-                if st[0] == "const":
-                    return [(TRUE, F.aff_const(st[1]))]
-                if st[0] == "dead":
-                    raise self.err(n, f"{v.cname!r} is used after the loop over it (its final value is not "
-                                      f"supported)")
-                raise self.err(n, f"{v.cname!r} is used before it is given a value")
-            raise self.err(n, f"{what} is not affine: it depends on the value of {n.name!r}")
-        if isinstance(n, c_ast.ArrayRef):
-            b = lvalue_base(n)
-            raise self.err(n, f"{what} is not affine: it reads array {b.name if b else '?'!r} "
-                              f"(data-dependent {'indexing' if 'subscript' in what else 'expression'})")
-        if isinstance(n, c_ast.BinaryOp):
-            if n.op in _CMP or n.op in ("&&", "||"):
-                f = self.formula(n)
-                return [(f, F.aff_const(1)), (F.f_neg(f), F.aff_const(0))]
-            a, b = self.pieces(n.left, what), self.pieces(n.right, what)
-            if n.op in ("+", "-"):
-                sgn = 1 if n.op == "+" else -1
-                return [(F.f_and(pa, pb), va + F.aff_scale(vb, sgn)) for pa, va in a for pb, vb in b]
-            if n.op == "*":
-                out = []
-                for pa, va in a:
-                    for pb, vb in b:
-                        if F.is_const(va):
-                            out.append((F.f_and(pa, pb), F.aff_scale(vb, va.const)))
-                        elif F.is_const(vb):
-                            out.append((F.f_and(pa, pb), F.aff_scale(va, vb.const)))
-                        else:
-                            raise self.err(n, f"{what} is not affine: product of {va} and {vb}")
-                return out
-            if n.op in ("/", "%"):
-                out = []
-                for pa, va in a:
-                    for pb, vb in b:
-                        if not F.is_const(vb):
-                            raise self.err(n, f"{what} is not affine: integer "
-                                              f"{'division' if n.op == '/' else 'modulo'} by a loop-dependent value")
-                        if vb.const == 0:
-                            raise self.err(n, "integer division by zero", AffineError)
-                        if F.is_const(va):
-                            r = c_div(va.const, vb.const) if n.op == "/" else c_mod(va.const, vb.const)
-                            out.append((F.f_and(pa, pb), F.aff_const(r)))
-                            continue
-                        d = abs(vb.const)
-                        # C truncates: e / d = floor(e / d) if e >= 0, else -floor(-e / d); e % d = e - d*(e / d)
-                        for cond, q in ((F.atom_ge(va), F.Lin.floor_div(va, d)),
-                                        (F.f_neg(F.atom_ge(va)), F.aff_scale(F.Lin.floor_div(F.aff_scale(va, -1), d), -1))):
-                            if n.op == "/":
-                                val = q if vb.const > 0 else F.aff_scale(q, -1)
-                            else:
-                                val = F.aff_sub(va, F.aff_scale(q, d))
-                            out.append((F.f_and(pa, pb, cond), val))
-                return out
-            raise self.err(n, f"operator {n.op!r} in {what} is not supported")
-        if isinstance(n, c_ast.UnaryOp):
-            if n.op in ("-", "+"):
-                return [(p, F.aff_scale(v, -1 if n.op == "-" else 1)) for p, v in self.pieces(n.expr, what)]
-            if n.op == "!":
-                f = F.f_neg(self.formula(n.expr))
-                return [(f, F.aff_const(1)), (F.f_neg(f), F.aff_const(0))]
-            raise self.err(n, self.unary_msg(n, what))
-        if isinstance(n, c_ast.TernaryOp):
-            f = self.formula(n.cond)
-            return ([(F.f_and(f, p), v) for p, v in self.pieces(n.iftrue, what)]
-                    + [(F.f_and(F.f_neg(f), p), v) for p, v in self.pieces(n.iffalse, what)])
-        if isinstance(n, c_ast.Cast):
-            kind = self.cast_kind(n)
-            if kind != "int":
-                raise self.err(n, f"cast to a non-integer type in {what}")
-            return self.pieces(n.expr, what)
-        if isinstance(n, c_ast.FuncCall):
-            raise self.err(n, f"{what} is not affine: it calls {self.call_name(n)!r}")
-        if isinstance(n, c_ast.Assignment):
-            raise self.err(n, f"assignment inside {what} is not supported")
-        raise self.err(n, f"{what} is not affine ({type(n).__name__} is not supported)")
-
-    def unary_msg(self, n, what) -> str:
-        if n.op in ("*", "&"):
-            return f"pointer {'dereference' if n.op == '*' else 'address-of'} is not supported"
-        if n.op in ("++", "--", "p++", "p--"):
-            return f"{n.op.strip('p')} inside an expression is not supported"
-        if n.op == "sizeof":
-            return "sizeof is not supported"
-        return f"operator {n.op!r} in {what} is not supported"
-
-    def cast_kind(self, n: c_ast.Cast) -> str | None:
-        t = n.to_type.type
-        if isinstance(t, c_ast.TypeDecl):
-            kind, _ = type_words(t, self.typedefs)
-            return kind
-        if isinstance(t, c_ast.PtrDecl):
-            raise self.err(n, "pointer cast is not supported")
-        return None
-
-    # -- right-hand sides ---------------------------------------------------------------------------
-    def read(self, n, var: _Var, subs, ctx: _StmtCtx) -> _V:
-        idx = self.index(n, var, subs)
-        ref = ctx.ref()
-        ctx.reads.append(Access(ref, var.name, idx))
-        ctx.nodes[ref] = n
-        return _V(var.ctype, expr=Read(ref))
-
-    def value(self, n, ctx: _StmtCtx) -> _V:
-        if isinstance(n, c_ast.Constant):
-            v, t = parse_number(n, self.fn)
-            return _V("int", const=v) if t == "int" else _V(t, expr=Const(v))
-        if isinstance(n, c_ast.ID):
-            var = self.lookup(n)
-            if var.kind in ("array", "temp"):
-                if var.shape:
-                    raise self.err(n, f"array {var.cname!r} used without subscripts (pointer arithmetic "
-                                      f"is not supported)")
-                return self.read(n, var, (), ctx)
-            if var.kind == "fscalar":
-                self.scalars[var.name] = DTYPE_OF[var.ctype]
-                return _V(var.ctype, expr=Scalar(var.name))
-            if var.kind == "iparam":
-                if var.value is not None:
-                    return _V("int", const=var.value)
-                self.scalars[var.name] = "f64"
-                return _V("int", expr=Scalar(var.name))
-            st = var.state
-            if st[0] == "const":
-                return _V("int", const=st[1])
-            if st[0] == "iter":
-                raise self.err(n, f"loop iterator {var.cname!r} is used as a value; only array elements, "
-                                  f"scalars and constants may appear in computations")
-            if st[0] == "dead":
-                raise self.err(n, f"{var.cname!r} is used after the loop over it")
-            raise self.err(n, f"{var.cname!r} is used before it is given a value")
-        if isinstance(n, c_ast.ArrayRef):
-            base = lvalue_base(n)
-            if base is None:
-                raise self.err(n, "subscript of a non-array expression (pointer arithmetic) is not supported")
-            return self.read(n, self.lookup(base), self.subscript_nodes(n), ctx)
-        if isinstance(n, c_ast.BinaryOp):
-            if n.op in _CMP or n.op in ("&&", "||"):
-                raise self.err(n, f"comparison {n.op!r} used as a value is not supported "
-                                  f"(write it as a ternary: cond ? 1.0 : 0.0)")
-            if n.op not in ("+", "-", "*", "/", "%"):
-                raise self.err(n, f"operator {n.op!r} is not supported in computations")
-            a, b = self.value(n.left, ctx), self.value(n.right, ctx)
-            t = _usual(a.ctype, b.ctype)
-            if a.expr is None and b.expr is None:
-                return _V("int", const=self.fold(n, n.op, a.const, b.const))
-            if n.op == "%":
-                raise self.err(n, "% on floating-point or run-time values is not supported")
-            if t == "int" and n.op == "/":
-                raise self.err(n, "integer division of run-time values is not supported")
-            return _V(t, expr=Bin(n.op, a.as_expr(), b.as_expr()))
-        if isinstance(n, c_ast.UnaryOp):
-            if n.op == "-":
-                a = self.value(n.expr, ctx)
-                return _V("int", const=-a.const) if a.expr is None else _V(a.ctype, expr=Neg(a.expr))
-            if n.op == "+":
-                return self.value(n.expr, ctx)
-            if n.op == "!":
-                raise self.err(n, "logical ! used as a value is not supported")
-            raise self.err(n, self.unary_msg(n, "a computation"))
-        if isinstance(n, c_ast.Cast):
-            kind = self.cast_kind(n)
-            a = self.value(n.expr, ctx)
-            if kind in ("double", "float"):
-                if a.expr is None:
-                    v = float(a.const) if kind == "double" else float(np.float32(a.const))
-                    return _V(kind, expr=Const(v))
-                return _V(kind, expr=a.expr)
-            if kind == "int":
-                if a.expr is None:
-                    return a
-                if a.ctype == "int":
-                    return a
-                raise self.err(n, "conversion of a floating-point value to an integer is not supported")
-            raise self.err(n, "cast to an unsupported type")
-        if isinstance(n, c_ast.TernaryOp):
-            return self.select(n.cond, lambda: self.value(n.iftrue, ctx), lambda: self.value(n.iffalse, ctx),
-                               ctx)
-        if isinstance(n, c_ast.FuncCall):
-            return self.call(n, ctx)
-        if isinstance(n, c_ast.Assignment):
-            raise self.err(n, "assignment inside an expression is not supported")
-        if isinstance(n, c_ast.ExprList):
-            raise self.err(n, "comma expression is not supported")
-        if isinstance(n, c_ast.StructRef):
-            raise self.err(n, "struct member access is not supported")
-        raise self.err(n, f"{type(n).__name__} is not supported in computations")
-
-    def fold(self, n, op, a: int, b: int) -> int:
-        if op in ("/", "%") and b == 0:
-            raise self.err(n, "integer division by zero", AffineError)
-        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-                "/": lambda: c_div(a, b), "%": lambda: c_mod(a, b)}[op]()
-
-    def call(self, n: c_ast.FuncCall, ctx) -> _V:
-        name = self.call_name(n)
-        base = name[:-1] if name.endswith("f") and name[:-1] in _MATH_ARGS else name
-        if base not in _MATH_ARGS:
-            raise self.err(n, f"call to {name!r} is not supported (only {', '.join(CALLS)} and their "
-                              f"f-suffixed float versions)")
-        args = list(n.args.exprs) if n.args is not None else []
-        if len(args) != _MATH_ARGS[base]:
-            raise self.err(n, f"{name} takes {_MATH_ARGS[base]} argument(s), got {len(args)}")
-        vals = [self.value(a, ctx) for a in args]
-        return _V("float" if base != name else "double", expr=Call(base, tuple(v.as_expr() for v in vals)))
-
-    def select(self, cond, then, other, ctx) -> _V:
-        """``cond ? then() : other()``; ``then``/``other`` translate their branch afresh on each call."""
-        if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
-            return self.select(cond.left, lambda: self.select(cond.right, then, other, ctx), other, ctx)
-        if isinstance(cond, c_ast.BinaryOp) and cond.op == "||":
-            return self.select(cond.left, then, lambda: self.select(cond.right, then, other, ctx), ctx)
-        if isinstance(cond, c_ast.UnaryOp) and cond.op == "!":
-            return self.select(cond.expr, other, then, ctx)
-        if self.data_in(cond) is None:
-            f = self.formula(cond)
-            dom = self.domain_isl(ctx)
-            if dom.intersect(self.formula_set(ctx, F.f_neg(f))).is_empty():
-                return then()
-            if dom.intersect(self.formula_set(ctx, f)).is_empty():
-                return other()
-            raise _Split(f)
-        if isinstance(cond, c_ast.BinaryOp) and cond.op in _CMP:
-            a, b = self.value(cond.left, ctx), self.value(cond.right, ctx)
-            c = Cmp(cond.op, a.as_expr(), b.as_expr())
-        else:
-            a = self.value(cond, ctx)
-            c = Cmp("!=", a.as_expr(), Const(0.0))
-        t, o = then(), other()
-        return _V(_usual(t.ctype, o.ctype), expr=Select(c, t.as_expr(), o.as_expr()))
-
-    def domain_isl(self, ctx) -> isl.Set:
-        return self.formula_set(ctx, self.domain_formula(ctx.extra))
-
-    def formula_set(self, ctx, f) -> isl.Set:
-        text = F.set_text(ctx.name, [fr.name for fr in self.frames], f)
-        s = self.domain_cache.get(text)
-        if s is None:
-            s = self.domain_cache[text] = iset(text)
-        return s
 
     # -- the program --------------------------------------------------------------------------------
     def finish(self) -> Program:
