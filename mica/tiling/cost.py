@@ -7,7 +7,8 @@
   pattern. A chain-reduction stage adds the target's relay cost (the partial passes through a core).
 * Phases do not overlap (no double buffering yet): total = compute + communication.
 
-Everything is evaluated per loop iteration from closed forms (steps × ops), never per core.
+Everything is evaluated from closed forms at a few representative loop iterations, never per core and
+never per step.
 """
 
 from __future__ import annotations
@@ -95,6 +96,24 @@ def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> 
     return 0.0
 
 
+def _representatives(scope):
+    """(loop values, how many iterations they stand for) covering every iteration of ``scope``.
+
+    A pattern's cost changes with the loop variable only at the first iteration (guards) and the last
+    (the partial last block of a tiling), so one loop of n iterations is costed at 0, 1 and n - 1, the
+    middle value standing for the n - 2 iterations in between. Nested loops are enumerated.
+    """
+    if not scope:
+        return [({}, 1)]
+    if len(scope) > 1:
+        names = [v for v, _ in scope]
+        return [(dict(zip(names, values)), 1) for values in product(*(range(n) for _, n in scope))]
+    (var, n), = scope
+    if n <= 3:
+        return [({var: i}, 1) for i in range(n)]
+    return [({var: 0}, 1), ({var: 1}, n - 2), ({var: n - 1}, 1)]
+
+
 def estimate(mp: MeshProgram, target: Target) -> Cost:
     compute = 0.0
     comm = 0.0
@@ -103,16 +122,14 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
         if isinstance(op, Compute):
             compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
         elif isinstance(op, Exchange):
-            names = [v for v, _ in scope]
-            for values in product(*(range(n) for _, n in scope)):
-                env = dict(zip(names, values))
+            for env, weight in _representatives(scope):
                 if not op.active(env):
                     continue
                 costs = [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
                 if costs:
-                    comm += max(cy for _, cy in costs)
+                    comm += weight * max(cy for _, cy in costs)
                     for name, cy in costs:
-                        per_tensor[name] = per_tensor.get(name, 0.0) + cy
+                        per_tensor[name] = per_tensor.get(name, 0.0) + weight * cy
     return Cost(target.name, target.clock_ghz, compute + comm, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
                 target.colours, mp.region.cores)

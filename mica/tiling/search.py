@@ -156,7 +156,8 @@ def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
 
 def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> float:
     """A lower bound on a candidate's modelled cycles: the main statement's work on one core (its tile
-    of every spatial loop, the whole of every other loop) at the target's FLOP rate."""
+    of every spatial loop, the whole of every other loop) at the target's FLOP rate, plus the hop latency
+    its communication pattern cannot avoid."""
     from math import ceil
     from ..meshir.build import _flops
     main = main_statement(prog)
@@ -170,7 +171,37 @@ def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decis
         n = loop_extent(main, lp)
         work *= ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
     dtype = prog.array(main.write.array).dtype
-    return work * max(_flops(main.expr), 1) / target.flops(dtype)
+    return work * max(_flops(main.expr), 1) / target.flops(dtype) + _latency_bound(prog, target, d, cores)
+
+
+def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str, int]) -> float:
+    """Hop latency no plan of these decisions can avoid, as the cost model charges it: every step of a
+    stepped loop waits for its farthest panel, and a reduction across cores passes through every stage."""
+    from ..affine.deps import REDUCTION, loop_kinds
+    from math import ceil
+    main = main_statement(prog)
+    kinds = loop_kinds(prog)[main.name]
+    spatial = {lp for lp, _ in d.assignment}
+    lat = target.hop_latency
+    bound = 0.0
+    leftover = [lp for lp in main.loops if kinds[lp] == REDUCTION and lp not in spatial]
+    if len(d.assignment) == 2 and leftover:
+        k = loop_extent(main, leftover[0])
+        bx, by = cores.get("x", 1), cores.get("y", 1)
+        if d.skew == "none":
+            steps = ceil(k / max(ceil(k / bx), ceil(k / by)))
+            bound += steps * (max(bx, by) - 1) * lat
+        elif d.skew == "cannon":
+            bound += (bx - 1) * (bx - 1) * lat           # every step but the first waits for the wrap
+        else:
+            bound += (bx - 1) * min(2, bx - 1) * lat
+    for lp, ax in d.assignment:
+        if kinds[lp] == REDUCTION:
+            n = cores[ax]
+            g = min(d.group, n) if d.reduce == "tree" else 1
+            stages = (g - 1) + ceil(n / g) - 1 if n > 1 else 0
+            bound += stages * (lat + target.relay_cycles)
+    return bound
 
 
 def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> Candidate:
@@ -213,8 +244,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
     for i, k in enumerate(order):
         d = decisions[k]
         if bounds[k] >= best_cycles:
-            # Branch and bound: its computation alone takes longer than the best plan found.
-            results.append(Candidate(d, None, "pruned: its compute alone exceeds the best plan's total"))
+            # Branch and bound: its computation and unavoidable latency exceed the best plan found.
+            results.append(Candidate(d, None, "pruned: its compute and minimum latency exceed the best plan"))
         else:
             c = evaluate(prog, mesh, target, d)
             results.append(c)
