@@ -56,7 +56,7 @@ def test_seed_is_valid():
     assert isinstance(prog, Program) and len(prog.statements) >= 5
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(st.lists(mutation, min_size=1, max_size=4), st.sampled_from([None, "kernel_mix"]))
 def test_mutations_give_a_program_or_a_located_mica_error(muts, function):
     text = mutate(SEED, muts)

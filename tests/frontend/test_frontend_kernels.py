@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from conftest import MANIFEST, kernel_function, kernel_source, make_inputs
+from frontend_util import MANIFEST, kernel_function, kernel_source, make_inputs
 from mica.affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds
 from mica.affine.from_c import from_c
 from mica.testing import assert_matches, run_c, run_program
@@ -18,7 +18,7 @@ def _prog(name):
 
 
 def test_manifest_covers_every_kernel_file():
-    from conftest import KERNEL_DIR
+    from frontend_util import KERNEL_DIR
     assert {p.stem for p in KERNEL_DIR.glob("*.c")} == set(MANIFEST)
     assert len(MANIFEST) == 30
 

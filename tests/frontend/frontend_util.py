@@ -1,10 +1,11 @@
-"""Shared helpers for the C front-end tests: the kernel manifest and seeded input generation."""
+"""Shared helpers for the C front-end tests: the kernel manifest and seeded input generation.
+
+(A plain module rather than a conftest.py, so that importing it never clashes with another conftest.)"""
 
 import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from mica.affine.c_parse import find_function, fold_int, parse_c, signature, typedefs_of
 
@@ -57,8 +58,3 @@ def make_inputs(source: str, function: str | None, params: dict, spec: dict | No
         elif p.kind in ("double", "float"):
             out[p.name] = float(spec.get("scalars", {}).get(p.name, rng.uniform(0.5, 1.5)))
     return out
-
-
-@pytest.fixture
-def inputs_for():
-    return make_inputs
