@@ -24,6 +24,7 @@ from ..affine.isl_names import iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError, SramError
 from ..targets import Target
+from ..tiling.legality import check_legal
 from ..tiling.mapping import main_statement
 from ..tiling.schedule import Schedule
 from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_routes, shift_routes
@@ -189,7 +190,11 @@ def _extent(stmt: Statement, loop: str) -> int:
 
 
 def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
-    """The MeshIR of ``prog`` under ``sched`` on ``target`` (see the module docstring)."""
+    """The MeshIR of ``prog`` under ``sched`` on ``target`` (see the module docstring).
+
+    Raises :class:`ScheduleError` when the schedule could violate a dependence
+    (:func:`mica.tiling.legality.check_legal`)."""
+    check_legal(prog, sched)
     b = _Builder(prog, sched, target)
     main = b.main
     red = b.reds.get(main.name)

@@ -67,8 +67,8 @@ def local_order(stmt: Statement, prog: Program, kinds: dict[str, str]) -> tuple[
 
 def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     """Every legal assignment of loops of the main statement to mesh axes, best guess first: two loops
-    (outer -> y, inner -> x, and swapped), then one loop on x or on y. Only loops that carry no dependence
-    or only a reduction's may be spatial."""
+    (outer -> y, inner -> x, and swapped), then one loop on x or on y, then none (one core). Only loops
+    that carry no dependence or only a reduction's may be spatial."""
     kinds = loop_kinds(prog)
     main = main_statement(prog)
     mk = kinds[main.name]
@@ -83,7 +83,8 @@ def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     for lp in ranked:
         out.append([(lp, "x")])
         out.append([(lp, "y")])
-    return out or [[]]
+    out.append([])          # everything on one core: legal whenever the textual order is
+    return out
 
 
 def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
@@ -111,6 +112,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         reduce, group, name = like.reduce, like.group, like.name
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
+    if not assignment:
+        reasons.append(f"no loop of {main.name} is mapped to the mesh: the program runs on core (0, 0)")
     for lp in main.loops:
         if mk[lp] not in (PARALLEL, REDUCTION):
             reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")

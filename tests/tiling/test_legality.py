@@ -1,0 +1,64 @@
+"""Legality: mappings that could violate a dependence are refused; such programs still compile on one core."""
+
+import numpy as np
+import pytest
+
+import mica
+from mica.affine.expr import Aff, Bin, Const, Read
+from mica.affine.program import Access, Array, Program, Statement
+from mica.errors import ScheduleError
+from mica.tiling.schedule import Home, Schedule, SpaceMap
+
+
+def _scan(n=20):
+    """x[i] = x[i-1] + a[i] for i >= 1: a recurrence on every iteration."""
+    s = Statement("S", ("i",), f"{{ S[i] : 1 <= i < {n} }}", Access("w", "x", (Aff.var("i"),)),
+                  Bin("+", Read("r"), Read("a")),
+                  (Access("r", "x", (Aff.of({"i": 1}, -1),)), Access("a", "a", (Aff.var("i"),))), (0, "i", 0))
+    return Program("scan", (Array("x", (n,), "f64"), Array("a", (n,), "f64")), (s,), ("x", "a"), ("x",))
+
+
+def _skew(n=6):
+    """A[i][j] = A[i-1][j+1] + 1: distance (1, -1); interchanging the loops breaks it."""
+    s = Statement("S", ("i", "j"), f"{{ S[i, j] : 1 <= i < {n} and 0 <= j < {n - 1} }}",
+                  Access("w", "A", (Aff.var("i"), Aff.var("j"))),
+                  Bin("+", Read("r"), Const(1.0)),
+                  (Access("r", "A", (Aff.of({"i": 1}, -1), Aff.of({"j": 1}, 1))),), (0, "i", 0, "j", 0))
+    return Program("skew", (Array("A", (n, n), "f64"),), (s,), ("A",), ("A",))
+
+
+def test_a_recurrence_mapped_across_cores_is_refused():
+    p = _scan()
+    forced = Schedule((4, 1), (SpaceMap("i", "x", 5),), None, (("S", ("i",)),),
+                      (Home("x", (("x", 5),)), Home("a", (("x", 5),))))
+    with pytest.raises(ScheduleError, match="needs data statement S produces on another core"):
+        mica.compile_affine(p, mesh=(4, 1), schedule=forced)
+
+
+def test_a_recurrence_compiles_on_one_core_and_says_why():
+    p = _scan()
+    prog = mica.compile_affine(p, mesh=(4, 4), target="wormhole")
+    assert prog.mesh_program.region.cores == 1
+    assert "carries a dependence" in prog.explain() and "runs on core (0, 0)" in prog.explain()
+    x = np.arange(20, dtype=np.float64)
+    a = np.linspace(0, 1, 20)
+    res = prog.run({"x": x, "a": a})
+    want = x.copy()
+    for i in range(1, 20):
+        want[i] = want[i - 1] + a[i]
+    np.testing.assert_array_equal(res.outputs["x"], want)
+
+
+def test_an_interchange_that_breaks_a_dependence_is_refused():
+    p = _skew()
+    bad = Schedule((1, 1), (), None, (("S", ("j", "i")),), (Home("A", ((None, 6), (None, 6)), (("x", 0), ("y", 0))),))
+    with pytest.raises(ScheduleError, match="before the instance of S it depends on"):
+        mica.compile_affine(p, mesh=(1, 1), target="wormhole", schedule=bad)
+    good = bad.copy(local_order=(("S", ("i", "j")),))
+    A = np.arange(36, dtype=np.float64).reshape(6, 6)
+    res = mica.compile_affine(p, mesh=(1, 1), target="wormhole", schedule=good).run({"A": A})
+    want = A.copy()
+    for i in range(1, 6):
+        for j in range(5):
+            want[i, j] = want[i - 1, j + 1] + 1
+    np.testing.assert_array_equal(res.outputs["A"], want)
