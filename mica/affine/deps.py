@@ -69,26 +69,57 @@ def _accesses(prog: Program, skip: frozenset[str]) -> tuple[isl.UnionMap, isl.Un
     return _union(reads, sched), _union(writes, sched)
 
 
+def _schedule_tree(prog: Program) -> isl.Schedule:
+    """The original schedule as an isl schedule tree over the statements' (coalesced) domains."""
+    domain = _union([isl.UnionMap.from_domain(s.domain_set.coalesce()) for s in prog.statements],
+                    prog.schedule_map()).domain()
+    band = isl.MultiUnionPwAff.from_union_map(prog.schedule_map().intersect_domain(domain))
+    return isl.Schedule.from_domain(domain).insert_partial_schedule(band)
+
+
 def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> Dependences:
-    """Exact dependences of ``prog`` under its original schedule, ignoring the references ``skip_refs``."""
-    sched = prog.schedule_map()
+    """Exact dependences of ``prog`` under its original schedule, ignoring the references ``skip_refs``.
+
+    Uses isl's ``compute_flow`` on a schedule tree (the plain schedule-map form fails inside isl on some
+    union domains with integer divisions). Should isl still fail, falls back to memory-based
+    dependences — every earlier access to the same element — which contain the exact ones, so analyses
+    built on them stay safe (they can only see more dependences than there are)."""
     reads, writes = _accesses(prog, skip_refs)
+    try:
+        return _exact(prog, reads, writes)
+    except isl.Error:
+        return _memory_based(prog, reads, writes)
+
+
+def _exact(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> Dependences:
+    sched = _schedule_tree(prog)
     # Flow: reads as sinks, writes as must-sources.
     flow_info = (isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-                 .set_schedule_map(sched).compute_flow())
+                 .set_schedule(sched).compute_flow())
     flow = flow_info.get_must_dependence()
     live_in = flow_info.get_must_no_source()
     # Output: writes as sinks and sources.
     out_info = (isl.UnionAccessInfo.from_sink(writes).set_must_source(writes)
-                .set_schedule_map(sched).compute_flow())
+                .set_schedule(sched).compute_flow())
     output = out_info.get_must_dependence()
     # Anti: writes as sinks, reads as may-sources (the read happens before the write).
     anti_info = (isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
-                 .set_schedule_map(sched).compute_flow())
+                 .set_schedule(sched).compute_flow())
     anti = anti_info.get_may_dependence()
-    # Live-out: writes not overwritten later.
-    overwritten = output.domain()
-    live_out = writes.subtract_domain(overwritten)
+    live_out = writes.subtract_domain(output.domain())
+    return Dependences(flow, anti, output, live_in, live_out)
+
+
+def _memory_based(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> Dependences:
+    """Every pair of accesses to one element, the first earlier in the original schedule."""
+    sched = prog.schedule_map()
+    before = sched.lex_lt_union_map(sched)            # { S[..] -> T[..] : S runs before T }
+    flow = writes.apply_range(reads.reverse()).intersect(before)
+    anti = reads.apply_range(writes.reverse()).intersect(before)
+    output = writes.apply_range(writes.reverse()).intersect(before)
+    written_before = before.reverse().apply_range(writes)   # { T -> e : some earlier instance writes e }
+    live_in = reads.subtract(written_before)
+    live_out = writes.subtract_domain(output.domain())
     return Dependences(flow, anti, output, live_in, live_out)
 
 
