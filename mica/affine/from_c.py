@@ -53,9 +53,8 @@ from .c_affine import ISL_KEYWORDS, TRUE
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
 from .c_parse import (DTYPE_OF, error, find_function, fold_int, location, lvalue_base, parse_c, signature,
                       type_words, typedefs_of)
-from .deps import dependences
 from .expr import Aff, Bin, Read
-from .isl_names import imap, iset
+from .isl_names import imap, iset, umap
 from .program import Access, Array, Program, Statement
 
 __all__ = ["from_c"]
@@ -569,7 +568,6 @@ class _Builder(ExprMixin):
         except AffineError as exc:
             raise self.err(self.fdef.decl, str(exc), AffineError) from None
         written = {s.write.array for s in self.statements}
-        deps = dependences(prog)
         live: dict[str, str] = {}     # array -> first statement reading its initial contents
 
         def note(m: isl.Map):
@@ -577,7 +575,7 @@ class _Builder(ExprMixin):
             s = m.get_tuple_name(isl.dim_type.in_)
             if a not in live or int(s[1:]) < int(live[a][1:]):
                 live[a] = s
-        deps.live_in.foreach_map(note)
+        live_in(prog).foreach_map(note)
         for a in sorted(live, key=lambda a: int(live[a][1:])):
             if a in self.temps:
                 st = prog.statement(live[a])
@@ -602,3 +600,36 @@ class _Builder(ExprMixin):
                 part = s.domain_set.apply(imap(s.write.relation_text(s)))
                 img = part if img is None else img.union(part)
         return img is not None and box.is_subset(img)
+
+
+def live_in(prog: Program) -> isl.UnionMap:
+    """``{ S[loops] -> A[a] }``: the reads of ``prog`` whose value comes from before the program (exact).
+
+    A read of element ``a`` by instance ``x`` is live-in unless some write of ``a`` is scheduled before
+    ``x``: ``R \\ dom((R . W^-1) & (sched(x) >> sched(y)))``, one access at a time. This is what
+    ``mica.affine.deps.dependences(prog).live_in`` gives, without isl's compute_flow, which (islpy 2026.2)
+    fails on some domains with integer divisions ("affine expression involves some of the domain
+    dimensions"), e.g. ``{ S[j, k] : 0 <= j <= k <= 9 and j mod 3 = 0 }`` under ``[-j, -k]`` reading ``A[j]``
+    and writing ``A[0]``.
+    """
+    sched = prog.schedule_map()
+    when = {s.name: sched.intersect_domain(isl.UnionSet.from_set(s.domain_set)) for s in prog.statements}
+    writers: dict[str, tuple[isl.UnionMap, isl.UnionMap]] = {}
+    for t in prog.statements:
+        w = isl.UnionMap.from_map(t.access_map(t.write))
+        if t.write.array in writers:
+            acc, at = writers[t.write.array]
+            w, at = acc.union(w), at.union(when[t.name])
+        else:
+            at = when[t.name]
+        writers[t.write.array] = (w, at)
+    out = isl.UnionMap.empty(sched.get_space())
+    for s in prog.statements:
+        for a in s.reads:
+            r = isl.UnionMap.from_map(s.access_map(a))
+            if a.array in writers:
+                w, at = writers[a.array]
+                earlier = r.apply_range(w.reverse()).intersect(when[s.name].lex_gt_union_map(at))
+                r = r.subtract_domain(earlier.domain())
+            out = out.union(r)
+    return out

@@ -89,6 +89,8 @@ class Statement:
         check_ident(self.name, "statement name")
         for lp in self.loops:
             check_ident(lp, f"loop of {self.name}")
+            if lp.startswith("__"):
+                raise AffineError(f"statement {self.name}: loop name {lp!r} is reserved (leading '__')")
         if len(set(self.loops)) != len(self.loops):
             raise AffineError(f"statement {self.name}: repeated loop names {self.loops}")
         refs = {a.ref for a in self.reads}
@@ -152,6 +154,9 @@ class Program:
         if len(set(refs)) != len(refs):
             raise AffineError(f"program {self.name}: access tags must be unique, got {refs}")
         scal = {n for n, _ in self.scalars}
+        for n in (*names, *(n for n, _ in self.scalars)):
+            if n.startswith("__"):
+                raise AffineError(f"program {self.name}: name {n!r} is reserved (leading '__')")
         for n, dt in self.scalars:
             check_ident(n, "scalar name")
             if n in names:

@@ -65,7 +65,8 @@ _BINOPS = {
 def ast_expr_c(e: isl.AstExpr) -> str:
     t = e.get_type()
     if t == isl.ast_expr_type.id:
-        return e.get_id().get_name()
+        name = e.get_id().get_name()
+        return name[2:] if name.startswith("__") else name    # __x, __y, __t, __kb: the kernel's locals
     if t == isl.ast_expr_type.int:
         return f"{e.get_val().to_python()}LL"
     op = e.get_op_type()
@@ -203,12 +204,12 @@ class _KernelPrinter:
         k, r = self.k, self.cls.region
         dom = iset(k.domain)
         params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
-        ctx_cons = [f"{r.x0} <= x < {r.x1}", f"{r.y0} <= y < {r.y1}"]
-        if "t" in params:
-            ctx_cons.append(f"0 <= t < {max(self.steps, 1)}")
-        if "kb" in params:
-            ctx_cons.append(f"0 <= kb < {self.mp.skew.n}")
-        allp = sorted(set(params) | {"x", "y"})
+        ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
+        if "__t" in params:
+            ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")
+        if "__kb" in params:
+            ctx_cons.append(f"0 <= __kb < {self.mp.skew.n}")
+        allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}")
         dom = dom.intersect_params(ctx)
         sched = umap(f"[{', '.join(allp)}] -> {{ {k.name if not k.statement else k.statement}"
@@ -219,7 +220,7 @@ class _KernelPrinter:
                       f"cores [{r.x0}:{r.x1}, {r.y0}:{r.y1}] */",
                       "  (void)x; (void)y; (void)v; (void)scalars;",
                       "  const int64_t t = v[0]; (void)t;"]
-        if "kb" in params:
+        if "__kb" in params:
             self.lines.append(f"  const int64_t kb = {_skew_c(self.mp.skew)}; /* the block this core works on */")
         for buf, bid in self.buf_ids.items():
             tns = self.mp.tensor(buf)

@@ -153,7 +153,7 @@ class _Builder:
 
     def statement_kernel(self, stmt: Statement, buffers: dict[str, str]) -> Kernel:
         cons = " and ".join(placement_constraints(stmt, self.sched, kernel=True))
-        params = "x, y, t, kb" if self.skew is not None else "x, y, t"
+        params = "__x, __y, __t, __kb" if self.skew is not None else "__x, __y, __t"
         local = iset(f"[{params}] -> {{ {stmt.name}[{', '.join(stmt.loops)}] : {cons} }}")
         dom = stmt.domain_set.intersect(local)
         rect = self.compute_rect(stmt)
@@ -172,8 +172,8 @@ class _Builder:
     def box_kernel(self, kname: str, target: RegionTensor, rect: Region, expr, reads: tuple[RegionTensor, ...] = ()) -> Kernel:
         """A kernel over a buffer's box: ``target[a] = expr`` (reads index the same box)."""
         loops = tuple(f"a{i}" for i in range(len(target.box)))
-        cons = " and ".join(box_constraints(target.box)) or "true"
-        params = sorted({d.coord for d in target.box if d.coord} | {"x", "y"})
+        cons = " and ".join(d.isl(f"a{i}", prefix="__") for i, d in enumerate(target.box)) or "true"
+        params = sorted({"__" + d.coord for d in target.box if d.coord} | {"__x", "__y"})
         dom = f"[{', '.join(params)}] -> {{ {kname}[{', '.join(loops)}] : {cons} }}"
         index = tuple(Aff.var(lp) for lp in loops)
         k = Kernel(kname, "", loops, str(iset(dom)), loops, KAccess("w", target.name, index),

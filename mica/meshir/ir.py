@@ -160,11 +160,13 @@ class BoxDim:
             return self.tile
         return max(0, min(self.tile, self.extent - self.lo(c)))
 
-    def isl(self, var: str) -> str:
-        """Constraint text for array index ``var`` inside this box dimension."""
+    def isl(self, var: str, prefix: str = "") -> str:
+        """Constraint text for array index ``var`` inside this box dimension (the coordinate named
+        ``prefix + coord``)."""
         if self.coord is None:
             return f"0 <= {var} < {min(self.tile, self.extent)}"
-        return f"{self.tile}*{self.coord} <= {var} < {self.tile}*{self.coord} + {self.tile} and {var} < {self.extent}"
+        c = prefix + self.coord
+        return f"{self.tile}*{c} <= {var} < {self.tile}*{c} + {self.tile} and {var} < {self.extent}"
 
     def __str__(self) -> str:
         pad = " padded" if self.padded else ""
@@ -354,7 +356,8 @@ class KernelClass:
 class Kernel:
     """Local compute: ``write = expr`` for every point of ``domain`` on a core, in ``order``.
 
-    ``domain`` is isl text ``[x, y, t] -> { K[loops] : ... }``: the instances core (x, y) runs at step t.
+    ``domain`` is isl text ``[__x, __y, __t] -> { K[loops] : ... }``: the instances core (x, y) runs at
+    step t (parameters carry a ``__`` prefix so they never meet a user's loop name).
     Accesses are by global array index; the buffer's box maps them to local offsets.
     """
 

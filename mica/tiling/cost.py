@@ -72,7 +72,8 @@ def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], ta
     best = 0
     for cls in k.classes:
         # The first core of a class holds the largest tile of it.
-        n = count_points(dom, {"x": cls.region.x0, "y": cls.region.y0}, drop=loop_vars)
+        n = count_points(dom, {"__x": cls.region.x0, "__y": cls.region.y0},
+                         drop=tuple("__" + v for v in loop_vars) + ("__kb",))
         best = max(best, n)
     return best * max(k.flops_per_instance, 1) / target.flops(dtype)
 

@@ -62,3 +62,27 @@ def test_an_interchange_that_breaks_a_dependence_is_refused():
         for j in range(5):
             want[i, j] = want[i - 1, j + 1] + 1
     np.testing.assert_array_equal(res.outputs["A"], want)
+
+
+def _named_like_the_mesh(n=12):
+    """C[t][x] = A[t][x] * 2 with loops named t and x — the names MICA's mesh relations use for the step
+    and the column must not be confused with them."""
+    s = Statement("S", ("t", "x"), f"{{ S[t, x] : 0 <= t < {n} and 0 <= x < {n + 1} }}",
+                  Access("w", "C", (Aff.var("t"), Aff.var("x"))),
+                  Bin("*", Read("a"), Const(2.0)), (Access("a", "A", (Aff.var("t"), Aff.var("x"))),),
+                  (0, "t", 0, "x", 0))
+    return Program("names", (Array("A", (n, n + 1), "f64"), Array("C", (n, n + 1), "f64")), (s,), ("A",), ("C",))
+
+
+@pytest.mark.parametrize("mesh", [(3, 4), (5, 2)])
+def test_loops_named_like_mesh_coordinates(mesh):
+    p = _named_like_the_mesh()
+    A = np.arange(12 * 13, dtype=np.float64).reshape(12, 13)
+    res = mica.compile_affine(p, mesh=mesh).run({"A": A})
+    np.testing.assert_array_equal(res.outputs["C"], 2 * A)
+
+
+def test_names_with_a_double_underscore_are_reserved():
+    with pytest.raises(mica.AffineError, match="reserved"):
+        Statement("S", ("__x",), "{ S[__x] : 0 <= __x < 3 }", Access("w", "C", (Aff.var("__x"),)), Const(1.0),
+                  (), (0, "__x", 0))
