@@ -36,8 +36,8 @@ class Gen:
         if k == 0:
             return f"A[{self.sub(vars_)}]"
         if k == 1:
-            return f"B[{self.sub(vars_)}][{self.sub(vars_)}]"
-        return r.choice(["0.5", "2.0", "s", "alpha"])
+            return f"B[{self.sub(vars_)}][{self.sub(vars_)}]" if r.random() < 0.7 else f"T[{self.sub(vars_)}]"
+        return r.choice(["0.5", "2.0", "s", "alpha", "(double)n", "1.5f"])
 
     def expr(self, vars_, depth=0):
         r = self.r
@@ -55,7 +55,8 @@ class Gen:
             v = r.choice(vars_)
             return f"({v} % 2 == 0 || {v} > 6 ? {e()} : {e()})"
         if kind == 6:
-            return f"sqrt(fabs({e()}) + 1.0)"
+            return r.choice([f"sqrt(fabs({e()}) + 1.0)", f"({e()} > 0.5 && {e()} < 1.5 ? {e()} : {e()})",
+                             f"fmax({e()}, {e()})"])
         return f"(-{e()})"
 
     def condition(self, vars_):
@@ -96,13 +97,15 @@ class Gen:
                     out += self.block(vars_, depth + 1, indent + 1)
                 out.append(pad + "}")
             else:
-                lhs = r.choice([f"A[{self.sub(vars_)}]", f"B[{self.sub(vars_)}][{self.sub(vars_)}]", "s"])
+                lhs = r.choice([f"A[{self.sub(vars_)}]", f"B[{self.sub(vars_)}][{self.sub(vars_)}]", "s",
+                                f"T[{self.sub(vars_)}]"])
                 out.append(pad + f"{lhs} {r.choice(['=', '+=', '-=', '*='])} {self.expr(vars_)};")
         return out or [pad + "s = s + 1.0;"]
 
     def program(self) -> str:
         lines = ["void kernel_rand(int n, double alpha, double A[12], double B[12][12])", "{",
-                 "  int i, j, k;", "  double s;", "  s = alpha;"]
+                 "  int i, j, k;", "  double s, T[12];", "  s = alpha;",
+                 "  for (k = 0; k < 12; k++)", "    T[k] = A[k] * 0.5;"]
         lines += self.block([], 0, 1)
         lines.append("}")
         return "\n".join(lines) + "\n"
