@@ -326,7 +326,7 @@ def assert_matches(got: dict, want: dict, rtol: float = 1e-12, atol: float = 0.0
             rel = diff / np.maximum(np.abs(w.astype(np.float64)), np.finfo(np.float64).tiny)
         problems.append(
             f"{name}: {len(bad)} of {w.size} elements differ (rtol={rtol}, atol={atol}); first at {first}: "
-            f"got {g[first]!r}, want {w[first]!r}; max abs err {np.nanmax(diff):.3g}, "
+            f"got {g[first].item()!r}, want {w[first].item()!r}; max abs err {np.nanmax(diff):.3g}, "
             f"max rel err {np.nanmax(rel):.3g}")
     if problems:
         raise AssertionError("results differ:\n  " + "\n  ".join(problems))
