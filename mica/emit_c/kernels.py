@@ -20,7 +20,7 @@ from math import prod
 import islpy as isl
 
 from ..affine.expr import Aff, Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
-from ..affine.isl_names import iset, umap
+from ..affine.isl_names import iset, umap, uset
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 
@@ -93,14 +93,17 @@ class _KernelPrinter:
 
     def __init__(self, mp: MeshProgram, kernel: Kernel, cls: KernelClass, steps: int):
         self.mp, self.k, self.cls, self.steps = mp, kernel, cls, steps
-        self.dtype = mp.tensor(kernel.write.buffer).dtype
-        if self.dtype not in CTYPE:
-            raise EmitError(f"kernel {kernel.name}: dtype {self.dtype} has no C back end yet (f32, f64 do)")
-        self.ctype = CTYPE[self.dtype]
+        self.by_name = {(p.statement or p.name): p for p in kernel.statements}
         buffers = []
-        for a in (kernel.write, *kernel.reads):
-            if a.buffer not in buffers:
-                buffers.append(a.buffer)
+        for p in kernel.statements:
+            for a in (p.write, *p.reads):
+                if a.buffer not in buffers:
+                    buffers.append(a.buffer)
+                if mp.tensor(a.buffer).dtype not in CTYPE:
+                    raise EmitError(f"kernel {kernel.name}: dtype {mp.tensor(a.buffer).dtype} has no C back end "
+                                    f"yet (f32, f64 do)")
+        self.part = kernel.statements[0]
+        self.ctype = CTYPE[mp.tensor(self.part.write.buffer).dtype]
         self.buf_ids = {b: f"b{i}" for i, b in enumerate(buffers)}
         self.lines: list[str] = []
 
@@ -143,7 +146,8 @@ class _KernelPrinter:
         if isinstance(e, Scalar):
             return f"(({self.ctype})scalars[{self.mp.scalars.index(e.name)}])"
         if isinstance(e, Read):
-            acc = next(a for a in self.k.reads if a.ref == e.ref) if e.ref != self.k.write.ref else self.k.write
+            p = self.part
+            acc = next(a for a in p.reads if a.ref == e.ref) if e.ref != p.write.ref else p.write
             t = self.mp.tensor(acc.buffer)
             return f"{self.buf_ids[acc.buffer]}[{self.offset_c(t, acc.index, env)}]"
         if isinstance(e, Bin):
@@ -161,15 +165,17 @@ class _KernelPrinter:
 
     def user(self, expr: isl.AstExpr, indent: str) -> None:
         n = expr.get_op_n_arg()
+        self.part = p = self.by_name[expr.get_op_arg(0).get_id().get_name()]
+        self.ctype = CTYPE[self.mp.tensor(p.write.buffer).dtype]
         args = [ast_expr_c(expr.get_op_arg(i)) for i in range(1, n)]
-        env = dict(zip(self.k.loops, (f"i_{lp}" for lp in self.k.loops)))
-        self.lines.append(indent + "{")
-        for lp, a in zip(self.k.loops, args):
+        env = dict(zip(p.loops, (f"i_{lp}" for lp in p.loops)))
+        self.lines.append(indent + "{" + (f" /* {p.statement} */" if len(self.by_name) > 1 else ""))
+        for lp, a in zip(p.loops, args):
             self.lines.append(f"{indent}  const int64_t i_{lp} = {a};")
-        w = self.k.write
+        w = p.write
         wt = self.mp.tensor(w.buffer)
         self.lines.append(f"{indent}  {self.buf_ids[w.buffer]}[{self.offset_c(wt, w.index, env)}] = "
-                          f"{self.expr_c(self.k.expr, env)};")
+                          f"{self.expr_c(p.expr, env)};")
         self.lines.append(indent + "}")
 
     def node(self, nd: isl.AstNode, indent: str) -> None:
@@ -202,7 +208,7 @@ class _KernelPrinter:
 
     def function(self) -> str:
         k, r = self.k, self.cls.region
-        dom = iset(k.domain)
+        dom = uset(k.domain) if k.parts else iset(k.domain)
         params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
         ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
         if "__t" in params:
@@ -212,8 +218,11 @@ class _KernelPrinter:
         allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}")
         dom = dom.intersect_params(ctx)
-        sched = umap(f"[{', '.join(allp)}] -> {{ {k.name if not k.statement else k.statement}"
-                     f"[{', '.join(k.loops)}] -> [{', '.join(k.order)}] }}") if k.loops else None
+        if k.parts:
+            sched = umap(k.schedule)
+        else:
+            sched = umap(f"[{', '.join(allp)}] -> {{ {k.name if not k.statement else k.statement}"
+                         f"[{', '.join(k.loops)}] -> [{', '.join(k.order)}] }}") if k.loops else None
         self.lines = [f"void {self.cls.name}(uint8_t *arena, int64_t x, int64_t y, const int64_t *v, "
                       f"const double *scalars) {{",
                       f"  /* kernel {k.name}{' (statement ' + k.statement + ')' if k.statement else ''}, "
@@ -224,15 +233,16 @@ class _KernelPrinter:
             self.lines.append(f"  const int64_t kb = {_skew_c(self.mp.skew)}; /* the block this core works on */")
         for buf, bid in self.buf_ids.items():
             tns = self.mp.tensor(buf)
-            self.lines.append(f"  {self.ctype} *restrict {bid} = ({self.ctype} *)(arena + {tns.offset}); "
-                              f"/* {buf} */")
+            ct = CTYPE[tns.dtype]
+            self.lines.append(f"  {ct} *restrict {bid} = ({ct} *)(arena + {tns.offset}); /* {buf} */")
         if dom.is_empty():
             self.lines.append("  /* no instances on this class */")
-        elif not k.loops:
+        elif not k.loops and not k.parts:
             self.user_noloop()
         else:
             build = isl.AstBuild.from_context(ctx)
-            node = build.node_from_schedule_map(sched.intersect_domain(isl.UnionSet.from_set(dom)))
+            udom = dom if k.parts else isl.UnionSet.from_set(dom)
+            node = build.node_from_schedule_map(sched.intersect_domain(udom))
             self.node(node, "  ")
         self.lines.append("}")
         return "\n".join(self.lines)

@@ -20,6 +20,8 @@ from math import ceil
 
 from ..affine.deps import reductions
 from ..affine.expr import Aff, Bin, Call, Const, Neg
+import islpy as isl
+
 from ..affine.isl_names import iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError, SramError
@@ -195,6 +197,8 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     Raises :class:`ScheduleError` when the schedule could violate a dependence
     (:func:`mica.tiling.legality.check_legal`)."""
     check_legal(prog, sched)
+    if not sched.space and sched.step is None:
+        return _one_core(prog, sched, target)
     b = _Builder(prog, sched, target)
     main = b.main
     red = b.reds.get(main.name)
@@ -402,6 +406,40 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                    for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(prog.name, target.name, sched.mesh, b.region, tuple(laid), tuple(b.kernels),
                        tuple(body), offset, tuple(n for n, _ in prog.scalars), colours, b.skew)
+
+
+def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
+    """Everything on core (0, 0), in the program's original order: one sequence kernel whose isl AST
+    interleaves the statements exactly as the source does. Legal for every program."""
+    region = Region("work", 0, 1, 0, 1)
+    tensors, offset = [], 0
+    for arr in prog.arrays:
+        box = tuple(BoxDim(None, n, n) for n in arr.shape)
+        dims = ", ".join(f"a{i}" for i in range(arr.rank))
+        t = RegionTensor(arr.name, arr.name, arr.dtype, arr.elem_bytes, region, box, "home",
+                         f"{{ core[x, y] -> {arr.name}[{dims}] : x = 0 and y = 0 }}", offset)
+        tensors.append(t)
+        offset += -(-t.max_bytes // ALIGN) * ALIGN
+    if offset > target.sram_bytes:
+        parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in tensors)
+        raise SramError(f"{prog.name} on one core needs {offset} bytes ({parts}); target {target.name} has "
+                        f"{target.sram_bytes} bytes of SRAM per core")
+    parts = tuple(
+        Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
+               tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), _flops(s.expr))
+        for s in prog.statements)
+    domain = prog.statements[0].domain_set
+    udom = isl.UnionSet.from_set(domain)
+    for s in prog.statements[1:]:
+        udom = udom.union(isl.UnionSet.from_set(s.domain_set))
+    cls = KernelClass("k_program_0", Region("k_program_0", 0, 1, 0, 1))
+    seq = Kernel("k_program", "", (), str(udom), (), parts[-1].write, (), parts[-1].expr, (cls,), 0, parts,
+                 str(prog.schedule_map()))
+    body = [HostLoad(n, n, region) for n in prog.inputs]
+    body.append(Compute(seq.name, region.rect))
+    body += [HostStore(n, n, region) for n in prog.outputs]
+    return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(tensors), (seq,), tuple(body), offset,
+                       tuple(n for n, _ in prog.scalars), 0, None)
 
 
 def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):

@@ -371,6 +371,14 @@ class Kernel:
     expr: Expr
     classes: tuple[KernelClass, ...]
     flops_per_instance: int = 0
+    parts: tuple["Kernel", ...] = ()
+    schedule: str = ""
+
+    @property
+    def statements(self) -> tuple["Kernel", ...]:
+        """The single-statement kernels this kernel runs: its ``parts`` (a sequence kernel, whose
+        ``domain`` is their union and ``schedule`` their order ``{ S[loops] -> [...] }``) or itself."""
+        return self.parts or (self,)
 
 
 @dataclass(frozen=True)

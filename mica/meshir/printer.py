@@ -7,6 +7,13 @@ from .ir import (Compute, Exchange, HostLoad, HostStore, Kernel, Loop, MeshProgr
 
 
 def _kernel_text(k: Kernel) -> str:
+    if k.parts:
+        head = f"  kernel {k.name}: the statements in their original order {k.schedule}"
+        return "\n".join([head] + ["  " + _kernel_text(p) for p in k.parts])
+    return _single_text(k)
+
+
+def _single_text(k: Kernel) -> str:
     accs = {a.ref: a for a in (k.write, *k.reads)}
 
     def ref(r):

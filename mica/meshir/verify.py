@@ -99,7 +99,7 @@ def verify(mp: MeshProgram, target: Target) -> None:
     names = {t.name for t in mp.tensors}
     kernels = {k.name for k in mp.kernels}
     for k in mp.kernels:
-        for a in (k.write, *k.reads):
+        for a in (a for p in k.statements for a in (p.write, *p.reads)):
             if a.buffer not in names:
                 raise MeshIRError(f"kernel {k.name} uses unknown buffer {a.buffer}")
     for op, scope in mp.walk():

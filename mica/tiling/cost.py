@@ -67,15 +67,17 @@ class Cost:
 def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
     """Cycles of the busiest core over all iterations of the enclosing loops."""
     k = mp.kernel(op.kernel)
-    dtype = mp.tensor(k.write.buffer).dtype
-    dom = iset(k.domain)
-    best = 0
+    best = 0.0
     for cls in k.classes:
         # The first core of a class holds the largest tile of it.
-        n = count_points(dom, {"__x": cls.region.x0, "__y": cls.region.y0},
-                         drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-        best = max(best, n)
-    return best * max(k.flops_per_instance, 1) / target.flops(dtype)
+        cycles = 0.0
+        for part in k.statements:
+            n = count_points(iset(part.domain), {"__x": cls.region.x0, "__y": cls.region.y0},
+                             drop=tuple("__" + v for v in loop_vars) + ("__kb",))
+            dtype = mp.tensor(part.write.buffer).dtype
+            cycles += n * max(part.flops_per_instance, 1) / target.flops(dtype)
+        best = max(best, cycles)
+    return best
 
 
 def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> float:

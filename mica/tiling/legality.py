@@ -24,7 +24,7 @@ from functools import lru_cache
 import islpy as isl
 
 from ..affine.deps import dependences, reductions
-from ..affine.isl_names import imap, umap
+from ..affine.isl_names import imap, iset, umap
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
 from ..comm.sets import placement_map
@@ -69,6 +69,9 @@ def _time_map(stmt: Statement, sched: Schedule, phase: tuple[int, int], depth: i
 
 def check_legal(prog: Program, sched: Schedule) -> None:
     """Raises :class:`ScheduleError` naming the first dependence the mapping could violate."""
+    if not sched.space and sched.step is None:
+        return              # one core, the original order: nothing can be violated
+    _check_coverage(prog, sched)
     reds = reductions(prog)
     main = main_statement(prog)
     red = reds.get(main.name)
@@ -97,6 +100,31 @@ def check_legal(prog: Program, sched: Schedule) -> None:
         if m.is_empty():
             continue
         _check_one(m, src, dst, places, times, same_core, prog)
+
+
+def _check_coverage(prog: Program, sched: Schedule) -> None:
+    """Every instance of every statement gets exactly one core, inside the cores that run, and one step
+    inside the step loop — tiles come from the main statement, so another statement with larger extents
+    would otherwise lose instances silently."""
+    from math import ceil
+    from .mapping import loop_extent
+    main = main_statement(prog)
+    blocks = {"x": 1, "y": 1}
+    for sm in sched.space:
+        blocks[sm.axis] = ceil(loop_extent(main, sm.loop) / sm.tile)
+    steps = sched.step.steps if sched.step else 1
+    if sched.step is not None and sched.step.skew != "none":
+        blocks = {"x": steps, "y": steps}
+    inside = iset(f"{{ M[t, x, y] : 0 <= t < {steps} and 0 <= x < {blocks['x']} and 0 <= y < {blocks['y']} }}")
+    for s in prog.statements:
+        p = placement_map(s, sched)
+        if not p.is_single_valued():
+            raise ScheduleError(f"statement {s.name}: an instance would run on several cores or steps")
+        lost = s.domain_set.subtract(p.intersect_range(inside).domain())
+        if not lost.is_empty():
+            raise ScheduleError(
+                f"statement {s.name}: some instances fall outside the cores and steps the schedule runs "
+                f"(its tiles come from {main.name}, whose loops are shorter)", detail=str(lost))
 
 
 def _restrict(plain: isl.UnionMap, src: str, dst: str, like: isl.Map) -> isl.Map:

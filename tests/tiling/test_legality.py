@@ -19,12 +19,14 @@ def _scan(n=20):
 
 
 def _skew(n=6):
-    """A[i][j] = A[i-1][j+1] + 1: distance (1, -1); interchanging the loops breaks it."""
-    s = Statement("S", ("i", "j"), f"{{ S[i, j] : 1 <= i < {n} and 0 <= j < {n - 1} }}",
-                  Access("w", "A", (Aff.var("i"), Aff.var("j"))),
+    """A[p][i][j] = A[p][i-1][j+1] + 1: p carries nothing, (i, j) distance (1, -1) — interchanging i and j
+    breaks it."""
+    s = Statement("S", ("p", "i", "j"), f"{{ S[p, i, j] : 0 <= p < 4 and 1 <= i < {n} and 0 <= j < {n - 1} }}",
+                  Access("w", "A", (Aff.var("p"), Aff.var("i"), Aff.var("j"))),
                   Bin("+", Read("r"), Const(1.0)),
-                  (Access("r", "A", (Aff.of({"i": 1}, -1), Aff.of({"j": 1}, 1))),), (0, "i", 0, "j", 0))
-    return Program("skew", (Array("A", (n, n), "f64"),), (s,), ("A",), ("A",))
+                  (Access("r", "A", (Aff.var("p"), Aff.of({"i": 1}, -1), Aff.of({"j": 1}, 1))),),
+                  (0, "p", 0, "i", 0, "j", 0))
+    return Program("skew", (Array("A", (4, n, n), "f64"),), (s,), ("A",), ("A",))
 
 
 def test_a_recurrence_mapped_across_cores_is_refused():
@@ -51,17 +53,36 @@ def test_a_recurrence_compiles_on_one_core_and_says_why():
 
 def test_an_interchange_that_breaks_a_dependence_is_refused():
     p = _skew()
-    bad = Schedule((1, 1), (), None, (("S", ("j", "i")),), (Home("A", ((None, 6), (None, 6)), (("x", 0), ("y", 0))),))
+    bad = Schedule((4, 1), (SpaceMap("p", "x", 1),), None, (("S", ("p", "j", "i")),),
+                   (Home("A", (("x", 1), (None, 6), (None, 6))),))
     with pytest.raises(ScheduleError, match="before the instance of S it depends on"):
-        mica.compile_affine(p, mesh=(1, 1), target="wormhole", schedule=bad)
-    good = bad.copy(local_order=(("S", ("i", "j")),))
-    A = np.arange(36, dtype=np.float64).reshape(6, 6)
-    res = mica.compile_affine(p, mesh=(1, 1), target="wormhole", schedule=good).run({"A": A})
+        mica.compile_affine(p, mesh=(4, 1), target="wormhole", schedule=bad)
+    good = bad.copy(local_order=(("S", ("p", "i", "j")),))
+    A = np.arange(4 * 36, dtype=np.float64).reshape(4, 6, 6)
+    res = mica.compile_affine(p, mesh=(4, 1), target="wormhole", schedule=good).run({"A": A})
     want = A.copy()
     for i in range(1, 6):
         for j in range(5):
-            want[i, j] = want[i - 1, j + 1] + 1
+            want[:, i, j] = want[:, i - 1, j + 1] + 1
     np.testing.assert_array_equal(res.outputs["A"], want)
+
+
+def test_instances_outside_the_scheduled_cores_are_refused():
+    """Tiles come from the main statement; a statement with a longer loop must not lose instances."""
+    init = Statement("S0", ("i",), "{ S0[i] : 0 <= i < 12 }", Access("w0", "B", (Aff.var("i"),)), Const(1.0),
+                     (), (0, "i", 0))
+    main = Statement("S1", ("i", "j"), "{ S1[i, j] : 0 <= i < 6 and 0 <= j < 2 }",
+                     Access("w1", "C", (Aff.var("i"), Aff.var("j"))), Read("b"),
+                     (Access("b", "B", (Aff.var("i"),)),), (1, "i", 0, "j", 0))
+    p = Program("ragged", (Array("B", (12,), "f64"), Array("C", (6, 2), "f64")), (init, main), (), ("B", "C"))
+    forced = Schedule((3, 2), (SpaceMap("i", "y", 3), SpaceMap("j", "x", 1)), None,
+                      (("S0", ("i",)), ("S1", ("i", "j"))),
+                      (Home("B", (("y", 3),), (("x", 0),)), Home("C", (("y", 3), ("x", 1)))))
+    with pytest.raises(ScheduleError, match="statement S0: some instances fall outside"):
+        mica.compile_affine(p, mesh=(3, 2), schedule=forced)
+    res = mica.compile_affine(p, mesh=(3, 2)).run({})
+    np.testing.assert_array_equal(res.outputs["B"], np.ones(12))
+    np.testing.assert_array_equal(res.outputs["C"], np.ones((6, 2)))
 
 
 def _named_like_the_mesh(n=12):
