@@ -113,11 +113,15 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
 
     By default the plan is searched (:func:`mica.tiling.search.search`); ``search=False`` takes the
     derived default plan; ``schedule`` forces a plan (e.g. ``mica.plans.cannon(op, mesh)`` or one read
-    back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``params`` is reserved for programs
-    with symbolic sizes (all builder sizes are concrete).
+    back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``op`` may also be the text of a C
+    function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
     """
+    if isinstance(op, str):
+        from .affine.from_c import from_c
+        op = from_c(op, params=params)
     if not isinstance(op, Program):
-        raise ScheduleError(f"compile_affine expects a mica Program (e.g. mica.ops.matmul(...)), got {type(op).__name__}")
+        raise ScheduleError(f"compile_affine expects a mica Program (mica.ops.matmul(...), "
+                            f"mica.affine.from_c(...)) or C source text, got {type(op).__name__}")
     tgt = get_target(target)
     mesh = check_mesh(mesh, tgt)
     timings = {}
