@@ -118,6 +118,8 @@ class ExprMixin:
             if node.type not in ("int",) and parse_number(node, self.fn)[1] != "int":
                 return node, f"it uses the floating-point constant {node.value}"
             return None
+        if isinstance(node, c_ast.Cast) and self.cast_kind(node) != "int":
+            return node, "it converts to a floating-point type"
         for _, child in node.children():
             r = self.data_in(child)
             if r is not None:

@@ -80,6 +80,8 @@ CASES = [
      NA, "A[i] >", r"if condition is not affine: it reads array 'A'"),
     ("float-if", body("  for (i = 0; i < n; i++)\n    if (i < 2.5)\n      A[i] = 0.0;"),
      NA, "2.5", r"if condition is not affine: it uses the floating-point constant 2.5"),
+    ("float-cast-if", body("  for (i = 0; i < n; i++)\n    if ((double)i < 2)\n      A[i] = 0.0;"),
+     NA, "(double)i", r"if condition is not affine: it converts to a floating-point type"),
     ("write-out-of-bounds", body("  for (i = 0; i <= n; i++)\n    A[i] = 0.0;"),
      AE, "A[i] =", r"access A\[i\] is outside the declared extent A\[10\] \(e.g. at i = 10\)"),
     ("read-out-of-bounds", body("  for (i = 0; i < n; i++)\n    for (j = 0; j < n; j++)\n"
