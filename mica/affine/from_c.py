@@ -170,6 +170,9 @@ class _Builder(ExprMixin):
             shape = self.extents(p.name, p.dims, node)
             if p.name in ISL_KEYWORDS:
                 raise self.err(node, f"array name {p.name!r} is reserved by isl; rename it", AffineError)
+            if re.fullmatch(r"S\d+", p.name):
+                raise self.err(node, f"array name {p.name!r} clashes with the statement names S0, S1, ...; "
+                                     f"rename it", AffineError)
             self.arrays[p.name] = Array(p.name, shape, DTYPE_OF[p.elem])
             self.param_arrays.append(p.name)
             self.used.add(p.name)

@@ -105,6 +105,10 @@ CASES = [
      r"parameter 'x' has an unsupported type"),
     ("struct-param", "struct S { int a; };\nvoid f(struct S s, double A[3])\n{\n  A[0] = 1.0;\n}\n",
      NA, "s,", r"parameter 's' has an unsupported type"),
+    ("isl-keyword-array", "void f(double min[3])\n{\n  min[0] = 1.0;\n}\n", AE, "min[3]",
+     r"array name 'min' is reserved by isl"),
+    ("statement-like-array", "void f(double S1[3])\n{\n  S1[0] = 1.0;\n}\n", AE, "S1[3]",
+     r"array name 'S1' clashes with the statement names"),
     ("pointer-local", body("  double *p;\n  A[0] = 1.0;"), NA, "*p;", r"pointer variable 'p'"),
     ("int-local-array", body("  int idx[4];\n  A[0] = 1.0;"), NA, "idx", r"integer local array 'idx'"),
     ("local-array-init", body("  double t[2] = {1.0, 2.0};\n  A[0] = t[0];"), NA, "1.0, 2.0",
@@ -213,3 +217,17 @@ def test_bad_params_argument():
         from_c(body("  A[0] = 1.0;"), params={"n": 2.5})
     with pytest.raises(AffineError, match="C source must be a str"):
         from_c(b"void f() {}")
+
+
+def test_program_check_bounds_names_the_source_line():
+    from mica.affine.expr import Aff, Const
+    from mica.affine.program import Access, Array, Program, Statement
+    st = Statement("S0", ("i",), "{ S0[i] : 0 <= i < 4 }", Access("w", "x", (Aff.of({"i": 1}, 1),)), Const(0.0),
+                   (), (0, "i", 0), line=12)
+    with pytest.raises(AffineError, match=r"statement S0: access w to x\[4\] goes out of bounds.*\(source line 12\)"):
+        Program("p", (Array("x", (4,)),), (st,), (), ("x",))
+
+
+def test_errors_without_a_location():
+    err = AffineError("plain")
+    assert err.location is None and err.line is None and err.column is None and err.filename is None
