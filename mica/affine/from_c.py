@@ -128,6 +128,8 @@ class _Builder(ExprMixin):
         self.scopes[-1][var.cname] = var
 
     def fresh(self, base: str, avoid: set[str]) -> str:
+        if base.startswith("__"):          # reserved by Program for MICA's own names
+            base = "v" + base
         name, k = base, 0
         while name in avoid or name in ISL_KEYWORDS or re.fullmatch(r"S\d+", name):
             k += 1
@@ -155,6 +157,8 @@ class _Builder(ExprMixin):
 
     def param(self, p) -> None:
         node = p.node
+        if p.kind in ("array", "double", "float") and p.name.startswith("__"):
+            raise self.err(node, f"parameter name {p.name!r} is reserved (leading '__'); rename it", AffineError)
         if p.kind == "pointer":
             raise self.err(node, f"pointer parameter {p.name!r} is not supported: declare it as an array "
                                  f"with constant extents, e.g. double {p.name}[20][30]")

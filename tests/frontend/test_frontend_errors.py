@@ -109,6 +109,8 @@ CASES = [
      r"array name 'min' is reserved by isl"),
     ("statement-like-array", "void f(double S1[3])\n{\n  S1[0] = 1.0;\n}\n", AE, "S1[3]",
      r"array name 'S1' clashes with the statement names"),
+    ("reserved-name", "void f(double __A[3])\n{\n  __A[0] = 1.0;\n}\n", AE, "__A[3]",
+     r"parameter name '__A' is reserved"),
     ("pointer-local", body("  double *p;\n  A[0] = 1.0;"), NA, "*p;", r"pointer variable 'p'"),
     ("int-local-array", body("  int idx[4];\n  A[0] = 1.0;"), NA, "idx", r"integer local array 'idx'"),
     ("local-array-init", body("  double t[2] = {1.0, 2.0};\n  A[0] = t[0];"), NA, "1.0, 2.0",

@@ -182,6 +182,20 @@ void f(double A[5][5]) {
     assert prog.statements[0].loops == ("min_1", "max_1")
 
 
+def test_reserved_local_names_are_renamed():
+    src = """
+void f(double A[3]) {
+  int __i;
+  double __t;
+  for (__i = 0; __i < 3; __i++) {
+    __t = A[__i] * 2.0;
+    A[__i] = __t + 1.0;
+  }
+}"""
+    prog = check(src, {})
+    assert prog.statements[0].loops == ("v__i",) and prog.statements[0].write.array == "v__t"
+
+
 def test_empty_loop_and_constant_conditions():
     src = """
 void f(int n, double A[4]) {
