@@ -59,6 +59,8 @@ from .program import Access, Array, Program, Statement
 
 __all__ = ["from_c"]
 
+MAX_SPLITS = 64     # statements one assignment may become through affine ternaries
+
 
 def from_c(source: str, function: str | None = None, *, params: dict[str, int] | None = None,
            filename: str = "<source>") -> Program:
@@ -379,6 +381,7 @@ class _Builder(ExprMixin):
 
     def emit(self, node, lv, var: Var, subs, op: str, rhs) -> None:
         pending = [()]
+        splits = 0
         while pending:
             extra = pending.pop(0)
             sname = f"S{len(self.statements)}"
@@ -396,6 +399,10 @@ class _Builder(ExprMixin):
                     expr = Bin(op[0], Read(ref), value.as_expr())
             except Split as sp:
                 pending[0:0] = [extra + (sp.f,), extra + (F.f_neg(sp.f),)]
+                splits += 1
+                if splits > MAX_SPLITS:
+                    raise self.err(node, f"too many cases of affine conditions in one assignment "
+                                         f"(more than {MAX_SPLITS})") from None
                 continue
             order = []
             for fr in self.frames:

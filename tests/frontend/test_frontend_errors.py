@@ -221,6 +221,17 @@ def test_bad_params_argument():
         from_c(b"void f() {}")
 
 
+def test_too_many_affine_cases_in_one_assignment():
+    # 12 lines in general position cut the square into 79 regions: 78 splits
+    lines = [f"{a} * i + {b} * j > {c}" for a, b, c in ((1, 2, 900), (2, 1, 1100), (1, -1, 100), (3, 1, 1500),
+             (1, 3, 1400), (-1, 2, 200), (2, -1, 300), (1, 1, 1000), (4, 1, 2000), (1, 4, 2100),
+             (-2, 1, -100), (1, -3, -600))]
+    terms = " + ".join(f"({c} ? 1.0 : 0.5)" for c in lines)
+    src = (f"void f(double A[1000][1000])\n{{\n  int i, j;\n  for (i = 0; i < 1000; i++)\n"
+           f"    for (j = 0; j < 1000; j++)\n      A[i][j] = {terms};\n}}\n")
+    expect(src, NotAffineError, "A[i][j] =", r"too many cases of affine conditions", params={})
+
+
 def test_program_check_bounds_names_the_source_line():
     from mica.affine.expr import Aff, Const
     from mica.affine.program import Access, Array, Program, Statement
