@@ -18,7 +18,9 @@ from functools import cached_property
 from .affine.program import Program
 from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
+from .errors import MicaError
 from .meshir.build import build_mesh_program
+from .meshir.phases import build_phased, fixed_homes_after, operator_program, split_operators
 from .meshir.ir import MeshProgram
 from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
@@ -129,7 +131,10 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     report = None
     if schedule is None and search:
         try:
-            sched, report = run_search(op, mesh, tgt)
+            if len(split_operators(op)) > 1:
+                sched, report = search_operators(op, mesh, tgt)
+            else:
+                sched, report = run_search(op, mesh, tgt)
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise
@@ -143,7 +148,7 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     timings["schedule"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        mp = build_mesh_program(op, sched, tgt)
+        mp = build(op, sched, tgt)
     except SramError as exc:
         _explain_sram(exc, op, mesh, tgt)
         raise
@@ -155,6 +160,46 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     cost = estimate(mp, tgt)
     timings["cost"] = time.perf_counter() - t0
     return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
+
+
+def build(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
+    """The MeshIR of ``op`` under ``sched`` (a phased schedule maps its operators one after another)."""
+    if sched.phases:
+        return build_phased(op, sched, tgt)
+    return build_mesh_program(op, sched, tgt)
+
+
+def search_operators(op: Program, mesh, tgt: Target) -> tuple[Schedule, SearchReport | None]:
+    """A program of several operators: each operator searched in turn (arrays earlier operators left on
+    the mesh keep their layout), compared with the whole program on one core; the cheaper wins."""
+    ops = split_operators(op)
+    one = derive_schedule(op, mesh, assignment=[], name="one-core")
+    one = one.copy(reasons=one.reasons + (f"{op.name} has {len(ops)} operators (top-level loop nests)",))
+    try:
+        one_cost = estimate(build(op, one, tgt), tgt).total_cycles
+    except MicaError:
+        one_cost = float("inf")
+    phases, reports = [], []
+    try:
+        for k, stmts in enumerate(ops):
+            sub = operator_program(op, stmts, k)
+            s_k, r_k = run_search(sub, mesh, tgt, fixed_homes=fixed_homes_after(op, ops[:k], phases))
+            phases.append(s_k)
+            reports.append(r_k)
+        phased = Schedule(mesh, (), None, (), (), name="operators", phases=tuple(phases),
+                          reasons=(f"{len(ops)} operators mapped one after another",))
+        phased_cost = estimate(build(op, phased, tgt), tgt).total_cycles
+    except MicaError as exc:
+        phased_cost = float("inf")
+        one = one.copy(reasons=one.reasons + (f"mapping the operators one after another failed: {exc}",))
+    if phased_cost < one_cost:
+        return phased.copy(reasons=phased.reasons + (
+            f"chosen: {phased_cost:,.0f} modelled cycles against {one_cost:,.0f} on one core",)), reports[-1]
+    if one_cost == float("inf"):
+        build(op, one, tgt)          # raises the plain reason (e.g. SRAM)
+    return one.copy(reasons=one.reasons + (
+        f"chosen: one core ({one_cost:,.0f} modelled cycles) against {phased_cost:,.0f} for the operators "
+        f"spread over the mesh",)), None
 
 
 def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:

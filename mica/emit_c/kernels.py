@@ -274,12 +274,16 @@ def _aff_c(a: Aff, env: dict[str, str]) -> str:
 
 def emit_kernel_module(mp: MeshProgram) -> KernelModule:
     """The C source of every kernel class of ``mp`` plus the table the emulator calls through."""
-    steps = next((op.count for op, _ in mp.walk() if getattr(op, "var", None) == "t"), 1)
+    # The steps of the loop each kernel runs in (operators of one program may step differently).
+    steps_of: dict[str, int] = {}
+    for op, scope in mp.walk():
+        if hasattr(op, "kernel") and isinstance(op.kernel, str):
+            steps_of[op.kernel] = dict(scope).get("t", 1)
     funcs = []
     names = []
     for k in mp.kernels:
         for cls in k.classes:
-            funcs.append((cls.name, _KernelPrinter(mp, k, cls, steps).function()))
+            funcs.append((cls.name, _KernelPrinter(mp, k, cls, steps_of.get(k.name, 1)).function()))
             names.append(cls.name)
     table = ",\n  ".join(names)
     src = PRELUDE + "\n" + "\n\n".join(f for _, f in funcs) + f"""

@@ -90,7 +90,7 @@ def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
 def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
-                    name: str = "derived") -> Schedule:
+                    name: str = "derived", fixed_homes: dict[str, Home] | None = None) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
     The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
@@ -98,8 +98,10 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     cores to use along ``x``/``y``: a sub-rectangle), ``skew`` of the step loop (``cannon`` or
     ``interleaved`` ring shifts on a square of cores), ``reduce``/``group`` for reductions across cores.
     With ``like``, every decision of that schedule is kept and only the tiles are recomputed for ``mesh``:
-    the same plan on another mesh.
+    the same plan on another mesh. ``fixed_homes`` pins the layout of arrays an earlier operator left on
+    the mesh (a stepped loop then takes its tile from them, so their panels can be multicast in place).
     """
+    fixed_homes = fixed_homes or {}
     width, height = mesh
     kinds = loop_kinds(prog)
     reds = reductions(prog)
@@ -167,6 +169,15 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                 free_counts.append(used_blocks[free[0]])
         if free_counts:
             n = loop_extent(main, lp)
+            pinned = {t for acc in main.reads if acc.array in fixed_homes
+                      for d, ix in enumerate(acc.index) if ix.single_var() == lp
+                      for t in [fixed_homes[acc.array].dims[d][1]] if fixed_homes[acc.array].dims[d][0]}
+            if skew == "none" and len(pinned) == 1:
+                tile = pinned.pop()
+                step = StepMap(lp, tile, ceil(n / tile))
+                reasons.append(f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}, the tile in "
+                               f"which an earlier operator left the arrays it indexes")
+                break
             if skew != "none":
                 side = cores["x"]
                 tile = max(1, ceil(n / side))
@@ -183,6 +194,11 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
             break
     if skew != "none" and (step is None or step.skew == "none"):
         raise ScheduleError(f"a {skew} schedule needs a reduction loop to step; {main.name} has none left")
+    if skew != "none":
+        for acc in main.reads:
+            if acc.array in fixed_homes and any(ix.coeff(step.loop) for ix in acc.index):
+                raise ScheduleError(f"a {skew} schedule would ring panels of {acc.array}, which an earlier "
+                                    f"operator left unskewed on the mesh")
     if reduce == "tree":
         reasons.append(f"reductions across cores: chains in groups of {group}, then a chain over the groups")
 
@@ -209,7 +225,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                         dims[d] = (free[0], step.tile)
                         used.add(free[0])
         pin = tuple((a, 0) for a in ("x", "y") if a not in used)
-        homes.append(Home(arr.name, tuple(dims), pin))
+        homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
 
     order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
     if like is not None:

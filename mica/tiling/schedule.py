@@ -111,6 +111,7 @@ class Schedule:
     group: int = 0
     name: str = "derived"
     reasons: tuple[str, ...] = field(default=(), compare=False)
+    phases: tuple["Schedule", ...] = ()
 
     def __post_init__(self):
         axes = [s.axis for s in self.space]
@@ -152,9 +153,6 @@ class Schedule:
     def copy(self, **kw) -> "Schedule":
         return replace(self, **kw)
 
-    def explain(self) -> str:
-        return "\n".join(self.reasons)
-
     # -- JSON ----------------------------------------------------------------------------------------
     def to_json(self) -> str:
         d = asdict(self)
@@ -167,6 +165,13 @@ class Schedule:
             d = json.loads(text)
             if d.pop("version", None) != SCHEDULE_VERSION:
                 raise ScheduleError(f"schedule JSON has an unknown version (expected {SCHEDULE_VERSION})")
+            return Schedule._from_dict(d)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ScheduleError(f"malformed schedule JSON: {exc}") from None
+
+    @staticmethod
+    def _from_dict(d: dict) -> "Schedule":
+        if True:
             return Schedule(
                 mesh=tuple(d["mesh"]),
                 space=tuple(SpaceMap(**s) for s in d["space"]),
@@ -178,11 +183,19 @@ class Schedule:
                 group=d.get("group", 0),
                 name=d.get("name", "derived"),
                 reasons=tuple(d.get("reasons", ())),
+                phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ScheduleError(f"malformed schedule JSON: {exc}") from None
+
+    def explain(self) -> str:
+        if self.phases:
+            return "\n".join(f"operator {i}: " + "\n  ".join(p.reasons) for i, p in enumerate(self.phases))
+        return "\n".join(self.reasons)
 
     def __str__(self) -> str:
+        if self.phases:
+            return "\n".join([f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}: "
+                               f"{len(self.phases)} operators one after another"] +
+                              [f"operator {i}: {p}" for i, p in enumerate(self.phases)])
         lines = [f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}:"]
         for s in self.space:
             lines.append(f"  loop {s.loop} -> mesh {s.axis}, tile {s.tile}")

@@ -204,12 +204,14 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
     return bound
 
 
-def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> Candidate:
+def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
+             fixed_homes: dict | None = None) -> Candidate:
     """Builds and costs one candidate; a schedule that cannot be built is rejected with the reason."""
     from ..meshir.build import build_mesh_program
     try:
         sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
-                                skew=d.skew, reduce=d.reduce, group=d.group, name=d.name)
+                                skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
+                                fixed_homes=fixed_homes)
         mp = build_mesh_program(prog, sched, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
         return Candidate(d, None, _short(exc))
@@ -227,7 +229,8 @@ def _short(exc: Exception) -> str:
     return f"{kind}: {msg[:160]}"
 
 
-def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=None) -> tuple[Schedule, SearchReport]:
+def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=None,
+           fixed_homes: dict | None = None) -> tuple[Schedule, SearchReport]:
     """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search.
 
     Raises the first candidate's error when no candidate is feasible (e.g. the data cannot fit the SRAM
@@ -247,7 +250,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, "pruned: its compute and minimum latency exceed the best plan"))
         else:
-            c = evaluate(prog, mesh, target, d)
+            c = evaluate(prog, mesh, target, d, fixed_homes)
             results.append(c)
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)
@@ -263,7 +266,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
         first = decisions[0]
         from ..meshir.build import build_mesh_program
         sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
-                                skew=first.skew, reduce=first.reduce, group=first.group, name=first.name)
+                                skew=first.skew, reduce=first.reduce, group=first.group, name=first.name,
+                                fixed_homes=fixed_homes)
         build_mesh_program(prog, sched, target)
         raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
                             detail="\n".join(c.rejected for c in results))

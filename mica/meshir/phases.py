@@ -1,0 +1,172 @@
+"""Programs of several operators: one after another on the mesh, each with its own mapping.
+
+A program whose statements form several top-level loop nests (``2mm``: ``tmp = A B`` then ``D = tmp C``;
+``atax``; a gemv feeding an elementwise op) is split into *operators* (:func:`split_operators`), each
+mapped by its own :class:`~mica.tiling.schedule.Schedule` (the ``phases`` of a phased schedule). An array
+an operator produces stays where that operator left it: later operators take its layout as fixed and
+read it in place or through the usual derived communication (a multicast from the producer's layout), so
+no data goes back through the host. :func:`build_phased` builds each operator's MeshIR with the pass of
+:mod:`mica.meshir.build` and merges them: buffers of one operator are renamed ``p<k>_...`` unless they are
+an array's shared home, kernels are renamed likewise, every input is loaded once per layout before the
+first operator, and every output is stored from the home the last operator that writes it left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..affine.program import Program, Statement
+from ..errors import ScheduleError, SramError
+from ..targets import Target
+from ..tiling.schedule import Schedule
+from .build import ALIGN, build_mesh_program
+from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram,
+                 Multicast, Region, RegionTensor, RingShift, Shift)
+
+
+def split_operators(prog: Program) -> list[tuple[Statement, ...]]:
+    """The statements grouped by top-level loop nest (the first entry of their textual order)."""
+    groups: dict[object, list[Statement]] = {}
+    for s in prog.statements:
+        groups.setdefault(s.order[0] if s.order else 0, []).append(s)
+    return [tuple(g) for g in groups.values()]
+
+
+def operator_program(prog: Program, stmts: tuple[Statement, ...], k: int) -> Program:
+    """The sub-program of one operator: all arrays; inputs are what it reads or updates in place."""
+    touched = {a.array for s in stmts for a in s.accesses}
+    read = {a.array for s in stmts for a in s.reads}
+    written = {s.write.array for s in stmts}
+    names = [a.name for a in prog.arrays]
+    inputs = tuple(n for n in names if n in read or (n in written and n in prog.inputs))
+    outputs = tuple(n for n in names if n in written)
+    scalars = tuple((n, d) for n, d in prog.scalars if any(n in s.scalars() for s in stmts))
+    arrays = tuple(a for a in prog.arrays if a.name in touched)
+    return Program(f"{prog.name}_op{k}", arrays, stmts, inputs, outputs, scalars)
+
+
+def _rename_tensor(t: RegionTensor, name: str) -> RegionTensor:
+    return replace(t, name=name)
+
+
+def _rename_ops(ops, buf, ker):
+    out = []
+    for op in ops:
+        if isinstance(op, Loop):
+            out.append(replace(op, body=tuple(_rename_ops(op.body, buf, ker))))
+        elif isinstance(op, Exchange):
+            out.append(replace(op, ops=tuple(replace(c, src=buf(c.src), dst=buf(c.dst)) for c in op.ops)))
+        elif isinstance(op, Compute):
+            out.append(replace(op, kernel=ker(op.kernel)))
+        elif isinstance(op, (HostLoad, HostStore)):
+            out.append(replace(op, buffer=buf(op.buffer)))
+        else:
+            out.append(op)
+    return out
+
+
+def _rename_kernel(k: Kernel, buf, ker, prefix: str) -> Kernel:
+    def acc(a: KAccess) -> KAccess:
+        return replace(a, buffer=buf(a.buffer))
+    parts = tuple(_rename_kernel(p, buf, ker, prefix) for p in k.parts)
+    classes = tuple(KernelClass(prefix + c.name, replace(c.region, name=prefix + c.region.name)) for c in k.classes)
+    return replace(k, name=ker(k.name), write=acc(k.write), reads=tuple(acc(a) for a in k.reads),
+                   classes=classes, parts=parts)
+
+
+def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
+    """The merged MeshIR of every operator of ``prog`` under the phases of ``sched``."""
+    ops = split_operators(prog)
+    if len(ops) != len(sched.phases):
+        raise ScheduleError(f"{prog.name} has {len(ops)} operators, the schedule maps {len(sched.phases)}")
+    homes: dict[str, RegionTensor] = {}          # array -> the buffer holding it between operators
+    loaded: set[str] = set()
+    tensors: dict[str, RegionTensor] = {}
+    kernels: list[Kernel] = []
+    loads: list[HostLoad] = []
+    body: list = []
+    last_writer: dict[str, tuple[str, Region]] = {}
+    skew = None
+    colours = 0
+    x1 = y1 = 1
+    for k, (stmts, sub_sched) in enumerate(zip(ops, sched.phases)):
+        sub = operator_program(prog, stmts, k)
+        mp = build_mesh_program(sub, sub_sched, target)
+        if mp.skew is not None:
+            if skew is not None and skew != mp.skew:
+                raise ScheduleError("two operators ring their panels differently; one skew per program")
+            skew = mp.skew
+        prefix = f"p{k}_"
+        names: dict[str, str] = {}
+        for t in mp.tensors:
+            shared = homes.get(t.array)
+            if t.role in ("home", "partial") and t.name == t.array:
+                if shared is not None:
+                    if shared.box != t.box:
+                        raise ScheduleError(
+                            f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
+                            f"previous operator left it as {[str(d) for d in shared.box]}")
+                    names[t.name] = shared.name
+                    continue
+                new = t.name if t.name not in tensors else prefix + t.name
+                homes[t.array] = _rename_tensor(t, new)
+                names[t.name] = new
+                tensors[new] = homes[t.array]
+            else:
+                names[t.name] = prefix + t.name
+                tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
+
+        def buf(n, names=names):
+            return names[n]
+
+        def ker(n, prefix=prefix):
+            return prefix + n
+        kernels += [_rename_kernel(kn, buf, ker, prefix) for kn in mp.kernels]
+        for op in _rename_ops(mp.body, buf, ker):
+            if isinstance(op, HostLoad):
+                if op.array not in prog.inputs:
+                    if homes.get(op.array) is None or homes[op.array].name != op.buffer:
+                        raise ScheduleError(
+                            f"operator {k} reads {op.array}, which an earlier operator produced, through "
+                            f"{op.buffer}; MICA does not re-lay out produced data on the mesh yet")
+                    continue                 # already where the producer left it
+                if op.buffer not in loaded:
+                    loads.append(op)
+                    loaded.add(op.buffer)
+            elif isinstance(op, HostStore):
+                last_writer[op.array] = (op.buffer, op.region)
+            else:
+                body.append(op)
+        colours = max(colours, mp.colours)
+        x1, y1 = max(x1, mp.region.x1), max(y1, mp.region.y1)
+    stores = [HostStore(last_writer[n][0], n, last_writer[n][1]) for n in prog.outputs if n in last_writer]
+    region = Region("work", 0, x1, 0, y1)
+    offset = 0
+    laid = []
+    for t in tensors.values():
+        laid.append(replace(t, offset=offset))
+        offset += -(-t.max_bytes // ALIGN) * ALIGN
+    if offset > target.sram_bytes:
+        parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in laid)
+        raise SramError(f"{prog.name}: its operators need {offset} bytes per core together ({parts}); target "
+                        f"{target.name} has {target.sram_bytes} bytes of SRAM per core")
+    return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(kernels),
+                       tuple(loads + body + stores), offset, tuple(n for n, _ in prog.scalars), colours, skew)
+
+
+def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: list[Schedule]) -> dict:
+    """The homes arrays produced (or loaded) by the operators mapped so far keep for the next ones."""
+    from ..tiling.schedule import Home
+    fixed = {}
+    for stmts, s in zip(ops, scheds):
+        touched = {a.array for st in stmts for a in st.accesses}
+        if not s.space and s.step is None:
+            # A one-core operator leaves whole arrays on core (0, 0).
+            for name in touched:
+                shape = prog.array(name).shape
+                fixed.setdefault(name, Home(name, tuple((None, n) for n in shape), (("x", 0), ("y", 0))))
+            continue
+        for h in s.homes:
+            if h.array in touched:
+                fixed.setdefault(h.array, h)
+    return fixed
