@@ -97,7 +97,7 @@ class CompiledProgram:
         if mesh == self.mesh:
             return self
         return compile_affine(self.program, mesh=mesh, target=self.target,
-                              schedule=derive_schedule(self.program, mesh, like=self.schedule))
+                              schedule=retarget_schedule(self.program, self.schedule, mesh))
 
     def run(self, inputs, mesh=None, threads: int | None = None):
         """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`."""
@@ -160,6 +160,18 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     cost = estimate(mp, tgt)
     timings["cost"] = time.perf_counter() - t0
     return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
+
+
+def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
+    """``sched``'s decisions re-instantiated for ``mesh`` (operator by operator for a phased schedule)."""
+    if not sched.phases:
+        return derive_schedule(op, mesh, like=sched)
+    ops = split_operators(op)
+    phases: list[Schedule] = []
+    for k, (stmts, p) in enumerate(zip(ops, sched.phases)):
+        sub = operator_program(op, stmts, k)
+        phases.append(derive_schedule(sub, mesh, like=p, fixed_homes=fixed_homes_after(op, ops[:k], phases)))
+    return sched.copy(mesh=mesh, phases=tuple(phases))
 
 
 def build(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:

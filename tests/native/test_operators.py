@@ -57,3 +57,13 @@ def test_phased_schedule_round_trips_through_json():
     back = mica.Schedule.from_json(compiled.schedule.to_json())
     again = mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=back)
     assert again.meshir == compiled.meshir
+
+
+def test_phased_plan_reruns_on_another_mesh():
+    prog = mica.affine.from_c(MM2, params={"n": 12})
+    compiled = mica.compile_affine(prog, mesh=(4, 4), target="wormhole")
+    ins = _inputs()
+    want = run_c(MM2, "mm2", dict(ins, T=np.zeros((12, 12)), D=np.zeros((12, 12))), {"n": 12})
+    res = compiled.run(ins, mesh=(3, 3))
+    np.testing.assert_allclose(res.outputs["D"], want["D"], rtol=1e-12, atol=1e-12)
+    assert compiled.retarget((3, 3)).schedule.name == "operators"
