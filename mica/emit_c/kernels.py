@@ -93,7 +93,8 @@ class _KernelPrinter:
 
     def __init__(self, mp: MeshProgram, kernel: Kernel, cls: KernelClass, steps: int):
         self.mp, self.k, self.cls, self.steps = mp, kernel, cls, steps
-        self.by_name = {(p.statement or p.name): p for p in kernel.statements}
+        # Statements by the tuple name of their domain (a kernel renamed later keeps its domain's name).
+        self.by_name = {iset(p.domain).get_tuple_name(): p for p in kernel.statements}
         buffers = []
         for p in kernel.statements:
             for a in (p.write, *p.reads):
@@ -221,7 +222,7 @@ class _KernelPrinter:
         if k.parts:
             sched = umap(k.schedule)
         else:
-            sched = umap(f"[{', '.join(allp)}] -> {{ {k.name if not k.statement else k.statement}"
+            sched = umap(f"[{', '.join(allp)}] -> {{ {dom.get_tuple_name()}"
                          f"[{', '.join(k.loops)}] -> [{', '.join(k.order)}] }}") if k.loops else None
         self.lines = [f"void {self.cls.name}(uint8_t *arena, int64_t x, int64_t y, const int64_t *v, "
                       f"const double *scalars) {{",
@@ -242,7 +243,10 @@ class _KernelPrinter:
         else:
             build = isl.AstBuild.from_context(ctx)
             udom = dom if k.parts else isl.UnionSet.from_set(dom)
-            node = build.node_from_schedule_map(sched.intersect_domain(udom))
+            scheduled = sched.intersect_domain(udom)
+            if not scheduled.domain().is_equal(udom):
+                raise EmitError(f"kernel {k.name}: its schedule does not cover its domain (internal error)")
+            node = build.node_from_schedule_map(scheduled)
             self.node(node, "  ")
         self.lines.append("}")
         return "\n".join(self.lines)

@@ -62,7 +62,7 @@ def rect(r: ir.Rect, slots: dict[str, int], guard: ir.Lin | None = None, big: in
 def clip(r: ir.Rect, region: ir.Region) -> ir.Rect:
     """``r`` intersected with a constant region."""
     return ir.Rect((*r.x0, ir.Lin(region.x0)), (*r.x1, ir.Lin(region.x1)),
-                   (*r.y0, ir.Lin(region.y0)), (*r.y1, ir.Lin(region.y1)))
+                   (*r.y0, ir.Lin(region.y0)), (*r.y1, ir.Lin(region.y1)), r.xs, r.xp, r.ys, r.yp)
 
 
 def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:

@@ -67,3 +67,35 @@ def test_phased_plan_reruns_on_another_mesh():
     res = compiled.run(ins, mesh=(3, 3))
     np.testing.assert_allclose(res.outputs["D"], want["D"], rtol=1e-12, atol=1e-12)
     assert compiled.retarget((3, 3)).schedule.name == "operators"
+
+
+CHAIN3 = '''
+void chain3(int n, double A[64][64], double x[64], double y[64], double z[64], double B[64][64], double w[64]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) z[i] = 2.0 * y[i] + 1.0;
+  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
+}'''
+
+
+@pytest.mark.parametrize("mesh, target", [((16, 16), "wse2"), ((8, 8), "wormhole"), ((5, 7), "wse2")])
+def test_gemv_elementwise_gemv(mesh, target):
+    """Regression: merging operators once dropped the body of renamed fill/accumulate kernels."""
+    prog = mica.affine.from_c(CHAIN3, params={"n": 64})
+    rng = np.random.default_rng(0)
+    ins = {"A": rng.standard_normal((64, 64)), "B": rng.standard_normal((64, 64)), "x": rng.standard_normal(64)}
+    want = run_c(CHAIN3, "chain3", dict(ins, y=np.zeros(64), z=np.zeros(64), w=np.zeros(64)), {"n": 64})
+    got = mica.compile_affine(prog, mesh=mesh, target=target).run(ins).outputs
+    for name in ("y", "z", "w"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("group", [2, 3, 4, 5])
+def test_ktree_groups_accumulate_only_on_receivers(group):
+    """Regression: the accumulate of a tree stage must run only on that stage's receivers (strided)."""
+    op = mica.ops.gemv(40, 120)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 120)).astype(np.float32)
+    x = rng.standard_normal(120).astype(np.float32)
+    s = derive_schedule(op, (12, 4), reduce="tree", group=group)
+    res = mica.compile_affine(op, mesh=(12, 4), schedule=s).run({"A": A, "x": x})
+    np.testing.assert_allclose(res.outputs["y"], A.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
