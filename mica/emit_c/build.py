@@ -1,18 +1,26 @@
-"""Compiling C source into shared libraries, with a content-addressed cache.
+"""Compiling C source into shared libraries, with a content-addressed, verified cache.
 
 ``compile_shared(source, name=..., flags=...)`` returns the path of a shared library built from
 ``source``. The library is cached under a key that is the SHA-256 of everything that determines the
-output: the source text, the compiler's ``--version`` output, every compiler flag and
-:data:`FORMAT_VERSION`. A later call with the same inputs returns the cached file without running the
-compiler.
+output: :data:`FORMAT_VERSION`, the emulator's ABI (a hash of ``mica_rt.h``), the compiler (its resolved
+path and its ``--version`` output), every compiler flag and the source text. A later call with the same
+inputs returns the cached file without running the compiler.
 
-Cache directory: ``$MICA_CACHE_DIR``, else ``$XDG_CACHE_HOME/mica``, else ``~/.cache/mica``.
+Cache directory: ``$MICA_CACHE_DIR``, else ``$XDG_CACHE_HOME/mica`` (an absolute ``XDG_CACHE_HOME``
+only, as the XDG specification asks), else ``~/.cache/mica``. It is created private (mode 0700). Since
+the cache holds code that MICA loads into the process, a directory that other users could write to is
+refused with :class:`mica.errors.EmitError`: the directory must be owned by the current user and not be
+writable by group or others, and no directory above it may be world-writable without the sticky bit.
 Compiler: ``$CC``, else ``cc``.
 
-The library is written to a temporary file in the cache directory and moved into place with
-:func:`os.replace`, so concurrent processes building the same library both succeed and nobody ever
-sees a partial file. A failing compile raises :class:`mica.errors.EmitError` carrying the first lines
-of the compiler's output.
+Every artifact ends with a trailer (``MICA-ARTIFACT <key> <sha256>``) holding its cache key and the
+SHA-256 of the key and the library's bytes (a loader ignores bytes after the ELF image). A cached file is
+used only if its trailer verifies, so a truncated, overwritten or misplaced entry is detected and rebuilt.
+The library is written to a temporary file in the cache directory, given its trailer and moved into place
+with :func:`os.replace`: concurrent processes building the same library both succeed, end up sharing one
+file, and nobody ever sees a partial one. A failing compile raises :class:`EmitError` naming the library,
+the compiler and its exit status, with the first lines of the compiler's output (all of it in
+``detail``).
 """
 
 from __future__ import annotations
@@ -21,14 +29,17 @@ import functools
 import hashlib
 import os
 import re
+import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
 from mica.errors import EmitError
 
-#: Bumped whenever the way libraries are built changes, to invalidate old cache entries.
-FORMAT_VERSION = "mica-build-1"
+#: Bumped whenever the way libraries are built or stored changes, to invalidate old cache entries.
+#: (2: artifacts carry a verified trailer; the key covers the compiler's path and the runtime ABI.)
+FORMAT_VERSION = "mica-build-2"
 
 #: Flags every library is compiled with; ``flags`` given to :func:`compile_shared` come after them.
 DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-std=c11", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing")
@@ -38,6 +49,11 @@ ERROR_LINES = 40
 
 _COMPILE_TIMEOUT_S = 600
 
+_RUNTIME_HEADER = Path(__file__).resolve().parent.parent / "runtime_c" / "mica_rt.h"
+
+_MAGIC = b"\n\0MICA-ARTIFACT "
+_TRAILER_LEN = len(_MAGIC) + 64 + 1 + 64 + 1      # magic, key, space, digest, newline
+
 
 def cache_dir() -> Path:
     """The directory holding compiled libraries (not created here)."""
@@ -45,7 +61,7 @@ def cache_dir() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".cache"
     return base / "mica"
 
 
@@ -56,21 +72,32 @@ def compiler() -> str:
 
 @functools.lru_cache(maxsize=None)
 def compiler_version(cc: str) -> str:
-    """The ``--version`` output of ``cc`` (part of the cache key); EmitError if it cannot run."""
+    """The resolved path and ``--version`` output of ``cc`` (part of the cache key); EmitError if it
+    cannot run."""
     try:
         done = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         raise EmitError(f"cannot run the C compiler {cc!r}: {exc}") from None
     if done.returncode != 0:
         raise EmitError(f"the C compiler {cc!r} failed to report its version: {_head(done.stderr)}")
-    return done.stdout
+    where = shutil.which(cc)
+    return f"{os.path.realpath(where) if where else cc}\n{done.stdout}"
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_abi() -> str:
+    """SHA-256 of the emulator's interface ``mica_rt.h`` (kernels and the runtime must agree on it)."""
+    try:
+        return hashlib.sha256(_RUNTIME_HEADER.read_bytes()).hexdigest()
+    except OSError:
+        return "no-runtime-header"
 
 
 def cache_key(source: str, cc_version: str, flags: tuple[str, ...]) -> str:
     """SHA-256 (hex) of the inputs that determine a compiled library."""
     h = hashlib.sha256()
-    for part in (FORMAT_VERSION, cc_version, *flags, source):
-        data = part.encode()
+    for part in (FORMAT_VERSION, runtime_abi(), cc_version, *flags, source):
+        data = part.encode("utf-8", errors="surrogatepass")
         h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no ambiguity between parts
         h.update(data)
     return h.hexdigest()
@@ -81,34 +108,93 @@ def compile_shared(source: str, *, name: str, flags: tuple[str, ...] = ()) -> Pa
 
     ``name`` only makes the file name readable; ``flags`` are extra compiler arguments (include
     directories, defines, libraries), placed after the source file so that ``-l`` options link.
-    Raises :class:`EmitError` if the compiler fails or the cache directory is unusable.
+    Raises :class:`EmitError` if the compiler fails or the cache directory is unusable or not private.
     """
     cc = compiler()
     extra = tuple(flags)
     key = cache_key(source, compiler_version(cc), DEFAULT_FLAGS + extra)
     directory = cache_dir()
+    if not directory.is_dir():
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EmitError(f"cannot create the MICA cache directory {directory}: {exc}") from None
+    check_private_dir(directory)
     target = directory / f"{_safe_name(name)}-{key[:24]}.so"
-    if target.exists():
+    if verify_artifact(target, key):
         return target
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EmitError(f"cannot create the MICA cache directory {directory}: {exc}") from None
-    _build(cc, source, extra, target, name)
+    _build(cc, source, extra, target, name, key)
     return target
 
 
-def _build(cc: str, source: str, extra: tuple[str, ...], target: Path, name: str) -> None:
-    """Runs the compiler into a temporary file next to ``target``, then renames it into place."""
+# -- the cache directory ------------------------------------------------------------------------------
+
+def check_private_dir(directory: Path) -> None:
+    """Raises :class:`EmitError` unless ``directory`` is a directory only the current user can write to
+    (owned by them, no group/other write bit) under parents that are not world-writable without the
+    sticky bit (a sticky ``/tmp`` is fine: nobody else may rename entries there)."""
+    fix = "set MICA_CACHE_DIR to a directory only you can write to"
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        raise EmitError(f"cannot use the MICA cache directory {directory}: {exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise EmitError(f"the MICA cache path {directory} is not a directory; {fix}")
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is not None and st.st_uid != uid:
+        raise EmitError(f"refusing the MICA cache directory {directory}: it is owned by uid {st.st_uid}, "
+                        f"not by you (uid {uid}), and MICA loads code from it; {fix}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise EmitError(f"refusing the MICA cache directory {directory}: it is writable by "
+                        f"{'others' if st.st_mode & stat.S_IWOTH else 'its group'} (mode "
+                        f"{stat.S_IMODE(st.st_mode):04o}), and MICA loads code from it; run "
+                        f"'chmod go-w {directory}' or {fix}")
+    for parent in Path(os.path.realpath(directory)).parents:
+        try:
+            pst = os.stat(parent)
+        except OSError:
+            continue
+        if pst.st_mode & stat.S_IWOTH and not pst.st_mode & stat.S_ISVTX:
+            raise EmitError(f"refusing the MICA cache directory {directory}: its parent {parent} is "
+                            f"world-writable without the sticky bit (mode {stat.S_IMODE(pst.st_mode):04o}), "
+                            f"so anyone could replace the cache; {fix}")
+
+
+# -- artifacts -------------------------------------------------------------------------------------------
+
+def _trailer(key: str, body: bytes) -> bytes:
+    digest = hashlib.sha256(key.encode() + body).hexdigest()
+    return _MAGIC + key.encode() + b" " + digest.encode() + b"\n"
+
+
+def verify_artifact(path: Path, key: str) -> bool:
+    """Whether ``path`` is a complete artifact built for ``key`` (its trailer matches its bytes)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise EmitError(f"cannot read the cached library {path}: {exc}") from None
+    if len(data) <= _TRAILER_LEN:
+        return False
+    body, trailer = data[:-_TRAILER_LEN], data[-_TRAILER_LEN:]
+    return trailer == _trailer(key, body)
+
+
+def _build(cc: str, source: str, extra: tuple[str, ...], target: Path, name: str, key: str) -> None:
+    """Runs the compiler into a temporary file next to ``target``, appends the trailer, then renames the
+    file into place."""
     src_fd, src_path = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".c", dir=target.parent)
     out_fd, out_path = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".so.tmp", dir=target.parent)
     os.close(out_fd)
     try:
-        with os.fdopen(src_fd, "w") as f:
+        with os.fdopen(src_fd, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(source)
         cmd = [cc, *DEFAULT_FLAGS, src_path, *extra, "-o", out_path]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S)
+            done = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                                  timeout=_COMPILE_TIMEOUT_S)
         except (OSError, subprocess.SubprocessError) as exc:
             raise EmitError(f"cannot run the C compiler {cc!r} for {name}: {exc}") from None
         if done.returncode != 0:
@@ -117,7 +203,18 @@ def _build(cc: str, source: str, extra: tuple[str, ...], target: Path, name: str
                 f"C compilation of {name} failed ({cc}, exit {done.returncode}):\n{_head(output)}",
                 detail=output,
             )
-        os.replace(out_path, target)
+        try:
+            with open(out_path, "r+b") as f:
+                body = f.read()
+                if not body:
+                    raise EmitError(f"the C compiler {cc!r} produced an empty library for {name}")
+                f.write(_trailer(key, body))
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(out_path, 0o755)
+            os.replace(out_path, target)
+        except OSError as exc:
+            raise EmitError(f"cannot store the compiled library {target}: {exc}") from None
     finally:
         for path in (src_path, out_path):
             try:
@@ -137,4 +234,4 @@ def _head(text: str, lines: int = ERROR_LINES) -> str:
 
 def _safe_name(name: str) -> str:
     """``name`` reduced to characters that are safe in a file name."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64] or "lib"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", str(name))[:64].lstrip(".") or "lib"

@@ -91,7 +91,13 @@ def test_gemv_elementwise_gemv(mesh, target):
 
 @pytest.mark.parametrize("group", [2, 3, 4, 5])
 def test_ktree_groups_accumulate_only_on_receivers(group):
-    """Regression: the accumulate of a tree stage must run only on that stage's receivers (strided)."""
+    """Tree reductions with several group sizes; and the lowering keeps a strided rectangle's stride when
+    it clips a compute to a kernel class (it once dropped it: harmless for trees, wrong in general)."""
+    from mica.meshir.ir import Lin, Rect, Region
+    from mica.native_sim.lower import clip
+    strided = Rect.of(0, 9, 0, 4, xs=group, xp=Lin(1, (("s", -1),)))
+    clipped = clip(strided, Region("c", 0, 12, 0, 2))
+    assert (clipped.xs, clipped.xp) == (group, strided.xp) and clipped.members({"s": 0})[0] == strided.members({"s": 0})[0]
     op = mica.ops.gemv(40, 120)
     rng = np.random.default_rng(0)
     A = rng.standard_normal((40, 120)).astype(np.float32)
