@@ -44,6 +44,8 @@ class Decisions:
 
     @property
     def name(self) -> str:
+        if not self.assignment:
+            return "one-core"
         plan = {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
         red = "chain" if self.reduce == "chain" else f"ktree{self.group}"
         return f"{plan}/{red}"
