@@ -19,7 +19,7 @@ from dataclasses import replace
 from math import ceil
 
 from ..affine.deps import reductions
-from ..affine.expr import Aff, Bin, Call, Const, Neg
+from ..affine.expr import Aff, Bin, Call, Const, Neg, Read
 import islpy as isl
 
 from ..affine.isl_names import iset
@@ -27,7 +27,7 @@ from ..affine.program import Program, Statement
 from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
-from ..tiling.mapping import main_statement
+from ..tiling.mapping import loop_extent, main_statement
 from ..tiling.schedule import Schedule
 from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_routes, shift_routes
 from ..comm.sets import (CommPlan, box_constraints, box_map, classify, classify_ring, need_map,
@@ -65,7 +65,7 @@ class _Builder:
         self.kernels: list[Kernel] = []
         blocks = {"x": 1, "y": 1}
         for sm in sched.space:
-            ext = _extent(self.main, sm.loop)
+            ext = loop_extent(self.main, sm.loop)
             blocks[sm.axis] = ceil(ext / sm.tile)
         w, h = sched.mesh
         self.skew = None
@@ -145,7 +145,7 @@ class _Builder:
         til: dict[str, list] = {"x": [], "y": []}
         for sm in self.sched.space:
             if sm.loop in stmt_loops:
-                til[sm.axis].append((sm.tile, _extent(self.main, sm.loop) if sm.loop in self.main.loops
+                til[sm.axis].append((sm.tile, loop_extent(self.main, sm.loop) if sm.loop in self.main.loops
                                      else sm.tile))
         for b in buffers:
             for d in b.box:
@@ -184,11 +184,6 @@ class _Builder:
                    flops_per_instance=_flops(expr))
         self.kernels.append(k)
         return k
-
-
-def _extent(stmt: Statement, loop: str) -> int:
-    from ..tiling.mapping import loop_extent
-    return loop_extent(stmt, loop)
 
 
 def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
@@ -370,7 +365,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
             line_region = (Region(f"line_{axis}", 0, n, across[0], across[1]) if axis == "x"
                            else Region(f"line_{axis}", across[0], across[1], 0, n))
             acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, line_region,
-                               Bin(red.op, _read("w"), _read("r0")), (inbuf,))
+                               Bin(red.op, Read("w"), Read("r0")), (inbuf,))
             colour = assign_colours(1, target.colours, f"reduction of {part.array}")[0]
             g = min(sched.group, n) if sched.reduce == "tree" else 1
             for stage in _reduction_stages(axis, n, g, across):
@@ -461,11 +456,6 @@ def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):
         out.append((line((src,), (src.shifted(1),)), line((dst,), (dst.shifted(1),)), g, m - 1,
                     "along the chain" if g == 1 else "across group roots"))
     return out
-
-
-def _read(ref: str):
-    from ..affine.expr import Read
-    return Read(ref)
 
 
 def _walk(ops, scope=()):
