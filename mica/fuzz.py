@@ -695,9 +695,13 @@ def read_reproducer(path: str) -> FuzzCase:
                     tuple(meta.get("choices", ())))
 
 
+def _log(s: str) -> None:
+    print(s, flush=True)
+
+
 def soak(seconds: float, seed: int, jobs: int = 1, *, out_dir: str = ".", keep_going: bool = False,
          timeout: float = 180.0, max_size: int = 10, shrink_s: float = 300.0, limit: int | None = None,
-         max_shrinks: int = 5, log=print) -> int:
+         max_shrinks: int = 5, log=_log) -> int:
     """The long differential run (see the module doc). Returns the process exit status."""
     t0 = time.monotonic()
     pool = _Pool(jobs, timeout)
@@ -802,7 +806,9 @@ void kernel_tri(int n, real L[8][8], real b[8], real x[8])
 _VOCAB = ("for if else while do return int double float void const static char long unsigned "
           "i j k n m A B C x y alpha sqrt fabs fmax ( ) [ ] { } ; , = += -= *= /= ++ -- + - * / % < <= > >= "
           "== != && || ! ? : 0 1 2 10 0.5 1e308 2147483647 -1 # pragma \" ' \\ /* */ // \n").split(" ")
-_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+\.?\d*(?:[eE][-+]?\d+)?[fF]?|\+\+|--|[-+*/%<>=!&|]=?|&&|\|\||\S|\s+")
+_OPERATORS = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "=", "+=", "-=", "*=", "/=",
+              "++", "--", "?", ":", ",", "&", "|", "^", "<<", ">>")
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+\.?\d*(?:[eE][-+]?\d+)?[fF]?|\+\+|--|&&|\|\||<<|>>|[-+*/%<>=!&|^]=?|\S|\s+")
 
 
 def _tokens(text: str) -> list[str]:
@@ -817,7 +823,7 @@ def malformed_texts(seed: int, count: int, *, max_size: int = 10) -> Iterator[tu
         c = case_from_seed(f"malformed:{seed}:{k}", max_size=max_size)
         bases.append((c.source, c.params))
     kinds = ("truncate", "byteflip", "delete", "duplicate", "replace", "swap", "splice", "insert", "random",
-             "bytes", "nest")
+             "bytes", "nest", "ident", "number", "operator", "ident", "number", "operator")
     for n in range(count):
         kind = kinds[n % len(kinds)]
         text, params = bases[rng.randrange(len(bases))]
@@ -846,6 +852,23 @@ def malformed_texts(seed: int, count: int, *, max_size: int = 10) -> Iterator[tu
                     toks[p], toks[q] = toks[q], toks[p]
                 else:
                     toks[p:p] = [" ", rng.choice(_VOCAB), " "]
+            text = "".join(toks)
+        elif kind in ("ident", "number", "operator"):      # token-class preserving: mostly still parses
+            toks = _tokens(text)
+            for _ in range(rng.randint(1, 2)):
+                if kind == "ident":
+                    pos = [i for i, t in enumerate(toks) if re.fullmatch(r"[A-Za-z_]\w*", t)]
+                    names = sorted({toks[i] for i in pos}) + ["n", "m", "x", "S0", "__t", "min", "and", "t", "y",
+                                                                "int", "double", "float", "sqrt", "exp", "q"]
+                elif kind == "number":
+                    pos = [i for i, t in enumerate(toks) if re.fullmatch(r"\d[\w.]*", t)]
+                    names = ["0", "1", "2", "-1", "12", "13", "100", "2147483648", "99999999999999999999", "0x10",
+                             "1.5", "1e9", "07", "0.0", "3f"]
+                else:
+                    pos = [i for i, t in enumerate(toks) if t in _OPERATORS]
+                    names = list(_OPERATORS)
+                if pos:
+                    toks[rng.choice(pos)] = rng.choice(names)
             text = "".join(toks)
         elif kind == "splice":
             other, _ = bases[rng.randrange(len(bases))]
@@ -938,7 +961,7 @@ class _Watchdog:
                 os._exit(3)
 
 
-def malformed_run(count: int, seed: int, *, out_dir: str = ".", time_limit: float = 2.0, log=print) -> int:
+def malformed_run(count: int, seed: int, *, out_dir: str = ".", time_limit: float = 2.0, log=_log) -> int:
     t0 = time.monotonic()
     counts: Counter = Counter()
     errors: Counter = Counter()
