@@ -64,6 +64,7 @@ __all__ = ["Chooser", "RandomChooser", "ReplayChooser", "FuzzCase", "Outcome", "
 TARGET = "wormhole"
 MAX_EXTENT = 12                 # every array dimension is at most this long
 MESH_W, MESH_H = 6, 5           # meshes 1x1 .. 6x5
+_MESH_WIDTHS = (2, 1, 3, 4, 5, 6)
 F64_TOL = dict(rtol=1e-9, atol=1e-12)
 # f32 programs use only + * fmax and exact scalings on inputs in [0.5, 1.5): no cancellation, so the
 # relative error of any result is at most (operations on its path) * 2^-24. A value here depends on at
@@ -383,7 +384,9 @@ def generate(ch: Chooser, *, max_size: int = 10, meshes: bool = True) -> FuzzCas
     """A random :class:`FuzzCase` from the decisions of ``ch`` (sizes ``n``, ``m`` in 2..``max_size``)."""
     g = _Gen(ch, max_size)
     src = g.program()
-    mesh = (1 + ch.draw(MESH_W), 1 + ch.draw(MESH_H)) if meshes else (2, 2)
+    # a zero draw gives 2x1, the smallest mesh that distributes anything (the 0-biased hypothesis
+    # draws and the shrinker then stay on meshes where the mapping matters)
+    mesh = (_MESH_WIDTHS[ch.draw(MESH_W)], 1 + ch.draw(MESH_H)) if meshes else (2, 1)
     threads = 1 + ch.draw(3)
     return FuzzCase(src, dict(g.sizes), mesh, threads, TARGET, "f32" if g.dtype == "float" else "f64",
                     tuple(ch.record))
@@ -524,22 +527,36 @@ def _worker_main(conn) -> None:
             return
         if msg is None:
             return
-        choices, max_size = msg
+        choices, max_size, inject = msg
         case = case_from_choices(choices, max_size=max_size)
         try:
-            out = check_case(case)
+            out = _injected(case, inject) if inject else check_case(case)
         except Exception as exc:    # a failure of the reference (run_c) or of the checker itself
             out = Outcome("crash", f"checker: {type(exc).__name__}", _exc_text(exc))
         conn.send(out)
 
 
+def _injected(case: FuzzCase, inject: str) -> Outcome:
+    """Self-test of the fuzzer (``--inject-bug``): programs with a ``+=`` update of an array element
+    'fail' -- a mismatch, a segfault of the worker or a hang -- and the others pass uncompiled."""
+    if "] +=" not in case.source:
+        return Outcome("ok", "self-test")
+    if inject == "segfault":
+        import signal
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if inject == "hang":
+        time.sleep(10 ** 6)
+    return Outcome("mismatch", "mismatch", "injected: the program has a += update")
+
+
 class _Pool:
     """Worker processes evaluating cases (given by their choices) with a per-case timeout."""
 
-    def __init__(self, jobs: int, timeout: float):
+    def __init__(self, jobs: int, timeout: float, inject: str | None = None):
         import multiprocessing as mp
         self.ctx = mp.get_context("spawn")
         self.timeout = timeout
+        self.inject = inject
         self.workers = [self._spawn() for _ in range(max(1, jobs))]
 
     def _spawn(self):
@@ -556,7 +573,7 @@ class _Pool:
         return sum(w["job"] is not None for w in self.workers)
 
     def submit(self, w, key, choices, max_size) -> None:
-        w["conn"].send((list(choices), max_size))
+        w["conn"].send((list(choices), max_size, self.inject))
         w["job"], w["since"] = key, time.monotonic()
 
     def collect(self, wait: float) -> list[tuple[object, Outcome]]:
@@ -671,8 +688,11 @@ def _program_seed(seed: int, index: int) -> str:
 
 
 def write_reproducer(path: str, case: FuzzCase, out: Outcome, seed: int, index: int) -> None:
+    choices = list(case.choices)
+    while choices and choices[-1] == 0:     # zeros past the end are implied
+        choices.pop()
     meta = {"seed": seed, "index": index, "mesh": list(case.mesh), "target": case.target,
-            "params": case.params, "threads": case.threads, "dtype": case.dtype, "choices": list(case.choices)}
+            "params": case.params, "threads": case.threads, "dtype": case.dtype, "choices": choices}
     msg = out.message.replace("*/", "* /")
     text = (f"/* MICA fuzz failure: {out.kind} ({out.reason})\n"
             f"   program {index} of `python -m mica.fuzz --seed {seed}`\n"
@@ -701,10 +721,10 @@ def _log(s: str) -> None:
 
 def soak(seconds: float, seed: int, jobs: int = 1, *, out_dir: str = ".", keep_going: bool = False,
          timeout: float = 180.0, max_size: int = 10, shrink_s: float = 300.0, limit: int | None = None,
-         max_shrinks: int = 5, log=_log) -> int:
+         max_shrinks: int = 5, inject: str | None = None, log=_log) -> int:
     """The long differential run (see the module doc). Returns the process exit status."""
     t0 = time.monotonic()
-    pool = _Pool(jobs, timeout)
+    pool = _Pool(jobs, timeout, inject)
     counts: Counter = Counter()
     refused: Counter = Counter()
     failures: list[tuple[int, FuzzCase, Outcome]] = []
@@ -1020,6 +1040,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-going", action="store_true", help="collect every failure instead of stopping")
     ap.add_argument("--malformed", action="store_true", help="fuzz the C front end with malformed text")
     ap.add_argument("--replay", metavar="FILE", help="re-run a reproducer written by a failing run")
+    ap.add_argument("--inject-bug", choices=("mismatch", "segfault", "hang"), default=None,
+                    help="self-test: programs with a '] +=' fail this way, the others pass uncompiled")
     a = ap.parse_args(argv)
     if a.replay:
         case = read_reproducer(a.replay)
@@ -1029,7 +1051,8 @@ def main(argv=None) -> int:
     if a.malformed:
         return malformed_run(a.count or 5000, a.seed, out_dir=a.out)
     return soak(a.seconds, a.seed, a.jobs, out_dir=a.out, keep_going=a.keep_going, timeout=a.timeout,
-                max_size=a.max_size, shrink_s=a.shrink_seconds, limit=a.count, max_shrinks=a.max_shrinks)
+                max_size=a.max_size, shrink_s=a.shrink_seconds, limit=a.count, max_shrinks=a.max_shrinks,
+                inject=a.inject_bug)
 
 
 if __name__ == "__main__":
