@@ -552,6 +552,10 @@ def _injected(case: FuzzCase, inject: str) -> Outcome:
 class _Pool:
     """Worker processes evaluating cases (given by their choices) with a per-case timeout."""
 
+    #: Programs one worker runs before it is replaced: every program run leaves its libraries mapped
+    #: in the process (see tests/fuzz/FOUND.md, bug 8), and dlopen fails after a few thousand.
+    MAX_TASKS = 300
+
     def __init__(self, jobs: int, timeout: float, inject: str | None = None):
         import multiprocessing as mp
         self.ctx = mp.get_context("spawn")
@@ -564,7 +568,7 @@ class _Pool:
         p = self.ctx.Process(target=_worker_main, args=(child,), daemon=True)
         p.start()
         child.close()
-        return {"proc": p, "conn": parent, "job": None, "since": 0.0}
+        return {"proc": p, "conn": parent, "job": None, "since": 0.0, "tasks": 0}
 
     def idle(self):
         return [w for w in self.workers if w["job"] is None]
@@ -593,6 +597,10 @@ class _Pool:
                 try:
                     out.append((key, w["conn"].recv()))
                     w["job"] = None
+                    w["tasks"] += 1
+                    if w["tasks"] >= self.MAX_TASKS:
+                        self._retire(w)
+                        self.workers[i] = self._spawn()
                     continue
                 except (EOFError, OSError):
                     pass
@@ -610,10 +618,20 @@ class _Pool:
                 self.workers[i] = self._spawn()
         return out
 
+    def _retire(self, w) -> None:
+        try:
+            w["conn"].send(None)
+        except OSError:
+            pass
+        w["proc"].join(timeout=10)
+        if w["proc"].is_alive():
+            w["proc"].kill()
+            w["proc"].join()
+
     def run_one(self, choices, max_size) -> Outcome:
-        w = self.workers[0]
-        while w["job"] is not None:
+        while self.workers[0]["job"] is not None:
             self.collect(1.0)
+        w = self.workers[0]
         self.submit(w, "one", choices, max_size)
         while True:
             for key, out in self.collect(1.0):
