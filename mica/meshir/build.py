@@ -22,7 +22,7 @@ from ..affine.deps import reductions
 from ..affine.expr import Aff, Bin, Call, Const, Neg, Read
 import islpy as isl
 
-from ..affine.isl_names import iset
+from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError, SramError
 from ..targets import Target
@@ -209,6 +209,10 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                     continue
                 if any(ix.coeff(step.loop) for ix in acc.index):
                     ring_arrays.add(acc.array)
+    written = {s_.write.array for s_ in prog.statements}
+    if ring_arrays & written:
+        raise ScheduleError(f"a {sched.step.skew} plan would ring {sorted(ring_arrays & written)}, which the "
+                            f"program also writes; only read-only panels move around rings")
     for arr in prog.arrays:
         if arr.name not in ring_arrays:
             b.ensure_home(arr.name)
@@ -466,12 +470,23 @@ def _walk(ops, scope=()):
 
 
 def _check_writes(stmt: Statement, b: _Builder, sched: Schedule) -> None:
-    """Every instance writes inside the box its core holds of the written array."""
+    """Every instance writes an element its own core owns — the home ``{ core -> A }`` (region and pins
+    included) — so nothing written is lost; the partial sums of a reduction spread over cores may be
+    written on every core of the region (they are combined into the home afterwards)."""
     arr = b.prog.array(stmt.write.array)
-    t = b.tensors[stmt.write.array]
+    t = b.tensors.get(stmt.write.array)
+    if t is None:
+        raise ScheduleError(f"statement {stmt.name} writes {arr.name}, which this plan keeps in ring buffers")
     writes = need_map(stmt, stmt.write, sched)
-    held = box_map(arr, t.box)
+    red = b.reds.get(stmt.name)
+    if red is not None and stmt is b.main and arr.name == b.reduced_array:
+        held = box_map(arr, t.box).intersect_domain(
+            iset(f"{{ M[t, x, y] : {b.region.x0} <= x < {b.region.x1} and {b.region.y0} <= y < {b.region.y1} }}"))
+    else:
+        box, pins = b.home_box(arr.name)
+        own = ownership_map(arr, box, b.home_region(arr.name), pins)
+        held = imap("{ M[t, x, y] -> core[x, y] }").apply_range(own)
     if not writes.is_subset(held):
         raise ScheduleError(
-            f"statement {stmt.name}: cores would write {arr.name} outside the part they hold",
-            detail=str(writes.subtract(held)))
+            f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
+            f"(the writes would be lost)", detail=str(writes.subtract(held)))

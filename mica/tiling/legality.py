@@ -95,8 +95,12 @@ def check_legal(prog: Program, sched: Schedule) -> None:
             m = _restrict(plain, src, dst, m)        # drop the accumulator's own chain
         elif cross and main.name in (src, dst):
             other = dst if src == main.name else src
-            if _at_root(stmts[other], sched, main):
-                m = _restrict(plain, src, dst, m)    # init before / use after, at the root
+            # An initialisation that runs wholly before the reduction (or a use wholly after it), at the
+            # root, composes with partial sums; anything interleaved with the reduction does not.
+            before = groups[other][0] == 0 and dst == main.name
+            after = groups[other][0] == 2 and src == main.name
+            if _at_root(stmts[other], sched, main) and (before or after):
+                m = _restrict(plain, src, dst, m)
         if m.is_empty():
             continue
         _check_one(m, src, dst, places, times, same_core, prog)

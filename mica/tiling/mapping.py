@@ -33,7 +33,7 @@ def loop_extent(stmt: Statement, loop: str) -> int:
     """Number of values ``loop`` takes from 0 to its maximum over the statement's domain."""
     b = int_bounds(stmt.domain_set, loop)
     if b is None:
-        return 0
+        return 1                # an empty loop: one (empty) block keeps every mapping well formed
     lo, hi = b
     if lo < 0:
         raise ScheduleError(f"statement {stmt.name}: loop {loop} starts at {lo} < 0; tiling needs lower bounds >= 0")
