@@ -118,10 +118,12 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     km = compiled.kernel_module
-    lib = load_kernels(compile_shared(km.source, name=f"kernels_{mp.name}"))
     low = lower(mp, km)
     w, h = mp.mesh
-    with NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
+    # Both the kernel library and the mesh are released when the run ends: a long-lived process running
+    # many programs must not accumulate mapped libraries.
+    with load_kernels(compile_shared(km.source, name=f"kernels_{mp.name}")) as lib, \
+            NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
         mesh.commit()

@@ -145,6 +145,20 @@ class KernelLib:
     def __len__(self) -> int:
         return self.count
 
+    def close(self) -> None:
+        """Unmaps the library (its kernel table is unusable afterwards); safe to call twice."""
+        lib, self._lib = getattr(self, "_lib", None), None
+        if lib is not None:
+            self.table = None
+            self.count = 0
+            ffi.dlclose(lib)
+
+    def __enter__(self) -> "KernelLib":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def load_kernels(path: str | Path) -> KernelLib:
     """Opens a generated kernel module (exporting ``mica_kernel_count``/``mica_kernel_get``)."""
