@@ -26,7 +26,12 @@ FALSE = ("F",)
 
 #: Words isl's parser reserves; loop and array names must avoid them.
 ISL_KEYWORDS = frozenset({"and", "or", "not", "min", "max", "floor", "ceil", "floord", "ceild", "exists",
-                          "true", "false", "infty", "mod", "implies", "rat", "NaN", "xor", "div"})
+                          "true", "false", "infty", "infinity", "mod", "implies", "rat", "nan", "xor", "div"})
+
+
+def is_isl_keyword(name: str) -> bool:
+    """isl reads its keywords in any letter case (``MAX``, ``Floor`` ...)."""
+    return name.lower() in ISL_KEYWORDS
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -49,9 +49,10 @@ from pycparser import c_ast
 
 from ..errors import AffineError, MicaError, NotAffineError
 from . import c_affine as F
-from .c_affine import ISL_KEYWORDS, TRUE
+from .c_affine import ISL_KEYWORDS, TRUE, is_isl_keyword
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
 from .c_parse import (DTYPE_OF, error, find_function, fold_int, location, lvalue_base, parse_c, signature,
+                      strip_directives,
                       type_words, typedefs_of)
 from .expr import Aff, Bin, Read
 from .isl_names import imap, iset, umap
@@ -101,6 +102,7 @@ class _Builder(ExprMixin):
         self.typedefs = typedefs_of(self.ast)
         self.fdef = find_function(self.ast, function, filename)
         self.name = self.fdef.decl.name
+        _refuse_asm(source, self.fdef, filename)
         self.scopes: list[dict[str, Var]] = [{}]
         self.arrays: dict[str, Array] = {}
         self.param_arrays: list[str] = []
@@ -130,10 +132,11 @@ class _Builder(ExprMixin):
         self.scopes[-1][var.cname] = var
 
     def fresh(self, base: str, avoid: set[str]) -> str:
-        if base.startswith("__"):          # reserved by Program for MICA's own names
-            base = "v" + base
+        base = re.sub(r"[^A-Za-z0-9_]", "_", base)      # e.g. '$', which pycparser accepts
+        if base.startswith("__") or not base[:1].isalpha() and base[:1] != "_":
+            base = "v" + base                           # "__" is reserved by Program for MICA's own names
         name, k = base, 0
-        while name in avoid or name in ISL_KEYWORDS or re.fullmatch(r"S\d+", name):
+        while name in avoid or is_isl_keyword(name) or re.fullmatch(r"S\d+", name):
             k += 1
             name = f"{base}_{k}"
         return name
@@ -174,8 +177,11 @@ class _Builder(ExprMixin):
             if p.elem not in ("double", "float"):
                 raise self.err(node, f"array parameter {p.name!r} has an unsupported element type")
             shape = self.extents(p.name, p.dims, node)
-            if p.name in ISL_KEYWORDS:
+            if is_isl_keyword(p.name):
                 raise self.err(node, f"array name {p.name!r} is reserved by isl; rename it", AffineError)
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p.name) or p.name.startswith("__"):
+                raise self.err(node, f"array name {p.name!r} is not a plain identifier MICA can use "
+                                     f"(letters, digits, '_', not starting with '__'); rename it", AffineError)
             if re.fullmatch(r"S\d+", p.name):
                 raise self.err(node, f"array name {p.name!r} clashes with the statement names S0, S1, ...; "
                                      f"rename it", AffineError)
@@ -647,3 +653,30 @@ def live_in(prog: Program) -> isl.UnionMap:
                 r = r.subtract_domain(earlier.domain())
             out = out.union(r)
     return out
+
+
+def _refuse_asm(source: str, fdef, filename: str) -> None:
+    """Inline assembly in the compiled function is refused (the parser only ever sees it blanked, as the
+    GNU extensions of system headers are)."""
+    body = fdef.body
+    if body is None or body.coord is None:
+        return
+    text = strip_directives(source, filename)          # comments blanked; same offsets as ``source``
+    lines = text.split("\n")
+    start = sum(len(line) + 1 for line in lines[:body.coord.line - 1]) + body.coord.column - 1
+    depth, end = 0, len(text)
+    for k in range(start, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                end = k + 1
+                break
+    m = re.search(r"\b(__asm__|__asm|asm)\b", text[start:end])
+    if m:
+        pos = start + m.start()
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise NotAffineError(f"{filename}:{line}:{col}: inline assembly ({m.group(1)}) is not supported",
+                             location=(filename, line, col))
