@@ -471,20 +471,24 @@ def _walk(ops, scope=()):
 
 def _check_writes(stmt: Statement, b: _Builder, sched: Schedule) -> None:
     """Every instance writes an element its own core owns — the home ``{ core -> A }`` (region and pins
-    included) — so nothing written is lost; the partial sums of a reduction spread over cores may be
-    written on every core of the region (they are combined into the home afterwards)."""
+    included) — so nothing written is lost; the partial sums of a reduction spread over cores are written
+    where the chain that combines them ends at the element's owner."""
     arr = b.prog.array(stmt.write.array)
     t = b.tensors.get(stmt.write.array)
     if t is None:
         raise ScheduleError(f"statement {stmt.name} writes {arr.name}, which this plan keeps in ring buffers")
     writes = need_map(stmt, stmt.write, sched)
+    box, pins = b.home_box(arr.name)
+    own = ownership_map(arr, box, b.home_region(arr.name), pins)
     red = b.reds.get(stmt.name)
     if red is not None and stmt is b.main and arr.name == b.reduced_array:
-        held = box_map(arr, t.box).intersect_domain(
-            iset(f"{{ M[t, x, y] : {b.region.x0} <= x < {b.region.x1} and {b.region.y0} <= y < {b.region.y1} }}"))
+        # Partial sums are combined along the reduced axes into the root (coordinate 0 there): the
+        # element must belong to the core the chain ends at.
+        xs = "0" if "x" in b.reduced_axes else "x"
+        ys = "0" if "y" in b.reduced_axes else "y"
+        region = f"{b.region.x0} <= x < {b.region.x1} and {b.region.y0} <= y < {b.region.y1}"
+        held = imap(f"{{ M[t, x, y] -> core[{xs}, {ys}] : {region} }}").apply_range(own)
     else:
-        box, pins = b.home_box(arr.name)
-        own = ownership_map(arr, box, b.home_region(arr.name), pins)
         held = imap("{ M[t, x, y] -> core[x, y] }").apply_range(own)
     if not writes.is_subset(held):
         raise ScheduleError(
