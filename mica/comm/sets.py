@@ -22,7 +22,7 @@ import islpy as isl
 
 from ..affine.isl_names import aff_coefficients, imap, max_of, rename_dims, single_affine_of
 from ..affine.program import Access, Array, Statement
-from ..errors import CommError
+from ..errors import AffineError, CommError
 from ..meshir.ir import BoxDim, Lin, Region
 from ..tiling.schedule import Schedule
 
@@ -148,7 +148,11 @@ def _root_of(rel: isl.Map, src_dim: str, what: str) -> Lin:
     if len(affs) != 1:
         raise CommError(f"{what}: the sending core is piecewise in the step", detail=str(pa))
     _, aff = pa.get_pieces()[0]
-    coeffs, const, den = aff_coefficients(aff)
+    try:
+        coeffs, const, den = aff_coefficients(aff)
+    except AffineError:
+        raise CommError(f"{what}: the sending core is not an affine function of the step "
+                        f"(it involves an integer division)", detail=str(aff)) from None
     if den != 1 or any(k not in ("t",) for k in coeffs):
         raise CommError(f"{what}: the sending core depends on the receiver, not only on the step",
                         detail=str(aff))

@@ -42,7 +42,11 @@ from mica.errors import EmitError
 FORMAT_VERSION = "mica-build-2"
 
 #: Flags every library is compiled with; ``flags`` given to :func:`compile_shared` come after them.
-DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-std=c11", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing")
+#: ``-fno-tree-loop-vectorize``: GCC 12.2's loop vectorizer vectorizes outer loops across a (1, 1)
+#: dependence and returns wrong results (tests/fuzz/found/gcc-o3-miscompile-standalone.c, a plain C
+#: reproducer). Correctness first: loop vectorization stays off (basic-block SLP vectorization stays on)
+#: until kernels are written so that the compiler needs no loop vectorizer (register-blocked micro-kernels).
+DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-fno-tree-loop-vectorize", "-std=c11", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing")
 
 #: Lines of compiler output quoted in an :class:`EmitError`.
 ERROR_LINES = 40
