@@ -52,7 +52,7 @@ import threading
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -66,12 +66,15 @@ MAX_EXTENT = 12                 # every array dimension is at most this long
 MESH_W, MESH_H = 6, 5           # meshes 1x1 .. 6x5
 _MESH_WIDTHS = (2, 1, 3, 4, 5, 6)
 F64_TOL = dict(rtol=1e-9, atol=1e-12)
-# f32 programs use only + * fmax and exact scalings on inputs in [0.5, 1.5): no cancellation, so the
-# relative error of any result is at most (operations on its path) * 2^-24. A value here depends on at
-# most 12^3 products of at most 3 factors plus a few chained updates (~ 10^4 operations in the worst
-# case); re-association by the mapping changes the rounding, not the bound, and in practice the
-# error grows like the square root of that: 1e-4 is ~ 100x the typical error and still tight enough to
-# catch a single missing or doubled term (which changes a sum of >= 0.25-sized terms by >= 1/(12^3)).
+# f32 programs use only + * fmaxf and exact halvings on inputs in [0.5, 1.5) (no '-', so no
+# cancellation): the relative error of any result is at most (operations on its path) * 2^-24 whatever
+# order the mapping sums in. A value depends on at most 12^3 = 1728 terms of up to 4 factors plus a few
+# chained updates, so the worst case is ~ 1e4 * 6e-8 = 6e-4 and the typical one (errors grow like the
+# square root of the count) ~ 100 * 6e-8 = 6e-6: rtol 1e-4 is ~ 15x the typical error of the largest sums,
+# while a missing or doubled term of a sum of n terms changes it by ~ 1/n of itself on average, >= 6e-4
+# for n <= 1728 (a term much smaller than the average may slip through). (f64 programs may
+# subtract; rtol 1e-9 is >= 1e3 x their worst-case rounding (1e4 operations x 1e-16), and atol 1e-12
+# covers results that cancel to ~ 0.)
 F32_TOL = dict(rtol=1e-4, atol=1e-6)
 
 
@@ -791,7 +794,8 @@ def soak(seconds: float, seed: int, jobs: int = 1, *, out_dir: str = ".", keep_g
     finally:
         pool.close()
     elapsed = time.monotonic() - t0
-    log(f"seed {seed}, {jobs} job(s), {elapsed:.0f} s, {index} programs generated: {_summary(counts, refused)}")
+    log(f"seed {seed}, {jobs} job(s), elapsed {elapsed:.0f} s, {index} programs generated: "
+        f"{_summary(counts, refused)}")
     if slowest[1] is not None:
         log(f"slowest program: {slowest[1]} ({slowest[0]:.1f} s)")
     for reason, n in refused.most_common():
