@@ -7,7 +7,7 @@ mica.fuzz.F32_TOL). A refusal (ScheduleError, SramError, CommError with a clear 
 any other exception or a wrong number fails, with the program, its mesh and the choices that replay it.
 
 Derandomized: the same programs come back on every run, so their native builds come from the cache after
-the first run (measured on 2 cores: ~25 s warm, ~40 s with an empty cache). The long run is
+the first run (measured on 2 cores: 15 s warm, 31 s with an empty cache). The long run is
 ``python -m mica.fuzz --seconds N --seed S``; bugs it found are in tests/fuzz/FOUND.md.
 """
 
