@@ -25,7 +25,7 @@ from .affine.c_parse import error, find_function, fold_int, parse_c, signature, 
 from .affine.expr import Aff, Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
 from .affine.program import Program
 from .emit_c.build import compile_shared
-from .emit_c.kernels import ast_expr_c
+from .emit_c.kernels import ast_expr_c, ast_to_c
 from .errors import EmitError, InputError
 
 __all__ = ["run_c", "run_program", "assert_matches"]
@@ -207,30 +207,7 @@ class _Printer:
         self.lines.append(indent + "}")
 
     def node(self, nd: isl.AstNode, indent: str) -> None:
-        t = nd.get_type()
-        if t == isl.ast_node_type.for_:
-            it = ast_expr_c(nd.for_get_iterator())
-            self.lines.append(f"{indent}for (int64_t {it} = {ast_expr_c(nd.for_get_init())}; "
-                              f"{ast_expr_c(nd.for_get_cond())}; {it} += {ast_expr_c(nd.for_get_inc())}) {{")
-            self.node(nd.for_get_body(), indent + "  ")
-            self.lines.append(indent + "}")
-        elif t == isl.ast_node_type.if_:
-            self.lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
-            self.node(nd.if_get_then_node(), indent + "  ")
-            if nd.if_has_else_node():
-                self.lines.append(indent + "} else {")
-                self.node(nd.if_get_else_node(), indent + "  ")
-            self.lines.append(indent + "}")
-        elif t == isl.ast_node_type.block:
-            ch = nd.block_get_children()
-            for i in range(ch.n_ast_node()):
-                self.node(ch.get_at(i), indent)
-        elif t == isl.ast_node_type.user:
-            self.user(nd.user_get_expr(), indent)
-        elif t == isl.ast_node_type.mark:
-            self.node(nd.mark_get_node(), indent)
-        else:
-            raise EmitError("run_program: unexpected isl AST node")
+        ast_to_c(nd, self.lines, indent, self.user)
 
     def source(self) -> str:
         for a in self.p.arrays:

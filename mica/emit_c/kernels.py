@@ -88,6 +88,34 @@ def ast_expr_c(e: isl.AstExpr) -> str:
     raise EmitError(f"unsupported isl AST expression {e.to_C_str()}")
 
 
+def ast_to_c(nd: isl.AstNode, lines: list[str], indent: str, user) -> None:
+    """Appends the C of isl AST ``nd`` to ``lines``; ``user(call_expr, indent)`` prints each statement."""
+    t = nd.get_type()
+    if t == isl.ast_node_type.for_:
+        it = ast_expr_c(nd.for_get_iterator())
+        lines.append(f"{indent}for (int64_t {it} = {ast_expr_c(nd.for_get_init())}; "
+                     f"{ast_expr_c(nd.for_get_cond())}; {it} += {ast_expr_c(nd.for_get_inc())}) {{")
+        ast_to_c(nd.for_get_body(), lines, indent + "  ", user)
+        lines.append(indent + "}")
+    elif t == isl.ast_node_type.if_:
+        lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
+        ast_to_c(nd.if_get_then_node(), lines, indent + "  ", user)
+        if nd.if_has_else_node():
+            lines.append(indent + "} else {")
+            ast_to_c(nd.if_get_else_node(), lines, indent + "  ", user)
+        lines.append(indent + "}")
+    elif t == isl.ast_node_type.block:
+        children = nd.block_get_children()
+        for i in range(children.n_ast_node()):
+            ast_to_c(children.get_at(i), lines, indent, user)
+    elif t == isl.ast_node_type.user:
+        user(nd.user_get_expr(), indent)
+    elif t == isl.ast_node_type.mark:
+        ast_to_c(nd.mark_get_node(), lines, indent, user)
+    else:
+        raise EmitError("unexpected isl AST node")
+
+
 class _KernelPrinter:
     """Prints one kernel class: pointer set-up, isl-generated loops, statement bodies."""
 
@@ -180,32 +208,7 @@ class _KernelPrinter:
         self.lines.append(indent + "}")
 
     def node(self, nd: isl.AstNode, indent: str) -> None:
-        t = nd.get_type()
-        if t == isl.ast_node_type.for_:
-            it = ast_expr_c(nd.for_get_iterator())
-            init = ast_expr_c(nd.for_get_init())
-            cond = ast_expr_c(nd.for_get_cond())
-            inc = ast_expr_c(nd.for_get_inc())
-            self.lines.append(f"{indent}for (int64_t {it} = {init}; {cond}; {it} += {inc}) {{")
-            self.node(nd.for_get_body(), indent + "  ")
-            self.lines.append(indent + "}")
-        elif t == isl.ast_node_type.if_:
-            self.lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
-            self.node(nd.if_get_then_node(), indent + "  ")
-            if nd.if_has_else_node():
-                self.lines.append(indent + "} else {")
-                self.node(nd.if_get_else_node(), indent + "  ")
-            self.lines.append(indent + "}")
-        elif t == isl.ast_node_type.block:
-            children = nd.block_get_children()
-            for i in range(children.n_ast_node()):
-                self.node(children.get_at(i), indent)
-        elif t == isl.ast_node_type.user:
-            self.user(nd.user_get_expr(), indent)
-        elif t == isl.ast_node_type.mark:
-            self.node(nd.mark_get_node(), indent)
-        else:
-            raise EmitError(f"kernel {self.k.name}: unexpected isl AST node")
+        ast_to_c(nd, self.lines, indent, self.user)
 
     def function(self) -> str:
         k, r = self.k, self.cls.region
