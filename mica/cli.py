@@ -3,6 +3,9 @@
     mica demo [--mesh 750x994] [--run-mesh 16x16] [--size 512] [--target wse2] [--threads N]
         compile a size^3 f32 matmul for the big mesh, print the plan and its modelled cost, then run the
         same plan on the small mesh in the emulator and report the error against numpy and the traffic.
+    mica compile kernel.c [--function F] [--param N=4096 ...] [--mesh 750x994] [--target wse2]
+                 [--emit c|csl|metalium] [--out DIR] [--explain]
+        compile one C function (after preprocessing) and write the chosen back end's files into DIR.
     mica targets
         list the machine descriptions.
 """
@@ -58,6 +61,36 @@ def demo(args) -> int:
     return 0 if ok else 1
 
 
+def _param(text: str) -> tuple[str, int]:
+    try:
+        name, value = text.split("=")
+        return name.strip(), int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a parameter looks like N=4096, got {text!r}") from None
+
+
+def compile_file(args) -> int:
+    from . import compile_affine
+    from .affine.from_c import from_c
+    from .errors import InputError
+    try:
+        source = open(args.source, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {args.source}: {exc}") from None
+    program = from_c(source, args.function, params=dict(args.param), filename=args.source)
+    t0 = time.perf_counter()
+    prog = compile_affine(program, mesh=args.mesh, target=args.target)
+    dt = time.perf_counter() - t0
+    print(f"compiled {program.name} for {args.mesh[0]}x{args.mesh[1]} ({args.target}) in {dt:.3f} s")
+    print(prog.schedule.explain() if args.explain else prog.schedule)
+    print(prog.cost)
+    if args.emit:
+        out = args.out or f"{program.name}_{args.emit}"
+        for path in prog.emit(args.emit, out):
+            print(f"wrote {path}")
+    return 0
+
+
 def targets(args) -> int:
     from .targets import TARGETS
     for t in TARGETS.values():
@@ -78,6 +111,16 @@ def main(argv=None) -> int:
     d.add_argument("--threads", type=int, default=None)
     d.add_argument("-v", "--verbose", action="store_true", help="print the small mesh's MeshIR")
     d.set_defaults(fn=demo)
+    c = sub.add_parser("compile", help="compile a C function and emit code for a back end")
+    c.add_argument("source", help="C file (after preprocessing) holding the function")
+    c.add_argument("--function", default=None, help="the function to compile (default: the only one)")
+    c.add_argument("--param", type=_param, action="append", default=[], help="size parameter, N=4096")
+    c.add_argument("--mesh", type=_mesh, default=(750, 994))
+    c.add_argument("--target", default="wse2")
+    c.add_argument("--emit", choices=("c", "csl", "metalium"), default=None)
+    c.add_argument("--out", default=None, help="output directory (default: <function>_<back end>)")
+    c.add_argument("--explain", action="store_true", help="list the candidates the search considered")
+    c.set_defaults(fn=compile_file)
     t = sub.add_parser("targets", help="list machine descriptions")
     t.set_defaults(fn=targets)
     args = p.parse_args(argv)

@@ -99,6 +99,15 @@ class CompiledProgram:
         return compile_affine(self.program, mesh=mesh, target=self.target,
                               schedule=retarget_schedule(self.program, self.schedule, mesh))
 
+    def emit(self, kind: str, out_dir) -> list:
+        """Writes the program for a real machine into ``out_dir`` and returns the written paths.
+
+        ``kind`` is ``"c"`` (the per-class C kernels the emulator runs), ``"csl"`` (Cerebras: layout, PE
+        programs, host script) or ``"metalium"`` (Tenstorrent: host C++ and reader/compute/writer kernels).
+        Every back end renders this program's MeshIR, so what it writes is the plan the emulator runs."""
+        from .emit import emit
+        return emit(self, kind, out_dir)
+
     def run(self, inputs, mesh=None, threads: int | None = None):
         """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`."""
         from .native_sim.execute import execute
