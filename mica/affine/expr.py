@@ -53,6 +53,12 @@ class Aff:
             return self.coeffs[0][0]
         return None
 
+    def offset_var(self) -> str | None:
+        """The variable name if this is ``name + constant`` (coefficient 1), else None."""
+        if len(self.coeffs) == 1 and self.coeffs[0][1] == 1:
+            return self.coeffs[0][0]
+        return None
+
     def text(self) -> str:
         return aff_text(self.coeffs, self.const)
 

@@ -135,6 +135,11 @@ class CommPlan:
     relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
 
 
+def is_local(need: isl.Map, own: isl.Map) -> bool:
+    """Every core owns all it needs: ``need ⊆ (M[t, x, y] -> core[x, y]) ∘ own``."""
+    return need.is_subset(imap("{ M[t, x, y] -> core[x, y] }").apply_range(own))
+
+
 def _root_of(rel: isl.Map, src_dim: str, what: str) -> Lin:
     """The source coordinate ``src_dim`` of ``rel`` as an affine function of ``t`` alone."""
     keep = "x" if src_dim == "y" else "y"

@@ -41,6 +41,9 @@ def _line_bytes(mp: MeshProgram, buffer: str, xs: np.ndarray, ys: np.ndarray, t:
     tensor = mp.tensor(buffer)
     out = np.full(np.broadcast(xs, ys).shape, tensor.elem_bytes, dtype=np.int64)
     for d in tensor.box:
+        if d.window or d.padded:
+            out = out * d.alloc
+            continue
         c = {"x": xs, "y": ys, "t": t, None: 0}[d.coord]
         lo = d.tile * np.asarray(c) if d.coord else 0
         out = out * np.clip(d.extent - lo, 0, d.tile)

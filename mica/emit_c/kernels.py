@@ -144,8 +144,8 @@ class _KernelPrinter:
         """The box extent along ``d`` on this class: a constant when it is one, else a C expression."""
         if d.coord is None:
             return str(min(d.tile, d.extent))
-        if d.padded:
-            return str(d.tile)
+        if d.padded or d.window:
+            return str(d.alloc)
         if d.coord in ("x", "y"):
             lo, hi = (self.cls.region.x0, self.cls.region.x1) if d.coord == "x" else \
                 (self.cls.region.y0, self.cls.region.y1)
@@ -162,6 +162,8 @@ class _KernelPrinter:
         for dim, (d, ix) in enumerate(zip(tensor.box, index)):
             idx = _aff_c(ix, env)
             lo = f" - {d.tile}LL * {self._coord_c(d)}" if d.coord else ""
+            if d.offset:
+                lo += f" - ({d.offset}LL)"
             stride = " * ".join(s for s in sizes[dim + 1:] if s != "1")
             terms.append(f"(({idx}){lo})" + (f" * {stride}" if stride else ""))
         return " + ".join(terms) if terms else "0"

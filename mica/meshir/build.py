@@ -24,13 +24,14 @@ import islpy as isl
 
 from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
-from ..errors import ScheduleError, SramError
+from ..errors import CommError, ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
 from ..tiling.mapping import loop_extent, main_statement
 from ..tiling.schedule import Schedule
 from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_routes, shift_routes
-from ..comm.sets import (CommPlan, box_constraints, box_map, classify, classify_ring, need_map,
+from ..comm.halo import check_covered, ghosted_box, halo_widths, held_map, merge_widths, strip_relation, strips
+from ..comm.sets import (CommPlan, box_constraints, box_map, classify, classify_ring, is_local, need_map,
                          ownership_map, placement_constraints)
 from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
                  MeshProgram, Multicast, Rect, Region, RegionTensor, RingShift, Shift, Skew)
@@ -67,6 +68,10 @@ class _Builder:
         for sm in sched.space:
             ext = loop_extent(self.main, sm.loop)
             blocks[sm.axis] = ceil(ext / sm.tile)
+        for home in sched.homes:
+            for (axis, tile), n in zip(home.dims, prog.array(home.array).shape):
+                if axis is not None and sched.loop_on(axis) is not None:
+                    blocks[axis] = max(blocks[axis], ceil(n / tile))
         w, h = sched.mesh
         self.skew = None
         if sched.step is not None and sched.step.skew != "none":
@@ -171,11 +176,14 @@ class _Builder:
         self.kernels.append(k)
         return k
 
-    def box_kernel(self, kname: str, target: RegionTensor, rect: Region, expr, reads: tuple[RegionTensor, ...] = ()) -> Kernel:
-        """A kernel over a buffer's box: ``target[a] = expr`` (reads index the same box)."""
-        loops = tuple(f"a{i}" for i in range(len(target.box)))
-        cons = " and ".join(d.isl(f"a{i}", prefix="__") for i, d in enumerate(target.box)) or "true"
-        params = sorted({"__" + d.coord for d in target.box if d.coord} | {"__x", "__y"})
+    def box_kernel(self, kname: str, target: RegionTensor, rect: Region, expr, reads: tuple[RegionTensor, ...] = (),
+                   domain: tuple[BoxDim, ...] | None = None) -> Kernel:
+        """A kernel over a buffer's box (or the box ``domain``): ``target[a] = expr`` (reads index the same
+        array elements)."""
+        dbox = domain if domain is not None else target.box
+        loops = tuple(f"a{i}" for i in range(len(dbox)))
+        cons = " and ".join(d.isl(f"a{i}", prefix="__") for i, d in enumerate(dbox)) or "true"
+        params = sorted({"__" + d.coord for d in dbox if d.coord} | {"__x", "__y"})
         dom = f"[{', '.join(params)}] -> {{ {kname}[{', '.join(loops)}] : {cons} }}"
         index = tuple(Aff.var(lp) for lp in loops)
         k = Kernel(kname, "", loops, str(iset(dom)), loops, KAccess("w", target.name, index),
@@ -186,8 +194,12 @@ class _Builder:
         return k
 
 
-def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
+def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
+                       resident: frozenset[str] = frozenset()) -> MeshProgram:
     """The MeshIR of ``prog`` under ``sched`` on ``target`` (see the module docstring).
+
+    ``resident`` names the arrays an earlier operator left on the mesh: they are not loaded from the
+    host, so their ghost zones could not be filled by the load (no halo on them when read-only).
 
     Raises :class:`ScheduleError` when the schedule could violate a dependence
     (:func:`mica.tiling.legality.check_legal`)."""
@@ -223,10 +235,14 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     post = [s for s in prog.statements[idx + 1:] if s not in in_step]
     body_main = in_step if step is not None else [main]
 
-    def plan_reads(stmt: Statement) -> tuple[dict[str, str], list[tuple[CommPlan, str]]]:
-        """Buffers each access of ``stmt`` uses, and the multicasts that fill receive buffers."""
+    ghosts: dict[str, tuple[tuple[int, int], ...]] = {}     # array -> ghost widths of its home
+
+    def plan_reads(stmt: Statement):
+        """Buffers each access of ``stmt`` uses, the multicasts that fill receive buffers, and the ghost
+        widths of the produced arrays it reads from neighbours (exchanged just before it)."""
         buffers = {stmt.write.ref: stmt.write.array}
         moves = []
+        halos: dict[str, tuple[tuple[int, int], ...]] = {}
         red_s = b.reds.get(stmt.name)
         for acc in stmt.reads:
             if red_s is not None and acc.ref == red_s.read_ref:
@@ -237,10 +253,36 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                 continue
             home = b.tensors[acc.array]
             box, pins = b.home_box(acc.array)
-            own = ownership_map(prog.array(acc.array), box, b.home_region(acc.array), pins)
+            region = b.home_region(acc.array)
+            arr = prog.array(acc.array)
+            own = ownership_map(arr, box, region, pins)
             need = need_map(stmt, acc, sched)
-            plan = classify(prog.array(acc.array), acc.ref, need, own, home.box,
-                            f"statement {stmt.name}, read {acc.ref} of {acc.array}")
+            what = f"statement {stmt.name}, read {acc.ref} of {acc.array}"
+            plan = None
+            if acc.array not in written:
+                try:
+                    plan = classify(arr, acc.ref, need, own, box, what)
+                except CommError as exc:
+                    plan_error = exc
+            elif is_local(need, own):
+                plan = CommPlan("local", acc.array, acc.ref)
+            if plan is None:
+                # Neighbours' data: a halo. Ghost zones of read-only arrays are filled by the host load;
+                # produced arrays are exchanged just before the statement.
+                try:
+                    widths = halo_widths(arr, need, box, what)
+                    check_covered(arr, need, held_map(arr, ghosted_box(box, widths), pins, region), what)
+                except CommError:
+                    if acc.array not in written:
+                        raise plan_error from None
+                    raise
+                if acc.array not in written and acc.array in resident:
+                    raise plan_error
+                ghosts[acc.array] = merge_widths(ghosts.get(acc.array, widths), widths)
+                buffers[acc.ref] = acc.array
+                if acc.array in written:
+                    halos[acc.array] = merge_widths(halos.get(acc.array, widths), widths)
+                continue
             if plan.kind == "local":
                 buffers[acc.ref] = acc.array
                 continue
@@ -255,7 +297,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
             buffers[acc.ref] = name
             moves.append((plan, name))
         _check_writes(stmt, b, sched)
-        return buffers, moves
+        return buffers, moves, halos
 
     rings: dict[str, tuple[str, int, str]] = {}      # ring buffer -> (axis, max hops, derived relation)
 
@@ -334,7 +376,8 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
 
     def emit_statements(stmts: list[Statement], out: list, hoisted: list | None = None):
         for s in stmts:
-            buffers, moves = plan_reads(s)
+            buffers, moves, halos = plan_reads(s)
+            out.extend(halo_exchange(b, s, halos))
             in_loop = [(p, d) for p, d in moves if any(bd.coord == "t" for bd in p.recv_box)]
             outside = [(p, d) for p, d in moves if (p, d) not in in_loop]
             if outside:
@@ -388,6 +431,17 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
     for name in prog.outputs:
         body.append(HostStore(name, name, b.home_region(name)))
 
+    # Homes read across their blocks get ghost zones (every distributed dimension a window). A multicast
+    # sends its root's whole home box, so an array cannot be both multicast and ghosted.
+    both = sorted(set(ghosts) & {c.array for op, _ in _walk(body) if isinstance(op, Exchange)
+                                 for c in op.ops if isinstance(c, Multicast)})
+    if both:
+        raise CommError(f"{', '.join(both)} would be read both by multicasts and through ghost zones; "
+                        f"this plan supports one pattern per array")
+    for name, widths in ghosts.items():
+        t = b.tensors[name]
+        b.tensors[name] = replace(t, box=ghosted_box(b.home_box(name)[0], widths))
+
     # Arena layout: every core of the region holds every buffer at the same offset.
     offset = 0
     laid = []
@@ -405,6 +459,73 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target) -> MeshPr
                    for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(prog.name, target.name, sched.mesh, b.region, tuple(laid), tuple(b.kernels),
                        tuple(body), offset, tuple(n for n, _ in prog.scalars), colours, b.skew)
+
+
+def halo_exchange(b: _Builder, stmt: Statement, halos: dict[str, tuple[tuple[int, int], ...]]) -> list:
+    """The ops that fill the ghost zones ``stmt`` reads, just before it: along x then along y, each
+    phase packing strips of the senders' homes, one exchange of one-hop shifts (even and odd senders on
+    separate colours) and unpacking into the receivers' ghost zones. The y strips span the x ghost zones,
+    so diagonal neighbours' elements arrive in two hops."""
+    ops: list = []
+    made: set[str] = set()
+    for axis in ("x", "y"):
+        shifts, packs, unpacks = [], [], []
+        for name, widths in sorted(halos.items()):
+            arr = b.prog.array(name)
+            home = b.tensors[name]
+            box, _ = b.home_box(name)
+            region = b.home_region(name)
+            lo_c, hi_c = (region.x0, region.x1) if axis == "x" else (region.y0, region.y1)
+            across = (region.y0, region.y1) if axis == "x" else (region.x0, region.x1)
+            extended = (tuple(w if d.coord == "x" else (0, 0) for d, w in zip(box, widths))
+                        if axis == "y" else None)
+            for st in strips(box, widths, axis, hi_c - lo_c, extended):
+                a, z = lo_c + st.senders[0], lo_c + st.senders[1]
+                first = a + (st.parity - a) % 2
+                if first >= z:
+                    continue
+                step = -1 if st.direction in ("W", "N") else 1
+                send = _strip_tensor(b, name, st.send, "send")
+                recv = _strip_tensor(b, name, st.recv, "halo")
+
+                def line(lo, hi, stride=1, phase=0):
+                    return (Rect.of(lo, hi, across[0], across[1], xs=stride, xp=phase) if axis == "x"
+                            else Rect.of(across[0], across[1], lo, hi, ys=stride, yp=phase))
+                senders = line(a, z, 2, st.parity)
+                receivers = line(a + step, z + step, 2, (st.parity + 1) % 2)
+                tag = f"{stmt.name}_{name}_{axis}{st.side}"
+                if tag not in made:
+                    # One pack and one unpack kernel per strip serve both parities.
+                    made.add(tag)
+                    pack_at = _region(f"pack_{tag}", axis, a, z, across)
+                    unpack_at = _region(f"unpack_{tag}", axis, a + step, z + step, across)
+                    pk = b.box_kernel(f"k_pack_{tag}", send, pack_at, Read("r0"), (home,))
+                    uk = b.box_kernel(f"k_unpack_{tag}", home, unpack_at, Read("r0"), (recv,), domain=recv.box)
+                    packs.append(Compute(pk.name, pack_at.rect))
+                    unpacks.append(Compute(uk.name, unpack_at.rect))
+                shifts.append(Shift(f"{name} halo {st.side} along {axis}, {'even' if st.parity == 0 else 'odd'} "
+                                    f"senders", name, send.name, recv.name, st.direction, senders, receivers,
+                                    0, (), 1, strip_relation(arr, st)))
+        if not shifts:
+            continue
+        colours = assign_colours(len(shifts), b.target.colours, f"halo exchange before {stmt.name}")
+        shifts = [replace(sh, colour=c, routes=shift_routes(sh.direction, sh.senders, sh.receivers, c, 1))
+                  for sh, c in zip(shifts, colours)]
+        ops += packs + [Exchange(f"halo_{stmt.name}_{axis}", tuple(shifts))] + unpacks
+    return ops
+
+
+def _region(name: str, axis: str, lo: int, hi: int, across: tuple[int, int]) -> Region:
+    return Region(name, lo, hi, *across) if axis == "x" else Region(name, *across, lo, hi)
+
+
+def _strip_tensor(b: _Builder, array: str, box: tuple[BoxDim, ...], role: str) -> RegionTensor:
+    """The buffer of a halo strip (one per array, role and box: strips of the same shape share it)."""
+    for t in b.tensors.values():
+        if t.array == array and t.role == role and t.box == box:
+            return t
+    n = sum(1 for t in b.tensors.values() if t.array == array and t.role == role)
+    return b.add_tensor(f"{array}_{role}{n}", array, box, role, str(box_map(b.prog.array(array), box)))
 
 
 def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:

@@ -137,12 +137,19 @@ class BoxDim:
     Without a coordinate the box holds the leading ``tile`` elements (usually all: ``tile == extent``).
     Coordinate ``kb`` is the block a skewed step gives the core (:class:`Skew`). A ``padded`` dimension
     always holds ``tile`` elements, the ones past ``extent`` being zero (ring buffers, whose contents move
-    between cores of different block sizes)."""
+    between cores of different block sizes).
+
+    A **window** (``span > 0``) always holds ``span`` elements, the global indices
+    ``[tile*c + offset, tile*c + offset + span)``; those outside ``[0, extent)`` are never read. Homes with
+    ghost zones (``offset = -ghost_lo``, ``span = tile + ghost_lo + ghost_hi``) and the strips a halo
+    exchange sends and receives are windows."""
 
     coord: str | None
     tile: int
     extent: int
     padded: bool = False
+    offset: int = 0
+    span: int = 0
 
     def __post_init__(self):
         if self.coord not in (None, "x", "y", "t", "kb"):
@@ -151,13 +158,28 @@ class BoxDim:
             raise MeshIRError(f"box tile and extent must be positive, got {self.tile}, {self.extent}")
         if self.coord is None and self.tile > self.extent:
             raise MeshIRError("a box dimension without a coordinate has tile <= extent")
+        if self.span < 0 or (self.span == 0 and self.offset != 0):
+            raise MeshIRError(f"a box window has a positive span (got span {self.span}, offset {self.offset})")
+        if self.span and (self.coord not in ("x", "y") or self.padded):
+            raise MeshIRError("only an x or y box dimension can be a window")
+
+    @property
+    def window(self) -> bool:
+        return self.span > 0
+
+    @property
+    def alloc(self) -> int:
+        """Elements the buffer allocates along this dimension (its largest size on any core)."""
+        return self.span or self.tile
 
     def lo(self, c: int) -> int:
-        return self.tile * c if self.coord else 0
+        return self.tile * c + self.offset if self.coord else 0
 
     def size(self, c: int) -> int:
         if self.padded:
             return self.tile
+        if self.span:
+            return self.span
         return max(0, min(self.tile, self.extent - self.lo(c)))
 
     def isl(self, var: str, prefix: str = "") -> str:
@@ -166,9 +188,14 @@ class BoxDim:
         if self.coord is None:
             return f"0 <= {var} < {min(self.tile, self.extent)}"
         c = prefix + self.coord
+        if self.span:
+            lo = f"{self.tile}*{c} + {self.offset}" if self.offset else f"{self.tile}*{c}"
+            return f"{lo} <= {var} < {lo} + {self.span} and 0 <= {var} < {self.extent}"
         return f"{self.tile}*{c} <= {var} < {self.tile}*{c} + {self.tile} and {var} < {self.extent}"
 
     def __str__(self) -> str:
+        if self.span:
+            return f"{self.coord}/{self.tile}{self.offset:+d}..+{self.span}"
         pad = " padded" if self.padded else ""
         return (f"{self.coord}/{self.tile}" if self.coord else f":{min(self.tile, self.extent)}") + pad
 
@@ -194,7 +221,7 @@ class RegionTensor:
 
     @property
     def max_bytes(self) -> int:
-        return self.elem_bytes * prod(d.tile for d in self.box)
+        return self.elem_bytes * prod(d.alloc for d in self.box)
 
     def bytes_at(self, x: int, y: int, t: int = 0) -> int:
         env = {"x": x, "y": y, "t": t}

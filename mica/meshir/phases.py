@@ -91,7 +91,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     x1 = y1 = 1
     for k, (stmts, sub_sched) in enumerate(zip(ops, sched.phases)):
         sub = operator_program(prog, stmts, k)
-        mp = build_mesh_program(sub, sub_sched, target)
+        mp = build_mesh_program(sub, sub_sched, target, resident=frozenset(homes))
         if mp.skew is not None:
             if skew is not None and skew != mp.skew:
                 raise ScheduleError("two operators ring their panels differently; one skew per program")

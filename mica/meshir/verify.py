@@ -120,7 +120,7 @@ def verify(mp: MeshProgram, target: Target) -> None:
                     if b not in names:
                         raise MeshIRError(f"{c.name}: unknown buffer {b}")
                 src, dst = mp.tensor(c.src), mp.tensor(c.dst)
-                if [d.tile for d in src.box] != [d.tile for d in dst.box] or src.elem_bytes != dst.elem_bytes:
+                if [d.alloc for d in src.box] != [d.alloc for d in dst.box] or src.elem_bytes != dst.elem_bytes:
                     raise MeshIRError(f"{c.name}: source box {src.box} and destination box {dst.box} differ")
                 for env in _sample_envs(scope):
                     if not op.active(env):

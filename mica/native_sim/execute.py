@@ -17,7 +17,7 @@ from ..emit_c.build import compile_shared
 from ..errors import InputError, SimError
 from .lower import box, lower, rect
 from .runtime import MeshStats, NativeMesh, load_kernels
-from .staging import needs_staging, staged_load
+from .staging import needs_staging, staged_load, staged_store
 
 NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
 
@@ -142,6 +142,9 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
         for st in low.stores:
             t = mp.tensor(st.buffer)
             arr = program.array(st.array)
+            if needs_staging(t):
+                outputs[st.array] = staged_store(mesh, t, st.region, arr.shape, NP_DTYPE[arr.dtype])
+                continue
             outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape,
                                                 NP_DTYPE[arr.dtype])
         stats = mesh.stats()

@@ -68,8 +68,8 @@ def clip(r: ir.Rect, region: ir.Region) -> ir.Rect:
 def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
     dims = []
     for d in t.box:
-        if d.padded or d.coord == "kb":
-            dims.append(oc.BoxDim(oc.AXIS_WHOLE, d.tile, d.tile))
+        if d.padded or d.coord == "kb" or d.window:
+            dims.append(oc.BoxDim(oc.AXIS_WHOLE, d.alloc, d.alloc))
         elif d.coord is None:
             dims.append(oc.BoxDim(oc.AXIS_WHOLE, min(d.tile, d.extent), d.extent))
         elif d.coord in _AXIS:

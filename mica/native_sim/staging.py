@@ -1,13 +1,14 @@
 """Host-side staging of buffers whose per-core contents are not a plain block of the array.
 
 A ring buffer of a skewed step holds, on core (x, y), block ``kb(x, y, 0)`` of the stepped dimension,
-padded to full tiles. :func:`staged_load` builds, with numpy, the array of every core's tile
-(``[height, width, tile...]``) and the op-code box that copies tile ``[y, x]`` to core (x, y).
+padded to full tiles; a home with ghost zones holds a window around the core's block (its neighbours'
+edges too). :func:`staged_load` builds, with numpy, the array of every core's buffer
+(``[height, width, alloc...]``) and the op-code box that copies entry ``[y, x]`` to core (x, y);
+:func:`staged_store` reads every core's buffer back the same way and keeps, of each, the block the core
+owns (``[tile*c, tile*c + tile)`` along each distributed dimension).
 """
 
 from __future__ import annotations
-
-from math import ceil
 
 import numpy as np
 
@@ -17,39 +18,84 @@ from . import opcode as oc
 
 
 def needs_staging(t: RegionTensor) -> bool:
-    return any(d.padded or d.coord == "kb" for d in t.box)
+    return any(d.padded or d.window or d.coord == "kb" for d in t.box)
+
+
+def _grid(region: Region):
+    return np.meshgrid(np.arange(region.y0, region.y1), np.arange(region.x0, region.x1), indexing="ij")
+
+
+def _coord(d, xs, ys, skew: Skew | None):
+    if d.coord == "x":
+        return xs
+    if d.coord == "y":
+        return ys
+    if d.coord == "kb":
+        return skew.block(xs, ys, 0)
+    return np.zeros_like(xs)
+
+
+def _counts(t: RegionTensor) -> list[int]:
+    out = []
+    for d in t.box:
+        if d.coord in ("x", "y", "kb") and not (d.padded or d.window):
+            raise SimError(f"cannot stage {t.name}: dimension {d} is neither padded nor a window")
+        out.append(d.alloc if d.coord else min(d.tile, d.extent))
+    return out
+
+
+def _staged_box(t: RegionTensor, region: Region, counts: list[int]) -> oc.Box:
+    """Core (x, y)'s whole buffer as entry ``[y, x]`` of the host array (the buffer is contiguous, so its
+    elements are copied as one flat run whatever its rank)."""
+    return oc.Box(t.offset, t.elem_bytes,
+                  (oc.BoxDim(oc.AXIS_Y, 1, region.y1), oc.BoxDim(oc.AXIS_X, 1, region.x1),
+                   oc.BoxDim.whole(int(np.prod(counts, dtype=np.int64)))))
+
+
+def _indices(t: RegionTensor, xs, ys, skew, counts, starts_of):
+    """Per dimension, the global index of every element of every core's buffer, broadcast to
+    ``[ny, nx, n_0, n_1, ...]``, and the mask of those inside the array."""
+    rank = len(t.box)
+    index, valid = [], np.ones(xs.shape + tuple(counts), dtype=bool)
+    for k, (d, n) in enumerate(zip(t.box, counts)):
+        start = starts_of(d, _coord(d, xs, ys, skew))
+        shape = xs.shape + tuple(n if j == k else 1 for j in range(rank))
+        g = (start[..., None] + np.arange(n)).reshape(shape)
+        valid = valid & (g >= 0) & (g < d.extent)
+        index.append(g)
+    return index, valid
 
 
 def staged_load(array: np.ndarray, t: RegionTensor, region: Region, skew: Skew | None):
-    """(tiles, box, rect) loading every core of ``region`` with its padded tile of ``array``."""
-    if array.ndim + 2 > oc.MAX_RANK:
-        raise SimError(f"cannot stage {t.name}: rank {array.ndim} arrays need rank {array.ndim + 2} boxes")
-    tiles = [d.tile if (d.padded or d.coord) else min(d.tile, d.extent) for d in t.box]
-    nblocks = [ceil(d.extent / tile) if d.coord else 1 for d, tile in zip(t.box, tiles)]
-    padded = np.zeros([nb * tile for nb, tile in zip(nblocks, tiles)], dtype=array.dtype)
-    padded[tuple(slice(0, n) for n in array.shape)] = array
-    inter = [v for nb, tile in zip(nblocks, tiles) for v in (nb, tile)]
-    rank = array.ndim
-    blocks = padded.reshape(inter).transpose([2 * d for d in range(rank)] + [2 * d + 1 for d in range(rank)])
-    ys, xs = np.meshgrid(np.arange(region.y0, region.y1), np.arange(region.x0, region.x1), indexing="ij")
-    index, valid = [], np.ones(ys.shape, dtype=bool)
-    for d, nb in zip(t.box, nblocks):
-        if d.coord == "x":
-            b = xs
-        elif d.coord == "y":
-            b = ys
-        elif d.coord == "kb":
-            b = skew.block(xs, ys, 0)
-        else:
-            b = np.zeros_like(xs)
-        valid &= b < nb
-        index.append(np.where(b < nb, b, 0))
-    staged = np.ascontiguousarray(blocks[tuple(index)])
-    staged[~valid] = 0
-    box = oc.Box(t.offset, t.elem_bytes,
-                 (oc.BoxDim(oc.AXIS_Y, 1, region.y1), oc.BoxDim(oc.AXIS_X, 1, region.x1),
-                  *(oc.BoxDim.whole(tile) for tile in tiles)))
-    full = np.zeros((region.y1, region.x1, *tiles), dtype=array.dtype)
+    """(entries, box, rect) loading every core of ``region`` with its buffer of ``array``: elements of
+    the buffer outside the array are zero."""
+    counts = _counts(t)
+    box = _staged_box(t, region, counts)
+    ys, xs = _grid(region)
+    index, valid = _indices(t, xs, ys, skew, counts,
+                            lambda d, c: d.tile * c + d.offset if d.coord else np.zeros_like(c))
+    clipped = tuple(np.clip(g, 0, d.extent - 1) for g, d in zip(index, t.box))
+    staged = np.where(valid, array[clipped], np.zeros((), dtype=array.dtype)).astype(array.dtype)
+    full = np.zeros((region.y1, region.x1, *counts), dtype=array.dtype)
     full[region.y0:, region.x0:] = staged
-    rect = oc.Rect(region.x0, region.x1, region.y0, region.y1)
-    return full, box, rect
+    return full.reshape(region.y1, region.x1, -1), box, oc.Rect(region.x0, region.x1, region.y0, region.y1)
+
+
+def staged_store(mesh, t: RegionTensor, region: Region, shape, dtype) -> np.ndarray:
+    """The array gathered from the block each core of ``region`` owns in buffer ``t`` (windows and
+    padded dimensions: the core's own block inside them)."""
+    counts = _counts(t)
+    box = _staged_box(t, region, counts)
+    flat = mesh.host_store(box, oc.Rect(region.x0, region.x1, region.y0, region.y1),
+                           (region.y1, region.x1, int(np.prod(counts, dtype=np.int64))), dtype)
+    full = flat.reshape(region.y1, region.x1, *counts)[region.y0:, region.x0:]
+    ys, xs = _grid(region)
+    # The owned block inside each buffer: local [-offset, -offset + tile) along windows.
+    own = tuple(slice(-d.offset, -d.offset + d.tile) if d.coord else slice(None) for d in t.box)
+    block = full[(slice(None), slice(None), *own)]
+    owned = [d.tile if d.coord else n for d, n in zip(t.box, counts)]
+    index, valid = _indices(t, xs, ys, None, owned,
+                            lambda d, c: d.tile * c if d.coord else np.zeros_like(c))
+    out = np.zeros(tuple(shape), dtype=dtype)
+    out[tuple(g[valid] for g in np.broadcast_arrays(*index))] = block[valid]
+    return out

@@ -3,9 +3,12 @@
 :func:`check_legal` fails closed: it raises :class:`~mica.errors.ScheduleError` unless it can prove, with
 isl, that executing the program under the schedule respects every flow, anti and output dependence:
 
-* **no produced data crosses cores.** MICA moves only data nobody writes (inputs, multicast or ringed)
-  and partial results of reductions; so every dependence must join two instances on the same core —
-  ``P_S^-1 ∘ D ∘ P_T ⊆ identity`` with ``P`` the placement ``{ S[loops] -> core[x, y] }``;
+* **produced data crosses cores only by halo exchange.** Written elements live on their owner; a
+  statement that reads a neighbour's elements gets them copied into a ghost zone just before it starts
+  (at ``[phase, t, position]``). So a dependence between instances on two cores (placement
+  ``{ S[loops] -> core[x, y] }``) must be a flow from an earlier statement start or an anti dependence
+  whose overwrite does not come before the read's statement starts; never an output dependence, and
+  never through the accumulator of a reduction spread over cores;
 * **each core runs its instances in an order that respects the dependences between them.** The time of an
   instance on its core is ``[phase, t, position, local loops...]`` (statements before the step loop, then
   the step loop, then after it; inside, textual position and the schedule's local loop order);
@@ -33,8 +36,9 @@ from .schedule import Schedule
 
 
 @lru_cache(maxsize=64)
-def _deps(prog: Program, skip: frozenset[str]) -> isl.UnionMap:
-    return dependences(prog, skip_refs=skip).all
+def _deps(prog: Program, skip: frozenset[str]) -> tuple[tuple[str, isl.UnionMap], ...]:
+    d = dependences(prog, skip_refs=skip)
+    return (("flow", d.flow), ("anti", d.anti), ("output", d.output))
 
 
 def _maps(u: isl.UnionMap) -> list[isl.Map]:
@@ -83,27 +87,31 @@ def check_legal(prog: Program, sched: Schedule) -> None:
     places = {s.name: placement_map(s, sched).apply_range(imap("{ M[t, x, y] -> core[x, y] }"))
               for s in prog.statements}
     times = {s.name: _time_map(s, sched, groups[s.name], depth) for s in prog.statements}
-    same_core = imap("{ core[x, y] -> core[x, y] }")
+
+    placed_times = {n: places[n].flat_range_product(times[n]) for n in places}
 
     # Self-dependences of reductions through their accumulators are re-associable.
     exempt_refs = frozenset(r for rd in reds.values() for r in (rd.write_ref, rd.read_ref))
-    rel = _deps(prog, frozenset())
-    plain = _deps(prog, exempt_refs) if exempt_refs else rel
-    for m in _maps(rel):
-        src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
-        if src == dst and src in reds:
-            m = _restrict(plain, src, dst, m)        # drop the accumulator's own chain
-        elif cross and main.name in (src, dst):
-            other = dst if src == main.name else src
-            # An initialisation that runs wholly before the reduction (or a use wholly after it), at the
-            # root, composes with partial sums; anything interleaved with the reduction does not.
-            before = groups[other][0] == 0 and dst == main.name
-            after = groups[other][0] == 2 and src == main.name
-            if _at_root(stmts[other], sched, main) and (before or after):
-                m = _restrict(plain, src, dst, m)
-        if m.is_empty():
-            continue
-        _check_one(m, src, dst, places, times, same_core, prog)
+    plain_of = dict(_deps(prog, exempt_refs)) if exempt_refs else None
+    for kind, rel in _deps(prog, frozenset()):
+        plain = plain_of[kind] if plain_of is not None else rel
+        for m in _maps(rel):
+            src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+            if src == dst and src in reds:
+                m = _restrict(plain, src, dst, m)        # drop the accumulator's own chain
+            elif cross and main.name in (src, dst):
+                other = dst if src == main.name else src
+                # An initialisation that runs wholly before the reduction (or a use wholly after it), at
+                # the root, composes with partial sums; anything interleaved with the reduction does not.
+                before = groups[other][0] == 0 and dst == main.name
+                after = groups[other][0] == 2 and src == main.name
+                if _at_root(stmts[other], sched, main) and (before or after):
+                    m = _restrict(plain, src, dst, m)
+            if m.is_empty():
+                continue
+            # Partial sums of a reduction spread over cores live in accumulators no halo refreshes.
+            halo_ok = not (cross and main.name in (src, dst))
+            _check_one(m, kind, src, dst, placed_times, halo_ok)
 
 
 def _check_coverage(prog: Program, sched: Schedule) -> None:
@@ -148,21 +156,66 @@ def _at_root(stmt: Statement, sched: Schedule, main: Statement) -> bool:
     return True
 
 
-def _check_one(m: isl.Map, src: str, dst: str, places, times, same_core, prog: Program) -> None:
-    u = isl.UnionMap.from_map(m)
-    cores = u.apply_domain(isl.UnionMap.from_map(places[src])).apply_range(isl.UnionMap.from_map(places[dst]))
-    if not cores.is_subset(isl.UnionMap.from_map(same_core)):
-        bad = cores.subtract(isl.UnionMap.from_map(same_core))
-        raise ScheduleError(
-            f"statement {dst} needs data statement {src} produces on another core; MICA moves only "
-            f"input data and partial sums between cores", detail=str(bad))
-    t = u.apply_domain(isl.UnionMap.from_map(times[src])).apply_range(isl.UnionMap.from_map(times[dst]))
-    if t.is_empty():
+def _lex(a: list[str], b: list[str], strict: bool) -> str:
+    """isl text for ``a >=lex b`` (``a >lex b`` when ``strict``)."""
+    if not a:
+        return "false" if strict else "true"
+    rest = _lex(a[1:], b[1:], strict)
+    return f"({a[0]} > {b[0]} or ({a[0]} = {b[0]} and {rest}))"
+
+
+@lru_cache(maxsize=32)
+def _relations(n: int) -> tuple[isl.Map, isl.Map, isl.Map, isl.Map]:
+    """On ``{ [x, y, time...] -> [x', y', time'...] }`` (``n`` time entries, the first three
+    ``[phase, t, position]``): same core and time going backwards; other cores; and the statement
+    starts in the wrong order for a flow (``>=``) and for an anti dependence (``>``)."""
+    a = [f"a{i}" for i in range(n)]
+    b = [f"b{i}" for i in range(n)]
+    head = f"{{ [xs, ys, {', '.join(a)}] -> [xd, yd, {', '.join(b)}] : "
+    back = imap(head + f"xs = xd and ys = yd and {_lex(a, b, False)} }}")
+    across = imap(head + "xs != xd or ys != yd }")
+    flow_bad = imap(head + f"{_lex(a[:3], b[:3], False)} }}")
+    anti_bad = imap(head + f"{_lex(a[:3], b[:3], True)} }}")
+    return back, across, flow_bad, anti_bad
+
+
+def _check_one(m: isl.Map, kind: str, src: str, dst: str, placed_times, halo_ok: bool) -> None:
+    """Checks the ``kind`` dependences ``m`` (``{ S[loops] -> T[loops'] }``) under the mapping.
+
+    Pairs on one core must keep their order on it. A pair on two cores is a halo: the builder copies
+    the owner's value into the reader's ghost zone just before the reading statement starts (at its
+    ``[phase, t, position]``). So a flow must come from an earlier statement start (an earlier step, or an
+    earlier statement of the same step), and the overwrite of an anti dependence must not come before
+    the read's statement starts; written elements never move between cores (no output pairs).
+    Everything is decided on ``{ [core, time] -> [core', time'] }``, the dependence with the instances
+    projected out."""
+    full = m.apply_domain(placed_times[src]).apply_range(placed_times[dst])
+    if full.is_empty():
         return
-    n = times[src].dim(isl.dim_type.out)
-    back = isl.UnionMap.from_map(isl.Map.lex_ge(isl.Space.set_alloc(m.get_ctx(), 0, n)))
-    wrong = t.intersect(back)
+    n = full.dim(isl.dim_type.in_) - 2
+    back, across_rel, flow_bad, anti_bad = _relations(n)
+    wrong = full.intersect(back)
     if not wrong.is_empty():
         raise ScheduleError(
             f"the mapping runs statement {dst} before the instance of {src} it depends on (on the same core)",
             detail=str(wrong))
+    across = full.intersect(across_rel)
+    if across.is_empty():
+        return
+    if not halo_ok:
+        raise ScheduleError(
+            f"statement {dst} needs data statement {src} produces on another core; partial sums of a "
+            f"reduction spread over cores move only along its combining chain", detail=str(across))
+    if kind == "output":
+        raise ScheduleError(f"statements {src} and {dst} would write the same elements of an array on "
+                            f"different cores", detail=str(across))
+    bad = across.intersect(flow_bad if kind == "flow" else anti_bad)
+    if bad.is_empty():
+        return
+    if kind == "flow":
+        raise ScheduleError(
+            f"statement {dst} needs data statement {src} produces on another core in the same step; "
+            f"a halo exchange can only bring data produced before the statement starts", detail=str(bad))
+    raise ScheduleError(
+        f"statement {dst} would overwrite, on its core, data statement {src} reads from it on another "
+        f"core before {src} has started", detail=str(bad))

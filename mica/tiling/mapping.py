@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from math import ceil
 
-from ..affine.deps import PARALLEL, REDUCTION, loop_kinds, reductions
+from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, reductions
 from ..affine.isl_names import int_bounds
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
@@ -87,6 +87,21 @@ def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     return out
 
 
+def sweep_step(prog: Program, kinds: dict, like: Schedule | None = None) -> StepMap | None:
+    """The sweep step of a stencil-like program: its outermost loop, when every statement sits inside it
+    (the first loop of each) and it carries a dependence. None otherwise (or when ``like`` has none)."""
+    if like is not None and (like.step is None or not like.step.sweep):
+        return None
+    first = {s.loops[0] if s.loops else None for s in prog.statements}
+    if len(first) != 1 or None in first:
+        return None
+    lp = first.pop()
+    if all(kinds[s.name][lp] != SEQUENTIAL for s in prog.statements):
+        return None
+    n = max(loop_extent(s, lp) for s in prog.statements)
+    return StepMap(lp, 1, n, sweep=True)
+
+
 def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
@@ -138,7 +153,10 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         cores = {"x": side, "y": side}
     space = []
     for lp, axis in assignment:
-        n = loop_extent(main, lp)
+        # Tiles cover the loop and every array dimension it indexes (a stencil's arrays are wider than
+        # its loops), so homes fit on the cores used.
+        n = max([loop_extent(main, lp)] + [prog.array(a.array).shape[d] for a in main.accesses
+                                            for d, ix in enumerate(a.index) if ix.single_var() == lp])
         tile = max(1, ceil(n / cores[axis]))
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
@@ -192,6 +210,14 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                     f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's panels "
                     f"of the arrays it indexes come from one core column/row")
             break
+    if step is None and space and skew == "none":
+        step = sweep_step(prog, kinds, like)
+        if step is not None:
+            name = name.replace("summa", "halo")
+            reasons.append(
+                f"loop {step.loop} ({step.steps} iterations) carries a dependence from one iteration to the "
+                f"next and encloses every statement -> time: {step.steps} lock-step sweeps; data a statement "
+                f"reads from a neighbouring core arrives by a halo exchange just before it")
     if skew != "none" and (step is None or step.skew == "none"):
         raise ScheduleError(f"a {skew} schedule needs a reduction loop to step; {main.name} has none left")
     if skew != "none":
@@ -204,16 +230,20 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
 
     # 3. Homes: each array dimension follows the loop that indexes it in the main statement.
     homes = []
-    step_loop = step.loop if step else None
+    step_loop = step.loop if (step and not step.sweep) else None
     for arr in prog.arrays:
-        acc = next((a for a in main.accesses if a.array == arr.name), None)
-        if acc is None:
-            acc = next((a for s in prog.statements for a in s.accesses if a.array == arr.name), None)
+        # The access that places the array: the main statement's first, unless another of its accesses
+        # (or, without any, another statement's) follows the loops more closely (a stencil reads
+        # A[i - 1][j] before A[i][j]); an offset subscript i + c follows loop i.
+        cands = [a for a in main.accesses if a.array == arr.name] or \
+            [a for s in prog.statements for a in s.accesses if a.array == arr.name]
+        acc = max(cands, key=lambda a: (sum(ix.single_var() is not None for ix in a.index),
+                                        -cands.index(a))) if cands else None
         dims: list[tuple[str | None, int]] = [(None, n) for n in arr.shape]
         used: set[str] = set()
         if acc is not None:
             for d, ix in enumerate(acc.index):
-                v = ix.single_var()
+                v = ix.offset_var() if step is not None and step.sweep else ix.single_var()
                 sm = next((s for s in space if s.loop == v), None)
                 if sm is not None and sm.axis not in used:
                     dims[d] = (sm.axis, sm.tile)

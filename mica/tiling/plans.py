@@ -9,9 +9,9 @@ benchmarked against the search's choice.
   whole line (Cannon 1969);
 * :func:`interleaved` — Cannon on an interleaved ring, every shift at most 2 hops (WaferLLM MeshGEMM);
 * :func:`chain` — partial sums combined by a chain of one-hop shifts (csl-examples GEMV);
-* :func:`ktree` — a two-level tree: chains inside groups, then across the group roots (WaferLLM MeshGEMV).
-
-Stencil halo exchanges need stencil programs, which the front end does not map yet.
+* :func:`ktree` — a two-level tree: chains inside groups, then across the group roots (WaferLLM MeshGEMV);
+* :func:`halo` — a stencil's grid blocked over the mesh, its time loop in lock-step sweeps, and
+  neighbours' edges exchanged into ghost zones before every statement that reads them.
 """
 
 from __future__ import annotations
@@ -50,4 +50,16 @@ def ktree(prog: Program, mesh: tuple[int, int], group: int | None = None) -> Sch
     return derive_schedule(prog, mesh, reduce="tree", group=group, name=f"ktree{group}")
 
 
-REFERENCE_PLANS = {"summa": summa, "cannon": cannon, "interleaved": interleaved, "chain": chain, "ktree": ktree}
+def halo(prog: Program, mesh: tuple[int, int]) -> Schedule:
+    """Two parallel loops of the grid blocked over the mesh (one for a 1-D grid) and the time loop in
+    lock-step sweeps with halo exchanges. Raises :class:`ScheduleError` for a program that is not a
+    stencil (no parallel loop to spread, or reads that reach past the neighbours)."""
+    from ..errors import ScheduleError
+    from .mapping import spatial_candidates
+    for assignment in spatial_candidates(prog):
+        if assignment:
+            return derive_schedule(prog, mesh, assignment=assignment, name="halo")
+    raise ScheduleError(f"{prog.name} has no loop that can be spread over the mesh: no halo plan")
+
+
+REFERENCE_PLANS = {"summa": summa, "cannon": cannon, "interleaved": interleaved, "chain": chain, "ktree": ktree, "halo": halo}

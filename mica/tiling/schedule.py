@@ -61,18 +61,26 @@ class StepMap:
     positions ``l(0), l(1), ...`` laid out so every ring neighbour is at most 2 hops away (MeshGEMM):
     ``l(x) = x / 2`` for even x, ``steps - 1 - (x - 1) / 2`` for odd x. Skewed steps need a square
     ``steps × steps`` block of cores.
+
+    ``sweep=True``: the loop carries a dependence from one iteration to the next (a stencil's time loop)
+    and encloses every statement; each core runs its part of iteration ``t`` at step ``t`` (tile 1), the
+    statements one after another, and produced data a statement reads from a neighbour arrives by a halo
+    exchange just before it.
     """
 
     loop: str
     tile: int
     steps: int
     skew: str = "none"
+    sweep: bool = False
 
     def __post_init__(self):
         if self.tile <= 0 or self.steps <= 0:
             raise ScheduleError(f"step map of loop {self.loop!r}: tile and steps must be positive")
         if self.skew not in SKEWS:
             raise ScheduleError(f"step map of loop {self.loop!r}: skew must be one of {SKEWS}, got {self.skew!r}")
+        if self.sweep and (self.tile != 1 or self.skew != "none"):
+            raise ScheduleError(f"step map of loop {self.loop!r}: a sweep runs one iteration per step, unskewed")
 
 
 @dataclass(frozen=True)
@@ -201,7 +209,10 @@ class Schedule:
             lines.append(f"  loop {s.loop} -> mesh {s.axis}, tile {s.tile}")
         if self.step:
             skew = "" if self.step.skew == "none" else f", skewed ({self.step.skew} ring shifts)"
-            lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}{skew}")
+            if self.step.sweep:
+                lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} lock-step sweeps with halo exchanges")
+            else:
+                lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}{skew}")
         if self.reduce == "tree":
             lines.append(f"  cross-core reductions: two-level tree, groups of {self.group}")
         for st, order in self.local_order:

@@ -214,7 +214,7 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
         sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                 skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
                                 fixed_homes=fixed_homes)
-        mp = build_mesh_program(prog, sched, target)
+        mp = build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
     except (ScheduleError, CommError, MeshIRError) as exc:
         return Candidate(d, None, _short(exc))
     cost = estimate(mp, target)
@@ -270,7 +270,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
         sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
                                 skew=first.skew, reduce=first.reduce, group=first.group, name=first.name,
                                 fixed_homes=fixed_homes)
-        build_mesh_program(prog, sched, target)
+        build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
         raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
                             detail="\n".join(c.rejected for c in results))
     best = min(feasible, key=lambda i: (results[i].cycles, i))
