@@ -164,7 +164,48 @@ struct mica_mesh {
     uint64_t *core_sent;   /* [core] */
     uint64_t *core_recv;
     mica_totals totals;
+    /* timing model (see mica_rt.h) */
+    double hop_latency, link_bw;
+    mica_work_fn *work;
+    int32_t n_work;
+    double *clock, *t_comp, *t_comm, *t_idle; /* [core] */
+    double *busy_until;  /* [core*4 + link] modelled cycle at which the link is free again */
+    uint64_t *link_use;  /* [core*4 + link] (exchange serial << USE_BITS) | messages in that exchange */
+    double *x_end, *x_comm; /* [core] the running exchange: latest completion, longest transfer */
+    uint64_t *x_mark;    /* [core] serial of the exchange x_end/x_comm belong to */
+    uint64_t serial;     /* exchanges started */
+    uint64_t contended, timed;
 };
+
+#define USE_BITS 24 /* low bits of link_use: messages on the link in the exchange of the high bits */
+
+static bool timing_alloc(mica_mesh *m, size_t n) {
+    m->hop_latency = 1.0;
+    m->link_bw = 4.0;
+    m->clock = calloc(n, sizeof *m->clock);
+    m->t_comp = calloc(n, sizeof *m->t_comp);
+    m->t_comm = calloc(n, sizeof *m->t_comm);
+    m->t_idle = calloc(n, sizeof *m->t_idle);
+    m->busy_until = calloc(n * 4, sizeof *m->busy_until);
+    m->link_use = calloc(n * 4, sizeof *m->link_use);
+    m->x_end = calloc(n, sizeof *m->x_end);
+    m->x_comm = calloc(n, sizeof *m->x_comm);
+    m->x_mark = calloc(n, sizeof *m->x_mark);
+    return m->clock && m->t_comp && m->t_comm && m->t_idle && m->busy_until && m->link_use && m->x_end &&
+           m->x_comm && m->x_mark;
+}
+
+static void timing_free(mica_mesh *m) {
+    free(m->clock);
+    free(m->t_comp);
+    free(m->t_comm);
+    free(m->t_idle);
+    free(m->busy_until);
+    free(m->link_use);
+    free(m->x_end);
+    free(m->x_comm);
+    free(m->x_mark);
+}
 
 mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
                          char *err, int32_t errlen) {
@@ -197,7 +238,7 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->core_sent = calloc(n, sizeof *m->core_sent);
     m->core_recv = calloc(n, sizeof *m->core_recv);
     if (!m->arena_size || !m->routes || !m->recv_slot || !m->link_bytes || !m->link_msgs ||
-        !m->core_sent || !m->core_recv)
+        !m->core_sent || !m->core_recv || !timing_alloc(m, n))
         goto oom;
     return m;
 oom:
@@ -218,6 +259,7 @@ void mica_mesh_free(mica_mesh *m) {
     free(m->link_msgs);
     free(m->core_sent);
     free(m->core_recv);
+    timing_free(m);
     free(m);
 }
 
@@ -573,6 +615,7 @@ typedef struct {
     box_t box;
     bool staged;                    /* payload copied to the staging buffer in phase B */
     int64_t stage_base, stage_slot; /* staging area of this entry and bytes per cell */
+    double *end;                    /* [cell of rc] modelled cycle the message has left its router */
 } send_e;
 
 typedef struct {
@@ -581,6 +624,7 @@ typedef struct {
     box_t box;
     uint32_t *count; /* [cell of rc] messages delivered, or NOT_EXPECTED */
     uint64_t *src;   /* [cell of rc] (sender core << 24) | send index of the first delivery */
+    double *arrive;  /* [cell of rc] modelled cycle the message's tail arrives */
 } recv_e;
 
 typedef struct {
@@ -591,7 +635,15 @@ typedef struct {
 typedef struct {
     uint32_t core, hops;
     uint8_t in;
+    double h; /* modelled cycle the message's head reaches this router */
 } hop_t;
+
+/* A message routed by a thread in phase B: where its traffic log starts, for the timing phases. */
+typedef struct {
+    uint32_t core, send;
+    size_t log0;
+    bool contended; /* it shares a link with another message of the exchange */
+} tmsg_t;
 
 struct run;
 
@@ -606,6 +658,11 @@ typedef struct {
     size_t stack_cap;
     uint64_t *log; /* traffic of this op, replayed into the statistics on success */
     size_t log_len, log_cap;
+    double *tlog;  /* modelled cycle each logged link traversal starts (parallel to the link entries) */
+    size_t tlog_len, tlog_cap;
+    tmsg_t *msgs;  /* messages routed in this op, in log order */
+    size_t n_msgs, msgs_cap;
+    bool shared;   /* some link carried a second message of this op */
     /* counters of the current op */
     uint64_t messages, deliveries, link_bytes, link_messages, max_hops, computes;
     uint64_t expected, matched;
@@ -642,6 +699,8 @@ typedef struct run {
     size_t recv_count_cap, recv_src_cap;
     uint8_t *stage;
     size_t stage_cap;
+    double *send_end, *recv_arrive;
+    size_t send_end_cap, recv_arrive_cap;
     bool do_copy;
     /* threads */
     int nt, nt_op, phase;
@@ -739,6 +798,14 @@ static bool box_fits(tctx *t, uint64_t key, const char *what, int32_t colour, in
     return false;
 }
 
+/* Starts the exchange's timing scratch of a core that sends or receives in it (owner thread only). */
+static void x_touch(mica_mesh *m, int64_t core) {
+    if (m->x_mark[core] == m->serial) return;
+    m->x_mark[core] = m->serial;
+    m->x_end[core] = m->clock[core];
+    m->x_comm[core] = 0.0;
+}
+
 static void setup_routes(tctx *t, const band_t *b) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
@@ -767,6 +834,7 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
         t->expected++;
+        x_touch(m, core);
         int32_t *slot = &m->recv_slot[core * m->n_colours + e->colour];
         if (*slot == 0) *slot = (int32_t)(j + 1);
     }
@@ -780,7 +848,7 @@ static void setup_send(tctx *t, const band_t *b, int64_t s) {
         uint64_t key = fault_key(PH_SETUP, core, r->n_routes + s);
         if (moot(t, key)) return;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-        if (bytes) box_fits(t, key, "send", e->colour, core, &e->box, bytes);
+        if (bytes && box_fits(t, key, "send", e->colour, core, &e->box, bytes)) x_touch(r->m, core);
     }
 }
 
@@ -802,10 +870,28 @@ static bool log_push(tctx *t, uint64_t value, int kind) {
     return true;
 }
 
-static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in) {
+static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in, double h) {
     if (!grow((void **)&t->stack, &t->stack_cap, *sp + 1, sizeof *t->stack)) return false;
-    t->stack[(*sp)++] = (hop_t){(uint32_t)core, (uint32_t)hops, (uint8_t)in};
+    t->stack[(*sp)++] = (hop_t){(uint32_t)core, (uint32_t)hops, (uint8_t)in, h};
     return true;
+}
+
+/* Counts a message on link L in the running exchange; true when it is not the first one there. */
+static bool link_take(mica_mesh *m, int64_t L) {
+    uint64_t cur = __atomic_load_n(&m->link_use[L], __ATOMIC_RELAXED), want;
+    do {
+        if ((cur >> USE_BITS) != m->serial) want = m->serial << USE_BITS | 1;
+        else if ((cur & ((1u << USE_BITS) - 1)) >= 2) return true; /* already known to be shared */
+        else want = cur + 1;
+    } while (!__atomic_compare_exchange_n(&m->link_use[L], &cur, want, true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return (want & ((1u << USE_BITS) - 1)) >= 2;
+}
+
+/* True when link L carries more than one message of the running exchange (after phase B). */
+static bool link_shared(const mica_mesh *m, int64_t L) {
+    uint64_t v = m->link_use[L];
+    return (v >> USE_BITS) == m->serial && (v & ((1u << USE_BITS) - 1)) >= 2;
 }
 
 /* Fresh visit stamp for a new message (lazily allocating the visited array). */
@@ -823,7 +909,8 @@ static bool new_stamp(tctx *t) {
 }
 
 /* Delivers the message of send s from src_core to `core` through its RAMP. */
-static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t core, int64_t bytes) {
+static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t core, int64_t bytes,
+                    double arrive) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
     const send_e *se = &r->sends[s];
@@ -848,9 +935,10 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
-    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0)
+    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
-    else
+        e->arrive[idx] = arrive;
+    } else
         t->dup = true;
     t->matched++;
     t->deliveries++;
@@ -914,30 +1002,45 @@ static bool may_leave(tctx *t, const msg_t *g, int64_t x, int64_t y, int dir, in
 }
 
 /* Routes one message hop by hop through the route tables, depth first over its multicast tree. */
-static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t bytes) {
+/* Routes one message hop by hop through the route tables, depth first over its multicast tree.
+ * Timing (provisional, final unless a link turns out to be shared): the head leaves at `depart`, waits
+ * at a link until the link is free of earlier exchanges' messages and crosses it in hop_latency;
+ * *inject_end is when the message has left its source router. */
+static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t bytes,
+                          double depart, double *inject_end) {
     static const int dirs[4] = {MICA_NORTH, MICA_EAST, MICA_SOUTH, MICA_WEST}; /* = MICA_LINK_* order */
     static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
-    const int64_t W = t->run->m->width;
+    mica_mesh *m = t->run->m;
+    const int64_t W = m->width;
     const msg_t g = {s, src_core, bytes, key, t->run->sends[s].colour, src_core % W, src_core / W};
+    const double dur = (double)bytes / m->link_bw;
     size_t sp = 0;
 
-    if (!new_stamp(t) || !stack_push(t, &sp, src_core, 0, MICA_RAMP)) goto oom;
+    *inject_end = depart;
+    if (!new_stamp(t) || !stack_push(t, &sp, src_core, 0, MICA_RAMP, depart)) goto oom;
     while (sp > 0) {
         hop_t h = t->stack[--sp];
         int64_t c = h.core, x = c % W, y = c / W;
         uint8_t tx = enter_router(t, &g, c, h.in);
         if (tx == 0) return;
         if (h.hops > t->max_hops) t->max_hops = h.hops;
-        if ((tx & MICA_RAMP) && !deliver(t, key, s, src_core, c, bytes)) return;
+        if ((tx & MICA_RAMP) && !deliver(t, key, s, src_core, c, bytes, h.h + dur)) return;
+        if ((tx & MICA_RAMP) && h.hops == 0 && h.h + dur > *inject_end) *inject_end = h.h + dur;
         for (int k = 0; k < 4; ++k) {
             if (!(tx & dirs[k])) continue;
             int64_t nx = x + dx[k], ny = y + dy[k];
             if (!may_leave(t, &g, x, y, dirs[k], nx, ny, (int64_t)h.hops + 1)) return;
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
+            int64_t L = c * 4 + k;
+            double start = h.h > m->busy_until[L] ? h.h : m->busy_until[L];
+            if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
+            if (link_take(m, L)) t->shared = true;
             if (!log_push(t, (uint64_t)c, k) ||
-                !stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k])))
+                !grow((void **)&t->tlog, &t->tlog_cap, t->tlog_len + 1, sizeof *t->tlog) ||
+                !stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
+            t->tlog[t->tlog_len++] = start;
         }
     }
     return;
@@ -960,11 +1063,15 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
             memcpy(r->stage + e->stage_base + ((y - e->rc.y0) * w + (x - e->rc.x0)) * e->stage_slot,
                    arena_of(m, core) + e->box.offset, (size_t)bytes);
         t->messages++;
-        if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT)) {
+        size_t log0 = t->log_len;
+        if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT) ||
+            !grow((void **)&t->msgs, &t->msgs_cap, t->n_msgs + 1, sizeof *t->msgs)) {
             fault(t, key, "out of host memory logging traffic");
             return;
         }
-        route_message(t, key, s, core, bytes);
+        t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
+        route_message(t, key, s, core, bytes, m->clock[core],
+                      &e->end[(y - e->rc.y0) * w + (x - e->rc.x0)]);
     }
 }
 
@@ -974,6 +1081,9 @@ static void phase_route(tctx *t, const band_t *b) {
     t->matched = 0;
     t->dup = false;
     t->log_len = 0;
+    t->tlog_len = 0;
+    t->n_msgs = 0;
+    t->shared = false;
     for (int64_t s = 0; s < r->n_sends; ++s) route_send(t, b, s);
 }
 
@@ -1029,21 +1139,74 @@ static void copy_recv(tctx *t, const band_t *b, int64_t j) {
     }
 }
 
+/* Adds this thread's traffic to the statistics and commits the link reservations of its messages that
+ * shared no link (the shared ones were committed by retime_shared). */
 static void replay_log(tctx *t) {
     mica_mesh *m = t->run->m;
     uint64_t bytes = 0;
+    size_t msg = 0, tl = 0;
+    bool own = false;
     for (size_t i = 0; i < t->log_len; ++i) {
         uint64_t v = t->log[i] >> 3;
         int kind = (int)(t->log[i] & 7);
         if (kind < 4) {
             __atomic_fetch_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, __ATOMIC_RELAXED);
             __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
+            double start = t->tlog[tl++];
+            if (own) m->busy_until[v * 4 + (uint64_t)kind] = start + (double)bytes / m->link_bw;
         } else if (kind == LOG_RECV) {
             __atomic_fetch_add(&m->core_recv[v], bytes, __ATOMIC_RELAXED);
         } else if (kind == LOG_SENT) {
             __atomic_fetch_add(&m->core_sent[v], bytes, __ATOMIC_RELAXED);
         } else {
             bytes = v;
+            own = !t->msgs[msg++].contended; /* a message's log starts with its LOG_BYTES */
+        }
+    }
+}
+
+/* Completes the timing of every core that sent or received in the exchange (cells of band b): its
+ * clock moves to its latest completion; the longest of its transfers is communication, the rest of
+ * the wait idle. */
+static void finish_timing(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    for (int64_t s = 0; s < r->n_sends; ++s) {
+        const send_e *e = &r->sends[s];
+        int64_t w = e->rc.x1 - e->rc.x0;
+        FOR_BAND_CELLS(b, &e->rc, x, y) {
+            if (box_at(&e->box, x, y, r->v, NULL, NULL) == 0) continue;
+            int64_t core = y * m->width + x;
+            double end = e->end[(y - e->rc.y0) * w + (x - e->rc.x0)];
+            if (end > m->x_end[core]) m->x_end[core] = end;
+            if (end - m->clock[core] > m->x_comm[core]) m->x_comm[core] = end - m->clock[core];
+        }
+    }
+    for (int64_t j = 0; j < r->n_recvs; ++j) {
+        const recv_e *e = &r->recvs[j];
+        int64_t w = e->rc.x1 - e->rc.x0;
+        FOR_BAND_CELLS(b, &e->rc, x, y) {
+            int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
+            if (e->count[idx] != 1) continue;
+            int64_t core = y * m->width + x;
+            double dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
+            double end = e->arrive[idx], ready = m->clock[core] + dur;
+            if (ready > end) end = ready; /* the receiver takes the stream in once it gets there */
+            if (end > m->x_end[core]) m->x_end[core] = end;
+            if (dur > m->x_comm[core]) m->x_comm[core] = dur;
+        }
+    }
+    /* Apply once per core: x_mark is cleared when applied. */
+    for (int64_t k = 0; k < r->n_sends + r->n_recvs; ++k) {
+        const irect *rc = k < r->n_sends ? &r->sends[k].rc : &r->recvs[k - r->n_sends].rc;
+        FOR_BAND_CELLS(b, rc, x, y) {
+            int64_t core = y * m->width + x;
+            if (m->x_mark[core] != m->serial) continue;
+            m->x_mark[core] = 0;
+            double elapsed = m->x_end[core] - m->clock[core];
+            m->clock[core] = m->x_end[core];
+            m->t_comm[core] += m->x_comm[core];
+            m->t_idle[core] += elapsed - m->x_comm[core];
         }
     }
 }
@@ -1069,6 +1232,13 @@ static void phase_finish(tctx *t, const band_t *b) {
     if (r->do_copy) {
         for (int64_t j = 0; j < r->n_recvs; ++j) copy_recv(t, b, j);
         replay_log(t);
+        finish_timing(t, b);
+    } else {
+        /* A failed exchange leaves the clocks alone: drop the scratch of the cores it touched. */
+        for (int64_t k = 0; k < r->n_sends + r->n_recvs; ++k) {
+            const irect *rc = k < r->n_sends ? &r->sends[k].rc : &r->recvs[k - r->n_sends].rc;
+            FOR_BAND_CELLS(b, rc, x, y) r->m->x_mark[y * r->m->width + x] = 0;
+        }
     }
     clear_routes(t, b);
 }
@@ -1084,9 +1254,16 @@ static void phase_compute(tctx *t, const band_t *b) {
     for (int64_t i = 0; i < r->n_comps; ++i) {
         const comp_e *e = &r->comps[i];
         mica_kernel_fn fn = r->kernels[e->kernel];
+        mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
             fn(arena_of(m, y * m->width + x), x, y, r->v, r->scalars);
             t->computes++;
+            if (work) {
+                int64_t core = y * m->width + x;
+                double cycles = work(x, y, r->v);
+                m->clock[core] += cycles;
+                m->t_comp[core] += cycles;
+            }
         }
     }
 }
@@ -1158,6 +1335,8 @@ static void pool_stop(run_t *r, int n) {
         free(r->t[i].visited);
         free(r->t[i].stack);
         free(r->t[i].log);
+        free(r->t[i].tlog);
+        free(r->t[i].msgs);
     }
     free(r->t);
 }
@@ -1272,14 +1451,24 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0};
     *cells = work;
     /* Per-receive state arrays, carved out of two shared scratch buffers. */
+    int64_t send_cells = 0;
+    for (int64_t i = 0; i < r->n_sends; ++i) send_cells += rect_area(&r->sends[i].rc);
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
-        !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src))
+        !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src) ||
+        !grow((void **)&r->recv_arrive, &r->recv_arrive_cap, (size_t)recv_cells, sizeof *r->recv_arrive) ||
+        !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end))
         return false;
     int64_t off = 0;
     for (int64_t i = 0; i < r->n_recvs; ++i) {
         r->recvs[i].count = r->recv_count + off;
         r->recvs[i].src = r->recv_src + off;
+        r->recvs[i].arrive = r->recv_arrive + off;
         off += rect_area(&r->recvs[i].rc);
+    }
+    off = 0;
+    for (int64_t i = 0; i < r->n_sends; ++i) {
+        r->sends[i].end = r->send_end + off;
+        off += rect_area(&r->sends[i].rc);
     }
     return true;
 }
@@ -1313,8 +1502,142 @@ static void merge_exchange_stats(run_t *r) {
         T->link_bytes += t->link_bytes;
         T->link_messages += t->link_messages;
         if (t->max_hops > T->max_hops) T->max_hops = t->max_hops;
+        r->m->timed += t->messages;
     }
-    T->exchanges++;
+    if (rect_area(&r->bbox) > 0) T->exchanges++; /* all rectangles empty: guarded out, not executed */
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * EXCHANGE timing of messages that share links (serial, between phases C and D)
+ *
+ * Messages whose links carried no other message of the exchange were timed in phase B. The others are
+ * re-timed here by a discrete-event walk over their multicast trees: events are "head of message q
+ * reaches router c at cycle h", handled in (h, q, sequence) order, so a link serves messages in the
+ * order their heads reach it; q is the message's rank by (sender core, send entry), which makes the
+ * result independent of the thread count.
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    double h;
+    uint64_t q, seq;
+    uint32_t core, hops;
+} tev_t;
+
+static bool tev_less(const tev_t *a, const tev_t *b) {
+    if (a->h != b->h) return a->h < b->h;
+    if (a->q != b->q) return a->q < b->q;
+    return a->seq < b->seq;
+}
+
+static bool heap_push(tev_t **hp, size_t *n, size_t *cap, tev_t ev) {
+    if (!grow((void **)hp, cap, *n + 1, sizeof **hp)) return false;
+    tev_t *h = *hp;
+    size_t i = (*n)++;
+    while (i > 0 && tev_less(&ev, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = ev;
+    return true;
+}
+
+static tev_t heap_pop(tev_t *h, size_t *n) {
+    tev_t top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && tev_less(&h[c + 1], &h[c])) c++;
+        if (!tev_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+typedef struct {
+    uint64_t key; /* (sender core << 24) | send entry: the canonical order */
+    int64_t bytes;
+    double inject_end;
+} tq_t;
+
+static int tq_cmp(const void *a, const void *b) {
+    uint64_t x = ((const tq_t *)a)->key, y = ((const tq_t *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Marks the messages that use a shared link and re-times them; false if out of host memory. */
+static bool retime_shared(run_t *r) {
+    static const int dirs[4] = {MICA_NORTH, MICA_EAST, MICA_SOUTH, MICA_WEST};
+    static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
+    mica_mesh *m = r->m;
+    const int64_t W = m->width;
+    tq_t *q = NULL;
+    size_t nq = 0, qcap = 0;
+    for (int i = 0; i < r->nt_op; ++i) {
+        tctx *t = &r->t[i];
+        for (size_t k = 0; k < t->n_msgs; ++k) {
+            tmsg_t *g = &t->msgs[k];
+            size_t end = k + 1 < t->n_msgs ? t->msgs[k + 1].log0 : t->log_len;
+            for (size_t p = g->log0; p < end && !g->contended; ++p) {
+                int kind = (int)(t->log[p] & 7);
+                if (kind < 4 && link_shared(m, (int64_t)(t->log[p] >> 3) * 4 + kind)) g->contended = true;
+            }
+            if (!g->contended) continue;
+            if (!grow((void **)&q, &qcap, nq + 1, sizeof *q)) goto oom;
+            q[nq++] = (tq_t){((uint64_t)g->core << 24) | g->send, (int64_t)(t->log[g->log0] >> 3), 0.0};
+        }
+    }
+    qsort(q, nq, sizeof *q, tq_cmp);
+    tev_t *heap = NULL;
+    size_t nh = 0, hcap = 0;
+    uint64_t seq = 0;
+    for (size_t k = 0; k < nq; ++k) {
+        uint32_t core = (uint32_t)(q[k].key >> 24);
+        q[k].inject_end = m->clock[core];
+        if (!heap_push(&heap, &nh, &hcap, (tev_t){m->clock[core], k, seq++, core, 0})) goto oom_heap;
+    }
+    while (nh > 0) {
+        tev_t ev = heap_pop(heap, &nh);
+        tq_t *g = &q[ev.q];
+        const send_e *se = &r->sends[g->key & 0xFFFFFF];
+        double dur = (double)g->bytes / m->link_bw;
+        int64_t c = ev.core;
+        uint8_t tx = m->routes[(c * m->n_colours + se->colour) * 2 + 1];
+        if (tx & MICA_RAMP) {
+            int32_t j1 = m->recv_slot[c * m->n_colours + se->colour];
+            recv_e *e = &r->recvs[j1 - 1]; /* phase B checked that the receive exists */
+            int64_t x = c % W, y = c / W;
+            e->arrive[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] = ev.h + dur;
+            if (ev.hops == 0 && ev.h + dur > g->inject_end) g->inject_end = ev.h + dur;
+        }
+        for (int k = 0; k < 4; ++k) {
+            if (!(tx & dirs[k])) continue;
+            int64_t L = c * 4 + k;
+            double start = ev.h > m->busy_until[L] ? ev.h : m->busy_until[L];
+            m->busy_until[L] = start + dur;
+            if (ev.hops == 0 && start + dur > g->inject_end) g->inject_end = start + dur;
+            int64_t n = (c / W + dy[k]) * W + (c % W + dx[k]);
+            if (!heap_push(&heap, &nh, &hcap,
+                           (tev_t){start + m->hop_latency, ev.q, seq++, (uint32_t)n, ev.hops + 1}))
+                goto oom_heap;
+        }
+    }
+    for (size_t k = 0; k < nq; ++k) {
+        send_e *e = &r->sends[q[k].key & 0xFFFFFF];
+        int64_t core = (int64_t)(q[k].key >> 24), x = core % W, y = core / W;
+        e->end[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] = q[k].inject_end;
+    }
+    m->contended += nq;
+    free(heap);
+    free(q);
+    return true;
+oom_heap:
+    free(heap);
+oom:
+    free(q);
+    return false;
 }
 
 static int exec_exchange(run_t *r, int64_t pos) {
@@ -1324,6 +1647,7 @@ static int exec_exchange(run_t *r, int64_t pos) {
         return 1;
     }
     plan_threads(r, cells);
+    r->m->serial++;
     dispatch(r, PH_SETUP);
     if (!collect_fault(r)) {
         if (!plan_staging(r)) {
@@ -1342,6 +1666,10 @@ static int exec_exchange(run_t *r, int64_t pos) {
                     dispatch(r, PH_CHECK);
                     collect_fault(r);
                 }
+                bool shared = false;
+                for (int i = 0; i < r->nt_op; ++i) shared |= r->t[i].shared;
+                if (!r->failed && shared && !retime_shared(r))
+                    run_fail(r, "out of host memory timing messages that share links");
             }
         }
     }
@@ -1483,6 +1811,8 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     free(r->recv_count);
     free(r->recv_src);
     free(r->stage);
+    free(r->send_end);
+    free(r->recv_arrive);
     free(r);
     return status ? 1 : 0;
 }
@@ -1582,9 +1912,53 @@ const uint64_t *mica_core_bytes_sent(const mica_mesh *m) { return m ? m->core_se
 const uint64_t *mica_core_bytes_recv(const mica_mesh *m) { return m ? m->core_recv : NULL; }
 const int64_t *mica_core_arena_bytes(const mica_mesh *m) { return m ? m->arena_size : NULL; }
 
+int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,
+                        int32_t errlen) {
+    if (!m) {
+        set_err(err, errlen, "set timing: no mesh");
+        return 1;
+    }
+    if (!(hop_latency >= 0 && hop_latency < 1e12) || !(link_bytes_per_cycle > 0 && link_bytes_per_cycle < 1e12)) {
+        set_err(err, errlen, "set timing: need hop latency >= 0 and link bandwidth > 0 (got %g, %g)",
+                hop_latency, link_bytes_per_cycle);
+        return 1;
+    }
+    m->hop_latency = hop_latency;
+    m->link_bw = link_bytes_per_cycle;
+    return 0;
+}
+
+void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work) {
+    if (!m) return;
+    m->work = work && n_work > 0 ? work : NULL;
+    m->n_work = work && n_work > 0 ? n_work : 0;
+}
+
+void mica_timing(const mica_mesh *m, mica_timing_totals *out) {
+    if (!m || !out) return;
+    double latest = 0.0;
+    for (int64_t c = 0; c < m->n_cores; ++c)
+        if (m->clock[c] > latest) latest = m->clock[c];
+    out->cycles = latest;
+    out->contended_messages = m->contended;
+    out->timed_messages = m->timed;
+}
+
+const double *mica_core_clock(const mica_mesh *m) { return m ? m->clock : NULL; }
+const double *mica_core_compute(const mica_mesh *m) { return m ? m->t_comp : NULL; }
+const double *mica_core_comm(const mica_mesh *m) { return m ? m->t_comm : NULL; }
+const double *mica_core_idle(const mica_mesh *m) { return m ? m->t_idle : NULL; }
+
 void mica_stats_reset(mica_mesh *m) {
     if (!m) return;
     size_t n = (size_t)m->n_cores;
+    /* A fresh timeline: clocks and link reservations restart at cycle 0. */
+    memset(m->clock, 0, n * sizeof *m->clock);
+    memset(m->t_comp, 0, n * sizeof *m->t_comp);
+    memset(m->t_comm, 0, n * sizeof *m->t_comm);
+    memset(m->t_idle, 0, n * sizeof *m->t_idle);
+    memset(m->busy_until, 0, n * 4 * sizeof *m->busy_until);
+    m->contended = m->timed = 0;
     memset(m->link_bytes, 0, n * 4 * sizeof *m->link_bytes);
     memset(m->link_msgs, 0, n * 4 * sizeof *m->link_msgs);
     memset(m->core_sent, 0, n * sizeof *m->core_sent);
