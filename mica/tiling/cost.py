@@ -64,6 +64,13 @@ class Cost:
                 f"colours {self.colours} of {self.colour_budget}")
 
 
+def instance_cycles(mp: MeshProgram, part, target: Target) -> float:
+    """Cycles one instance of kernel statement ``part`` costs on ``target``: its FLOP (at least one
+    operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype.
+    The emulator's timing model charges exactly this per executed instance (:mod:`mica.emit_c.work`)."""
+    return max(part.flops_per_instance, 1) / target.flops(mp.tensor(part.write.buffer).dtype)
+
+
 def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
     """Cycles of the busiest core over all iterations of the enclosing loops."""
     k = mp.kernel(op.kernel)
@@ -74,8 +81,7 @@ def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], ta
         for part in k.statements:
             n = count_points(iset(part.domain), {"__x": cls.region.x0, "__y": cls.region.y0},
                              drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-            dtype = mp.tensor(part.write.buffer).dtype
-            cycles += n * max(part.flops_per_instance, 1) / target.flops(dtype)
+            cycles += n * instance_cycles(mp, part, target)
         best = max(best, cycles)
     return best
 
