@@ -1,10 +1,14 @@
 """The PLMR cost model: modelled cycles of a mesh program on a target.
 
 * Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's instances (counted exactly by isl over
-  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype.
+  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype. When the op's rectangle
+  moves with its loop (the stages of a chain or tree reduction, each run by other cores) the stages are on
+  the critical path one after another, so the busiest core is taken per iteration and the iterations add.
 * Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
   stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
-  pattern. A chain-reduction stage adds the target's relay cost (the partial passes through a core).
+  pattern. Shifts are routed by hardware like every other pattern: no MeshIR route passes a message
+  through a core's processor, so no software relay cost arises (a chain stage pays its hop, its bytes and
+  the accumulate that follows it, the last as compute).
 * Phases do not overlap (no double buffering yet): total = compute + communication.
 
 Everything is evaluated from closed forms at a few representative loop iterations, never per core and
@@ -71,6 +75,35 @@ def instance_cycles(mp: MeshProgram, part, target: Target) -> float:
     return max(part.flops_per_instance, 1) / target.flops(mp.tensor(part.write.buffer).dtype)
 
 
+def _moves(rect) -> bool:
+    """True when a rectangle depends on loop variables."""
+    return any(b.terms for b in (*rect.x0, *rect.x1, *rect.y0, *rect.y1, rect.xp, rect.yp))
+
+
+def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """Sum over the iterations of ``scope`` (at representative values) of the busiest core's cycles at
+    that iteration, for a Compute whose rectangle moves with the loop."""
+    k = mp.kernel(op.kernel)
+    total = 0.0
+    for env, weight in _representatives(scope):
+        best = 0.0
+        cols, rows = op.rect.members(env)
+        for cls in k.classes:
+            r = cls.region
+            xs = [x for x in cols if r.x0 <= x < r.x1][:1]
+            ys = [y for y in rows if r.y0 <= y < r.y1][:1]
+            if not xs or not ys:
+                continue
+            fix = {"__x": xs[0], "__y": ys[0], **{"__" + v: val for v, val in env.items()}}
+            if mp.skew is not None and "t" in env:
+                fix["__kb"] = int(mp.skew.block(xs[0], ys[0], env["t"]))
+            cycles = sum(count_points(iset(part.domain), fix, drop=("__kb",)) * instance_cycles(mp, part, target)
+                         for part in k.statements)
+            best = max(best, cycles)
+        total += weight * best
+    return total
+
+
 def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
     """Cycles of the busiest core over all iterations of the enclosing loops."""
     k = mp.kernel(op.kernel)
@@ -97,7 +130,7 @@ def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> 
         return hops * target.hop_latency + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
     if isinstance(c, Shift):
         nbytes = src.max_bytes
-        return c.distance * target.hop_latency + nbytes / target.link_bytes_per_cycle + target.relay_cycles
+        return c.distance * target.hop_latency + nbytes / target.link_bytes_per_cycle
     if isinstance(c, RingShift):
         nbytes = src.max_bytes
         return max((abs(g.offset) * target.hop_latency + nbytes / target.link_bytes_per_cycle
@@ -129,7 +162,10 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
     per_tensor: dict[str, float] = {}
     for op, scope in mp.walk():
         if isinstance(op, Compute):
-            compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
+            if scope and _moves(op.rect):
+                compute += _staged_compute_cycles(mp, op, scope, target)
+            else:
+                compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
         elif isinstance(op, Exchange):
             for env, weight in _representatives(scope):
                 if not op.active(env):
