@@ -9,6 +9,11 @@
   pattern. Shifts are routed by hardware like every other pattern: no MeshIR route passes a message
   through a core's processor, so no software relay cost arises (a chain stage pays its hop, its bytes and
   the accumulate that follows it, the last as compute).
+* Latency: cores proceed as their data arrives, with no barrier per step (the emulator's timing model
+  does the same), so in a loop only the hop latency a dependence chain carries from one step to the next
+  adds up (a multicast root's move, a ring's mean hop distance, a shift's whole distance); the rest of
+  the longest path is paid once, at the first step. Likewise a skewed plan's kernel pays its busiest
+  block every step (the chain keeps its block from core to core).
 * Phases do not overlap (no double buffering yet): total = compute + communication.
 
 Everything is evaluated from closed forms at a few representative loop iterations, never per core and
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
+
+import islpy as isl
 
 from ..affine.isl_names import count_points, iset
 from ..meshir.ir import Compute, Exchange, MeshProgram, Multicast, RingShift, Shift
@@ -104,6 +111,33 @@ def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
     return total
 
 
+def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """A kernel that works on block ``kb`` (a skewed ring plan) inside its step loop: a dependence chain
+    keeps its block from core to core (Cannon's shifts move the block with the data), so the critical
+    path pays, every step, the busiest block — the full one even when the last block is partial. Blocks
+    other than the last are equal, so the first and the last stand for all."""
+    k = mp.kernel(op.kernel)
+    n = mp.skew.n
+    best = 0.0
+    for cls in k.classes:
+        cycles = 0.0
+        for env, weight in _representatives(scope):
+            step = 0.0
+            for kb in sorted({0, n - 1}):
+                fix = {"__x": cls.region.x0, "__y": cls.region.y0, "__kb": kb,
+                       **{"__" + v: val for v, val in env.items()}}
+                step = max(step, sum(count_points(iset(part.domain), fix) * instance_cycles(mp, part, target)
+                                     for part in k.statements))
+            cycles += weight * step
+        best = max(best, cycles)
+    return best
+
+
+def _uses_kb(k) -> bool:
+    """True when a kernel's domain depends on the block parameter ``__kb`` of a skewed plan."""
+    return any(iset(part.domain).find_dim_by_name(isl.dim_type.param, "__kb") >= 0 for part in k.statements)
+
+
 def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
     """Cycles of the busiest core over all iterations of the enclosing loops."""
     k = mp.kernel(op.kernel)
@@ -119,23 +153,63 @@ def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], ta
     return best
 
 
-def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> float:
+def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target,
+                    prev: dict[str, int] | None = None) -> float:
+    """Cycles pattern ``c`` adds to the critical path at iteration ``env``: its bytes at link bandwidth
+    plus the hop latency that lies on the path. ``prev`` is the previous iteration of the enclosing loop
+    (None at the first): cores proceed as their data arrives, without a barrier per step (as the
+    emulator's timing model does), so in a loop only the latency that a chain of dependences carries
+    from step to step adds up; the rest of the longest path is paid once, at the first iteration:
+
+    * a multicast: the distance its root moved since the previous step (the new root got its data from
+      the old one), all ``max_hops`` at the first step;
+    * a ring shift: the mean hop distance over the ring (a dependence chain goes round the ring, one
+      core per step), ``max_hops`` at the first step;
+    * a shift: its whole distance every time (chain stages follow one another).
+    """
     t = env.get("t", 0)
     src = mp.tensor(c.src)
+    lat = target.hop_latency
     if isinstance(c, Multicast):
         r = c.root.evaluate(env)
         x, y = (r, 0) if c.axis == "x" else (0, r)
         nbytes = src.bytes_at(x, y, t)
-        hops = c.max_hops
-        return hops * target.hop_latency + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
+        hops = c.max_hops if prev is None else min(c.max_hops, abs(r - c.root.evaluate(prev)))
+        return hops * lat + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
     if isinstance(c, Shift):
         nbytes = src.max_bytes
-        return c.distance * target.hop_latency + nbytes / target.link_bytes_per_cycle
+        return c.distance * lat + nbytes / target.link_bytes_per_cycle
     if isinstance(c, RingShift):
         nbytes = src.max_bytes
-        return max((abs(g.offset) * target.hop_latency + nbytes / target.link_bytes_per_cycle
-                    for g in c.groups), default=0.0)
+        if not c.groups:
+            return 0.0
+        if prev is None:
+            hops = max(abs(g.offset) for g in c.groups)
+        else:
+            counts = [len(cols) * len(rows) for cols, rows in (g.senders.members(env) for g in c.groups)]
+            total = sum(counts)
+            hops = sum(abs(g.offset) * n for g, n in zip(c.groups, counts)) / total if total else 0.0
+        return hops * lat + nbytes / target.link_bytes_per_cycle
     return 0.0
+
+
+def _exchange_costs(mp: MeshProgram, op: Exchange, env, target: Target, prev) -> list[tuple[str, float]]:
+    """(array, cycles) of every pattern of ``op`` at ``env``. After the first step (``prev`` given) the
+    multicasts of one exchange share their latency: a core's next root got its data through the roots of
+    every multicast of the step before (SUMMA: a row root's new panel came down its column), so the
+    distances their roots moved add up."""
+    if prev is None:
+        return [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
+    casts = [c for c in op.ops if isinstance(c, Multicast)]
+    moved = sum(min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev))) for c in casts)
+    out = []
+    for c in op.ops:
+        cy = _pattern_cycles(mp, c, env, target, prev)
+        if isinstance(c, Multicast) and cy:
+            own = min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev)))
+            cy += (moved - own) * target.hop_latency
+        out.append((c.array, cy))
+    return out
 
 
 def _representatives(scope):
@@ -164,17 +238,27 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
         if isinstance(op, Compute):
             if scope and _moves(op.rect):
                 compute += _staged_compute_cycles(mp, op, scope, target)
+            elif scope and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)):
+                compute += _skewed_compute_cycles(mp, op, scope, target)
             else:
                 compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
         elif isinstance(op, Exchange):
+            inner = scope[-1][0] if scope else None
             for env, weight in _representatives(scope):
-                if not op.active(env):
+                if not op.active(env) or not op.ops:
                     continue
-                costs = [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
-                if costs:
-                    comm += weight * max(cy for _, cy in costs)
+                # The first active iteration pays the whole longest path; the ones after it only the
+                # latency a dependence chain carries from one step to the next (see _pattern_cycles).
+                first = inner is None or not any(op.active({**env, inner: k}) for k in range(env[inner]))
+                later = _exchange_costs(mp, op, env, target, {**env, inner: env[inner] - 1}) \
+                    if inner is not None and (weight > 1 or not first) else None
+                runs = [(_exchange_costs(mp, op, env, target, None), 1)] if first else []
+                if later is not None:
+                    runs.append((later, weight - 1 if first else weight))
+                for costs, w in runs:
+                    comm += w * max(cy for _, cy in costs)
                     for name, cy in costs:
-                        per_tensor[name] = per_tensor.get(name, 0.0) + weight * cy
+                        per_tensor[name] = per_tensor.get(name, 0.0) + w * cy
     return Cost(target.name, target.clock_ghz, compute + comm, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
                 target.colours, mp.region.cores)
