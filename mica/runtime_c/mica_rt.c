@@ -146,6 +146,17 @@ static int opposite(int d) {
  * Mesh
  * ------------------------------------------------------------------------------------------------- */
 
+/* Timing state of one link. `use` = (serial of the last exchange that used it << USE_BITS) | the number
+ * of its messages in that exchange (capped at 2) | RETIMED. `busy` is the modelled cycle the link is free
+ * again; `prev` its value before that exchange (for re-timing shared links and undoing a failed op). */
+#define USE_BITS 24
+#define USE_COUNT ((UINT64_C(1) << 22) - 1)
+#define USE_RETIMED (UINT64_C(1) << 22)
+typedef struct {
+    uint64_t use;
+    double busy, prev;
+} mica_link_t;
+
 struct mica_mesh {
     int32_t width, height, n_colours;
     int64_t sram_bytes;
@@ -169,15 +180,14 @@ struct mica_mesh {
     mica_work_fn *work;
     int32_t n_work;
     double *clock, *t_comp, *t_comm, *t_idle; /* [core] */
-    double *busy_until;  /* [core*4 + link] modelled cycle at which the link is free again */
-    uint64_t *link_use;  /* [core*4 + link] (exchange serial << USE_BITS) | messages in that exchange */
+    mica_link_t *links;  /* [link * n_cores + core] reservations of the timing model (by direction, so
+                            that a message along a row or column walks consecutive entries) */
     double *x_end, *x_comm; /* [core] the running exchange: latest completion, longest transfer */
     uint64_t *x_mark;    /* [core] serial of the exchange x_end/x_comm belong to */
     uint64_t serial;     /* exchanges started */
     uint64_t contended, timed;
 };
 
-#define USE_BITS 24 /* low bits of link_use: messages on the link in the exchange of the high bits */
 
 static bool timing_alloc(mica_mesh *m, size_t n) {
     m->hop_latency = 1.0;
@@ -186,12 +196,11 @@ static bool timing_alloc(mica_mesh *m, size_t n) {
     m->t_comp = calloc(n, sizeof *m->t_comp);
     m->t_comm = calloc(n, sizeof *m->t_comm);
     m->t_idle = calloc(n, sizeof *m->t_idle);
-    m->busy_until = calloc(n * 4, sizeof *m->busy_until);
-    m->link_use = calloc(n * 4, sizeof *m->link_use);
+    m->links = calloc(n * 4, sizeof *m->links);
     m->x_end = calloc(n, sizeof *m->x_end);
     m->x_comm = calloc(n, sizeof *m->x_comm);
     m->x_mark = calloc(n, sizeof *m->x_mark);
-    return m->clock && m->t_comp && m->t_comm && m->t_idle && m->busy_until && m->link_use && m->x_end &&
+    return m->clock && m->t_comp && m->t_comm && m->t_idle && m->links && m->x_end &&
            m->x_comm && m->x_mark;
 }
 
@@ -200,8 +209,7 @@ static void timing_free(mica_mesh *m) {
     free(m->t_comp);
     free(m->t_comm);
     free(m->t_idle);
-    free(m->busy_until);
-    free(m->link_use);
+    free(m->links);
     free(m->x_end);
     free(m->x_comm);
     free(m->x_mark);
@@ -658,8 +666,6 @@ typedef struct {
     size_t stack_cap;
     uint64_t *log; /* traffic of this op, replayed into the statistics on success */
     size_t log_len, log_cap;
-    double *tlog;  /* modelled cycle each logged link traversal starts (parallel to the link entries) */
-    size_t tlog_len, tlog_cap;
     tmsg_t *msgs;  /* messages routed in this op, in log order */
     size_t n_msgs, msgs_cap;
     bool shared;   /* some link carried a second message of this op */
@@ -798,9 +804,22 @@ static bool box_fits(tctx *t, uint64_t key, const char *what, int32_t colour, in
     return false;
 }
 
+/* Applies a core's pending exchange timing (its clock moves to the latest completion; the longest
+ * transfer is communication, the rest of the wait idle). Exchanges leave their results pending and the
+ * next reader of the core's clock applies them, so finishing an exchange needs no extra pass. */
+static void x_commit(mica_mesh *m, int64_t core) {
+    if (m->x_mark[core] == 0) return;
+    m->x_mark[core] = 0;
+    double elapsed = m->x_end[core] - m->clock[core];
+    m->clock[core] = m->x_end[core];
+    m->t_comm[core] += m->x_comm[core];
+    m->t_idle[core] += elapsed - m->x_comm[core];
+}
+
 /* Starts the exchange's timing scratch of a core that sends or receives in it (owner thread only). */
 static void x_touch(mica_mesh *m, int64_t core) {
     if (m->x_mark[core] == m->serial) return;
+    x_commit(m, core);
     m->x_mark[core] = m->serial;
     m->x_end[core] = m->clock[core];
     m->x_comm[core] = 0.0;
@@ -876,22 +895,49 @@ static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in, 
     return true;
 }
 
-/* Counts a message on link L in the running exchange; true when it is not the first one there. */
-static bool link_take(mica_mesh *m, int64_t L) {
-    uint64_t cur = __atomic_load_n(&m->link_use[L], __ATOMIC_RELAXED), want;
-    do {
-        if ((cur >> USE_BITS) != m->serial) want = m->serial << USE_BITS | 1;
-        else if ((cur & ((1u << USE_BITS) - 1)) >= 2) return true; /* already known to be shared */
-        else want = cur + 1;
-    } while (!__atomic_compare_exchange_n(&m->link_use[L], &cur, want, true, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
-    return (want & ((1u << USE_BITS) - 1)) >= 2;
+/* A message's head reaches link L at cycle h: returns the cycle it starts to cross (the link may still
+ * be busy with a message of an earlier exchange) and reserves the link for `dur` cycles. Only the first
+ * message of an exchange on a link reserves it here; a later one marks the link shared (*shared), and
+ * retime_shared times every message on it again from the link's state before the exchange. */
+static double link_take(mica_mesh *m, int64_t L, double h, double dur, bool *shared) {
+    mica_link_t *k = &m->links[L];
+    uint64_t cur = __atomic_load_n(&k->use, __ATOMIC_RELAXED);
+    for (;;) {
+        if ((cur >> USE_BITS) == m->serial) { /* a second message of this exchange */
+            *shared = true;
+            if ((cur & USE_COUNT) >= 2) return h;
+            if (__atomic_compare_exchange_n(&k->use, &cur, cur + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return h;
+            continue;
+        }
+        double base;
+        __atomic_load(&k->busy, &base, __ATOMIC_RELAXED);
+        if (__atomic_compare_exchange_n(&k->use, &cur, m->serial << USE_BITS | 1, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            double start = h > base ? h : base, end = start + dur;
+            __atomic_store(&k->prev, &base, __ATOMIC_RELAXED);
+            __atomic_store(&k->busy, &end, __ATOMIC_RELAXED);
+            return start;
+        }
+    }
 }
 
 /* True when link L carries more than one message of the running exchange (after phase B). */
 static bool link_shared(const mica_mesh *m, int64_t L) {
-    uint64_t v = m->link_use[L];
-    return (v >> USE_BITS) == m->serial && (v & ((1u << USE_BITS) - 1)) >= 2;
+    uint64_t v = m->links[L].use;
+    return (v >> USE_BITS) == m->serial && (v & USE_COUNT) >= 2;
+}
+
+/* Undoes the reservations a failed exchange made (serial; the logs list every link it used). */
+static void links_undo(run_t *r) {
+    mica_mesh *m = r->m;
+    for (int i = 0; i < r->nt_op; ++i)
+        for (size_t p = 0; p < r->t[i].log_len; ++p) {
+            int kind = (int)(r->t[i].log[p] & 7);
+            if (kind >= 4) continue;
+            mica_link_t *k = &m->links[kind * m->n_cores + (int64_t)(r->t[i].log[p] >> 3)];
+            if ((k->use >> USE_BITS) == m->serial) k->busy = k->prev;
+        }
 }
 
 /* Fresh visit stamp for a new message (lazily allocating the visited array). */
@@ -937,7 +983,9 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
     int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
     if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
-        e->arrive[idx] = arrive;
+        /* The receiver takes the stream in once it reaches the exchange itself. */
+        double ready = m->clock[core] + (double)bytes / m->link_bw;
+        e->arrive[idx] = arrive > ready ? arrive : ready;
     } else
         t->dup = true;
     t->matched++;
@@ -1032,15 +1080,11 @@ static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, in
             if (!may_leave(t, &g, x, y, dirs[k], nx, ny, (int64_t)h.hops + 1)) return;
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
-            int64_t L = c * 4 + k;
-            double start = h.h > m->busy_until[L] ? h.h : m->busy_until[L];
+            if (!log_push(t, (uint64_t)c, k)) goto oom; /* logged before reserving: see links_undo */
+            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared);
             if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
-            if (link_take(m, L)) t->shared = true;
-            if (!log_push(t, (uint64_t)c, k) ||
-                !grow((void **)&t->tlog, &t->tlog_cap, t->tlog_len + 1, sizeof *t->tlog) ||
-                !stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
+            if (!stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
-            t->tlog[t->tlog_len++] = start;
         }
     }
     return;
@@ -1058,7 +1102,10 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
         if (moot(t, key)) return;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-        if (bytes == 0) continue;
+        if (bytes == 0) {
+            e->end[(y - e->rc.y0) * w + (x - e->rc.x0)] = -1.0;
+            continue;
+        }
         if (e->staged)
             memcpy(r->stage + e->stage_base + ((y - e->rc.y0) * w + (x - e->rc.x0)) * e->stage_slot,
                    arena_of(m, core) + e->box.offset, (size_t)bytes);
@@ -1081,7 +1128,6 @@ static void phase_route(tctx *t, const band_t *b) {
     t->matched = 0;
     t->dup = false;
     t->log_len = 0;
-    t->tlog_len = 0;
     t->n_msgs = 0;
     t->shared = false;
     for (int64_t s = 0; s < r->n_sends; ++s) route_send(t, b, s);
@@ -1139,35 +1185,27 @@ static void copy_recv(tctx *t, const band_t *b, int64_t j) {
     }
 }
 
-/* Adds this thread's traffic to the statistics and commits the link reservations of its messages that
- * shared no link (the shared ones were committed by retime_shared). */
 static void replay_log(tctx *t) {
     mica_mesh *m = t->run->m;
     uint64_t bytes = 0;
-    size_t msg = 0, tl = 0;
-    bool own = false;
     for (size_t i = 0; i < t->log_len; ++i) {
         uint64_t v = t->log[i] >> 3;
         int kind = (int)(t->log[i] & 7);
         if (kind < 4) {
             __atomic_fetch_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, __ATOMIC_RELAXED);
             __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
-            double start = t->tlog[tl++];
-            if (own) m->busy_until[v * 4 + (uint64_t)kind] = start + (double)bytes / m->link_bw;
         } else if (kind == LOG_RECV) {
             __atomic_fetch_add(&m->core_recv[v], bytes, __ATOMIC_RELAXED);
         } else if (kind == LOG_SENT) {
             __atomic_fetch_add(&m->core_sent[v], bytes, __ATOMIC_RELAXED);
         } else {
             bytes = v;
-            own = !t->msgs[msg++].contended; /* a message's log starts with its LOG_BYTES */
         }
     }
 }
 
 /* Completes the timing of every core that sent or received in the exchange (cells of band b): its
- * clock moves to its latest completion; the longest of its transfers is communication, the rest of
- * the wait idle. */
+ * latest completion and its longest transfer, applied by x_commit when its clock is next read. */
 static void finish_timing(tctx *t, const band_t *b) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
@@ -1175,9 +1213,9 @@ static void finish_timing(tctx *t, const band_t *b) {
         const send_e *e = &r->sends[s];
         int64_t w = e->rc.x1 - e->rc.x0;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            if (box_at(&e->box, x, y, r->v, NULL, NULL) == 0) continue;
-            int64_t core = y * m->width + x;
             double end = e->end[(y - e->rc.y0) * w + (x - e->rc.x0)];
+            if (end < 0) continue; /* no message from this core */
+            int64_t core = y * m->width + x;
             if (end > m->x_end[core]) m->x_end[core] = end;
             if (end - m->clock[core] > m->x_comm[core]) m->x_comm[core] = end - m->clock[core];
         }
@@ -1185,28 +1223,17 @@ static void finish_timing(tctx *t, const band_t *b) {
     for (int64_t j = 0; j < r->n_recvs; ++j) {
         const recv_e *e = &r->recvs[j];
         int64_t w = e->rc.x1 - e->rc.x0;
+        double dur = -1.0;
+        bool varies = false; /* box sizes vary between cores only along x or y axes */
+        for (int d = 0; d < e->box.rank; ++d) varies |= e->box.axis[d] == 1 || e->box.axis[d] == 2;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
             int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
             if (e->count[idx] != 1) continue;
             int64_t core = y * m->width + x;
-            double dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
-            double end = e->arrive[idx], ready = m->clock[core] + dur;
-            if (ready > end) end = ready; /* the receiver takes the stream in once it gets there */
+            if (dur < 0 || varies) dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
+            double end = e->arrive[idx];
             if (end > m->x_end[core]) m->x_end[core] = end;
             if (dur > m->x_comm[core]) m->x_comm[core] = dur;
-        }
-    }
-    /* Apply once per core: x_mark is cleared when applied. */
-    for (int64_t k = 0; k < r->n_sends + r->n_recvs; ++k) {
-        const irect *rc = k < r->n_sends ? &r->sends[k].rc : &r->recvs[k - r->n_sends].rc;
-        FOR_BAND_CELLS(b, rc, x, y) {
-            int64_t core = y * m->width + x;
-            if (m->x_mark[core] != m->serial) continue;
-            m->x_mark[core] = 0;
-            double elapsed = m->x_end[core] - m->clock[core];
-            m->clock[core] = m->x_end[core];
-            m->t_comm[core] += m->x_comm[core];
-            m->t_idle[core] += elapsed - m->x_comm[core];
         }
     }
 }
@@ -1237,7 +1264,10 @@ static void phase_finish(tctx *t, const band_t *b) {
         /* A failed exchange leaves the clocks alone: drop the scratch of the cores it touched. */
         for (int64_t k = 0; k < r->n_sends + r->n_recvs; ++k) {
             const irect *rc = k < r->n_sends ? &r->sends[k].rc : &r->recvs[k - r->n_sends].rc;
-            FOR_BAND_CELLS(b, rc, x, y) r->m->x_mark[y * r->m->width + x] = 0;
+            FOR_BAND_CELLS(b, rc, x, y) {
+                int64_t core = y * r->m->width + x;
+                if (r->m->x_mark[core] == r->m->serial) r->m->x_mark[core] = 0;
+            }
         }
     }
     clear_routes(t, b);
@@ -1260,6 +1290,7 @@ static void phase_compute(tctx *t, const band_t *b) {
             t->computes++;
             if (work) {
                 int64_t core = y * m->width + x;
+                x_commit((mica_mesh *)m, core);
                 double cycles = work(x, y, r->v);
                 m->clock[core] += cycles;
                 m->t_comp[core] += cycles;
@@ -1335,7 +1366,6 @@ static void pool_stop(run_t *r, int n) {
         free(r->t[i].visited);
         free(r->t[i].stack);
         free(r->t[i].log);
-        free(r->t[i].tlog);
         free(r->t[i].msgs);
     }
     free(r->t);
@@ -1582,7 +1612,7 @@ static bool retime_shared(run_t *r) {
             size_t end = k + 1 < t->n_msgs ? t->msgs[k + 1].log0 : t->log_len;
             for (size_t p = g->log0; p < end && !g->contended; ++p) {
                 int kind = (int)(t->log[p] & 7);
-                if (kind < 4 && link_shared(m, (int64_t)(t->log[p] >> 3) * 4 + kind)) g->contended = true;
+                if (kind < 4 && link_shared(m, kind * m->n_cores + (int64_t)(t->log[p] >> 3))) g->contended = true;
             }
             if (!g->contended) continue;
             if (!grow((void **)&q, &qcap, nq + 1, sizeof *q)) goto oom;
@@ -1609,14 +1639,20 @@ static bool retime_shared(run_t *r) {
             int32_t j1 = m->recv_slot[c * m->n_colours + se->colour];
             recv_e *e = &r->recvs[j1 - 1]; /* phase B checked that the receive exists */
             int64_t x = c % W, y = c / W;
-            e->arrive[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] = ev.h + dur;
+            double ready = m->clock[c] + dur;
+            e->arrive[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] =
+                ev.h + dur > ready ? ev.h + dur : ready;
             if (ev.hops == 0 && ev.h + dur > g->inject_end) g->inject_end = ev.h + dur;
         }
         for (int k = 0; k < 4; ++k) {
             if (!(tx & dirs[k])) continue;
-            int64_t L = c * 4 + k;
-            double start = ev.h > m->busy_until[L] ? ev.h : m->busy_until[L];
-            m->busy_until[L] = start + dur;
+            mica_link_t *lk = &m->links[k * m->n_cores + c];
+            if (!(lk->use & USE_RETIMED)) { /* first visit here: start from the state before the op */
+                lk->use |= USE_RETIMED;
+                lk->busy = lk->prev;
+            }
+            double start = ev.h > lk->busy ? ev.h : lk->busy;
+            lk->busy = start + dur;
             if (ev.hops == 0 && start + dur > g->inject_end) g->inject_end = start + dur;
             int64_t n = (c / W + dy[k]) * W + (c % W + dx[k]);
             if (!heap_push(&heap, &nh, &hcap,
@@ -1675,7 +1711,10 @@ static int exec_exchange(run_t *r, int64_t pos) {
     }
     r->do_copy = !r->failed;
     dispatch(r, PH_FINISH);
-    if (r->failed) return 1;
+    if (r->failed) {
+        links_undo(r);
+        return 1;
+    }
     merge_exchange_stats(r);
     return 0;
 }
@@ -1803,6 +1842,7 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     r->scalars = scalars;
     int status = exec_block(r, 0, n_words);
     if (status) set_err(err, errlen, "%s", r->err);
+    for (int64_t c = 0; c < m->n_cores; ++c) x_commit(m, c); /* clocks complete for the statistics */
     pool_stop(r, n_threads);
     free(r->routes);
     free(r->sends);
@@ -1957,7 +1997,8 @@ void mica_stats_reset(mica_mesh *m) {
     memset(m->t_comp, 0, n * sizeof *m->t_comp);
     memset(m->t_comm, 0, n * sizeof *m->t_comm);
     memset(m->t_idle, 0, n * sizeof *m->t_idle);
-    memset(m->busy_until, 0, n * 4 * sizeof *m->busy_until);
+    memset(m->links, 0, n * 4 * sizeof *m->links);
+    memset(m->x_mark, 0, n * sizeof *m->x_mark);
     m->contended = m->timed = 0;
     memset(m->link_bytes, 0, n * 4 * sizeof *m->link_bytes);
     memset(m->link_msgs, 0, n * 4 * sizeof *m->link_msgs);
