@@ -46,10 +46,7 @@ typedef struct {
     uint64_t timed_messages;
 } mica_timing_totals;
 void mica_timing(const mica_mesh *m, mica_timing_totals *out);
-const double *mica_core_clock(const mica_mesh *m);
-const double *mica_core_compute(const mica_mesh *m);
-const double *mica_core_comm(const mica_mesh *m);
-const double *mica_core_idle(const mica_mesh *m);
+void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
 mica_work_fn mica_work_get(int32_t i);
 """
 
@@ -375,6 +372,11 @@ class NativeMesh:
         timing = ffi.new("mica_timing_totals *")
         self._lib.mica_timing(m, timing)
 
+        def per_core(which):   # MICA_T_CLOCK, _COMPUTE, _COMM, _IDLE
+            out = np.empty((h, w), dtype=np.float64)
+            self._lib.mica_core_timing(m, which, ffi.from_buffer("double[]", out))
+            return out
+
         return MeshStats(
             messages=totals.messages,
             deliveries=totals.deliveries,
@@ -392,10 +394,10 @@ class NativeMesh:
             core_arena_bytes=grab(self._lib.mica_core_arena_bytes(m), np.int64, (h, w)),
             cycles=float(timing.cycles),
             contended_messages=int(timing.contended_messages),
-            core_clock=grab(self._lib.mica_core_clock(m), np.float64, (h, w)),
-            core_compute=grab(self._lib.mica_core_compute(m), np.float64, (h, w)),
-            core_comm=grab(self._lib.mica_core_comm(m), np.float64, (h, w)),
-            core_idle=grab(self._lib.mica_core_idle(m), np.float64, (h, w)),
+            core_clock=per_core(0),
+            core_compute=per_core(1),
+            core_comm=per_core(2),
+            core_idle=per_core(3),
         )
 
     def reset_stats(self) -> None:

@@ -28,6 +28,17 @@
  *              held at the start of the exchange.
  *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run.
  *
+ * Timing model (mica_rt.h)
+ *   Each core has a mica_core_t (clock, compute / communication / idle cycles, and the pending result of
+ *   its last exchange, applied by x_commit when its clock is next read). A COMPUTE adds the kernel's work
+ *   function to the clock. In an EXCHANGE, phase A opens the scratch of every sender and receiver; phase
+ *   B times each message while routing it (departure = sender's clock; a link is reserved by the first
+ *   message of the op that crosses it, from the link's busy-until; arrival recorded per receive); if a
+ *   link got a second message of the op, retime_shared re-times every message on a shared link serially,
+ *   in a fixed order (discrete events by head arrival, ties by sender core and send entry), so results
+ *   do not depend on the thread count; phase D completes the receivers. A failed op undoes its link
+ *   reservations and drops its scratch: the clocks are as before it.
+ *
  * Determinism
  *   Every fault has a key (phase, core index, entry index) and the reported fault is the one with the
  *   smallest key; a thread skips only work whose key is larger than the best fault seen so far, so the
@@ -157,6 +168,14 @@ typedef struct {
     double busy, prev;
 } mica_link_t;
 
+/* Timing state of one core: its clock and its breakdown; the latest completion and longest transfer of
+ * its pending exchange (x_mark = that exchange's serial, 0 when none is pending; see x_commit). */
+typedef struct {
+    double clock, comp, comm, idle;
+    double x_end, x_comm;
+    uint64_t x_mark;
+} mica_core_t;
+
 struct mica_mesh {
     int32_t width, height, n_colours;
     int64_t sram_bytes;
@@ -179,11 +198,9 @@ struct mica_mesh {
     double hop_latency, link_bw;
     mica_work_fn *work;
     int32_t n_work;
-    double *clock, *t_comp, *t_comm, *t_idle; /* [core] */
+    mica_core_t *cores;  /* [core] clocks and the running exchange's scratch */
     mica_link_t *links;  /* [link * n_cores + core] reservations of the timing model (by direction, so
                             that a message along a row or column walks consecutive entries) */
-    double *x_end, *x_comm; /* [core] the running exchange: latest completion, longest transfer */
-    uint64_t *x_mark;    /* [core] serial of the exchange x_end/x_comm belong to */
     uint64_t serial;     /* exchanges started */
     uint64_t contended, timed;
 };
@@ -192,27 +209,14 @@ struct mica_mesh {
 static bool timing_alloc(mica_mesh *m, size_t n) {
     m->hop_latency = 1.0;
     m->link_bw = 4.0;
-    m->clock = calloc(n, sizeof *m->clock);
-    m->t_comp = calloc(n, sizeof *m->t_comp);
-    m->t_comm = calloc(n, sizeof *m->t_comm);
-    m->t_idle = calloc(n, sizeof *m->t_idle);
+    m->cores = calloc(n, sizeof *m->cores);
     m->links = calloc(n * 4, sizeof *m->links);
-    m->x_end = calloc(n, sizeof *m->x_end);
-    m->x_comm = calloc(n, sizeof *m->x_comm);
-    m->x_mark = calloc(n, sizeof *m->x_mark);
-    return m->clock && m->t_comp && m->t_comm && m->t_idle && m->links && m->x_end &&
-           m->x_comm && m->x_mark;
+    return m->cores && m->links;
 }
 
 static void timing_free(mica_mesh *m) {
-    free(m->clock);
-    free(m->t_comp);
-    free(m->t_comm);
-    free(m->t_idle);
+    free(m->cores);
     free(m->links);
-    free(m->x_end);
-    free(m->x_comm);
-    free(m->x_mark);
 }
 
 mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
@@ -808,21 +812,23 @@ static bool box_fits(tctx *t, uint64_t key, const char *what, int32_t colour, in
  * transfer is communication, the rest of the wait idle). Exchanges leave their results pending and the
  * next reader of the core's clock applies them, so finishing an exchange needs no extra pass. */
 static void x_commit(mica_mesh *m, int64_t core) {
-    if (m->x_mark[core] == 0) return;
-    m->x_mark[core] = 0;
-    double elapsed = m->x_end[core] - m->clock[core];
-    m->clock[core] = m->x_end[core];
-    m->t_comm[core] += m->x_comm[core];
-    m->t_idle[core] += elapsed - m->x_comm[core];
+    mica_core_t *c = &m->cores[core];
+    if (c->x_mark == 0) return;
+    c->x_mark = 0;
+    double elapsed = c->x_end - c->clock;
+    c->clock = c->x_end;
+    c->comm += c->x_comm;
+    c->idle += elapsed - c->x_comm;
 }
 
 /* Starts the exchange's timing scratch of a core that sends or receives in it (owner thread only). */
 static void x_touch(mica_mesh *m, int64_t core) {
-    if (m->x_mark[core] == m->serial) return;
+    mica_core_t *c = &m->cores[core];
+    if (c->x_mark == m->serial) return;
     x_commit(m, core);
-    m->x_mark[core] = m->serial;
-    m->x_end[core] = m->clock[core];
-    m->x_comm[core] = 0.0;
+    c->x_mark = m->serial;
+    c->x_end = c->clock;
+    c->x_comm = 0.0;
 }
 
 static void setup_routes(tctx *t, const band_t *b) {
@@ -899,8 +905,20 @@ static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in, 
  * be busy with a message of an earlier exchange) and reserves the link for `dur` cycles. Only the first
  * message of an exchange on a link reserves it here; a later one marks the link shared (*shared), and
  * retime_shared times every message on it again from the link's state before the exchange. */
-static double link_take(mica_mesh *m, int64_t L, double h, double dur, bool *shared) {
+static double link_take(mica_mesh *m, int64_t L, double h, double dur, bool *shared, bool alone) {
     mica_link_t *k = &m->links[L];
+    if (alone) { /* the only thread routing this op: no atomics needed */
+        if ((k->use >> USE_BITS) == m->serial) {
+            *shared = true;
+            if ((k->use & USE_COUNT) < 2) k->use++;
+            return h;
+        }
+        double start = h > k->busy ? h : k->busy;
+        k->use = m->serial << USE_BITS | 1;
+        k->prev = k->busy;
+        k->busy = start + dur;
+        return start;
+    }
     uint64_t cur = __atomic_load_n(&k->use, __ATOMIC_RELAXED);
     for (;;) {
         if ((cur >> USE_BITS) == m->serial) { /* a second message of this exchange */
@@ -984,7 +1002,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
     if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
         /* The receiver takes the stream in once it reaches the exchange itself. */
-        double ready = m->clock[core] + (double)bytes / m->link_bw;
+        double ready = m->cores[core].clock + (double)bytes / m->link_bw;
         e->arrive[idx] = arrive > ready ? arrive : ready;
     } else
         t->dup = true;
@@ -1081,7 +1099,7 @@ static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, in
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
             if (!log_push(t, (uint64_t)c, k)) goto oom; /* logged before reserving: see links_undo */
-            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared);
+            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, t->run->nt_op == 1);
             if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
             if (!stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
@@ -1090,6 +1108,12 @@ static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, in
     return;
 oom:
     fault(t, key, "out of host memory routing a message from core (%lld,%lld)", g.sx, g.sy);
+}
+
+/* A sender is busy until its message has left its router (a longer transfer if a link delayed it). */
+static void sender_done(mica_core_t *c, double end) {
+    if (end > c->x_end) c->x_end = end;
+    if (end - c->clock > c->x_comm) c->x_comm = end - c->clock;
 }
 
 static void route_send(tctx *t, const band_t *b, int64_t s) {
@@ -1117,8 +1141,11 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
             return;
         }
         t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
-        route_message(t, key, s, core, bytes, m->clock[core],
-                      &e->end[(y - e->rc.y0) * w + (x - e->rc.x0)]);
+        mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
+        double end;
+        route_message(t, key, s, core, bytes, c->clock, &end);
+        e->end[(y - e->rc.y0) * w + (x - e->rc.x0)] = end;
+        sender_done(c, end);
     }
 }
 
@@ -1204,22 +1231,12 @@ static void replay_log(tctx *t) {
     }
 }
 
-/* Completes the timing of every core that sent or received in the exchange (cells of band b): its
- * latest completion and its longest transfer, applied by x_commit when its clock is next read. */
+/* Completes the timing of every core that received in the exchange (cells of band b): its latest
+ * completion and its longest transfer (senders did theirs in phase B, or retime_shared), applied by
+ * x_commit when the core's clock is next read. */
 static void finish_timing(tctx *t, const band_t *b) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
-    for (int64_t s = 0; s < r->n_sends; ++s) {
-        const send_e *e = &r->sends[s];
-        int64_t w = e->rc.x1 - e->rc.x0;
-        FOR_BAND_CELLS(b, &e->rc, x, y) {
-            double end = e->end[(y - e->rc.y0) * w + (x - e->rc.x0)];
-            if (end < 0) continue; /* no message from this core */
-            int64_t core = y * m->width + x;
-            if (end > m->x_end[core]) m->x_end[core] = end;
-            if (end - m->clock[core] > m->x_comm[core]) m->x_comm[core] = end - m->clock[core];
-        }
-    }
     for (int64_t j = 0; j < r->n_recvs; ++j) {
         const recv_e *e = &r->recvs[j];
         int64_t w = e->rc.x1 - e->rc.x0;
@@ -1232,8 +1249,9 @@ static void finish_timing(tctx *t, const band_t *b) {
             int64_t core = y * m->width + x;
             if (dur < 0 || varies) dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
             double end = e->arrive[idx];
-            if (end > m->x_end[core]) m->x_end[core] = end;
-            if (dur > m->x_comm[core]) m->x_comm[core] = dur;
+            mica_core_t *c = &m->cores[core];
+            if (end > c->x_end) c->x_end = end;
+            if (dur > c->x_comm) c->x_comm = dur;
         }
     }
 }
@@ -1266,7 +1284,7 @@ static void phase_finish(tctx *t, const band_t *b) {
             const irect *rc = k < r->n_sends ? &r->sends[k].rc : &r->recvs[k - r->n_sends].rc;
             FOR_BAND_CELLS(b, rc, x, y) {
                 int64_t core = y * r->m->width + x;
-                if (r->m->x_mark[core] == r->m->serial) r->m->x_mark[core] = 0;
+                if (r->m->cores[core].x_mark == r->m->serial) r->m->cores[core].x_mark = 0;
             }
         }
     }
@@ -1292,8 +1310,8 @@ static void phase_compute(tctx *t, const band_t *b) {
                 int64_t core = y * m->width + x;
                 x_commit((mica_mesh *)m, core);
                 double cycles = work(x, y, r->v);
-                m->clock[core] += cycles;
-                m->t_comp[core] += cycles;
+                m->cores[core].clock += cycles;
+                m->cores[core].comp += cycles;
             }
         }
     }
@@ -1625,8 +1643,8 @@ static bool retime_shared(run_t *r) {
     uint64_t seq = 0;
     for (size_t k = 0; k < nq; ++k) {
         uint32_t core = (uint32_t)(q[k].key >> 24);
-        q[k].inject_end = m->clock[core];
-        if (!heap_push(&heap, &nh, &hcap, (tev_t){m->clock[core], k, seq++, core, 0})) goto oom_heap;
+        q[k].inject_end = m->cores[core].clock;
+        if (!heap_push(&heap, &nh, &hcap, (tev_t){m->cores[core].clock, k, seq++, core, 0})) goto oom_heap;
     }
     while (nh > 0) {
         tev_t ev = heap_pop(heap, &nh);
@@ -1639,7 +1657,7 @@ static bool retime_shared(run_t *r) {
             int32_t j1 = m->recv_slot[c * m->n_colours + se->colour];
             recv_e *e = &r->recvs[j1 - 1]; /* phase B checked that the receive exists */
             int64_t x = c % W, y = c / W;
-            double ready = m->clock[c] + dur;
+            double ready = m->cores[c].clock + dur;
             e->arrive[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] =
                 ev.h + dur > ready ? ev.h + dur : ready;
             if (ev.hops == 0 && ev.h + dur > g->inject_end) g->inject_end = ev.h + dur;
@@ -1664,6 +1682,7 @@ static bool retime_shared(run_t *r) {
         send_e *e = &r->sends[q[k].key & 0xFFFFFF];
         int64_t core = (int64_t)(q[k].key >> 24), x = core % W, y = core / W;
         e->end[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] = q[k].inject_end;
+        sender_done(&m->cores[core], q[k].inject_end); /* contention only delays: a max suffices */
     }
     m->contended += nq;
     free(heap);
@@ -1978,27 +1997,27 @@ void mica_timing(const mica_mesh *m, mica_timing_totals *out) {
     if (!m || !out) return;
     double latest = 0.0;
     for (int64_t c = 0; c < m->n_cores; ++c)
-        if (m->clock[c] > latest) latest = m->clock[c];
+        if (m->cores[c].clock > latest) latest = m->cores[c].clock;
     out->cycles = latest;
     out->contended_messages = m->contended;
     out->timed_messages = m->timed;
 }
 
-const double *mica_core_clock(const mica_mesh *m) { return m ? m->clock : NULL; }
-const double *mica_core_compute(const mica_mesh *m) { return m ? m->t_comp : NULL; }
-const double *mica_core_comm(const mica_mesh *m) { return m ? m->t_comm : NULL; }
-const double *mica_core_idle(const mica_mesh *m) { return m ? m->t_idle : NULL; }
+void mica_core_timing(const mica_mesh *m, int32_t which, double *out) {
+    if (!m || !out) return;
+    for (int64_t c = 0; c < m->n_cores; ++c) {
+        const mica_core_t *k = &m->cores[c];
+        out[c] = which == MICA_T_CLOCK ? k->clock : which == MICA_T_COMPUTE ? k->comp
+                 : which == MICA_T_COMM ? k->comm : k->idle;
+    }
+}
 
 void mica_stats_reset(mica_mesh *m) {
     if (!m) return;
     size_t n = (size_t)m->n_cores;
     /* A fresh timeline: clocks and link reservations restart at cycle 0. */
-    memset(m->clock, 0, n * sizeof *m->clock);
-    memset(m->t_comp, 0, n * sizeof *m->t_comp);
-    memset(m->t_comm, 0, n * sizeof *m->t_comm);
-    memset(m->t_idle, 0, n * sizeof *m->t_idle);
+    memset(m->cores, 0, n * sizeof *m->cores);
     memset(m->links, 0, n * 4 * sizeof *m->links);
-    memset(m->x_mark, 0, n * sizeof *m->x_mark);
     m->contended = m->timed = 0;
     memset(m->link_bytes, 0, n * 4 * sizeof *m->link_bytes);
     memset(m->link_msgs, 0, n * 4 * sizeof *m->link_msgs);

@@ -166,9 +166,9 @@ typedef struct {
 } mica_timing_totals;
 
 void mica_timing(const mica_mesh *m, mica_timing_totals *out);
-const double *mica_core_clock(const mica_mesh *m);    /* [W*H] modelled cycles */
-const double *mica_core_compute(const mica_mesh *m);  /* [W*H] cycles spent computing */
-const double *mica_core_comm(const mica_mesh *m);     /* [W*H] cycles spent sending/receiving */
-const double *mica_core_idle(const mica_mesh *m);     /* [W*H] cycles waiting for data */
+/* Copies one per-core figure into out[W*H] (index y*W + x): the core's clock (modelled cycles), or the
+ * cycles it spent computing, sending/receiving, or waiting for data (they sum to its clock). */
+enum { MICA_T_CLOCK = 0, MICA_T_COMPUTE = 1, MICA_T_COMM = 2, MICA_T_IDLE = 3 };
+void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
 
 #endif
