@@ -197,11 +197,14 @@ def _exchange_costs(mp: MeshProgram, op: Exchange, env, target: Target, prev) ->
     """(array, cycles) of every pattern of ``op`` at ``env``. After the first step (``prev`` given) the
     multicasts of one exchange share their latency: a core's next root got its data through the roots of
     every multicast of the step before (SUMMA: a row root's new panel came down its column), so the
-    distances their roots moved add up."""
+    distances their roots moved add up; with multicasts along both axes the chain also alternates between
+    them, which costs one more of the longest move per step (the emulator's dataflow timing measures 3
+    hops per SUMMA step once the first step's wave has passed; this term is fitted to it)."""
     if prev is None:
         return [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
     casts = [c for c in op.ops if isinstance(c, Multicast)]
-    moved = sum(min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev))) for c in casts)
+    moves = [min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev))) for c in casts]
+    moved = sum(moves) + (max(moves) if len({c.axis for c in casts}) > 1 else 0)
     out = []
     for c in op.ops:
         cy = _pattern_cycles(mp, c, env, target, prev)
