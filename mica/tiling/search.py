@@ -181,6 +181,7 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
     a stepped loop waits for its farthest panel (later steps only for what a dependence chain carries,
     which this bound leaves out), and a reduction across cores passes through every stage."""
     from ..affine.deps import REDUCTION, loop_kinds
+    from ..targets import DTYPE_BYTES
     from math import ceil
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
@@ -196,12 +197,22 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
             bound += (bx - 1) * lat                       # the first shift waits for the wrap-around
         else:
             bound += min(2, bx - 1) * lat
+    # Each reduction stage, one after another: the hop (hardware-routed, no software relay), the partial
+    # (the output tile) at link bandwidth, and its accumulate (one operation per element).
+    axis_of = dict(d.assignment)
+    tile = 1
+    for lp in main.loops:
+        if kinds[lp] != REDUCTION:
+            n = loop_extent(main, lp)
+            tile *= ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
+    dtype = prog.array(main.write.array).dtype
+    stage = lat + tile * DTYPE_BYTES[dtype] / target.link_bytes_per_cycle + tile / target.flops(dtype)
     for lp, ax in d.assignment:
         if kinds[lp] == REDUCTION:
             n = cores[ax]
             g = min(d.group, n) if d.reduce == "tree" else 1
             stages = (g - 1) + ceil(n / g) - 1 if n > 1 else 0
-            bound += stages * lat                         # hardware-routed stages: no software relay
+            bound += stages * stage
     return bound
 
 
