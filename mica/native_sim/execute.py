@@ -14,7 +14,9 @@ from typing import Mapping
 import numpy as np
 
 from ..emit_c.build import compile_shared
+from ..emit_c.work import emit_work_module
 from ..errors import InputError, SimError
+from ..targets import Target
 from .lower import box, lower, rect
 from .runtime import MeshStats, NativeMesh, load_kernels
 from .staging import needs_staging, staged_load, staged_store
@@ -32,13 +34,24 @@ class RunResult:
 
 @dataclass(frozen=True, eq=False)
 class RunStats:
-    """The emulator's measured figures for one run (see :class:`mica.native_sim.runtime.MeshStats`)."""
+    """The emulator's measured figures for one run (see :class:`mica.native_sim.runtime.MeshStats`).
+
+    Timing model (``mica_rt.h``): ``cycles`` are the modelled cycles (the latest core's clock) and
+    ``seconds`` the same at the target's clock; per core, ``core_compute`` / ``core_comm`` / ``core_idle``
+    (float64 arrays ``[y, x]``, summing to ``core_clock``); per link, ``link_bytes`` and
+    ``link_busy_cycles`` (``[y, x, link]``, out-links N, E, S, W); ``sram_peak`` the arena bytes of each
+    core. Every array has a fixed small width per core, so a 745,500-core mesh costs a few tens of MB and no
+    Python object per core. :meth:`summary` condenses them (hottest link, busiest core, utilisation).
+    """
 
     raw: MeshStats
     mesh: tuple[int, int]
     threads: int
+    target: Target | None = None
 
     def __getattr__(self, name):
+        if name == "raw":                       # not yet set (e.g. while unpickling): no recursion
+            raise AttributeError(name)
         return getattr(self.raw, name)
 
     @property
@@ -46,26 +59,77 @@ class RunStats:
         """``[y, x, link]`` bytes sent on each out-link (N, E, S, W) of each core."""
         return self.raw.link_bytes
 
+    @property
+    def cycles(self) -> float:
+        """Modelled cycles: the latest core's clock."""
+        return float(self.raw.cycles)
+
+    @property
+    def seconds(self) -> float:
+        """Modelled time at the target's clock."""
+        return self.target.cycles_to_seconds(self.cycles) if self.target is not None else float("nan")
+
+    @property
+    def link_busy_cycles(self) -> np.ndarray:
+        """``[y, x, link]`` cycles each link carried data: its bytes at the target's link bandwidth (every
+        message occupies each link it crosses for bytes / bandwidth cycles)."""
+        bw = self.target.link_bytes_per_cycle if self.target is not None else 1.0
+        return self.raw.link_bytes / bw
+
+    @property
+    def sram_peak(self) -> np.ndarray:
+        """``[y, x]`` bytes of SRAM each core holds (its arena: every buffer the program gives it)."""
+        return self.raw.core_arena_bytes
+
     def summary(self) -> dict:
+        """Scalar figures: traffic totals, modelled cycles and time, the compute / communication / idle
+        breakdown (busiest core and mesh averages over the cores that did anything), utilisation (compute
+        cycles over active cores x modelled cycles), the hottest link and the SRAM peak."""
         lb = self.raw.link_bytes
         hot = np.unravel_index(int(np.argmax(lb)), lb.shape) if lb.size else (0, 0, 0)
+        comp = self.raw.core_compute
+        comm = self.raw.core_comm
+        idle = self.raw.core_idle
+        clock = self.raw.core_clock
+        active = clock > 0
+        n_active = int(active.sum())
+        busy = comp + comm
+        bc = np.unravel_index(int(np.argmax(busy)), busy.shape) if busy.size else (0, 0)
+        cycles = self.cycles
         return {
             "messages": int(self.raw.messages), "deliveries": int(self.raw.deliveries),
             "link_bytes": int(self.raw.link_bytes_total), "max_hops": int(self.raw.max_hops),
             "exchanges": int(self.raw.exchanges), "kernel_calls": int(self.raw.computes),
             "hottest_link": {"core": (int(hot[1]), int(hot[0])), "dir": "NESW"[int(hot[2])],
-                             "bytes": int(lb.max()) if lb.size else 0},
+                             "bytes": int(lb.max()) if lb.size else 0,
+                             "busy_cycles": float(self.link_busy_cycles.max()) if lb.size else 0.0},
             "arena_bytes_total": int(self.raw.arena_bytes), "threads": self.threads,
+            "cycles": cycles, "seconds": self.seconds,
+            "busiest_core": {"core": (int(bc[1]), int(bc[0])), "compute_cycles": float(comp[bc]),
+                             "comm_cycles": float(comm[bc]), "idle_cycles": float(idle[bc])},
+            "active_cores": n_active,
+            "mean_compute_cycles": float(comp[active].mean()) if n_active else 0.0,
+            "mean_comm_cycles": float(comm[active].mean()) if n_active else 0.0,
+            "mean_idle_cycles": float(idle[active].mean()) if n_active else 0.0,
+            "utilisation": float(comp.sum() / (n_active * cycles)) if n_active and cycles > 0 else 0.0,
+            "contended_messages": int(self.raw.contended_messages),
+            "sram_peak_bytes": int(self.raw.core_arena_bytes.max()) if self.raw.core_arena_bytes.size else 0,
         }
 
     def __str__(self) -> str:
         s = self.summary()
         h = s["hottest_link"]
-        return (f"emulator: {s['messages']:,} messages ({s['deliveries']:,} deliveries), "
-                f"{s['link_bytes']:,} link bytes, longest path {s['max_hops']} hops, "
+        b = s["busiest_core"]
+        return (f"emulator: {s['cycles']:,.0f} modelled cycles ({s['seconds'] * 1e6:,.2f} us), utilisation "
+                f"{s['utilisation']:.1%} over {s['active_cores']:,} active cores; busiest core {b['core']}: "
+                f"compute {b['compute_cycles']:,.0f}, communication {b['comm_cycles']:,.0f}, idle "
+                f"{b['idle_cycles']:,.0f} cycles\n"
+                f"  {s['messages']:,} messages ({s['deliveries']:,} deliveries, {s['contended_messages']:,} "
+                f"delayed by a shared link), {s['link_bytes']:,} link bytes, longest path {s['max_hops']} hops, "
                 f"{s['exchanges']:,} exchanges, {s['kernel_calls']:,} kernel calls; hottest link "
-                f"core {h['core']} -> {h['dir']} with {h['bytes']:,} B; arenas {s['arena_bytes_total']:,} B "
-                f"in all; {s['threads']} thread(s)")
+                f"core {h['core']} -> {h['dir']} with {h['bytes']:,} B ({h['busy_cycles']:,.0f} busy cycles); "
+                f"SRAM peak {s['sram_peak_bytes']:,} B per core, arenas {s['arena_bytes_total']:,} B in all; "
+                f"{s['threads']} thread(s)")
 
 
 def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[float]]:
@@ -122,8 +186,10 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
     w, h = mp.mesh
     # Both the kernel library and the mesh are released when the run ends: a long-lived process running
     # many programs must not accumulate mapped libraries.
-    with load_kernels(compile_shared(km.source, name=f"kernels_{mp.name}")) as lib, \
+    source = km.source + emit_work_module(mp, target, km.names)
+    with load_kernels(compile_shared(source, name=f"kernels_{mp.name}")) as lib, \
             NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
+        mesh.set_timing(target.hop_latency, target.link_bytes_per_cycle)
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
         mesh.commit()
@@ -148,7 +214,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
             outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape,
                                                 NP_DTYPE[arr.dtype])
         stats = mesh.stats()
-    return RunResult(outputs, RunStats(stats, (w, h), threads))
+    return RunResult(outputs, RunStats(stats, (w, h), threads, target))
 
 
 def _name_op(message: str, names: tuple[str, ...]) -> str:

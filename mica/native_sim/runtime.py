@@ -34,6 +34,22 @@ from mica.native_sim.opcode import Box, RectLike, as_rect
 #: Directory holding ``mica_rt.h`` and ``mica_rt.c`` (also the include directory for kernel modules).
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime_c"
 
+#: The timing model's part of the runtime API (mica_rt.h), and the optional work table of a kernel module.
+_TIMING_CDEF = """
+typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);
+int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,
+                        int32_t errlen);
+void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);
+typedef struct {
+    double cycles;
+    uint64_t contended_messages;
+    uint64_t timed_messages;
+} mica_timing_totals;
+void mica_timing(const mica_mesh *m, mica_timing_totals *out);
+void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
+mica_work_fn mica_work_get(int32_t i);
+"""
+
 _CDEF = """
 #define MICA_RAMP 1
 #define MICA_NORTH 2
@@ -88,7 +104,8 @@ void mica_stats_reset(mica_mesh *m);
 
 int32_t mica_kernel_count(void);
 mica_kernel_fn mica_kernel_get(int32_t i);
-"""
+""" + _TIMING_CDEF
+
 
 ffi = cffi.FFI()
 ffi.cdef(_CDEF)
@@ -141,6 +158,18 @@ class KernelLib:
             if fn == ffi.NULL:
                 raise EmitError(f"kernel module {self.path} has no kernel {i}")
             self.table[i] = fn
+        self.work = self._work_table(count)
+
+    def _work_table(self, count: int):
+        """The module's timing work functions (``mica_work_get``), or None when it exports none."""
+        try:
+            getter = self._lib.mica_work_get
+        except AttributeError:
+            return None
+        work = ffi.new("mica_work_fn[]", max(count, 1))
+        for i in range(count):
+            work[i] = getter(i)
+        return work
 
     def __len__(self) -> int:
         return self.count
@@ -150,6 +179,7 @@ class KernelLib:
         lib, self._lib = getattr(self, "_lib", None), None
         if lib is not None:
             self.table = None
+            self.work = None
             self.count = 0
             ffi.dlclose(lib)
 
@@ -172,7 +202,9 @@ class MeshStats:
     Totals as in ``mica_totals`` (``link_bytes_total`` and ``link_messages_total`` are its
     ``link_bytes`` and ``link_messages``). Per-link arrays ``link_bytes`` / ``link_messages`` are shaped
     (H, W, 4), ``[y, x, LINK_*]`` for the out-links of each core; per-core arrays are shaped (H, W). Two
-    MeshStats compare equal when every total and every array is equal.
+    MeshStats compare equal when every total and every array is equal. ``cycles`` (the latest core's clock)
+    and the per-core ``core_clock`` / ``core_compute`` / ``core_comm`` / ``core_idle`` come from the timing
+    model (mica_rt.h); ``contended_messages`` counts messages that shared a link within their exchange.
     """
 
     messages: int
@@ -189,6 +221,13 @@ class MeshStats:
     core_bytes_sent: np.ndarray
     core_bytes_recv: np.ndarray
     core_arena_bytes: np.ndarray
+    # timing model (mica_rt.h): modelled cycles of the latest core, per-core clocks and their breakdown
+    cycles: float = 0.0
+    contended_messages: int = 0
+    core_clock: np.ndarray | None = None
+    core_compute: np.ndarray | None = None
+    core_comm: np.ndarray | None = None
+    core_idle: np.ndarray | None = None
 
     def totals(self) -> dict[str, int]:
         """The scalar totals as a dict."""
@@ -284,6 +323,10 @@ class NativeMesh:
         host = ffi.from_buffer(array, require_writable=direction == 1) if array.nbytes else ffi.NULL
         self._check(self._lib.mica_host_copy, self._mesh(), direction, host, box_words, rect_words)
 
+    def set_timing(self, hop_latency: float, link_bytes_per_cycle: float) -> None:
+        """The link model of the timing model: cycles per hop and bytes per cycle per link."""
+        self._check(self._lib.mica_set_timing, self._mesh(), float(hop_latency), float(link_bytes_per_cycle))
+
     # -- execution --------------------------------------------------------------------------------
 
     def run(
@@ -304,9 +347,14 @@ class NativeMesh:
         code_ptr = ffi.from_buffer("int64_t[]", words) if words.size else ffi.NULL
         scalar_buf = ffi.new("double[]", [float(s) for s in scalars]) if len(scalars) else ffi.NULL
         table, count = (kernels.table, kernels.count) if kernels is not None else (ffi.NULL, 0)
-        self._check(
-            self._lib.mica_run, self._mesh(), code_ptr, words.size, table, count, scalar_buf, threads
-        )
+        work = getattr(kernels, "work", None)
+        self._lib.mica_set_work(self._mesh(), work if work is not None else ffi.NULL, count if work is not None else 0)
+        try:
+            self._check(
+                self._lib.mica_run, self._mesh(), code_ptr, words.size, table, count, scalar_buf, threads
+            )
+        finally:
+            self._lib.mica_set_work(self._mesh(), ffi.NULL, 0)
 
     # -- statistics -------------------------------------------------------------------------------
 
@@ -320,6 +368,14 @@ class NativeMesh:
         def grab(ptr, dtype, shape):
             n = int(np.prod(shape))
             return np.frombuffer(ffi.buffer(ptr, n * 8), dtype=dtype).reshape(shape).copy()
+
+        timing = ffi.new("mica_timing_totals *")
+        self._lib.mica_timing(m, timing)
+
+        def per_core(which):   # MICA_T_CLOCK, _COMPUTE, _COMM, _IDLE
+            out = np.empty((h, w), dtype=np.float64)
+            self._lib.mica_core_timing(m, which, ffi.from_buffer("double[]", out))
+            return out
 
         return MeshStats(
             messages=totals.messages,
@@ -336,6 +392,12 @@ class NativeMesh:
             core_bytes_sent=grab(self._lib.mica_core_bytes_sent(m), np.uint64, (h, w)),
             core_bytes_recv=grab(self._lib.mica_core_bytes_recv(m), np.uint64, (h, w)),
             core_arena_bytes=grab(self._lib.mica_core_arena_bytes(m), np.int64, (h, w)),
+            cycles=float(timing.cycles),
+            contended_messages=int(timing.contended_messages),
+            core_clock=per_core(0),
+            core_compute=per_core(1),
+            core_comm=per_core(2),
+            core_idle=per_core(3),
         )
 
     def reset_stats(self) -> None:

@@ -28,6 +28,17 @@
  *              held at the start of the exchange.
  *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run.
  *
+ * Timing model (mica_rt.h)
+ *   Each core has a mica_core_t (clock, compute / communication / idle cycles, and the pending result of
+ *   its last exchange, applied by x_commit when its clock is next read). A COMPUTE adds the kernel's work
+ *   function to the clock. In an EXCHANGE, phase A opens the scratch of every sender and receiver; phase
+ *   B times each message while routing it (departure = sender's clock; a link is reserved by the first
+ *   message of the op that crosses it, from the link's busy-until; arrival recorded per receive); if a
+ *   link got a second message of the op, retime_shared re-times every message on a shared link serially,
+ *   in a fixed order (discrete events by head arrival, ties by sender core and send entry), so results
+ *   do not depend on the thread count; phase D completes the receivers. A failed op undoes its link
+ *   reservations and drops its scratch: the clocks are as before it.
+ *
  * Determinism
  *   Every fault has a key (phase, core index, entry index) and the reported fault is the one with the
  *   smallest key; a thread skips only work whose key is larger than the best fault seen so far, so the
@@ -146,6 +157,25 @@ static int opposite(int d) {
  * Mesh
  * ------------------------------------------------------------------------------------------------- */
 
+/* Timing state of one link. `use` = (serial of the last exchange that used it << USE_BITS) | the number
+ * of its messages in that exchange (capped at 2) | RETIMED. `busy` is the modelled cycle the link is free
+ * again; `prev` its value before that exchange (for re-timing shared links and undoing a failed op). */
+#define USE_BITS 24
+#define USE_COUNT ((UINT64_C(1) << 22) - 1)
+#define USE_RETIMED (UINT64_C(1) << 22)
+typedef struct {
+    uint64_t use;
+    double busy, prev;
+} mica_link_t;
+
+/* Timing state of one core: its clock and its breakdown; the latest completion and longest transfer of
+ * its pending exchange (x_mark = that exchange's serial, 0 when none is pending; see x_commit). */
+typedef struct {
+    double clock, comp, comm, idle;
+    double x_end, x_comm;
+    uint64_t x_mark;
+} mica_core_t;
+
 struct mica_mesh {
     int32_t width, height, n_colours;
     int64_t sram_bytes;
@@ -164,7 +194,30 @@ struct mica_mesh {
     uint64_t *core_sent;   /* [core] */
     uint64_t *core_recv;
     mica_totals totals;
+    /* timing model (see mica_rt.h) */
+    double hop_latency, link_bw;
+    mica_work_fn *work;
+    int32_t n_work;
+    mica_core_t *cores;  /* [core] clocks and the running exchange's scratch */
+    mica_link_t *links;  /* [link * n_cores + core] reservations of the timing model (by direction, so
+                            that a message along a row or column walks consecutive entries) */
+    uint64_t serial;     /* exchanges started */
+    uint64_t contended, timed;
 };
+
+
+static bool timing_alloc(mica_mesh *m, size_t n) {
+    m->hop_latency = 1.0;
+    m->link_bw = 4.0;
+    m->cores = calloc(n, sizeof *m->cores);
+    m->links = calloc(n * 4, sizeof *m->links);
+    return m->cores && m->links;
+}
+
+static void timing_free(mica_mesh *m) {
+    free(m->cores);
+    free(m->links);
+}
 
 mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
                          char *err, int32_t errlen) {
@@ -197,7 +250,7 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->core_sent = calloc(n, sizeof *m->core_sent);
     m->core_recv = calloc(n, sizeof *m->core_recv);
     if (!m->arena_size || !m->routes || !m->recv_slot || !m->link_bytes || !m->link_msgs ||
-        !m->core_sent || !m->core_recv)
+        !m->core_sent || !m->core_recv || !timing_alloc(m, n))
         goto oom;
     return m;
 oom:
@@ -218,6 +271,7 @@ void mica_mesh_free(mica_mesh *m) {
     free(m->link_msgs);
     free(m->core_sent);
     free(m->core_recv);
+    timing_free(m);
     free(m);
 }
 
@@ -573,6 +627,7 @@ typedef struct {
     box_t box;
     bool staged;                    /* payload copied to the staging buffer in phase B */
     int64_t stage_base, stage_slot; /* staging area of this entry and bytes per cell */
+    double *end;                    /* [cell of rc] modelled cycle the message has left its router */
 } send_e;
 
 typedef struct {
@@ -581,6 +636,7 @@ typedef struct {
     box_t box;
     uint32_t *count; /* [cell of rc] messages delivered, or NOT_EXPECTED */
     uint64_t *src;   /* [cell of rc] (sender core << 24) | send index of the first delivery */
+    double *arrive;  /* [cell of rc] modelled cycle the message's tail arrives */
 } recv_e;
 
 typedef struct {
@@ -591,7 +647,15 @@ typedef struct {
 typedef struct {
     uint32_t core, hops;
     uint8_t in;
+    double h; /* modelled cycle the message's head reaches this router */
 } hop_t;
+
+/* A message routed by a thread in phase B: where its traffic log starts, for the timing phases. */
+typedef struct {
+    uint32_t core, send;
+    size_t log0;
+    bool contended; /* it shares a link with another message of the exchange */
+} tmsg_t;
 
 struct run;
 
@@ -606,6 +670,9 @@ typedef struct {
     size_t stack_cap;
     uint64_t *log; /* traffic of this op, replayed into the statistics on success */
     size_t log_len, log_cap;
+    tmsg_t *msgs;  /* messages routed in this op, in log order */
+    size_t n_msgs, msgs_cap;
+    bool shared;   /* some link carried a second message of this op */
     /* counters of the current op */
     uint64_t messages, deliveries, link_bytes, link_messages, max_hops, computes;
     uint64_t expected, matched;
@@ -642,6 +709,8 @@ typedef struct run {
     size_t recv_count_cap, recv_src_cap;
     uint8_t *stage;
     size_t stage_cap;
+    double *send_end, *recv_arrive;
+    size_t send_end_cap, recv_arrive_cap;
     bool do_copy;
     /* threads */
     int nt, nt_op, phase;
@@ -739,6 +808,29 @@ static bool box_fits(tctx *t, uint64_t key, const char *what, int32_t colour, in
     return false;
 }
 
+/* Applies a core's pending exchange timing (its clock moves to the latest completion; the longest
+ * transfer is communication, the rest of the wait idle). Exchanges leave their results pending and the
+ * next reader of the core's clock applies them, so finishing an exchange needs no extra pass. */
+static void x_commit(mica_mesh *m, int64_t core) {
+    mica_core_t *c = &m->cores[core];
+    if (c->x_mark == 0) return;
+    c->x_mark = 0;
+    double elapsed = c->x_end - c->clock;
+    c->clock = c->x_end;
+    c->comm += c->x_comm;
+    c->idle += elapsed - c->x_comm;
+}
+
+/* Starts the exchange's timing scratch of a core that sends or receives in it (owner thread only). */
+static void x_touch(mica_mesh *m, int64_t core) {
+    mica_core_t *c = &m->cores[core];
+    if (c->x_mark == m->serial) return;
+    x_commit(m, core);
+    c->x_mark = m->serial;
+    c->x_end = c->clock;
+    c->x_comm = 0.0;
+}
+
 static void setup_routes(tctx *t, const band_t *b) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
@@ -767,6 +859,7 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
         t->expected++;
+        x_touch(m, core);
         int32_t *slot = &m->recv_slot[core * m->n_colours + e->colour];
         if (*slot == 0) *slot = (int32_t)(j + 1);
     }
@@ -780,7 +873,7 @@ static void setup_send(tctx *t, const band_t *b, int64_t s) {
         uint64_t key = fault_key(PH_SETUP, core, r->n_routes + s);
         if (moot(t, key)) return;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-        if (bytes) box_fits(t, key, "send", e->colour, core, &e->box, bytes);
+        if (bytes && box_fits(t, key, "send", e->colour, core, &e->box, bytes)) x_touch(r->m, core);
     }
 }
 
@@ -802,10 +895,67 @@ static bool log_push(tctx *t, uint64_t value, int kind) {
     return true;
 }
 
-static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in) {
+static bool stack_push(tctx *t, size_t *sp, int64_t core, int64_t hops, int in, double h) {
     if (!grow((void **)&t->stack, &t->stack_cap, *sp + 1, sizeof *t->stack)) return false;
-    t->stack[(*sp)++] = (hop_t){(uint32_t)core, (uint32_t)hops, (uint8_t)in};
+    t->stack[(*sp)++] = (hop_t){(uint32_t)core, (uint32_t)hops, (uint8_t)in, h};
     return true;
+}
+
+/* A message's head reaches link L at cycle h: returns the cycle it starts to cross (the link may still
+ * be busy with a message of an earlier exchange) and reserves the link for `dur` cycles. Only the first
+ * message of an exchange on a link reserves it here; a later one marks the link shared (*shared), and
+ * retime_shared times every message on it again from the link's state before the exchange. */
+static double link_take(mica_mesh *m, int64_t L, double h, double dur, bool *shared, bool alone) {
+    mica_link_t *k = &m->links[L];
+    if (alone) { /* the only thread routing this op: no atomics needed */
+        if ((k->use >> USE_BITS) == m->serial) {
+            *shared = true;
+            if ((k->use & USE_COUNT) < 2) k->use++;
+            return h;
+        }
+        double start = h > k->busy ? h : k->busy;
+        k->use = m->serial << USE_BITS | 1;
+        k->prev = k->busy;
+        k->busy = start + dur;
+        return start;
+    }
+    uint64_t cur = __atomic_load_n(&k->use, __ATOMIC_RELAXED);
+    for (;;) {
+        if ((cur >> USE_BITS) == m->serial) { /* a second message of this exchange */
+            *shared = true;
+            if ((cur & USE_COUNT) >= 2) return h;
+            if (__atomic_compare_exchange_n(&k->use, &cur, cur + 1, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return h;
+            continue;
+        }
+        double base;
+        __atomic_load(&k->busy, &base, __ATOMIC_RELAXED);
+        if (__atomic_compare_exchange_n(&k->use, &cur, m->serial << USE_BITS | 1, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            double start = h > base ? h : base, end = start + dur;
+            __atomic_store(&k->prev, &base, __ATOMIC_RELAXED);
+            __atomic_store(&k->busy, &end, __ATOMIC_RELAXED);
+            return start;
+        }
+    }
+}
+
+/* True when link L carries more than one message of the running exchange (after phase B). */
+static bool link_shared(const mica_mesh *m, int64_t L) {
+    uint64_t v = m->links[L].use;
+    return (v >> USE_BITS) == m->serial && (v & USE_COUNT) >= 2;
+}
+
+/* Undoes the reservations a failed exchange made (serial; the logs list every link it used). */
+static void links_undo(run_t *r) {
+    mica_mesh *m = r->m;
+    for (int i = 0; i < r->nt_op; ++i)
+        for (size_t p = 0; p < r->t[i].log_len; ++p) {
+            int kind = (int)(r->t[i].log[p] & 7);
+            if (kind >= 4) continue;
+            mica_link_t *k = &m->links[kind * m->n_cores + (int64_t)(r->t[i].log[p] >> 3)];
+            if ((k->use >> USE_BITS) == m->serial) k->busy = k->prev;
+        }
 }
 
 /* Fresh visit stamp for a new message (lazily allocating the visited array). */
@@ -823,7 +973,8 @@ static bool new_stamp(tctx *t) {
 }
 
 /* Delivers the message of send s from src_core to `core` through its RAMP. */
-static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t core, int64_t bytes) {
+static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t core, int64_t bytes,
+                    double arrive) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
     const send_e *se = &r->sends[s];
@@ -848,9 +999,12 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
-    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0)
+    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
-    else
+        /* The receiver takes the stream in once it reaches the exchange itself. */
+        double ready = m->cores[core].clock + (double)bytes / m->link_bw;
+        e->arrive[idx] = arrive > ready ? arrive : ready;
+    } else
         t->dup = true;
     t->matched++;
     t->deliveries++;
@@ -914,35 +1068,52 @@ static bool may_leave(tctx *t, const msg_t *g, int64_t x, int64_t y, int dir, in
 }
 
 /* Routes one message hop by hop through the route tables, depth first over its multicast tree. */
-static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t bytes) {
+/* Routes one message hop by hop through the route tables, depth first over its multicast tree.
+ * Timing (provisional, final unless a link turns out to be shared): the head leaves at `depart`, waits
+ * at a link until the link is free of earlier exchanges' messages and crosses it in hop_latency;
+ * *inject_end is when the message has left its source router. */
+static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t bytes,
+                          double depart, double *inject_end) {
     static const int dirs[4] = {MICA_NORTH, MICA_EAST, MICA_SOUTH, MICA_WEST}; /* = MICA_LINK_* order */
     static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
-    const int64_t W = t->run->m->width;
+    mica_mesh *m = t->run->m;
+    const int64_t W = m->width;
     const msg_t g = {s, src_core, bytes, key, t->run->sends[s].colour, src_core % W, src_core / W};
+    const double dur = (double)bytes / m->link_bw;
     size_t sp = 0;
 
-    if (!new_stamp(t) || !stack_push(t, &sp, src_core, 0, MICA_RAMP)) goto oom;
+    *inject_end = depart;
+    if (!new_stamp(t) || !stack_push(t, &sp, src_core, 0, MICA_RAMP, depart)) goto oom;
     while (sp > 0) {
         hop_t h = t->stack[--sp];
         int64_t c = h.core, x = c % W, y = c / W;
         uint8_t tx = enter_router(t, &g, c, h.in);
         if (tx == 0) return;
         if (h.hops > t->max_hops) t->max_hops = h.hops;
-        if ((tx & MICA_RAMP) && !deliver(t, key, s, src_core, c, bytes)) return;
+        if ((tx & MICA_RAMP) && !deliver(t, key, s, src_core, c, bytes, h.h + dur)) return;
+        if ((tx & MICA_RAMP) && h.hops == 0 && h.h + dur > *inject_end) *inject_end = h.h + dur;
         for (int k = 0; k < 4; ++k) {
             if (!(tx & dirs[k])) continue;
             int64_t nx = x + dx[k], ny = y + dy[k];
             if (!may_leave(t, &g, x, y, dirs[k], nx, ny, (int64_t)h.hops + 1)) return;
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
-            if (!log_push(t, (uint64_t)c, k) ||
-                !stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k])))
+            if (!log_push(t, (uint64_t)c, k)) goto oom; /* logged before reserving: see links_undo */
+            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, t->run->nt_op == 1);
+            if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
+            if (!stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
         }
     }
     return;
 oom:
     fault(t, key, "out of host memory routing a message from core (%lld,%lld)", g.sx, g.sy);
+}
+
+/* A sender is busy until its message has left its router (a longer transfer if a link delayed it). */
+static void sender_done(mica_core_t *c, double end) {
+    if (end > c->x_end) c->x_end = end;
+    if (end - c->clock > c->x_comm) c->x_comm = end - c->clock;
 }
 
 static void route_send(tctx *t, const band_t *b, int64_t s) {
@@ -955,16 +1126,26 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
         if (moot(t, key)) return;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-        if (bytes == 0) continue;
+        if (bytes == 0) {
+            e->end[(y - e->rc.y0) * w + (x - e->rc.x0)] = -1.0;
+            continue;
+        }
         if (e->staged)
             memcpy(r->stage + e->stage_base + ((y - e->rc.y0) * w + (x - e->rc.x0)) * e->stage_slot,
                    arena_of(m, core) + e->box.offset, (size_t)bytes);
         t->messages++;
-        if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT)) {
+        size_t log0 = t->log_len;
+        if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT) ||
+            !grow((void **)&t->msgs, &t->msgs_cap, t->n_msgs + 1, sizeof *t->msgs)) {
             fault(t, key, "out of host memory logging traffic");
             return;
         }
-        route_message(t, key, s, core, bytes);
+        t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
+        mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
+        double end;
+        route_message(t, key, s, core, bytes, c->clock, &end);
+        e->end[(y - e->rc.y0) * w + (x - e->rc.x0)] = end;
+        sender_done(c, end);
     }
 }
 
@@ -974,6 +1155,8 @@ static void phase_route(tctx *t, const band_t *b) {
     t->matched = 0;
     t->dup = false;
     t->log_len = 0;
+    t->n_msgs = 0;
+    t->shared = false;
     for (int64_t s = 0; s < r->n_sends; ++s) route_send(t, b, s);
 }
 
@@ -1048,6 +1231,31 @@ static void replay_log(tctx *t) {
     }
 }
 
+/* Completes the timing of every core that received in the exchange (cells of band b): its latest
+ * completion and its longest transfer (senders did theirs in phase B, or retime_shared), applied by
+ * x_commit when the core's clock is next read. */
+static void finish_timing(tctx *t, const band_t *b) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    for (int64_t j = 0; j < r->n_recvs; ++j) {
+        const recv_e *e = &r->recvs[j];
+        int64_t w = e->rc.x1 - e->rc.x0;
+        double dur = -1.0;
+        bool varies = false; /* box sizes vary between cores only along x or y axes */
+        for (int d = 0; d < e->box.rank; ++d) varies |= e->box.axis[d] == 1 || e->box.axis[d] == 2;
+        FOR_BAND_CELLS(b, &e->rc, x, y) {
+            int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
+            if (e->count[idx] != 1) continue;
+            int64_t core = y * m->width + x;
+            if (dur < 0 || varies) dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
+            double end = e->arrive[idx];
+            mica_core_t *c = &m->cores[core];
+            if (end > c->x_end) c->x_end = end;
+            if (dur > c->x_comm) c->x_comm = dur;
+        }
+    }
+}
+
 static void clear_routes(tctx *t, const band_t *b) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
@@ -1069,6 +1277,16 @@ static void phase_finish(tctx *t, const band_t *b) {
     if (r->do_copy) {
         for (int64_t j = 0; j < r->n_recvs; ++j) copy_recv(t, b, j);
         replay_log(t);
+        finish_timing(t, b);
+    } else {
+        /* A failed exchange leaves the clocks alone: drop the scratch of the cores it touched. */
+        for (int64_t k = 0; k < r->n_sends + r->n_recvs; ++k) {
+            const irect *rc = k < r->n_sends ? &r->sends[k].rc : &r->recvs[k - r->n_sends].rc;
+            FOR_BAND_CELLS(b, rc, x, y) {
+                int64_t core = y * r->m->width + x;
+                if (r->m->cores[core].x_mark == r->m->serial) r->m->cores[core].x_mark = 0;
+            }
+        }
     }
     clear_routes(t, b);
 }
@@ -1084,9 +1302,17 @@ static void phase_compute(tctx *t, const band_t *b) {
     for (int64_t i = 0; i < r->n_comps; ++i) {
         const comp_e *e = &r->comps[i];
         mica_kernel_fn fn = r->kernels[e->kernel];
+        mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
             fn(arena_of(m, y * m->width + x), x, y, r->v, r->scalars);
             t->computes++;
+            if (work) {
+                int64_t core = y * m->width + x;
+                x_commit((mica_mesh *)m, core);
+                double cycles = work(x, y, r->v);
+                m->cores[core].clock += cycles;
+                m->cores[core].comp += cycles;
+            }
         }
     }
 }
@@ -1158,6 +1384,7 @@ static void pool_stop(run_t *r, int n) {
         free(r->t[i].visited);
         free(r->t[i].stack);
         free(r->t[i].log);
+        free(r->t[i].msgs);
     }
     free(r->t);
 }
@@ -1272,14 +1499,24 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0};
     *cells = work;
     /* Per-receive state arrays, carved out of two shared scratch buffers. */
+    int64_t send_cells = 0;
+    for (int64_t i = 0; i < r->n_sends; ++i) send_cells += rect_area(&r->sends[i].rc);
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
-        !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src))
+        !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src) ||
+        !grow((void **)&r->recv_arrive, &r->recv_arrive_cap, (size_t)recv_cells, sizeof *r->recv_arrive) ||
+        !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end))
         return false;
     int64_t off = 0;
     for (int64_t i = 0; i < r->n_recvs; ++i) {
         r->recvs[i].count = r->recv_count + off;
         r->recvs[i].src = r->recv_src + off;
+        r->recvs[i].arrive = r->recv_arrive + off;
         off += rect_area(&r->recvs[i].rc);
+    }
+    off = 0;
+    for (int64_t i = 0; i < r->n_sends; ++i) {
+        r->sends[i].end = r->send_end + off;
+        off += rect_area(&r->sends[i].rc);
     }
     return true;
 }
@@ -1313,8 +1550,149 @@ static void merge_exchange_stats(run_t *r) {
         T->link_bytes += t->link_bytes;
         T->link_messages += t->link_messages;
         if (t->max_hops > T->max_hops) T->max_hops = t->max_hops;
+        r->m->timed += t->messages;
     }
-    T->exchanges++;
+    if (rect_area(&r->bbox) > 0) T->exchanges++; /* all rectangles empty: guarded out, not executed */
+}
+
+/* ---------------------------------------------------------------------------------------------------
+ * EXCHANGE timing of messages that share links (serial, between phases C and D)
+ *
+ * Messages whose links carried no other message of the exchange were timed in phase B. The others are
+ * re-timed here by a discrete-event walk over their multicast trees: events are "head of message q
+ * reaches router c at cycle h", handled in (h, q, sequence) order, so a link serves messages in the
+ * order their heads reach it; q is the message's rank by (sender core, send entry), which makes the
+ * result independent of the thread count.
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    double h;
+    uint64_t q, seq;
+    uint32_t core, hops;
+} tev_t;
+
+static bool tev_less(const tev_t *a, const tev_t *b) {
+    if (a->h != b->h) return a->h < b->h;
+    if (a->q != b->q) return a->q < b->q;
+    return a->seq < b->seq;
+}
+
+static bool heap_push(tev_t **hp, size_t *n, size_t *cap, tev_t ev) {
+    if (!grow((void **)hp, cap, *n + 1, sizeof **hp)) return false;
+    tev_t *h = *hp;
+    size_t i = (*n)++;
+    while (i > 0 && tev_less(&ev, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = ev;
+    return true;
+}
+
+static tev_t heap_pop(tev_t *h, size_t *n) {
+    tev_t top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && tev_less(&h[c + 1], &h[c])) c++;
+        if (!tev_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+typedef struct {
+    uint64_t key; /* (sender core << 24) | send entry: the canonical order */
+    int64_t bytes;
+    double inject_end;
+} tq_t;
+
+static int tq_cmp(const void *a, const void *b) {
+    uint64_t x = ((const tq_t *)a)->key, y = ((const tq_t *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* Marks the messages that use a shared link and re-times them; false if out of host memory. */
+static bool retime_shared(run_t *r) {
+    static const int dirs[4] = {MICA_NORTH, MICA_EAST, MICA_SOUTH, MICA_WEST};
+    static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};
+    mica_mesh *m = r->m;
+    const int64_t W = m->width;
+    tq_t *q = NULL;
+    size_t nq = 0, qcap = 0;
+    for (int i = 0; i < r->nt_op; ++i) {
+        tctx *t = &r->t[i];
+        for (size_t k = 0; k < t->n_msgs; ++k) {
+            tmsg_t *g = &t->msgs[k];
+            size_t end = k + 1 < t->n_msgs ? t->msgs[k + 1].log0 : t->log_len;
+            for (size_t p = g->log0; p < end && !g->contended; ++p) {
+                int kind = (int)(t->log[p] & 7);
+                if (kind < 4 && link_shared(m, kind * m->n_cores + (int64_t)(t->log[p] >> 3))) g->contended = true;
+            }
+            if (!g->contended) continue;
+            if (!grow((void **)&q, &qcap, nq + 1, sizeof *q)) goto oom;
+            q[nq++] = (tq_t){((uint64_t)g->core << 24) | g->send, (int64_t)(t->log[g->log0] >> 3), 0.0};
+        }
+    }
+    qsort(q, nq, sizeof *q, tq_cmp);
+    tev_t *heap = NULL;
+    size_t nh = 0, hcap = 0;
+    uint64_t seq = 0;
+    for (size_t k = 0; k < nq; ++k) {
+        uint32_t core = (uint32_t)(q[k].key >> 24);
+        q[k].inject_end = m->cores[core].clock;
+        if (!heap_push(&heap, &nh, &hcap, (tev_t){m->cores[core].clock, k, seq++, core, 0})) goto oom_heap;
+    }
+    while (nh > 0) {
+        tev_t ev = heap_pop(heap, &nh);
+        tq_t *g = &q[ev.q];
+        const send_e *se = &r->sends[g->key & 0xFFFFFF];
+        double dur = (double)g->bytes / m->link_bw;
+        int64_t c = ev.core;
+        uint8_t tx = m->routes[(c * m->n_colours + se->colour) * 2 + 1];
+        if (tx & MICA_RAMP) {
+            int32_t j1 = m->recv_slot[c * m->n_colours + se->colour];
+            recv_e *e = &r->recvs[j1 - 1]; /* phase B checked that the receive exists */
+            int64_t x = c % W, y = c / W;
+            double ready = m->cores[c].clock + dur;
+            e->arrive[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] =
+                ev.h + dur > ready ? ev.h + dur : ready;
+            if (ev.hops == 0 && ev.h + dur > g->inject_end) g->inject_end = ev.h + dur;
+        }
+        for (int k = 0; k < 4; ++k) {
+            if (!(tx & dirs[k])) continue;
+            mica_link_t *lk = &m->links[k * m->n_cores + c];
+            if (!(lk->use & USE_RETIMED)) { /* first visit here: start from the state before the op */
+                lk->use |= USE_RETIMED;
+                lk->busy = lk->prev;
+            }
+            double start = ev.h > lk->busy ? ev.h : lk->busy;
+            lk->busy = start + dur;
+            if (ev.hops == 0 && start + dur > g->inject_end) g->inject_end = start + dur;
+            int64_t n = (c / W + dy[k]) * W + (c % W + dx[k]);
+            if (!heap_push(&heap, &nh, &hcap,
+                           (tev_t){start + m->hop_latency, ev.q, seq++, (uint32_t)n, ev.hops + 1}))
+                goto oom_heap;
+        }
+    }
+    for (size_t k = 0; k < nq; ++k) {
+        send_e *e = &r->sends[q[k].key & 0xFFFFFF];
+        int64_t core = (int64_t)(q[k].key >> 24), x = core % W, y = core / W;
+        e->end[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] = q[k].inject_end;
+        sender_done(&m->cores[core], q[k].inject_end); /* contention only delays: a max suffices */
+    }
+    m->contended += nq;
+    free(heap);
+    free(q);
+    return true;
+oom_heap:
+    free(heap);
+oom:
+    free(q);
+    return false;
 }
 
 static int exec_exchange(run_t *r, int64_t pos) {
@@ -1324,6 +1702,7 @@ static int exec_exchange(run_t *r, int64_t pos) {
         return 1;
     }
     plan_threads(r, cells);
+    r->m->serial++;
     dispatch(r, PH_SETUP);
     if (!collect_fault(r)) {
         if (!plan_staging(r)) {
@@ -1342,12 +1721,19 @@ static int exec_exchange(run_t *r, int64_t pos) {
                     dispatch(r, PH_CHECK);
                     collect_fault(r);
                 }
+                bool shared = false;
+                for (int i = 0; i < r->nt_op; ++i) shared |= r->t[i].shared;
+                if (!r->failed && shared && !retime_shared(r))
+                    run_fail(r, "out of host memory timing messages that share links");
             }
         }
     }
     r->do_copy = !r->failed;
     dispatch(r, PH_FINISH);
-    if (r->failed) return 1;
+    if (r->failed) {
+        links_undo(r);
+        return 1;
+    }
     merge_exchange_stats(r);
     return 0;
 }
@@ -1475,6 +1861,7 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     r->scalars = scalars;
     int status = exec_block(r, 0, n_words);
     if (status) set_err(err, errlen, "%s", r->err);
+    for (int64_t c = 0; c < m->n_cores; ++c) x_commit(m, c); /* clocks complete for the statistics */
     pool_stop(r, n_threads);
     free(r->routes);
     free(r->sends);
@@ -1483,6 +1870,8 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     free(r->recv_count);
     free(r->recv_src);
     free(r->stage);
+    free(r->send_end);
+    free(r->recv_arrive);
     free(r);
     return status ? 1 : 0;
 }
@@ -1582,9 +1971,54 @@ const uint64_t *mica_core_bytes_sent(const mica_mesh *m) { return m ? m->core_se
 const uint64_t *mica_core_bytes_recv(const mica_mesh *m) { return m ? m->core_recv : NULL; }
 const int64_t *mica_core_arena_bytes(const mica_mesh *m) { return m ? m->arena_size : NULL; }
 
+int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,
+                        int32_t errlen) {
+    if (!m) {
+        set_err(err, errlen, "set timing: no mesh");
+        return 1;
+    }
+    if (!(hop_latency >= 0 && hop_latency < 1e12) || !(link_bytes_per_cycle > 0 && link_bytes_per_cycle < 1e12)) {
+        set_err(err, errlen, "set timing: need hop latency >= 0 and link bandwidth > 0 (got %g, %g)",
+                hop_latency, link_bytes_per_cycle);
+        return 1;
+    }
+    m->hop_latency = hop_latency;
+    m->link_bw = link_bytes_per_cycle;
+    return 0;
+}
+
+void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work) {
+    if (!m) return;
+    m->work = work && n_work > 0 ? work : NULL;
+    m->n_work = work && n_work > 0 ? n_work : 0;
+}
+
+void mica_timing(const mica_mesh *m, mica_timing_totals *out) {
+    if (!m || !out) return;
+    double latest = 0.0;
+    for (int64_t c = 0; c < m->n_cores; ++c)
+        if (m->cores[c].clock > latest) latest = m->cores[c].clock;
+    out->cycles = latest;
+    out->contended_messages = m->contended;
+    out->timed_messages = m->timed;
+}
+
+void mica_core_timing(const mica_mesh *m, int32_t which, double *out) {
+    if (!m || !out) return;
+    for (int64_t c = 0; c < m->n_cores; ++c) {
+        const mica_core_t *k = &m->cores[c];
+        out[c] = which == MICA_T_CLOCK ? k->clock : which == MICA_T_COMPUTE ? k->comp
+                 : which == MICA_T_COMM ? k->comm : k->idle;
+    }
+}
+
 void mica_stats_reset(mica_mesh *m) {
     if (!m) return;
     size_t n = (size_t)m->n_cores;
+    /* A fresh timeline: clocks and link reservations restart at cycle 0. */
+    memset(m->cores, 0, n * sizeof *m->cores);
+    memset(m->links, 0, n * 4 * sizeof *m->links);
+    m->contended = m->timed = 0;
     memset(m->link_bytes, 0, n * 4 * sizeof *m->link_bytes);
     memset(m->link_msgs, 0, n * 4 * sizeof *m->link_msgs);
     memset(m->core_sent, 0, n * sizeof *m->core_sent);

@@ -117,7 +117,8 @@ typedef struct {
     uint64_t link_bytes;   /* sum of bytes over all links (a message crossing 3 links counts 3 times) */
     uint64_t link_messages;
     uint64_t max_hops;     /* the longest path any message took, in links */
-    uint64_t exchanges;    /* EXCHANGE ops executed */
+    uint64_t exchanges;    /* EXCHANGE ops executed (one whose rectangles are all empty, e.g. guarded out,
+                              does not count) */
     uint64_t computes;     /* kernel calls */
     uint64_t arena_bytes;  /* total bytes allocated for arenas */
     uint64_t arena_max;    /* largest single arena */
@@ -130,5 +131,44 @@ const uint64_t *mica_core_bytes_sent(const mica_mesh *m);  /* [W*H] */
 const uint64_t *mica_core_bytes_recv(const mica_mesh *m);  /* [W*H] */
 const int64_t *mica_core_arena_bytes(const mica_mesh *m);   /* [W*H] */
 void mica_stats_reset(mica_mesh *m);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Timing model
+ *
+ * Every core keeps a clock in modelled cycles (double). A COMPUTE call advances the core's clock by the
+ * cycles its kernel's work function reports for that call (the instances the kernel runs at (x, y, v),
+ * weighted by the target's cycles per instance); without a work table compute costs nothing.
+ * In an EXCHANGE every message departs at its sender's clock. Its head crosses each link in
+ * `hop_latency` cycles and the whole message occupies each link for bytes / link_bytes_per_cycle cycles;
+ * a link still busy with an earlier message (of this or an earlier exchange) delays the head until it is
+ * free, links serving messages in the order their heads arrive (ties: sender core, then send entry). A
+ * receive completes at max(tail arrival, receiver's clock + bytes / bandwidth); a sender is busy until its
+ * message has left its router. A core's clock after the exchange is the latest of these; the part of the
+ * wait not covered by its longest transfer is idle time. Routers forward in hardware: no op-code route
+ * passes a message through a core's processor, so no software relay cost arises.
+ * The timing results are bit-identical for any thread count.
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Cycles the kernel of the same table index spends at core (x, y) with loop values v. */
+typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);
+
+/* Sets the link model: hop_latency >= 0 cycles per hop, link_bytes_per_cycle > 0. Defaults: 1 and 4. */
+int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,
+                        int32_t errlen);
+/* Work functions for kernel table entries 0..n_work-1 (NULL entries cost nothing). The table must stay
+ * valid while mica_run uses it; pass NULL, 0 to clear. */
+void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);
+
+typedef struct {
+    double cycles;                /* the latest core's clock */
+    uint64_t contended_messages;  /* messages that shared a link with another message of their exchange */
+    uint64_t timed_messages;      /* messages timed */
+} mica_timing_totals;
+
+void mica_timing(const mica_mesh *m, mica_timing_totals *out);
+/* Copies one per-core figure into out[W*H] (index y*W + x): the core's clock (modelled cycles), or the
+ * cycles it spent computing, sending/receiving, or waiting for data (they sum to its clock). */
+enum { MICA_T_CLOCK = 0, MICA_T_COMPUTE = 1, MICA_T_COMM = 2, MICA_T_IDLE = 3 };
+void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
 
 #endif

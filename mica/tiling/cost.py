@@ -1,10 +1,19 @@
 """The PLMR cost model: modelled cycles of a mesh program on a target.
 
 * Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's instances (counted exactly by isl over
-  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype.
+  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype. When the op's rectangle
+  moves with its loop (the stages of a chain or tree reduction, each run by other cores) the stages are on
+  the critical path one after another, so the busiest core is taken per iteration and the iterations add.
 * Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
   stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
-  pattern. A chain-reduction stage adds the target's relay cost (the partial passes through a core).
+  pattern. Shifts are routed by hardware like every other pattern: no MeshIR route passes a message
+  through a core's processor, so no software relay cost arises (a chain stage pays its hop, its bytes and
+  the accumulate that follows it, the last as compute).
+* Latency: cores proceed as their data arrives, with no barrier per step (the emulator's timing model
+  does the same), so in a loop only the hop latency a dependence chain carries from one step to the next
+  adds up (a multicast root's move, a ring's mean hop distance, a shift's whole distance); the rest of
+  the longest path is paid once, at the first step. Likewise a skewed plan's kernel pays its busiest
+  block every step (the chain keeps its block from core to core).
 * Phases do not overlap (no double buffering yet): total = compute + communication.
 
 Everything is evaluated from closed forms at a few representative loop iterations, never per core and
@@ -15,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
+
+import islpy as isl
 
 from ..affine.isl_names import count_points, iset
 from ..meshir.ir import Compute, Exchange, MeshProgram, Multicast, RingShift, Shift
@@ -64,6 +75,69 @@ class Cost:
                 f"colours {self.colours} of {self.colour_budget}")
 
 
+def instance_cycles(mp: MeshProgram, part, target: Target) -> float:
+    """Cycles one instance of kernel statement ``part`` costs on ``target``: its FLOP (at least one
+    operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype.
+    The emulator's timing model charges exactly this per executed instance (:mod:`mica.emit_c.work`)."""
+    return max(part.flops_per_instance, 1) / target.flops(mp.tensor(part.write.buffer).dtype)
+
+
+def _moves(rect) -> bool:
+    """True when a rectangle depends on loop variables."""
+    return any(b.terms for b in (*rect.x0, *rect.x1, *rect.y0, *rect.y1, rect.xp, rect.yp))
+
+
+def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """Sum over the iterations of ``scope`` (at representative values) of the busiest core's cycles at
+    that iteration, for a Compute whose rectangle moves with the loop."""
+    k = mp.kernel(op.kernel)
+    total = 0.0
+    for env, weight in _representatives(scope):
+        best = 0.0
+        cols, rows = op.rect.members(env)
+        for cls in k.classes:
+            r = cls.region
+            xs = [x for x in cols if r.x0 <= x < r.x1][:1]
+            ys = [y for y in rows if r.y0 <= y < r.y1][:1]
+            if not xs or not ys:
+                continue
+            fix = {"__x": xs[0], "__y": ys[0], **{"__" + v: val for v, val in env.items()}}
+            if mp.skew is not None and "t" in env:
+                fix["__kb"] = int(mp.skew.block(xs[0], ys[0], env["t"]))
+            cycles = sum(count_points(iset(part.domain), fix, drop=("__kb",)) * instance_cycles(mp, part, target)
+                         for part in k.statements)
+            best = max(best, cycles)
+        total += weight * best
+    return total
+
+
+def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """A kernel that works on block ``kb`` (a skewed ring plan) inside its step loop: a dependence chain
+    keeps its block from core to core (Cannon's shifts move the block with the data), so the critical
+    path pays, every step, the busiest block — the full one even when the last block is partial. Blocks
+    other than the last are equal, so the first and the last stand for all."""
+    k = mp.kernel(op.kernel)
+    n = mp.skew.n
+    best = 0.0
+    for cls in k.classes:
+        cycles = 0.0
+        for env, weight in _representatives(scope):
+            step = 0.0
+            for kb in sorted({0, n - 1}):
+                fix = {"__x": cls.region.x0, "__y": cls.region.y0, "__kb": kb,
+                       **{"__" + v: val for v, val in env.items()}}
+                step = max(step, sum(count_points(iset(part.domain), fix) * instance_cycles(mp, part, target)
+                                     for part in k.statements))
+            cycles += weight * step
+        best = max(best, cycles)
+    return best
+
+
+def _uses_kb(k) -> bool:
+    """True when a kernel's domain depends on the block parameter ``__kb`` of a skewed plan."""
+    return any(iset(part.domain).find_dim_by_name(isl.dim_type.param, "__kb") >= 0 for part in k.statements)
+
+
 def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
     """Cycles of the busiest core over all iterations of the enclosing loops."""
     k = mp.kernel(op.kernel)
@@ -74,29 +148,89 @@ def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], ta
         for part in k.statements:
             n = count_points(iset(part.domain), {"__x": cls.region.x0, "__y": cls.region.y0},
                              drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-            dtype = mp.tensor(part.write.buffer).dtype
-            cycles += n * max(part.flops_per_instance, 1) / target.flops(dtype)
+            cycles += n * instance_cycles(mp, part, target)
         best = max(best, cycles)
     return best
 
 
-def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target) -> float:
+def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target,
+                    prev: dict[str, int] | None = None) -> float:
+    """Cycles pattern ``c`` adds to the critical path at iteration ``env``: its bytes at link bandwidth
+    plus the hop latency that lies on the path. ``prev`` is the previous iteration of the enclosing loop
+    (None at the first): cores proceed as their data arrives, without a barrier per step (as the
+    emulator's timing model does), so in a loop only the latency that a chain of dependences carries
+    from step to step adds up; the rest of the longest path is paid once, at the first iteration:
+
+    * a multicast: the distance its root moved since the previous step (the new root got its data from
+      the old one), all ``max_hops`` at the first step;
+    * a ring shift: the mean hop distance over the ring (a dependence chain goes round the ring, one
+      core per step), ``max_hops`` at the first step;
+    * a shift: its whole distance every time (chain stages follow one another).
+    """
     t = env.get("t", 0)
     src = mp.tensor(c.src)
+    lat = target.hop_latency
     if isinstance(c, Multicast):
         r = c.root.evaluate(env)
         x, y = (r, 0) if c.axis == "x" else (0, r)
         nbytes = src.bytes_at(x, y, t)
-        hops = c.max_hops
-        return hops * target.hop_latency + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
+        hops = c.max_hops if prev is None else min(c.max_hops, abs(r - c.root.evaluate(prev)))
+        return hops * lat + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
     if isinstance(c, Shift):
         nbytes = src.max_bytes
-        return c.distance * target.hop_latency + nbytes / target.link_bytes_per_cycle + target.relay_cycles
+        return c.distance * lat + nbytes / target.link_bytes_per_cycle
     if isinstance(c, RingShift):
         nbytes = src.max_bytes
-        return max((abs(g.offset) * target.hop_latency + nbytes / target.link_bytes_per_cycle
-                    for g in c.groups), default=0.0)
+        if not c.groups:
+            return 0.0
+        if prev is None:
+            hops = max(abs(g.offset) for g in c.groups)
+        else:
+            counts = [len(cols) * len(rows) for cols, rows in (g.senders.members(env) for g in c.groups)]
+            total = sum(counts)
+            hops = sum(abs(g.offset) * n for g, n in zip(c.groups, counts)) / total if total else 0.0
+        return hops * lat + nbytes / target.link_bytes_per_cycle
     return 0.0
+
+
+def _exchange_costs(mp: MeshProgram, op: Exchange, env, target: Target, prev) -> list[tuple[str, float]]:
+    """(array, cycles) of every pattern of ``op`` at ``env``. After the first step (``prev`` given) the
+    multicasts of one exchange share their latency: a core's next root got its data through the roots of
+    every multicast of the step before (SUMMA: a row root's new panel came down its column), so the
+    distances their roots moved add up (see :func:`_wave_cycles` for multicasts along both axes)."""
+    if prev is None:
+        return [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
+    casts = [c for c in op.ops if isinstance(c, Multicast)]
+    moved = sum(min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev))) for c in casts)
+    out = []
+    for c in op.ops:
+        cy = _pattern_cycles(mp, c, env, target, prev)
+        if isinstance(c, Multicast) and cy:
+            own = min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev)))
+            cy += (moved - own) * target.hop_latency
+        out.append((c.array, cy))
+    return out
+
+
+WAVE_STEPS = 4
+
+
+def _wave_cycles(op: Exchange, scope, target: Target) -> float:
+    """Extra latency of a stepped exchange with multicasts along both axes (SUMMA). Once the first step's
+    wave has passed, a dependence chain alternates between the row and the column multicast, which costs
+    one more of the longest root move per step. Fitted to the emulator's dataflow timing: from about the
+    ``WAVE_STEPS``-th step on, SUMMA steps carry 3 hops, not 2 (measured from 8x8 to 128x128 meshes)."""
+    casts = [c for c in op.ops if isinstance(c, Multicast)]
+    if not scope or len({c.axis for c in casts}) < 2:
+        return 0.0
+    var, n = scope[-1]
+    outer = {v: 0 for v, _ in scope[:-1]}
+    active = [t for t in range(n) if op.active({**outer, var: t})]
+    extra = 0.0
+    for t in active[WAVE_STEPS:]:
+        env, prev = {**outer, var: t}, {**outer, var: t - 1}
+        extra += max(min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev))) for c in casts)
+    return extra * target.hop_latency
 
 
 def _representatives(scope):
@@ -123,16 +257,35 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
     per_tensor: dict[str, float] = {}
     for op, scope in mp.walk():
         if isinstance(op, Compute):
-            compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
+            if scope and _moves(op.rect):
+                compute += _staged_compute_cycles(mp, op, scope, target)
+            elif scope and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)):
+                compute += _skewed_compute_cycles(mp, op, scope, target)
+            else:
+                compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
         elif isinstance(op, Exchange):
+            inner = scope[-1][0] if scope else None
             for env, weight in _representatives(scope):
-                if not op.active(env):
+                if not op.active(env) or not op.ops:
                     continue
-                costs = [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
-                if costs:
-                    comm += weight * max(cy for _, cy in costs)
+                # The first active iteration pays the whole longest path; the ones after it only the
+                # latency a dependence chain carries from one step to the next (see _pattern_cycles).
+                first = inner is None or not any(op.active({**env, inner: k}) for k in range(env[inner]))
+                later = _exchange_costs(mp, op, env, target, {**env, inner: env[inner] - 1}) \
+                    if inner is not None and (weight > 1 or not first) else None
+                runs = [(_exchange_costs(mp, op, env, target, None), 1)] if first else []
+                if later is not None:
+                    runs.append((later, weight - 1 if first else weight))
+                for costs, w in runs:
+                    comm += w * max(cy for _, cy in costs)
                     for name, cy in costs:
-                        per_tensor[name] = per_tensor.get(name, 0.0) + weight * cy
+                        per_tensor[name] = per_tensor.get(name, 0.0) + w * cy
+            wave = _wave_cycles(op, scope, target)
+            if wave:
+                comm += wave
+                for c in op.ops:
+                    if isinstance(c, Multicast):
+                        per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
     return Cost(target.name, target.clock_ghz, compute + comm, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
                 target.colours, mp.region.cores)

@@ -177,9 +177,11 @@ def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decis
 
 
 def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str, int]) -> float:
-    """Hop latency no plan of these decisions can avoid, as the cost model charges it: every step of a
-    stepped loop waits for its farthest panel, and a reduction across cores passes through every stage."""
+    """Hop latency no plan of these decisions can avoid, as the cost model charges it: the first step of
+    a stepped loop waits for its farthest panel (later steps only for what a dependence chain carries,
+    which this bound leaves out), and a reduction across cores passes through every stage."""
     from ..affine.deps import REDUCTION, loop_kinds
+    from ..targets import DTYPE_BYTES
     from math import ceil
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
@@ -188,21 +190,29 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
     bound = 0.0
     leftover = [lp for lp in main.loops if kinds[lp] == REDUCTION and lp not in spatial]
     if len(d.assignment) == 2 and leftover:
-        k = loop_extent(main, leftover[0])
         bx, by = cores.get("x", 1), cores.get("y", 1)
         if d.skew == "none":
-            steps = ceil(k / max(ceil(k / bx), ceil(k / by)))
-            bound += steps * (max(bx, by) - 1) * lat
+            bound += (max(bx, by) - 1) * lat              # the first step's farthest multicast target
         elif d.skew == "cannon":
-            bound += (bx - 1) * (bx - 1) * lat           # every step but the first waits for the wrap
+            bound += (bx - 1) * lat                       # the first shift waits for the wrap-around
         else:
-            bound += (bx - 1) * min(2, bx - 1) * lat
+            bound += min(2, bx - 1) * lat
+    # Each reduction stage, one after another: the hop (hardware-routed, no software relay), the partial
+    # (the output tile) at link bandwidth, and its accumulate (one operation per element).
+    axis_of = dict(d.assignment)
+    tile = 1
+    for lp in main.loops:
+        if kinds[lp] != REDUCTION:
+            n = loop_extent(main, lp)
+            tile *= ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
+    dtype = prog.array(main.write.array).dtype
+    stage = lat + tile * DTYPE_BYTES[dtype] / target.link_bytes_per_cycle + tile / target.flops(dtype)
     for lp, ax in d.assignment:
         if kinds[lp] == REDUCTION:
             n = cores[ax]
             g = min(d.group, n) if d.reduce == "tree" else 1
             stages = (g - 1) + ceil(n / g) - 1 if n > 1 else 0
-            bound += stages * (lat + target.relay_cycles)
+            bound += stages * stage
     return bound
 
 

@@ -40,8 +40,10 @@ def test_gemv_reduction_beats_the_chain_by_3x_at_512():
 
 
 def test_sram_rejections_are_recorded():
+    # 8x8: candidates that overflow SRAM survive the branch-and-bound and are evaluated (on 16x16 the
+    # latency bound now prunes them first, which the report records as "pruned").
     op = mica.ops.matmul(512, 512, 512)
-    p = mica.compile_affine(op, mesh=(16, 16))
+    p = mica.compile_affine(op, mesh=(8, 8))
     reasons = [c.rejected for c in p.search_report.candidates if c.cycles is None]
     assert any("SRAM" in r for r in reasons)
     assert p.cost.sram_bytes <= p.cost.sram_budget

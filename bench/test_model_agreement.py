@@ -1,0 +1,111 @@
+"""Model vs emulator: the cost model's modelled cycles (``prog.cost``) against the emulator's timing model
+(``res.stats.cycles``), on the benchmark set, in the same run.
+
+    python -m pytest bench/test_model_agreement.py --benchmark-only -s
+
+Each benchmark times one emulated run, stores both figures and their ratio in ``extra_info`` and asserts
+the 10% bound (on modelled cycles, which are deterministic; wall time is only reported). The printed
+table is the figure for the notes. Stencils (jacobi-1d/2d) map to one core until halo exchanges land.
+"""
+
+import numpy as np
+import pytest
+
+import mica
+
+JACOBI_1D = '''
+void jacobi1d(int tsteps, int n, double A[400], double B[400]) {
+  for (int t = 0; t < tsteps; t++) {
+    for (int i = 1; i < n - 1; i++) B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
+    for (int i = 1; i < n - 1; i++) A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
+  }
+}'''
+
+JACOBI_2D = '''
+void jacobi2d(int tsteps, int n, double A[48][48], double B[48][48]) {
+  for (int t = 0; t < tsteps; t++) {
+    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
+      B[i][j] = 0.2 * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
+    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
+      A[i][j] = 0.2 * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
+  }
+}'''
+
+GEMV_ADD_GEMV = '''
+void chain3(int n, double A[256][256], double x[256], double y[256], double z[256], double B[256][256], double w[256]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) z[i] = 2.0 * y[i] + 1.0;
+  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
+}'''
+
+MM2 = '''
+void mm2(int n, double A[96][96], double B[96][96], double C[96][96], double T[96][96], double D[96][96]) {
+  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
+  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
+}'''
+
+
+def _plan(op, mesh, plan, target="wse2"):
+    return mica.compile_affine(op, mesh=mesh, target=target, schedule=mica.plans.REFERENCE_PLANS[plan](op, mesh))
+
+
+def _one_core(op, mesh=(8, 8)):
+    """Stencils: no halo-exchange mapping yet, so the whole program runs on one core."""
+    from mica.tiling.mapping import derive_schedule
+    return mica.compile_affine(op, mesh=mesh, schedule=derive_schedule(op, mesh, assignment=[], name="one-core"))
+
+
+CASES = {
+    "matmul 512^3 summa 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "summa"),
+    "matmul 512^3 cannon 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "cannon"),
+    "matmul 512^3 interleaved 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "interleaved"),
+    "matmul 500^3 interleaved 16x16": lambda: _plan(mica.ops.matmul(500, 500, 500), (16, 16), "interleaved"),
+    "matmul 256^3 summa 8x8 wormhole": lambda: _plan(mica.ops.matmul(256, 256, 256), (8, 8), "summa", "wormhole"),
+    "matmul 96^3 summa 32x32": lambda: _plan(mica.ops.matmul(96, 96, 96), (32, 32), "summa"),
+    "matmul 96^3 cannon 32x32": lambda: _plan(mica.ops.matmul(96, 96, 96), (32, 32), "cannon"),
+    "matmul 100^3 interleaved 32x32": lambda: _plan(mica.ops.matmul(100, 100, 100), (32, 32), "interleaved"),
+    "gemv 4096 chain 64x64": lambda: _plan(mica.ops.gemv(4096, 4096), (64, 64), "chain"),
+    "gemv 4096 ktree 64x64": lambda: _plan(mica.ops.gemv(4096, 4096), (64, 64), "ktree"),
+    "gemv 1024 ktree 128x32": lambda: _plan(mica.ops.gemv(1024, 1024), (128, 32), "ktree"),
+    "add 1024x1024 32x32": lambda: mica.compile_affine(mica.ops.add((1024, 1024)), mesh=(32, 32)),
+    "mm2 96 8x8 wormhole (two matmuls)": lambda: mica.compile_affine(
+        mica.affine.from_c(MM2, params={"n": 96}), mesh=(8, 8), target="wormhole"),
+    "gemv-add-gemv 256 16x16 (three ops)": lambda: mica.compile_affine(
+        mica.affine.from_c(GEMV_ADD_GEMV, params={"n": 256}), mesh=(16, 16)),
+    "jacobi-1d 400x20 (one core)": lambda: _one_core(mica.affine.from_c(JACOBI_1D, params={"tsteps": 20, "n": 400})),
+    "jacobi-2d 48x10 (one core)": lambda: _one_core(mica.affine.from_c(JACOBI_2D, params={"tsteps": 10, "n": 48})),
+}
+
+TABLE = {}
+
+
+def _inputs(prog):
+    rng = np.random.default_rng(0)
+    dt = {"f32": np.float32, "f64": np.float64}
+    return {n: rng.standard_normal(prog.program.array(n).shape).astype(dt[prog.program.array(n).dtype])
+            for n in prog.program.inputs}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_model_vs_emulator(benchmark, name):
+    prog = CASES[name]()
+    ins = _inputs(prog)
+    prog.run(ins)                                  # build and cache the kernels first
+    res = benchmark.pedantic(lambda: prog.run(ins), rounds=1, iterations=1)
+    model, emu = prog.cost.total_cycles, res.stats.cycles
+    ratio = emu / model
+    s = res.stats.summary()
+    benchmark.extra_info.update({
+        "model_cycles": model, "emulator_cycles": emu, "ratio": ratio,
+        "model_compute": prog.cost.compute_cycles, "model_comm": prog.cost.comm_cycles,
+        "busiest_core": s["busiest_core"], "utilisation": s["utilisation"],
+        "contended_messages": s["contended_messages"], "cores": prog.mesh_program.region.cores,
+        "plan": prog.schedule.name,
+    })
+    TABLE[name] = (model, emu, ratio, prog.mesh_program.region.cores, s["utilisation"])
+    print(f"\n{name:38s} model {model:14,.0f}  emulator {emu:14,.0f}  ratio {ratio:.3f}  "
+          f"({prog.mesh_program.region.cores} cores, utilisation {s['utilisation']:.1%}, "
+          f"{s['contended_messages']} contended messages)")
+    assert 0.9 <= ratio <= 1.1

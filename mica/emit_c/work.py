@@ -1,0 +1,154 @@
+"""Work functions for the emulator's timing model: the cycles a kernel class spends in one call.
+
+For every kernel class the kernel module gets ``double <class>__work(int64_t x, int64_t y, const int64_t
+*v)``: the number of statement instances the class's kernel runs at core (x, y) with loop values ``v``,
+each weighted by its cycles on the target (:func:`mica.tiling.cost.instance_cycles`). The instances are
+counted by a loop nest isl builds from the same domain and context as the kernel itself (so it counts
+exactly the iterations the kernel executes), with the innermost loop replaced by its trip count; a
+call costs O(outer iterations), not O(instances). ``mica_work_get(i)`` returns the function of kernel
+table entry ``i`` (the order of :class:`~mica.emit_c.kernels.KernelModule.names`).
+
+Public API: :func:`emit_work_module`.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..affine.isl_names import iset
+from ..errors import EmitError
+from ..meshir.ir import Kernel, KernelClass, MeshProgram
+from ..targets import Target
+from ..tiling.cost import instance_cycles
+from .kernels import _skew_c, ast_expr_c
+
+
+def _trip(nd: isl.AstNode) -> tuple[str, str, str] | None:
+    """(init, last, step) of a ``for`` whose condition is ``iterator <= e`` or ``iterator < e``."""
+    it = nd.for_get_iterator().get_id().get_name()
+    cond = nd.for_get_cond()
+    if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2:
+        return None
+    lhs = cond.get_op_arg(0)
+    if lhs.get_type() != isl.ast_expr_type.id or lhs.get_id().get_name() != it:
+        return None
+    op = cond.get_op_type()
+    bound = ast_expr_c(cond.get_op_arg(1))
+    if op == isl.ast_expr_op_type.le:
+        last = bound
+    elif op == isl.ast_expr_op_type.lt:
+        last = f"({bound} - 1)"
+    else:
+        return None
+    return ast_expr_c(nd.for_get_init()), last, ast_expr_c(nd.for_get_inc())
+
+
+def _is_leaf(nd: isl.AstNode) -> bool:
+    t = nd.get_type()
+    if t == isl.ast_node_type.mark:
+        return _is_leaf(nd.mark_get_node())
+    return t == isl.ast_node_type.user
+
+
+def _count(nd: isl.AstNode, lines: list[str], indent: str, var: str) -> None:
+    """Appends C adding to ``var`` the number of statement executions of AST ``nd``."""
+    t = nd.get_type()
+    if t == isl.ast_node_type.for_:
+        trip = _trip(nd) if _is_leaf(nd.for_get_body()) else None
+        if trip is not None:
+            init, last, step = trip
+            lines.append(f"{indent}{{ const int64_t lo_ = {init}, hi_ = {last}; "
+                         f"if (hi_ >= lo_) {var} += (hi_ - lo_) / {step} + 1; }}")
+            return
+        it = ast_expr_c(nd.for_get_iterator())
+        lines.append(f"{indent}for (int64_t {it} = {ast_expr_c(nd.for_get_init())}; "
+                     f"{ast_expr_c(nd.for_get_cond())}; {it} += {ast_expr_c(nd.for_get_inc())}) {{")
+        _count(nd.for_get_body(), lines, indent + "  ", var)
+        lines.append(indent + "}")
+    elif t == isl.ast_node_type.if_:
+        lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
+        _count(nd.if_get_then_node(), lines, indent + "  ", var)
+        if nd.if_has_else_node():
+            lines.append(indent + "} else {")
+            _count(nd.if_get_else_node(), lines, indent + "  ", var)
+        lines.append(indent + "}")
+    elif t == isl.ast_node_type.block:
+        children = nd.block_get_children()
+        for i in range(children.n_ast_node()):
+            _count(children.get_at(i), lines, indent, var)
+    elif t == isl.ast_node_type.user:
+        lines.append(f"{indent}{var} += 1;")
+    elif t == isl.ast_node_type.mark:
+        _count(nd.mark_get_node(), lines, indent, var)
+    else:
+        raise EmitError("unexpected isl AST node in a work function")
+
+
+def _context(mp: MeshProgram, dom: isl.Set, cls: KernelClass, steps: int) -> isl.Set:
+    """The parameter context the kernel printer uses for ``cls`` (class rectangle, step and block ranges)."""
+    r = cls.region
+    params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+    cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
+    if "__t" in params:
+        cons.append(f"0 <= __t < {max(steps, 1)}")
+    if "__kb" in params:
+        cons.append(f"0 <= __kb < {mp.skew.n}")
+    allp = sorted(set(params) | {"__x", "__y"})
+    return iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(cons)} }}")
+
+
+def _work_function(mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, target: Target) -> str:
+    lines = [f"double {cls.name}__work(int64_t x, int64_t y, const int64_t *v) {{",
+             "  (void)x; (void)y; (void)v;",
+             "  const int64_t t = v[0]; (void)t;"]
+    if mp.skew is not None:
+        lines.append(f"  const int64_t kb = {_skew_c(mp.skew)}; (void)kb;")
+    lines.append("  double cycles = 0.0;")
+    for i, part in enumerate(k.statements):
+        dom = iset(part.domain)
+        ctx = _context(mp, dom, cls, steps)
+        dom = dom.intersect_params(ctx)
+        weight = instance_cycles(mp, part, target)
+        var = f"n{i}"
+        lines.append(f"  int64_t {var} = 0;")
+        if dom.is_empty():
+            pass
+        elif not k.parts and not k.loops:
+            lines.append(f"  {var} = 1;")           # the kernel runs its one statement unconditionally
+        else:
+            loops = [dom.get_dim_name(isl.dim_type.set, d) for d in range(dom.dim(isl.dim_type.set))]
+            name = dom.get_tuple_name()
+            params = [ctx.get_dim_name(isl.dim_type.param, d) for d in range(ctx.dim(isl.dim_type.param))]
+            sched = isl.UnionMap(f"[{', '.join(params)}] -> {{ {name}[{', '.join(loops)}] -> "
+                                 f"[{', '.join(loops)}] }}").intersect_domain(isl.UnionSet.from_set(dom))
+            node = isl.AstBuild.from_context(ctx).node_from_schedule_map(sched)
+            _count(node, lines, "  ", var)
+        lines.append(f"  cycles += (double){var} * {weight!r};")
+    lines.append("  return cycles;")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def emit_work_module(mp: MeshProgram, target: Target, names: tuple[str, ...]) -> str:
+    """C source of the work functions of every kernel class of ``mp``, plus ``mica_work_get``.
+
+    ``names`` is the kernel table order (:attr:`KernelModule.names`); the text is meant to be appended to
+    the kernel module (it uses the module's prelude helpers ``mica_min`` / ``mica_max`` / ``mica_floord``).
+    """
+    steps_of: dict[str, int] = {}
+    for op, scope in mp.walk():
+        if hasattr(op, "kernel") and isinstance(op.kernel, str):
+            steps_of[op.kernel] = dict(scope).get("t", 1)
+    funcs: dict[str, str] = {}
+    for k in mp.kernels:
+        for cls in k.classes:
+            funcs[cls.name] = _work_function(mp, k, cls, steps_of.get(k.name, 1), target)
+    if set(funcs) != set(names):
+        raise EmitError("work functions and kernel table disagree (internal error)")
+    table = ",\n  ".join(f"{n}__work" for n in names) or "0"
+    return ("\n/* Timing model: cycles per kernel call (mica.emit_c.work). */\n"
+            "typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);\n\n"
+            + "\n\n".join(funcs[n] for n in names)
+            + f"\n\nstatic const mica_work_fn mica_work_table[] = {{\n  {table}\n}};\n"
+            f"mica_work_fn mica_work_get(int32_t i) {{ return (i >= 0 && i < {len(names)}) ? "
+            f"mica_work_table[i] : 0; }}\n")
