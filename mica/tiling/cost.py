@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
+from math import prod
+
 import islpy as isl
 
 from ..affine.isl_names import count_points, iset
@@ -138,18 +140,27 @@ def _uses_kb(k) -> bool:
     return any(iset(part.domain).find_dim_by_name(isl.dim_type.param, "__kb") >= 0 for part in k.statements)
 
 
-def _compute_cycles(mp: MeshProgram, op: Compute, loop_vars: tuple[str, ...], target: Target) -> float:
-    """Cycles of the busiest core over all iterations of the enclosing loops."""
+def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """Cycles of the busiest core over all iterations of the enclosing loops ``scope`` ((var, count)
+    pairs): a kernel whose domain has the loop variable as a parameter runs part of its instances at each
+    iteration (counted once over all of them); one without it (a halo strip copy) runs whole every time."""
     k = mp.kernel(op.kernel)
+    loop_vars = tuple(v for v, _ in scope)
     best = 0.0
     for cls in k.classes:
-        # The first core of a class holds the largest tile of it.
-        cycles = 0.0
-        for part in k.statements:
-            n = count_points(iset(part.domain), {"__x": cls.region.x0, "__y": cls.region.y0},
-                             drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-            cycles += n * instance_cycles(mp, part, target)
-        best = max(best, cycles)
+        # Tiles are equal inside a class but the domain may clip them: the busiest core is at a corner
+        # or at the centre of the class (a stencil's first and last cores skip the boundary).
+        r = cls.region
+        cores = {(x, y) for x in (r.x0, (r.x0 + r.x1 - 1) // 2, r.x1 - 1)
+                 for y in (r.y0, (r.y0 + r.y1 - 1) // 2, r.y1 - 1)}
+        for x, y in sorted(cores):
+            cycles = 0.0
+            for part in k.statements:
+                dom = iset(part.domain)
+                repeats = prod(n for v, n in scope if dom.find_dim_by_name(isl.dim_type.param, "__" + v) < 0)
+                n = count_points(dom, {"__x": x, "__y": y}, drop=tuple("__" + v for v in loop_vars) + ("__kb",))
+                cycles += repeats * n * instance_cycles(mp, part, target)
+            best = max(best, cycles)
     return best
 
 
@@ -262,7 +273,7 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
             elif scope and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)):
                 compute += _skewed_compute_cycles(mp, op, scope, target)
             else:
-                compute += _compute_cycles(mp, op, tuple(v for v, _ in scope), target)
+                compute += _compute_cycles(mp, op, scope, target)
         elif isinstance(op, Exchange):
             inner = scope[-1][0] if scope else None
             for env, weight in _representatives(scope):
