@@ -74,6 +74,14 @@ class ScheduleError(MicaError):
     """No legal schedule, or a schedule that does not apply to the program it is given."""
 
 
+class BudgetError(ScheduleError):
+    """A polyhedral step ran out of its isl operation budget (a pathological input); ``step`` names it."""
+
+    def __init__(self, message: str, *, step: str = "", **kw):
+        super().__init__(message, **kw)
+        self.step = step
+
+
 class SramError(ScheduleError):
     """Per-core data that cannot fit the target's SRAM even on the full mesh."""
 

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .affine.deps import loop_kinds, reductions
+from .affine.isl_names import isl_budget
 from .affine.program import Program
 from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
@@ -76,7 +78,8 @@ class CompiledProgram:
 
     @cached_property
     def kernel_module(self) -> KernelModule:
-        return emit_kernel_module(self.mesh_program)
+        with isl_budget("C kernel generation"):
+            return emit_kernel_module(self.mesh_program)
 
     @property
     def kernels(self) -> dict[str, str]:
@@ -137,13 +140,17 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     mesh = check_mesh(mesh, tgt)
     timings = {}
     t0 = time.perf_counter()
+    with isl_budget("dependence analysis"):
+        loop_kinds(op)
+        reductions(op)
     report = None
     if schedule is None and search:
         try:
-            if len(split_operators(op)) > 1:
-                sched, report = search_operators(op, mesh, tgt)
-            else:
-                sched, report = run_search(op, mesh, tgt)
+            with isl_budget("schedule search"):
+                if len(split_operators(op)) > 1:
+                    sched, report = search_operators(op, mesh, tgt)
+                else:
+                    sched, report = run_search(op, mesh, tgt)
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise
@@ -157,16 +164,19 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     timings["schedule"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        mp = build(op, sched, tgt)
+        with isl_budget("MeshIR build"):
+            mp = build(op, sched, tgt)
     except SramError as exc:
         _explain_sram(exc, op, mesh, tgt)
         raise
     timings["meshir"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    verify(mp, tgt)
+    with isl_budget("MeshIR verification"):
+        verify(mp, tgt)
     timings["verify"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    cost = estimate(mp, tgt)
+    with isl_budget("cost model"):
+        cost = estimate(mp, tgt)
     timings["cost"] = time.perf_counter() - t0
     return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
 

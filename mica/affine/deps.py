@@ -15,6 +15,7 @@ from functools import reduce as _fold
 import islpy as isl
 
 from .expr import Bin, Read
+from .isl_names import out_of_budget
 from .program import Program, Statement
 
 PARALLEL, REDUCTION, SEQUENTIAL = "parallel", "reduction", "sequential"
@@ -87,7 +88,9 @@ def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> De
     reads, writes = _accesses(prog, skip_refs)
     try:
         return _exact(prog, reads, writes)
-    except isl.Error:
+    except isl.Error as exc:
+        if out_of_budget(exc):
+            raise
         return _memory_based(prog, reads, writes)
 
 

@@ -55,7 +55,7 @@ from .c_parse import (DTYPE_OF, error, find_function, fold_int, location, lvalue
                       strip_directives,
                       type_words, typedefs_of)
 from .expr import Aff, Bin, Read
-from .isl_names import imap, iset, umap
+from .isl_names import imap, iset, umap, isl_budget
 from .program import Access, Array, Program, Statement
 
 __all__ = ["from_c"]
@@ -72,7 +72,8 @@ def from_c(source: str, function: str | None = None, *, params: dict[str, int] |
     out-of-bounds accesses, C syntax errors), each located ``file:line:column:``.
     """
     try:
-        return _Builder(source, function, params, filename).build()
+        with isl_budget(f"front end ({filename})"):
+            return _Builder(source, function, params, filename).build()
     except MicaError:
         raise
     except RecursionError:

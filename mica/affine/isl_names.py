@@ -14,14 +14,57 @@ Public API: :data:`CTX`, :func:`iset`, :func:`imap`, :func:`uset`, :func:`umap`,
 
 from __future__ import annotations
 
+import os
 import re
+from contextlib import contextmanager
 from typing import Mapping, Sequence
 
 import islpy as isl
 
-from ..errors import AffineError, MicaError
+from ..errors import AffineError, BudgetError, MicaError
 
 CTX = isl.DEFAULT_CONTEXT
+
+#: isl operations one compiler step may take (``MICA_ISL_BUDGET`` overrides; 0: unlimited). Every
+#: program of the test suite needs well under a tenth of it; a pathological input stops here instead of
+#: running for hours.
+DEFAULT_BUDGET = int(os.environ.get("MICA_ISL_BUDGET", "200000000"))
+_QUOTA = "maximal number of operations exceeded"
+_steps: list[tuple[str, int]] = []       # the running steps, innermost last: (name, limit)
+
+
+def out_of_budget(exc: BaseException) -> bool:
+    """True when ``exc`` is isl giving up because the current step's operation budget is spent."""
+    return isinstance(exc, isl.Error) and _QUOTA in str(exc)
+
+
+def _budget_error(exc: BaseException) -> BudgetError:
+    step, limit = _steps[-1] if _steps else ("isl", CTX.get_max_operations())
+    return BudgetError(f"{step} needed more than its budget of {limit:,} isl operations (set "
+                       f"MICA_ISL_BUDGET higher, or simplify the loop nest)", step=step, detail=str(exc))
+
+
+@contextmanager
+def isl_budget(step: str, ops: int | None = None):
+    """Runs the body as compiler step ``step`` with at most ``ops`` isl operations (default
+    :data:`DEFAULT_BUDGET`); running out raises :class:`BudgetError` naming the step. Steps nest: an inner
+    step (one search candidate) starts a fresh count and, when it ends, the enclosing step's count
+    restarts — so the work of a whole compile is bounded by the budget times the number of steps."""
+    limit = DEFAULT_BUDGET if ops is None else ops
+    _steps.append((step, limit))
+    CTX.set_max_operations(limit)
+    CTX.reset_operations()
+    try:
+        yield
+    except isl.Error as exc:
+        if out_of_budget(exc):
+            raise _budget_error(exc) from None
+        raise
+    finally:
+        _steps.pop()
+        CTX.set_max_operations(_steps[-1][1] if _steps else 0)
+        CTX.reset_operations()
+
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -37,7 +80,23 @@ def _parse(kind, text: str, error: type[MicaError]):
     try:
         return kind.read_from_str(CTX, text)
     except isl.Error as exc:
+        if out_of_budget(exc) or (_steps and _parses_unbudgeted(kind, text)):
+            # isl's reader reports a spent budget as a syntax error: a text that parses without the
+            # budget was cut short by it.
+            raise _budget_error(exc) from None
         raise error(f"isl could not parse {kind.__name__} {text!r}: {exc}") from None
+
+
+def _parses_unbudgeted(kind, text: str) -> bool:
+    limit = CTX.get_max_operations()
+    CTX.set_max_operations(0)
+    try:
+        kind.read_from_str(CTX, text)
+        return True
+    except isl.Error:
+        return False
+    finally:
+        CTX.set_max_operations(limit)
 
 
 def iset(text: str, error: type[MicaError] = AffineError) -> isl.Set:

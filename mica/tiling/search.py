@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from math import isqrt
 
 from ..affine.program import Program
+from ..affine.isl_names import isl_budget
 from ..errors import CommError, MeshIRError, ScheduleError
 from ..targets import Target
 from .cost import Cost, estimate
@@ -221,13 +222,14 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
     """Builds and costs one candidate; a schedule that cannot be built is rejected with the reason."""
     from ..meshir.build import build_mesh_program
     try:
-        sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
-                                skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
-                                fixed_homes=fixed_homes)
-        mp = build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
+        with isl_budget(f"schedule search, candidate {d.describe()}"):
+            sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
+                                    skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
+                                    fixed_homes=fixed_homes)
+            mp = build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
+            cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
         return Candidate(d, None, _short(exc))
-    cost = estimate(mp, target)
     return Candidate(d, cost.total_cycles, "", sched, cost)
 
 
@@ -249,8 +251,9 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
     at all on this mesh), so the user sees the most direct reason.
     """
     t0 = time.perf_counter()
-    decisions = space(prog, mesh)
-    bounds = [compute_bound(prog, mesh, target, d) for d in decisions]
+    with isl_budget("schedule search: candidate space"):
+        decisions = space(prog, mesh)
+        bounds = [compute_bound(prog, mesh, target, d) for d in decisions]
     order = sorted(range(len(decisions)), key=lambda i: (bounds[i], i))
     results: list[Candidate] = []
     best_cycles = float("inf")
