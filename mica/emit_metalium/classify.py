@@ -1,0 +1,147 @@
+"""Which Tensix tile routine implements a MeshIR kernel.
+
+A kernel's statement becomes one of:
+
+* ``fill``: ``W[i...] = c`` -> ``fill_tile`` on every tile of W;
+* ``matmul``: ``W[m, n] = W[m, n] + L[m, k] * R[k, n]`` (a rank-1 W, L or R is a column vector: ``W[m]``,
+  ``R[k]``) -> ``matmul_tiles`` over the local boxes, reloading W's partial tiles (``copy_tile``) so the
+  result accumulates across steps;
+* ``eltwise``: ``W[i...] = X[i...] op Y[i...]`` with the same index everywhere and ``op`` one of ``+ - *``
+  (X or Y may be W itself) -> ``add_tiles`` / ``sub_tiles`` / ``mul_tiles``.
+
+Anything else (sequence kernels of the one-core fallback, scalar arguments, broadcasts, transposed
+operands, calls) raises :class:`EmitError` naming the kernel: the back end has no generic path yet.
+
+Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
+rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); padding
+elements are zero after the host load, so whole-tile routines compute exactly the box's elements.
+
+Public API: :class:`TileOp`, :func:`classify`, :func:`tile_grid`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from ..affine.expr import Bin, Const, Read
+from ..errors import EmitError
+from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
+from .api import TILE
+
+
+def tile_grid(t: RegionTensor) -> tuple[int, int]:
+    """(tile rows, tile columns) of ``t``'s per-core box."""
+    dims = [d.tile if (d.coord or d.padded) else min(d.tile, d.extent) for d in t.box]
+    if len(dims) == 0:
+        return 1, 1
+    if len(dims) == 1:
+        return ceil(dims[0] / TILE), 1
+    if len(dims) == 2:
+        return ceil(dims[0] / TILE), ceil(dims[1] / TILE)
+    raise EmitError(f"tensor {t.name}: rank-{len(dims)} boxes have no tile layout in the Metalium back end "
+                    f"(rank 1 and 2 do)")
+
+
+@dataclass(frozen=True)
+class TileOp:
+    """A tile routine: ``kind`` fill / matmul / eltwise; ``out`` the written buffer; ``ins`` the read
+    buffers (matmul: L, R; eltwise: X, Y); ``op`` the eltwise operator or the fill value; ``mt, nt, kt``
+    the tile counts (eltwise/fill: ``mt`` = tiles of ``out``)."""
+
+    kernel: str
+    kind: str
+    out: str
+    ins: tuple[str, ...] = ()
+    op: str = ""
+    value: float = 0.0
+    mt: int = 0
+    nt: int = 0
+    kt: int = 0
+    text: str = ""
+
+
+def _pure(acc: KAccess) -> tuple[str, ...] | None:
+    """The loop names of an access whose every index is a bare loop variable, else None."""
+    out = []
+    for ix in acc.index:
+        if ix.const != 0 or len(ix.coeffs) != 1 or ix.coeffs[0][1] != 1:
+            return None
+        out.append(ix.coeffs[0][0])
+    return tuple(out)
+
+
+def classify(mp: MeshProgram, k: Kernel) -> TileOp:
+    if k.parts:
+        raise EmitError(f"kernel {k.name}: runs {len(k.parts)} statements interleaved in their original order "
+                        f"(the one-core fallback); the Metalium back end renders single-statement tile "
+                        f"kernels only")
+    reads = {a.ref: a for a in k.reads}
+
+    def acc(e) -> KAccess | None:
+        if not isinstance(e, Read):
+            return None
+        return k.write if e.ref == k.write.ref else reads.get(e.ref)
+
+    w = k.write
+    wt = mp.tensor(w.buffer)
+    wm, wn = tile_grid(wt)
+    from ..affine.expr import format_expr
+    text = f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}] = " + format_expr(
+        k.expr, lambda r: (lambda a: f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]")(
+            k.write if r == k.write.ref else reads[r]))
+    wv = _pure(w)
+    if isinstance(k.expr, Const):
+        return TileOp(k.name, "fill", w.buffer, value=float(k.expr.value), mt=wm * wn, text=text)
+    e = k.expr
+    if wv is not None and isinstance(e, Bin) and e.op == "+":
+        for acc_e, prod in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            a = acc(acc_e)
+            if a is None or a.buffer != w.buffer or _pure(a) != wv or not isinstance(prod, Bin) or prod.op != "*":
+                continue
+            p, q = acc(prod.lhs), acc(prod.rhs)
+            if p is None or q is None:
+                continue
+            for L, R in ((p, q), (q, p)):
+                op = _matmul(mp, k, w, wv, L, R, text)
+                if op is not None:
+                    return op
+    if wv is not None and isinstance(e, Bin) and e.op in "+-*":
+        x, y = acc(e.lhs), acc(e.rhs)
+        if x is not None and y is not None and _pure(x) == wv and _pure(y) == wv:
+            for a in (x, y):
+                if tile_grid(mp.tensor(a.buffer)) != (wm, wn):
+                    break
+            else:
+                return TileOp(k.name, "eltwise", w.buffer, (x.buffer, y.buffer), op=e.op, mt=wm * wn, text=text)
+    raise EmitError(f"kernel {k.name} ({text}) is neither a contraction (W += L * R), an element-wise binary "
+                    f"operation on equal indices nor a fill; the Metalium back end has no generic path for it")
+
+
+def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:
+    lv, rv = _pure(L), _pure(R)
+    if lv is None or rv is None:
+        return None
+    if len(wv) == 2:
+        m, n = wv
+        if len(lv) != 2 or len(rv) not in (1, 2) or lv[0] != m or (len(rv) == 2 and rv[1] != n):
+            return None
+        kk = lv[1]
+        if rv[0] != kk or len(rv) == 1:
+            return None
+    elif len(wv) == 1:
+        (m,) = wv
+        if len(lv) != 2 or len(rv) != 1 or lv[0] != m or rv[0] != lv[1]:
+            return None
+        kk = lv[1]
+    else:
+        return None
+    if kk in wv or kk not in k.loops:
+        return None
+    mt, nt = tile_grid(mp.tensor(w.buffer))
+    lm, lk = tile_grid(mp.tensor(L.buffer))
+    rk, rn = tile_grid(mp.tensor(R.buffer))
+    if lm != mt or rn != nt or lk != rk:
+        raise EmitError(f"kernel {k.name}: tile grids of {w.buffer} {mt}x{nt}, {L.buffer} {lm}x{lk} and "
+                        f"{R.buffer} {rk}x{rn} do not form a matmul")
+    return TileOp(k.name, "matmul", w.buffer, (L.buffer, R.buffer), mt=mt, nt=nt, kt=lk, text=text)
