@@ -331,15 +331,15 @@ def _routine(plan: MetalPlan, op) -> list[str]:
               f"static inline void {name}() {{",
               f"    cb_wait_front({A}, {op.mt * op.kt});", f"    cb_wait_front({B}, {op.kt * op.nt});",
               f"    mm_init({A}, {B}, {W});",
-              f"    for (uint32_t mt = 0; mt < {op.mt}; ++mt) {{",
-              f"    for (uint32_t nt = 0; nt < {op.nt}; ++nt) {{  // output tile i = mt * {op.nt} + nt",
+              f"    for (uint32_t i = 0; i < {op.mt * op.nt}; ++i) {{  // output tile i = (mt, nt) in row-major order",
+              f"        const uint32_t mt = i / {op.nt}, nt = i % {op.nt};",
               "        tile_regs_acquire();", f"        cb_wait_front({W}, 1);",
-              f"        copy_tile_to_dst_init_short({W});", f"        copy_tile({W}, 0, 0);",
+              f"        copy_tile_to_dst_init_short({W});",
+              f"        copy_tile({W}, 0, 0);  // the partial tile i of {op.out} (the front of its CB)",
               f"        mm_init_short({A}, {B});",
               f"        for (uint32_t kt = 0; kt < {op.kt}; ++kt) {{",
               f"            matmul_tiles({A}, {B}, mt * {op.kt} + kt, kt * {op.nt} + nt, 0, false);",
-              "        }", "        tile_regs_commit();"] + ["    " + s for s in store] + ["    }", "    }", "}"]
-        # re-indent the store block inside the double loop
+              "        }", "        tile_regs_commit();"] + store + ["    }", "}"]
     else:
         X, Y = (plan.tensor_cb(b).name for b in op.ins)
         fn = {"+": "add_tiles", "-": "sub_tiles", "*": "mul_tiles"}[op.op]

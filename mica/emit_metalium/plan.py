@@ -473,7 +473,7 @@ def expand(plan: MetalPlan, mp: MeshProgram) -> list[dict]:
         by_exchange.setdefault(t.exchange, []).append(t)
     cores = plan.work.cores()
     out = []
-    for ex, scope in _exchanges(mp):
+    for ordinal, (ex, scope) in enumerate(_exchanges(mp)):
         for env in _iterations(scope):
             venv = {cexpr.var_c(k): v for k, v in env.items()}
             for t in by_exchange.get(ex.name, []):
@@ -481,7 +481,8 @@ def expand(plan: MetalPlan, mp: MeshProgram) -> list[dict]:
                     continue
                 for x, y in cores:
                     e = {**venv, "my_x": x, "my_y": y}
-                    rec = {"exchange": t.exchange, "op": t.op, "colour": t.colour, "step": env}
+                    rec = {"x": ordinal, "exchange": t.exchange, "op": t.op, "colour": t.colour,
+                           "step": env}
                     if cexpr.evaluate(t.send_when, e):
                         if t.kind == "unicast":
                             dsts = [[cexpr.evaluate(t.dst[0], e), cexpr.evaluate(t.dst[1], e)]]
