@@ -1,0 +1,76 @@
+"""The programs the Metalium back-end tests emit: small meshes and sizes, compiled once per session."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import mica
+
+MM2 = '''
+void mm2(int n, float A[64][64], float B[64][64], float C[64][64], float T[64][64], float D[64][64]) {
+  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
+  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
+}'''
+
+
+def _matmul_interleaved():
+    op = mica.ops.matmul(64, 64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.interleaved(op, (4, 4)))
+
+
+def _matmul_summa():
+    op = mica.ops.matmul(64, 64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.summa(op, (4, 4)))
+
+
+def _matmul_summa_blackhole():
+    op = mica.ops.matmul(96, 80, 64)
+    return mica.compile_affine(op, mesh=(5, 3), target="blackhole", schedule=mica.plans.summa(op, (5, 3)))
+
+
+def _gemv_ktree():
+    op = mica.ops.gemv(64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.ktree(op, (4, 4)))
+
+
+def _mm2():
+    return mica.compile_affine(mica.affine.from_c(MM2, params={"n": 64}), mesh=(4, 4), target="wormhole")
+
+
+def _matmul_partial():
+    # sizes that do not divide the mesh: partial boxes and edge classes; boxes of more than one tile
+    op = mica.ops.matmul(100, 70, 90)
+    return mica.compile_affine(op, mesh=(3, 2), target="wormhole", schedule=mica.plans.summa(op, (3, 2)))
+
+
+def _matmul_wse2():
+    op = mica.ops.matmul(48, 48, 48)
+    return mica.compile_affine(op, mesh=(3, 3), target="wse2", schedule=mica.plans.interleaved(op, (3, 3)))
+
+
+PROGRAMS = {
+    "matmul_interleaved_wormhole": _matmul_interleaved,
+    "matmul_summa_wormhole": _matmul_summa,
+    "matmul_summa_blackhole": _matmul_summa_blackhole,
+    "gemv_ktree_wormhole": _gemv_ktree,
+    "mm2_wormhole": _mm2,
+    "matmul_partial_wormhole": _matmul_partial,
+    "matmul_wse2_on_wormhole": _matmul_wse2,
+}
+
+#: the programs with checked-in golden outputs
+GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",
+          "gemv_ktree_wormhole", "mm2_wormhole")
+
+
+@lru_cache(maxsize=None)
+def compiled(name: str):
+    return PROGRAMS[name]()
+
+
+@lru_cache(maxsize=None)
+def rendered(name: str) -> dict[str, str]:
+    from mica.emit_metalium import render
+    return render(compiled(name))
