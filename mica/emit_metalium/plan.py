@@ -187,9 +187,11 @@ class MetalPlan:
                            "semaphores": [t.ready, t.valid], "guard": t.guard, "send_when": t.send_when,
                            "recv_when": t.recv_when, "src_core": list(t.src), "dst_core": list(t.dst),
                            "mcast_rect": list(t.mcast)} for t in self.transfers],
-            "steps": expand(self, mp),
         }
-        return json.dumps(doc, indent=1)
+        # one line per step record: the step lists are long and read best as a table
+        steps = ",\n  ".join(json.dumps(s, separators=(",", ":")) for s in expand(self, mp))
+        text = json.dumps(doc, indent=1)
+        return text[:-2] + f',\n "steps": [\n  {steps}\n ]\n}}'
 
 
 def cb_name(tensor: str, kind: str = "tensor") -> str:
