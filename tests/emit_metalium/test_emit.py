@@ -1,0 +1,110 @@
+"""The Metalium file set: what prog.emit writes, the pinned version in every file, what each kernel renders
+as, and the errors for programs the back end cannot place or render."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import mica
+from mica.emit_metalium.api import TT_METAL_VERSION
+from mica.errors import EmitError
+
+from programs import compiled, rendered
+
+
+def test_emit_writes_host_kernels_and_plan(tmp_path):
+    paths = compiled("gemv_ktree_wormhole").emit("metalium", tmp_path)
+    rel = sorted(str(p.relative_to(tmp_path)) for p in paths)
+    assert "host.cpp" in rel and "plan.json" in rel
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    classes = [c["name"] for c in plan["core_classes"]]
+    assert len(classes) == 4                      # column 0 / row 0 / both / interior, never one per core
+    for c in classes:
+        for kind in ("reader", "compute", "writer"):
+            assert f"kernels/{kind}_{c}.cpp" in rel
+    # each class is a set of rectangles covering the 4x4 work region exactly once
+    cells = [(x, y) for c in plan["core_classes"] for x0, x1, y0, y1 in c["ranges"]
+             for x in range(x0, x1 + 1) for y in range(y0, y1 + 1)]
+    assert sorted(cells) == sorted((x, y) for x in range(4) for y in range(4))
+
+
+@pytest.mark.parametrize("name", ["matmul_summa_wormhole", "matmul_summa_blackhole", "mm2_wormhole"])
+def test_every_file_states_the_pinned_api_version(name):
+    files = rendered(name)
+    for rel, text in files.items():
+        if rel.endswith(".json"):
+            assert json.loads(text)["tt_metal"] == TT_METAL_VERSION
+        else:
+            assert TT_METAL_VERSION in text.splitlines()[1], rel
+    arch = "Blackhole" if "blackhole" in name else "Wormhole"
+    assert f"Target: Tenstorrent {arch}" in files["host.cpp"]
+
+
+def test_summa_renders_multicasts_with_the_handshake():
+    files = rendered("matmul_summa_wormhole")
+    reader = files["kernels/reader_c0.cpp"]
+    assert reader.count("mica_send_multicast(") == 2 and "mica_send_unicast(" not in reader
+    assert reader.index("phase 1") < reader.index("phase 2") < reader.index("phase 3")
+    helpers = files["kernels/mica_dataflow.h"]
+    for call in ("noc_semaphore_wait(ready, n_dests)", "noc_async_write_multicast_loopback_src(",
+                 "noc_semaphore_set_multicast(", "noc_semaphore_inc("):
+        assert call in helpers
+    compute = files["kernels/compute_c0.cpp"]
+    assert "matmul_tiles(cb_A_recv, cb_B_recv" in compute and "mm_init(" in compute
+    assert "copy_tile(cb_C, 0, 0)" in compute     # partial results reloaded: the sum runs across steps
+
+
+def test_ring_shifts_are_unicasts_into_a_landing_buffer():
+    files = rendered("matmul_interleaved_wormhole")
+    reader = files["kernels/reader_c0.cpp"]
+    assert reader.count("mica_send_unicast(") == 8       # 4 colour groups per ring, 2 rings
+    assert "get_write_ptr(cb_A_ring_landing)" in reader and "mica_local_copy(" in reader
+    plan = json.loads(files["plan.json"])
+    assert {e["pattern"] for e in plan["exchanges"]} == {"ring_shift/interleaved"}
+    assert all(e["guard"] == "v_t" for e in plan["exchanges"])
+
+
+def test_gemv_ktree_renders_fill_matmul_and_eltwise_add():
+    plan = json.loads(rendered("gemv_ktree_wormhole")["plan.json"])
+    kinds = {o["kernel"]: (o["kind"], o["op"]) for o in plan["tile_ops"]}
+    assert kinds == {"k_fill0_y": ("fill", ""), "k_S0": ("fill", ""), "k_S1": ("matmul", ""),
+                     "k_accx_y": ("eltwise", "+")}
+    compute = rendered("gemv_ktree_wormhole")["kernels/compute_c0.cpp"]
+    assert "add_tiles(cb_y, cb_y_in, 0, i, 0)" in compute    # y = y + y_in, in place
+    assert {e["pattern"] for e in plan["exchanges"]} == {"multicast", "shift"}
+
+
+def test_partial_boxes_span_several_tiles():
+    plan = json.loads(rendered("matmul_partial_wormhole")["plan.json"])
+    pages = {c["tensor"]: c["pages"] for c in plan["circular_buffers"] if c["kind"] == "tensor"}
+    assert pages["C"] == 2 * 1                    # a 50x24 box of C: 2 x 1 tiles
+    op = next(o for o in plan["tile_ops"] if o["kind"] == "matmul")
+    assert op["tiles"][0] * op["tiles"][1] == pages["C"]
+
+
+def test_a_mesh_larger_than_the_tensix_grid_is_an_error():
+    op = mica.ops.matmul(64, 64, 64)
+    prog = mica.compile_affine(op, mesh=(16, 4), target="wse2", schedule=mica.plans.summa(op, (16, 4)))
+    with pytest.raises(EmitError, match=r"mesh 16x4 \(compiled for wse2\) is larger than the wormhole Tensix grid of 8x8"):
+        prog.emit("metalium", "/nonexistent/never-written")
+
+
+def test_f64_programs_are_an_error_naming_the_tensor(tmp_path):
+    op = mica.ops.matmul(32, 32, 32, dtype="f64")
+    prog = mica.compile_affine(op, mesh=(2, 2), target="wormhole", schedule=mica.plans.summa(op, (2, 2)))
+    with pytest.raises(EmitError, match=r"tensor \w+ of matmul is f64; Tenstorrent has no such data format"):
+        prog.emit("metalium", tmp_path)
+    assert not any(tmp_path.iterdir())            # nothing half-written
+
+
+def test_kernels_without_a_tile_routine_are_an_error_naming_the_kernel(tmp_path):
+    src = '''
+void scale(int n, float y[64], float z[64]) {
+  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
+}'''
+    prog = mica.compile_affine(mica.affine.from_c(src, params={"n": 64}), mesh=(4, 1), target="wormhole")
+    with pytest.raises(EmitError, match=r"kernel \w+ \(z\[i\] = \(\(2.0 \* y\[i\]\) \+ 1.0\)\) is neither a "
+                                        r"contraction"):
+        prog.emit("metalium", tmp_path)
