@@ -7,7 +7,10 @@ A kernel's statement becomes one of:
   ``R[k]``) -> ``matmul_tiles`` over the local boxes, reloading W's partial tiles (``copy_tile``) so the
   result accumulates across steps;
 * ``eltwise``: ``W[i...] = X[i...] op Y[i...]`` with the same index everywhere and ``op`` one of ``+ - *``
-  (X or Y may be W itself) -> ``add_tiles`` / ``sub_tiles`` / ``mul_tiles``.
+  (X or Y may be W itself) -> ``add_tiles`` / ``sub_tiles`` / ``mul_tiles``;
+* ``scalar``: ``W[i...] = f(X[i...])`` with f a chain of ``+ - * /`` by constants (``2.0 * y[i] + 1.0``)
+  -> ``copy_tile`` then the SFPU's ``mul_unary_tile`` / ``add_unary_tile`` / ``sub_unary_tile`` /
+  ``rsub_unary_tile`` / ``div_unary_tile`` in evaluation order.
 
 Anything else (sequence kernels of the one-core fallback, scalar arguments, broadcasts, transposed
 operands, calls) raises :class:`EmitError` naming the kernel: the back end has no generic path yet.
@@ -24,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ..affine.expr import Bin, Const, Read
+from ..affine.expr import Bin, Const, Neg, Read
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
 from .api import TILE
@@ -59,6 +62,16 @@ class TileOp:
     nt: int = 0
     kt: int = 0
     text: str = ""
+    chain: tuple[tuple[str, float], ...] = ()   # scalar: (SFPU op, constant) in evaluation order
+
+    def at_zero(self) -> float:
+        """What the routine writes where its inputs are 0 (tile padding): padding stays zero iff 0."""
+        if self.kind == "fill":
+            return self.value
+        v = 0.0
+        for fn, c in self.chain:
+            v = {"mul": v * c, "add": v + c, "sub": v - c, "rsub": c - v, "div": v / c if c else float("nan")}[fn]
+        return v
 
 
 def _pure(acc: KAccess) -> tuple[str, ...] | None:
@@ -114,8 +127,15 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
                     break
             else:
                 return TileOp(k.name, "eltwise", w.buffer, (x.buffer, y.buffer), op=e.op, mt=wm * wn, text=text)
+    if wv is not None:
+        chain = _scalar_chain(e, acc)
+        if chain is not None:
+            x, ops = chain
+            if _pure(x) == wv and tile_grid(mp.tensor(x.buffer)) == (wm, wn):
+                return TileOp(k.name, "scalar", w.buffer, (x.buffer,), mt=wm * wn, text=text, chain=tuple(ops))
     raise EmitError(f"kernel {k.name} ({text}) is neither a contraction (W += L * R), an element-wise binary "
-                    f"operation on equal indices nor a fill; the Metalium back end has no generic path for it")
+                    f"operation on equal indices, a chain of scalar operations on one array nor a fill; the Metalium back "
+                    f"end has no generic path for it")
 
 
 def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:
@@ -145,3 +165,70 @@ def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:
         raise EmitError(f"kernel {k.name}: tile grids of {w.buffer} {mt}x{nt}, {L.buffer} {lm}x{lk} and "
                         f"{R.buffer} {rk}x{rn} do not form a matmul")
     return TileOp(k.name, "matmul", w.buffer, (L.buffer, R.buffer), mt=mt, nt=nt, kt=lk, text=text)
+
+
+def _scalar_chain(e, acc):
+    """(the one access, [(op, constant), ...]) when ``e`` is one read combined with constants by a chain of
+    ``+ - * /`` (each operator has a constant on one side), else None."""
+    if isinstance(e, Read):
+        a = acc(e)
+        return (a, []) if a is not None else None
+    if isinstance(e, Neg):
+        inner = _scalar_chain(e.arg, acc)
+        return (inner[0], inner[1] + [("mul", -1.0)]) if inner else None
+    if not isinstance(e, Bin) or e.op not in "+-*/":
+        return None
+    if isinstance(e.rhs, Const):
+        inner, c, const_left = _scalar_chain(e.lhs, acc), float(e.rhs.value), False
+    elif isinstance(e.lhs, Const):
+        inner, c, const_left = _scalar_chain(e.rhs, acc), float(e.lhs.value), True
+    else:
+        return None
+    if inner is None:
+        return None
+    fn = {"+": "add", "*": "mul", "-": "rsub" if const_left else "sub", "/": None if const_left else "div"}[e.op]
+    if fn is None:
+        return None
+    return inner[0], inner[1] + [(fn, c)]
+
+
+# -- whole boxes: when a tile routine computes exactly the kernel's instances --------------------------
+
+def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | None:
+    """A C condition (over ``x``, ``y``, ``t``, ``kb``) for the cores and steps where ``k`` runs at all, or
+    None when it runs everywhere on ``region`` (``t`` ranges over ``steps``, as in the emulator's kernels); :class:`EmitError` when, where it runs, its instances are
+    not every point of its boxes (a tile routine always covers whole boxes).
+
+    The box of a loop is the box dimension of the first access that indexes by it; the check is one isl
+    inclusion: boxes (restricted to where the domain is non-empty) must lie inside the domain."""
+    import islpy as isl
+
+    from ..affine.isl_names import iset
+    from ..emit_c.kernels import ast_expr_c
+    dom = iset(k.domain, EmitError)
+    params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+    cons = []
+    for v in k.loops:
+        for a in (k.write, *k.reads):
+            idx = _pure(a)
+            if idx is not None and v in idx:
+                d = mp.tensor(a.buffer).box[idx.index(v)]
+                cons.append(d.isl(v, prefix="__"))
+                break
+        else:
+            raise EmitError(f"kernel {k.name}: loop {v} indexes no array directly; no whole-box tile routine")
+    name = dom.get_tuple_name()
+    bounds = {"__x": (region.x0, region.x1), "__y": (region.y0, region.y1), "__t": (0, max(steps, 1)),
+              "__kb": (0, mp.skew.n if mp.skew else 1)}
+    ptxt = f"[{', '.join(params)}] -> "
+    ctx = [f"{lo} <= {p} < {hi}" for p, (lo, hi) in bounds.items() if p in params]
+    ctx_set = iset(ptxt + "{ : " + (" and ".join(ctx) or "true") + " }", EmitError)
+    box = iset(ptxt + f"{{ {name}[{', '.join(k.loops)}] : {' and '.join(cons) or 'true'} }}", EmitError)
+    live = dom.params().intersect(ctx_set)
+    if not box.intersect_params(live).is_subset(dom):
+        raise EmitError(f"kernel {k.name}: where it runs, its instances {k.domain} are not whole boxes; the "
+                        f"Metalium tile routines compute whole boxes")
+    if ctx_set.is_subset(live):
+        return None
+    expr = isl.AstBuild.from_context(ctx_set).expr_from_set(live)
+    return ast_expr_c(expr)

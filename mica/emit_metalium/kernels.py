@@ -21,6 +21,9 @@ Public API: :func:`render_kernels` -> {relative path: text}.
 
 from __future__ import annotations
 
+import re
+import struct
+
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
@@ -48,6 +51,7 @@ static inline int32_t mica_min(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t mica_mod(int32_t a, int32_t b) { int32_t r = a % b; return r < 0 ? r + b : r; }
 static inline bool mica_both(bool a, bool b) { return a && b; }
 static inline bool mica_positive(int32_t a) { return a > 0; }
+static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 // lo <= c < hi and c = phase (mod stride)
 static inline bool mica_in_range(int32_t c, int32_t lo, int32_t hi, int32_t stride, int32_t phase) {
     return lo <= c && c < hi && mica_mod(c - phase, stride) == 0;
@@ -169,18 +173,18 @@ class _Body:
         self.mp, self.on_exchange, self.on_compute = mp, on_exchange, on_compute
         self.lines: list[str] = []
 
-    def run(self, ops, indent: str):
+    def run(self, ops, indent: str, scope: tuple = ()):
         for op in ops:
             if isinstance(op, Loop):
                 v = cexpr.var_c(op.var)
                 self.lines.append(f"{indent}for (int32_t {v} = 0; {v} < {op.count}; ++{v}) {{  // MeshIR: for {op.var} "
                                   f"in 0..{op.count}")
-                self.run(op.body, indent + "    ")
+                self.run(op.body, indent + "    ", scope + (op.var,))
                 self.lines.append(f"{indent}}}")
             elif isinstance(op, Exchange):
                 self.on_exchange(self.lines, op, indent)
             elif isinstance(op, Compute):
-                self.on_compute(self.lines, op, indent)
+                self.on_compute(self.lines, op, indent, scope)
         return self.lines
 
 
@@ -292,7 +296,7 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
         if ex.guard is not None:
             out.append(f"{ind}}}")
 
-    def on_compute(out, op: Compute, ind):
+    def on_compute(out, op: Compute, ind, scope):
         out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
 
     lines += _Body(mp, on_exchange, on_compute).run(_body_ops(mp), "    ")
@@ -340,6 +344,20 @@ def _routine(plan: MetalPlan, op) -> list[str]:
               f"        for (uint32_t kt = 0; kt < {op.kt}; ++kt) {{",
               f"            matmul_tiles({A}, {B}, mt * {op.kt} + kt, kt * {op.nt} + nt, 0, false);",
               "        }", "        tile_regs_commit();"] + store + ["    }", "}"]
+    elif op.kind == "scalar":
+        (xb,) = op.ins
+        X = plan.tensor_cb(xb).name
+        ix = "0" if xb == op.out else "i"
+        wait = [] if xb == op.out else [f"    cb_wait_front({X}, {op.mt});"]
+        steps = [f"        {fn}_unary_tile(0, 0x{struct.unpack('<I', struct.pack('<f', c))[0]:08x}u);  // {fn} {c!r}"
+                 for fn, c in op.chain]
+        L += [f"// SFPU scalar chain on {op.mt} tile(s): copy_tile, then " + ", ".join(f"{fn} {c!r}" for fn, c in op.chain),
+              f"static inline void {name}() {{"] + wait + [
+              f"    init_sfpu({X}, {W});",
+              f"    for (uint32_t i = 0; i < {op.mt}; ++i) {{", "        tile_regs_acquire();",
+              f"        cb_wait_front({W}, 1);", f"        copy_tile_to_dst_init_short({X});",
+              f"        copy_tile({X}, {ix}, 0);", "        binop_with_scalar_tile_init();"] + steps + [
+              "        tile_regs_commit();"] + store + ["    }", "}"]
     else:
         X, Y = (plan.tensor_cb(b).name for b in op.ins)
         fn = {"+": "add_tiles", "-": "sub_tiles", "*": "mul_tiles"}[op.op]
@@ -355,6 +373,15 @@ def _routine(plan: MetalPlan, op) -> list[str]:
     return L
 
 
+def _kb_c(mp: MeshProgram) -> str:
+    """C for the block core (x, y) works on at step t (:class:`mica.meshir.ir.Skew`)."""
+    n = mp.skew.n
+    if mp.skew.kind == "cannon":
+        return f"(t + x + y) % {n}"
+    pos = "({c} % 2 == 0 ? {c} / 2 : {m} - {c} / 2)"
+    return f"(t + {pos.format(c='x', m=n - 1)} + {pos.format(c='y', m=n - 1)}) % {n}"
+
+
 def compute_args(plan: MetalPlan, cc: CoreClass) -> list[str]:
     return ["my_x", "my_y"]
 
@@ -368,7 +395,8 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
              LAYOUT, "#include <stdint.h>", '#include "compute_kernel_api/common.h"',
              '#include "compute_kernel_api/matmul.h"', '#include "compute_kernel_api/tile_move_copy.h"',
              '#include "compute_kernel_api/eltwise_binary.h"', '#include "compute_kernel_api/eltwise_unary/eltwise_unary.h"',
-             '#include "compute_kernel_api/eltwise_unary/fill.h"', '#include "mica_mesh.h"', ""]
+             '#include "compute_kernel_api/eltwise_unary/fill.h"',
+             '#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"', '#include "mica_mesh.h"', ""]
     lines += _cb_decls(plan, ("tensor", "token"))
     lines += ["", "namespace NAMESPACE {", ""]
     for op in ops:
@@ -384,13 +412,29 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     def on_exchange(out, ex, ind):
         out.append(f"{ind}// MeshIR: exchange {ex.name} runs on the reader while this kernel waits for its turn")
 
-    def on_compute(out, op: Compute, ind):
+    guards = dict(plan.guards)
+
+    def on_compute(out, op: Compute, ind, scope):
         out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}")
         out.append(f"{ind}cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done")
         out.append(f"{ind}cb_pop_front(cb_tok_r2c, 1);")
         if op.kernel in mine:
+            cls = next(n for n in cc.kernel_classes if kernel_of_class[n] == op.kernel)
             out.append(f"{ind}if ({cexpr.in_rect_c(op.rect)}) {{")
-            out.append(f"{ind}    tile_{ident(op.kernel)}();")
+            guard = guards.get(cls, "")
+            if guard:
+                t = cexpr.var_c(scope[0]) if scope else "0"
+                out.append(f"{ind}    // kernel class {cls}: its instances exist only where {guard}")
+                out.append(f"{ind}    const int64_t x = my_x, y = my_y, t = {t};")
+                uses_kb = "kb" in re.findall(r"[A-Za-z_]\w*", guard)
+                if uses_kb:
+                    out.append(f"{ind}    const int64_t kb = {_kb_c(mp)};")
+                out.append(f"{ind}    (void)x; (void)y; (void)t;")
+                out.append(f"{ind}    if ({guard}) {{")
+                out.append(f"{ind}        tile_{ident(op.kernel)}();")
+                out.append(f"{ind}    }}")
+            else:
+                out.append(f"{ind}    tile_{ident(op.kernel)}();  // kernel class {cls}")
             out.append(f"{ind}}}")
         else:
             out.append(f"{ind}// (no class of {op.kernel} covers core class {cc.name})")

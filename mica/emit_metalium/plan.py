@@ -33,7 +33,7 @@ from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Lin, Loop, Mesh
                          RingShift, Shift)
 from . import cexpr
 from .api import DATA_FORMATS, DEVICE_GRIDS, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION, tile_bytes
-from .classify import TileOp, classify, tile_grid
+from .classify import TileOp, box_domain_guard, classify, tile_grid
 
 STEP = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}
 
@@ -140,6 +140,7 @@ class MetalPlan:
     tile_ops: tuple[TileOp, ...]
     dtype: str
     l1_bytes: int
+    guards: tuple[tuple[str, str], ...] = ()    # (kernel class, C condition where it runs, '' = always)
     runtime_args: dict = field(default_factory=dict, compare=False)   # kernel file -> arg names
     compile_args: dict = field(default_factory=dict, compare=False)   # kernel file -> arg names
 
@@ -430,13 +431,54 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     _check_host_ends(mp)
     used = {op.kernel for op, _ in mp.walk() if isinstance(op, Compute)}
     tile_ops = tuple(classify(mp, k) for k in mp.kernels if k.name in used)
+    _check_padding(mp, {o.kernel: o for o in tile_ops})
+    steps = {}
+    for op, scope in mp.walk():
+        if isinstance(op, Compute):
+            steps[op.kernel] = dict(scope).get("t", 1)      # as the emulator's kernels see t
+    guards = tuple((cls.name, box_domain_guard(mp, k, cls.region, steps[k.name]) or "")
+                   for k in mp.kernels if k.name in used for cls in k.classes)
     cbs = _cbs(mp, dtype)
     w = mp.region
     from .api import L1_RESERVED_BYTES
     from ..targets import get_target
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), _core_classes(mp), cbs,
-                     _sems(mp), _transfers(mp, cbs, dtype), tile_ops, dtype, l1)
+                     _sems(mp), _transfers(mp, cbs, dtype), tile_ops, dtype, l1, guards)
+
+
+def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:
+    """Tile routines compute whole tiles, padding included. Padding starts zero (the reader zeroes every
+    tensor, the host stages zeros); a routine whose value at 0 is not 0 (``+ 1.0``, a fill with 1.0) makes
+    its output's padding non-zero ("dirty"), and so does any routine reading a dirty tensor. A matmul stays
+    exact while one of its operands has zero padding (the K padding of the other is multiplied by zeros);
+    :class:`EmitError` when both may be dirty. Exchanges carry dirtiness from source to destination; loop
+    bodies are walked twice so dirtiness reaches a fixed point."""
+    dirty: set[str] = set()
+
+    def go(body):
+        for op in body:
+            if isinstance(op, Loop):
+                go(op.body)
+                go(op.body)
+            elif isinstance(op, Exchange):
+                for c in op.ops:
+                    (dirty.add if c.src in dirty else dirty.discard)(c.dst)
+            elif isinstance(op, Compute):
+                o = ops[op.kernel]
+                ins = [b in dirty for b in o.ins]
+                if o.kind == "matmul":
+                    if all(ins):
+                        raise EmitError(f"kernel {o.kernel}: both operands {o.ins[0]} and {o.ins[1]} may have "
+                                        f"non-zero tile padding (from an earlier routine whose value at 0 is "
+                                        f"not 0); the whole-tile matmul would add it into the result")
+                    now = o.out in dirty or any(ins)
+                elif o.kind == "eltwise":
+                    now = all(ins) if o.op == "*" else any(ins)
+                else:
+                    now = any(ins) or o.at_zero() != 0
+                (dirty.add if now else dirty.discard)(o.out)
+    go(mp.body)
 
 
 def _check_host_ends(mp: MeshProgram) -> None:

@@ -50,7 +50,21 @@ def _matmul_wse2():
     return mica.compile_affine(op, mesh=(3, 3), target="wse2", schedule=mica.plans.interleaved(op, (3, 3)))
 
 
+CHAIN3 = '''
+void chain3(int n, float A[256][256], float x[256], float y[256], float z[256], float B[256][256], float w[256]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
+  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
+}'''
+
+
+def _chain3():
+    # gemv -> element-wise -> gemv, mapped operator by operator
+    return mica.compile_affine(mica.affine.from_c(CHAIN3, params={"n": 256}), mesh=(4, 4), target="wormhole")
+
+
 PROGRAMS = {
+    "chain3_wormhole": _chain3,
     "matmul_interleaved_wormhole": _matmul_interleaved,
     "matmul_summa_wormhole": _matmul_summa,
     "matmul_summa_blackhole": _matmul_summa_blackhole,
@@ -62,7 +76,7 @@ PROGRAMS = {
 
 #: the programs with checked-in golden outputs
 GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",
-          "gemv_ktree_wormhole", "mm2_wormhole")
+          "gemv_ktree_wormhole", "mm2_wormhole", "chain3_wormhole")
 
 
 @lru_cache(maxsize=None)

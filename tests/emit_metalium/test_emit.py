@@ -101,10 +101,40 @@ def test_f64_programs_are_an_error_naming_the_tensor(tmp_path):
 
 def test_kernels_without_a_tile_routine_are_an_error_naming_the_kernel(tmp_path):
     src = '''
-void scale(int n, float y[64], float z[64]) {
-  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
+void sq(int n, float x[64], float y[64], float z[64]) {
+  for (int i = 0; i < n; i++) z[i] = y[i] * y[i] + x[i];
 }'''
     prog = mica.compile_affine(mica.affine.from_c(src, params={"n": 64}), mesh=(4, 1), target="wormhole")
-    with pytest.raises(EmitError, match=r"kernel \w+ \(z\[i\] = \(\(2.0 \* y\[i\]\) \+ 1.0\)\) is neither a "
-                                        r"contraction"):
+    with pytest.raises(EmitError, match=r"kernel \w+ \(z\[i\] = \(\(y\[i\] \* y\[i\]\) \+ x\[i\]\)\) is "
+                                        r"neither a contraction"):
+        prog.emit("metalium", tmp_path)
+
+
+def test_a_scalar_chain_renders_on_the_sfpu():
+    files = rendered("chain3_wormhole")
+    plan = json.loads(files["plan.json"])
+    op = next(o for o in plan["tile_ops"] if o["kind"] == "scalar")
+    assert op["statement"] == "z[i] = ((2.0 * y[i]) + 1.0)"
+    compute = next(t for r, t in files.items() if r.startswith("kernels/compute_") and "tile_p1_k_S2();" in t)
+    assert "mul_unary_tile(0, 0x40000000u);  // mul 2.0" in compute
+    assert "add_unary_tile(0, 0x3f800000u);  // add 1.0" in compute
+
+
+def test_kernels_run_only_where_their_domain_is_not_empty():
+    from mica.emit_metalium.classify import box_domain_guard
+    mp = compiled("gemv_ktree_wormhole").mesh_program
+    k = mp.kernel("k_S1")
+    assert box_domain_guard(mp, k, k.classes[0].region, 1) is None      # outside loops: t = 0 always
+    assert box_domain_guard(mp, k, k.classes[0].region, 4) == "(t == 0LL)"
+    s0 = mp.kernel("k_S0")
+    assert box_domain_guard(mp, s0, s0.classes[0].region, 1) is None    # x = 0 is its class's region
+
+
+def test_a_kernel_on_part_of_its_boxes_is_an_error(tmp_path):
+    src = '''
+void tri(int n, float A[64][64], float B[64][64], float C[64][64]) {
+  for (int i = 0; i < n; i++) for (int j = 0; j <= i; j++) C[i][j] = A[i][j] + B[i][j];
+}'''
+    prog = mica.compile_affine(mica.affine.from_c(src, params={"n": 64}), mesh=(2, 2), target="wormhole")
+    with pytest.raises(EmitError, match=r"kernel \w+: where it runs, its instances .* are not whole boxes"):
         prog.emit("metalium", tmp_path)

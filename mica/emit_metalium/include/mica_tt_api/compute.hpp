@@ -44,5 +44,13 @@ void mul_tiles(std::uint32_t icb0, std::uint32_t icb1, std::uint32_t itile0, std
 void init_sfpu(std::uint32_t icb, std::uint32_t ocb);
 void fill_tile_init();
 void fill_tile(std::uint32_t idst, float param);
+
+// eltwise_unary/binop_with_scalar.h: Dst tile op scalar; param is the float's bit pattern
+void binop_with_scalar_tile_init();
+void add_unary_tile(std::uint32_t idst, std::uint32_t param1);
+void sub_unary_tile(std::uint32_t idst, std::uint32_t param1);
+void mul_unary_tile(std::uint32_t idst, std::uint32_t param1);
+void div_unary_tile(std::uint32_t idst, std::uint32_t param1);
+void rsub_unary_tile(std::uint32_t idst, std::uint32_t param1);
 }  // namespace ckernel
 using namespace ckernel;

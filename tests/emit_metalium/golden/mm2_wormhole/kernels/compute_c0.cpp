@@ -12,6 +12,7 @@
 #include "compute_kernel_api/eltwise_binary.h"
 #include "compute_kernel_api/eltwise_unary/eltwise_unary.h"
 #include "compute_kernel_api/eltwise_unary/fill.h"
+#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"
 #include "mica_mesh.h"
 
 // Circular buffers (the host creates the same indices on the whole work region).
@@ -137,7 +138,7 @@ void MAIN {
     cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
     cb_pop_front(cb_tok_r2c, 1);
     if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-        tile_p0_k_S0();
+        tile_p0_k_S0();  // kernel class p0_k_S0_0
     }
     cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again
     cb_push_back(cb_tok_c2r, 1);
@@ -147,7 +148,7 @@ void MAIN {
         cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
         cb_pop_front(cb_tok_r2c, 1);
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-            tile_p0_k_S1();
+            tile_p0_k_S1();  // kernel class p0_k_S1_0
         }
         cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again
         cb_push_back(cb_tok_c2r, 1);
@@ -156,7 +157,7 @@ void MAIN {
     cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
     cb_pop_front(cb_tok_r2c, 1);
     if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-        tile_p1_k_S2();
+        tile_p1_k_S2();  // kernel class p1_k_S2_0
     }
     cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again
     cb_push_back(cb_tok_c2r, 1);
@@ -166,7 +167,7 @@ void MAIN {
         cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
         cb_pop_front(cb_tok_r2c, 1);
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-            tile_p1_k_S3();
+            tile_p1_k_S3();  // kernel class p1_k_S3_0
         }
         cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again
         cb_push_back(cb_tok_c2r, 1);

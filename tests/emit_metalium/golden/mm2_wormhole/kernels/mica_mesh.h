@@ -10,6 +10,7 @@ static inline int32_t mica_min(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t mica_mod(int32_t a, int32_t b) { int32_t r = a % b; return r < 0 ? r + b : r; }
 static inline bool mica_both(bool a, bool b) { return a && b; }
 static inline bool mica_positive(int32_t a) { return a > 0; }
+static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 // lo <= c < hi and c = phase (mod stride)
 static inline bool mica_in_range(int32_t c, int32_t lo, int32_t hi, int32_t stride, int32_t phase) {
     return lo <= c && c < hi && mica_mod(c - phase, stride) == 0;
