@@ -12,8 +12,9 @@ A kernel's statement becomes one of:
   -> ``copy_tile`` then the SFPU's ``mul_unary_tile`` / ``add_unary_tile`` / ``sub_unary_tile`` /
   ``rsub_unary_tile`` / ``div_unary_tile`` in evaluation order.
 
-Anything else (sequence kernels of the one-core fallback, scalar arguments, broadcasts, transposed
-operands, calls) raises :class:`EmitError` naming the kernel: the back end has no generic path yet.
+Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
+the one-core fallback) is ``generic``: scalar loops on the reader's RISC-V (:mod:`.generic`). Kernels
+with calls or scalar arguments raise :class:`EmitError` naming the kernel.
 
 Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
 rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); padding
@@ -85,10 +86,11 @@ def _pure(acc: KAccess) -> tuple[str, ...] | None:
 
 
 def classify(mp: MeshProgram, k: Kernel) -> TileOp:
+    from .generic import check_generic
     if k.parts:
-        raise EmitError(f"kernel {k.name}: runs {len(k.parts)} statements interleaved in their original order "
-                        f"(the one-core fallback); the Metalium back end renders single-statement tile "
-                        f"kernels only")
+        check_generic(mp, k)
+        return TileOp(k.name, "generic", k.parts[0].write.buffer,
+                      text=f"{len(k.parts)} statements in their original order {k.schedule}")
     reads = {a.ref: a for a in k.reads}
 
     def acc(e) -> KAccess | None:
@@ -133,9 +135,8 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
             x, ops = chain
             if _pure(x) == wv and tile_grid(mp.tensor(x.buffer)) == (wm, wn):
                 return TileOp(k.name, "scalar", w.buffer, (x.buffer,), mt=wm * wn, text=text, chain=tuple(ops))
-    raise EmitError(f"kernel {k.name} ({text}) is neither a contraction (W += L * R), an element-wise binary "
-                    f"operation on equal indices, a chain of scalar operations on one array nor a fill; the Metalium back "
-                    f"end has no generic path for it")
+    check_generic(mp, k)
+    return TileOp(k.name, "generic", w.buffer, text=text)
 
 
 def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from math import prod
 
+from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
 from ..testing import program_c
 from .api import TILE, tile_bytes
@@ -137,8 +138,16 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     L += ["", "    // Semaphores: a ready / valid pair per MeshIR communication op."]
     for s in plan.sems:
         L.append(f"    const uint32_t {s.name} = CreateSemaphore(program, work, 0);  // id {s.index}: {s.role} of {s.op}")
-    L += ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order."]
+    L += ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order",
+          "    // (a tensor loaded and stored uses one buffer)."]
+    seen: dict[str, object] = {}
     for op in loads + stores:
+        if op.buffer in seen:
+            if seen[op.buffer] != op.region:
+                raise EmitError(f"{mp.name}: {op.buffer} is loaded on {seen[op.buffer]} and stored from "
+                                f"{op.region}; one DRAM staging buffer serves both only on one region")
+            continue
+        seen[op.buffer] = op.region
         t = mp.tensor(op.buffer)
         r = op.region
         pages = plan.tensor_cb(op.buffer).pages * r.cores

@@ -27,7 +27,8 @@ import struct
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
-from .plan import CoreClass, MetalPlan, Transfer, ident
+from .generic import render_generic
+from .plan import CoreClass, MetalPlan, Transfer, ident, kernel_steps
 
 LAYOUT = ("// Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box\n"
           "// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,\n"
@@ -52,6 +53,11 @@ static inline int32_t mica_mod(int32_t a, int32_t b) { int32_t r = a % b; return
 static inline bool mica_both(bool a, bool b) { return a && b; }
 static inline bool mica_positive(int32_t a) { return a > 0; }
 static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
+static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
+    return ((row / 32) * tile_cols + col / 32) * 1024 + (((row % 32) / 16) * 2 + (col % 32) / 16) * 256
+           + (row % 16) * 16 + col % 16;
+}
 // lo <= c < hi and c = phase (mod stride)
 static inline bool mica_in_range(int32_t c, int32_t lo, int32_t hi, int32_t stride, int32_t phase) {
     return lo <= c && c < hi && mica_mod(c - phase, stride) == 0;
@@ -296,8 +302,26 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
         if ex.guard is not None:
             out.append(f"{ind}}}")
 
+    kinds = {o.kernel: o.kind for o in plan.tile_ops}
+    kernel_of_class = {cls.name: k for k in mp.kernels for cls in k.classes}
+    steps = kernel_steps(mp)
+
     def on_compute(out, op: Compute, ind, scope):
-        out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
+        if kinds[op.kernel] != "generic":
+            out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
+            return
+        out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}: no tile routine fits, so it runs here")
+        mine = [n for n in cc.kernel_classes if kernel_of_class[n].name == op.kernel]
+        if not mine:
+            out.append(f"{ind}// (no class of {op.kernel} covers core class {cc.name})")
+            return
+        k = kernel_of_class[mine[0]]
+        cls = next(c for c in k.classes if c.name == mine[0])
+        t = cexpr.var_c(scope[0]) if scope else "0"
+        out.append(f"{ind}if ({cexpr.in_rect_c(op.rect)}) {{")
+        out.extend(render_generic(plan, mp, k, cls, steps[k.name], ind + "    ", t,
+                                  _kb_c(mp) if mp.skew else "0"))
+        out.append(f"{ind}}}")
 
     lines += _Body(mp, on_exchange, on_compute).run(_body_ops(mp), "    ")
     lines += ["", "    // Everything is computed and exchanged: the writer's turn.",
@@ -388,7 +412,8 @@ def compute_args(plan: MetalPlan, cc: CoreClass) -> list[str]:
 
 def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     kernel_of_class = {cls.name: k.name for k in mp.kernels for cls in k.classes}
-    mine = {kernel_of_class[n] for n in cc.kernel_classes}
+    generic = {o.kernel for o in plan.tile_ops if o.kind == "generic"}
+    mine = {kernel_of_class[n] for n in cc.kernel_classes} - generic
     ops = [o for o in plan.tile_ops if o.kernel in mine]
     lines = [header(f"compute_{cc.name}: compute kernel (TRISC 0-2) of core class {cc.name}: the tile routines "
                     f"of MeshIR kernels {', '.join(sorted(mine)) or '(none)'}.", plan),
@@ -415,6 +440,9 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     guards = dict(plan.guards)
 
     def on_compute(out, op: Compute, ind, scope):
+        if op.kernel in generic:
+            out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect} runs on the reader (generic path)")
+            return
         out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}")
         out.append(f"{ind}cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done")
         out.append(f"{ind}cb_pop_front(cb_tok_r2c, 1);")

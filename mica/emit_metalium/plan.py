@@ -429,15 +429,22 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop)):
             raise EmitError(f"{mp.name}: no Metalium rendering for MeshIR op {type(op).__name__}")
     _check_host_ends(mp)
-    used = {op.kernel for op, _ in mp.walk() if isinstance(op, Compute)}
-    tile_ops = tuple(classify(mp, k) for k in mp.kernels if k.name in used)
+    steps = kernel_steps(mp)
+    tile_ops, guards = [], []
+    for k in mp.kernels:
+        if k.name not in steps:
+            continue
+        op = classify(mp, k)
+        if op.kind != "generic":
+            try:
+                guards += [(cls.name, box_domain_guard(mp, k, cls.region, steps[k.name]) or "") for cls in k.classes]
+            except EmitError as exc:
+                if "not whole boxes" not in str(exc):
+                    raise
+                op = TileOp(k.name, "generic", op.out, text=op.text + " (on part of its boxes)")
+        tile_ops.append(op)
+    tile_ops, guards = tuple(tile_ops), tuple(guards)
     _check_padding(mp, {o.kernel: o for o in tile_ops})
-    steps = {}
-    for op, scope in mp.walk():
-        if isinstance(op, Compute):
-            steps[op.kernel] = dict(scope).get("t", 1)      # as the emulator's kernels see t
-    guards = tuple((cls.name, box_domain_guard(mp, k, cls.region, steps[k.name]) or "")
-                   for k in mp.kernels if k.name in used for cls in k.classes)
     cbs = _cbs(mp, dtype)
     w = mp.region
     from .api import L1_RESERVED_BYTES
@@ -466,6 +473,8 @@ def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:
                     (dirty.add if c.src in dirty else dirty.discard)(c.dst)
             elif isinstance(op, Compute):
                 o = ops[op.kernel]
+                if o.kind == "generic":
+                    continue        # it writes its instances' elements only: padding stays as it was
                 ins = [b in dirty for b in o.ins]
                 if o.kind == "matmul":
                     if all(ins):
@@ -479,6 +488,16 @@ def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:
                     now = any(ins) or o.at_zero() != 0
                 (dirty.add if now else dirty.discard)(o.out)
     go(mp.body)
+
+
+def kernel_steps(mp: MeshProgram) -> dict[str, int]:
+    """The steps of the loop named ``t`` around each computed kernel (1 outside), as the emulator's kernels
+    see ``t``."""
+    steps = {}
+    for op, scope in mp.walk():
+        if isinstance(op, Compute):
+            steps[op.kernel] = dict(scope).get("t", 1)
+    return steps
 
 
 def _check_host_ends(mp: MeshProgram) -> None:

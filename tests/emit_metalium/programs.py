@@ -63,7 +63,19 @@ def _chain3():
     return mica.compile_affine(mica.affine.from_c(CHAIN3, params={"n": 256}), mesh=(4, 4), target="wormhole")
 
 
+TRIANGLE = '''
+void tri(int n, float A[70][70], float B[70][70], float C[70][70]) {
+  for (int i = 0; i < n; i++) for (int j = 0; j <= i; j++) C[i][j] = A[i][j] + 2.0f * B[i][j];
+}'''
+
+
+def _triangle():
+    # no tile routine: the generic path (partial boxes of 35 x 35 elements, 2 x 2 tiles per core)
+    return mica.compile_affine(mica.affine.from_c(TRIANGLE, params={"n": 70}), mesh=(2, 2), target="wormhole")
+
+
 PROGRAMS = {
+    "triangle_wormhole": _triangle,
     "chain3_wormhole": _chain3,
     "matmul_interleaved_wormhole": _matmul_interleaved,
     "matmul_summa_wormhole": _matmul_summa,

@@ -99,14 +99,11 @@ def test_f64_programs_are_an_error_naming_the_tensor(tmp_path):
     assert not any(tmp_path.iterdir())            # nothing half-written
 
 
-def test_kernels_without_a_tile_routine_are_an_error_naming_the_kernel(tmp_path):
-    src = '''
-void sq(int n, float x[64], float y[64], float z[64]) {
-  for (int i = 0; i < n; i++) z[i] = y[i] * y[i] + x[i];
-}'''
-    prog = mica.compile_affine(mica.affine.from_c(src, params={"n": 64}), mesh=(4, 1), target="wormhole")
-    with pytest.raises(EmitError, match=r"kernel \w+ \(z\[i\] = \(\(y\[i\] \* y\[i\]\) \+ x\[i\]\)\) is "
-                                        r"neither a contraction"):
+def test_kernels_with_scalar_arguments_are_an_error_naming_the_kernel(tmp_path):
+    op = mica.ops.scaled_add((64, 64))
+    prog = mica.compile_affine(op, mesh=(2, 2), target="wormhole")
+    with pytest.raises(EmitError, match=r"kernel \w+: scalar argument alpha: neither a tile routine nor the "
+                                        r"generic path"):
         prog.emit("metalium", tmp_path)
 
 
@@ -130,11 +127,11 @@ def test_kernels_run_only_where_their_domain_is_not_empty():
     assert box_domain_guard(mp, s0, s0.classes[0].region, 1) is None    # x = 0 is its class's region
 
 
-def test_a_kernel_on_part_of_its_boxes_is_an_error(tmp_path):
-    src = '''
-void tri(int n, float A[64][64], float B[64][64], float C[64][64]) {
-  for (int i = 0; i < n; i++) for (int j = 0; j <= i; j++) C[i][j] = A[i][j] + B[i][j];
-}'''
-    prog = mica.compile_affine(mica.affine.from_c(src, params={"n": 64}), mesh=(2, 2), target="wormhole")
-    with pytest.raises(EmitError, match=r"kernel \w+: where it runs, its instances .* are not whole boxes"):
-        prog.emit("metalium", tmp_path)
+def test_kernels_without_a_tile_routine_take_the_generic_path():
+    files = rendered("triangle_wormhole")
+    plan = json.loads(files["plan.json"])
+    assert [o["kind"] for o in plan["tile_ops"]] == ["generic"]
+    reader = files["kernels/reader_c0.cpp"]
+    assert "generic path, kernel class" in reader and "mica_tile_offset(" in reader
+    assert "tile_k_" not in files["kernels/compute_c0.cpp"]       # the compute kernel only waits
+    assert "mica_compute_turn();" not in reader

@@ -174,7 +174,8 @@ int main() {
     const uint32_t sem_x3_0_w_partials_across_group_roots_ready = CreateSemaphore(program, work, 0);  // id 6: ready of w partials across group roots
     const uint32_t sem_x3_0_w_partials_across_group_roots_valid = CreateSemaphore(program, work, 0);  // id 7: valid of w partials across group roots
 
-    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order.
+    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
+    // (a tensor loaded and stored uses one buffer).
     InterleavedBufferConfig cfg_A{.device = device, .size = 262144, .page_size = 4096, .buffer_type = BufferType::DRAM};
     std::shared_ptr<Buffer> dram_A = CreateBuffer(cfg_A);  // A <-> A on home_A[0:1, 0:4]
     InterleavedBufferConfig cfg_x{.device = device, .size = 32768, .page_size = 4096, .buffer_type = BufferType::DRAM};

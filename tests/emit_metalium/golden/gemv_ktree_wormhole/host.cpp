@@ -140,7 +140,8 @@ int main() {
     const uint32_t sem_x2_0_y_partials_across_group_roots_ready = CreateSemaphore(program, work, 0);  // id 4: ready of y partials across group roots
     const uint32_t sem_x2_0_y_partials_across_group_roots_valid = CreateSemaphore(program, work, 0);  // id 5: valid of y partials across group roots
 
-    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order.
+    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
+    // (a tensor loaded and stored uses one buffer).
     InterleavedBufferConfig cfg_A{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};
     std::shared_ptr<Buffer> dram_A = CreateBuffer(cfg_A);  // A <-> A on home_A[0:4, 0:4]
     InterleavedBufferConfig cfg_x{.device = device, .size = 16384, .page_size = 4096, .buffer_type = BufferType::DRAM};

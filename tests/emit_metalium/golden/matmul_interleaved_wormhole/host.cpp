@@ -138,7 +138,8 @@ int main() {
     const uint32_t sem_x0_1_B_ring_along_y_ready = CreateSemaphore(program, work, 0);  // id 2: ready of B ring along y
     const uint32_t sem_x0_1_B_ring_along_y_valid = CreateSemaphore(program, work, 0);  // id 3: valid of B ring along y
 
-    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order.
+    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
+    // (a tensor loaded and stored uses one buffer).
     InterleavedBufferConfig cfg_B_ring{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};
     std::shared_ptr<Buffer> dram_B_ring = CreateBuffer(cfg_B_ring);  // B <-> B_ring on work[0:4, 0:4]
     InterleavedBufferConfig cfg_A_ring{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};

@@ -136,7 +136,8 @@ int main() {
     const uint32_t sem_x0_1_B_to_B_recv_ready = CreateSemaphore(program, work, 0);  // id 2: ready of B->B_recv
     const uint32_t sem_x0_1_B_to_B_recv_valid = CreateSemaphore(program, work, 0);  // id 3: valid of B->B_recv
 
-    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order.
+    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
+    // (a tensor loaded and stored uses one buffer).
     InterleavedBufferConfig cfg_A{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};
     std::shared_ptr<Buffer> dram_A = CreateBuffer(cfg_A);  // A <-> A on home_A[0:4, 0:4]
     InterleavedBufferConfig cfg_B{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};

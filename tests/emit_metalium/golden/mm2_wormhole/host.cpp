@@ -169,7 +169,8 @@ int main() {
     const uint32_t sem_x1_1_C_to_C_recv_ready = CreateSemaphore(program, work, 0);  // id 6: ready of C->C_recv
     const uint32_t sem_x1_1_C_to_C_recv_valid = CreateSemaphore(program, work, 0);  // id 7: valid of C->C_recv
 
-    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order.
+    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
+    // (a tensor loaded and stored uses one buffer).
     InterleavedBufferConfig cfg_p0_B_ring{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};
     std::shared_ptr<Buffer> dram_p0_B_ring = CreateBuffer(cfg_p0_B_ring);  // B <-> p0_B_ring on work[0:4, 0:4]
     InterleavedBufferConfig cfg_p0_A_ring{.device = device, .size = 65536, .page_size = 4096, .buffer_type = BufferType::DRAM};

@@ -11,6 +11,11 @@ static inline int32_t mica_mod(int32_t a, int32_t b) { int32_t r = a % b; return
 static inline bool mica_both(bool a, bool b) { return a && b; }
 static inline bool mica_positive(int32_t a) { return a > 0; }
 static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
+static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
+    return ((row / 32) * tile_cols + col / 32) * 1024 + (((row % 32) / 16) * 2 + (col % 32) / 16) * 256
+           + (row % 16) * 16 + col % 16;
+}
 // lo <= c < hi and c = phase (mod stride)
 static inline bool mica_in_range(int32_t c, int32_t lo, int32_t hi, int32_t stride, int32_t phase) {
     return lo <= c && c < hi && mica_mod(c - phase, stride) == 0;
