@@ -34,9 +34,21 @@ from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
 from .api import TILE
 
 
+def box_alloc(d) -> int:
+    """Elements a box dimension allocates: a window's span, else its tile (whole dimensions: the extent)."""
+    span = getattr(d, "span", 0)
+    return span or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent))
+
+
+def geometry(d) -> tuple:
+    """What places element ``g`` of a box dimension at local index ``g - lo``: two dimensions with the same
+    geometry hold the same element at the same tile position on every core."""
+    return (d.coord, d.tile if d.coord else 0, getattr(d, "offset", 0), box_alloc(d))
+
+
 def tile_grid(t: RegionTensor) -> tuple[int, int]:
     """(tile rows, tile columns) of ``t``'s per-core box."""
-    dims = [d.tile if (d.coord or d.padded) else min(d.tile, d.extent) for d in t.box]
+    dims = [box_alloc(d) for d in t.box]
     if len(dims) == 0:
         return 1, 1
     if len(dims) == 1:
@@ -73,6 +85,11 @@ class TileOp:
         for fn, c in self.chain:
             v = {"mul": v * c, "add": v + c, "sub": v - c, "rsub": c - v, "div": v / c if c else float("nan")}[fn]
         return v
+
+
+def _same_boxes(mp: MeshProgram, a: str, b: str) -> bool:
+    ba, bb = mp.tensor(a).box, mp.tensor(b).box
+    return len(ba) == len(bb) and all(geometry(x) == geometry(y) for x, y in zip(ba, bb))
 
 
 def _pure(acc: KAccess) -> tuple[str, ...] | None:
@@ -125,7 +142,7 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
         x, y = acc(e.lhs), acc(e.rhs)
         if x is not None and y is not None and _pure(x) == wv and _pure(y) == wv:
             for a in (x, y):
-                if tile_grid(mp.tensor(a.buffer)) != (wm, wn):
+                if not _same_boxes(mp, w.buffer, a.buffer):
                     break
             else:
                 return TileOp(k.name, "eltwise", w.buffer, (x.buffer, y.buffer), op=e.op, mt=wm * wn, text=text)
@@ -133,7 +150,7 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
         chain = _scalar_chain(e, acc)
         if chain is not None:
             x, ops = chain
-            if _pure(x) == wv and tile_grid(mp.tensor(x.buffer)) == (wm, wn):
+            if _pure(x) == wv and _same_boxes(mp, w.buffer, x.buffer):
                 return TileOp(k.name, "scalar", w.buffer, (x.buffer,), mt=wm * wn, text=text, chain=tuple(ops))
     check_generic(mp, k)
     return TileOp(k.name, "generic", w.buffer, text=text)
@@ -159,6 +176,10 @@ def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:
         return None
     if kk in wv or kk not in k.loops:
         return None
+    wb, lb, rb = (mp.tensor(a.buffer).box for a in (w, L, R))
+    pairs = [(wb[0], lb[0]), (lb[1], rb[0])] + ([(wb[1], rb[1])] if len(wb) == 2 else [])
+    if any(geometry(a) != geometry(b) for a, b in pairs):
+        return None                     # the operands' boxes do not line up tile for tile: generic path
     mt, nt = tile_grid(mp.tensor(w.buffer))
     lm, lk = tile_grid(mp.tensor(L.buffer))
     rk, rn = tile_grid(mp.tensor(R.buffer))

@@ -26,7 +26,9 @@ COORD = {None: 0, "x": 1, "y": 2, "kb": 3, "t": 0}
 STAGING = """\
 // One dimension of a per-core box: [tile * c, min(tile * c + tile, extent)) with c the core's x, y, its
 // skewed block kb at step 0, or 0; a padded dimension always holds tile elements (zeros past extent).
-struct BoxDim { int coord; int tile; int extent; bool padded; };  // coord: 0 none, 1 x, 2 y, 3 kb
+// A window (span > 0) holds span elements from tile * c + offset (ghost zones); those outside
+// [0, extent) are never read and stay zero.
+struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; };  // coord: 0 none, 1 x, 2 y, 3 kb
 struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
 
 // Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
@@ -38,25 +40,28 @@ static size_t tile_index(const Box& b, int r, int c) {
 
 static int box_lo(const BoxDim& d, int x, int y) {
     const int c = d.coord == 1 ? x : d.coord == 2 ? y : d.coord == 3 ? mica_kb(x, y) : 0;
-    return d.coord == 0 ? 0 : d.tile * c;
+    return d.coord == 0 ? 0 : d.tile * c + d.offset;
 }
 
 static int box_size(const BoxDim& d, int x, int y) {
     if (d.padded) return d.tile;
+    if (d.span) return d.span;
     const int n = d.extent - box_lo(d, x, y);
     return n < 0 ? 0 : (n < d.tile ? n : d.tile);
 }
 
 // Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back).
 static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tiles, bool to_tiles) {
-    const int rows = b.rank >= 1 ? (b.d[0].padded || b.d[0].coord ? b.d[0].tile : box_size(b.d[0], x, y)) : 1;
-    const int cols = b.rank >= 2 ? (b.d[1].padded || b.d[1].coord ? b.d[1].tile : box_size(b.d[1], x, y)) : 1;
+    const int rows = b.rank >= 1 ? (b.d[0].span ? b.d[0].span : b.d[0].padded || b.d[0].coord ? b.d[0].tile
+                                                                   : box_size(b.d[0], x, y)) : 1;
+    const int cols = b.rank >= 2 ? (b.d[1].span ? b.d[1].span : b.d[1].padded || b.d[1].coord ? b.d[1].tile
+                                                                   : box_size(b.d[1], x, y)) : 1;
     for (int r = 0; r < rows; ++r) {
         for (int c = 0; c < cols; ++c) {
             const int g0 = b.rank >= 1 ? box_lo(b.d[0], x, y) + r : 0;
             const int g1 = b.rank >= 2 ? box_lo(b.d[1], x, y) + c : 0;
-            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && g0 < b.d[0].extent)) &&
-                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && g1 < b.d[1].extent));
+            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
+                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
             const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
             if (to_tiles) {
                 tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
@@ -83,9 +88,10 @@ def _skew_c(mp: MeshProgram) -> str:
 def _box_c(t) -> str:
     dims = list(t.box) + []
     ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile if (d.coord or d.padded) else min(d.tile, d.extent)}, {d.extent}, "
-                   f"{'true' if d.padded else 'false'}}}" for d in dims)
+                   f"{'true' if d.padded else 'false'}, {getattr(d, 'offset', 0)}, {getattr(d, 'span', 0)}}}"
+                   for d in dims)
     if len(dims) < 2:
-        ds += ", {0, 1, 1, false}" * (2 - len(dims))
+        ds += ", {0, 1, 1, false, 0, 0}" * (2 - len(dims))
     from .classify import tile_grid
     r, c = tile_grid(t)
     return f"Box{{{len(dims)}, {{{ds}}}, {r}, {c}, {r * c}}}"

@@ -237,7 +237,7 @@ def crosscheck(prog, files) -> list[str]:
     cbs = {c["tensor"]: c for c in plan["circular_buffers"] if c["kind"] == "tensor"}
     for t in mp.tensors:
         c = cbs.get(t.name)
-        dims = [d.tile if (d.coord or d.padded) else min(d.tile, d.extent) for d in t.box]
+        dims = [getattr(d, "span", 0) or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent)) for d in t.box]
         rows, cols = (dims + [1, 1])[:2] if len(dims) <= 2 else (0, 0)
         want = ceil(rows / 32) * ceil(cols / 32)
         if c is None or c["pages"] != want or c["page_bytes"] < 32 * 32 * t.elem_bytes:

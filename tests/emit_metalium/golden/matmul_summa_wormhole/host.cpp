@@ -55,7 +55,9 @@ static int mica_kb(int, int) { return 0; }  // no skewed step in this program
 
 // One dimension of a per-core box: [tile * c, min(tile * c + tile, extent)) with c the core's x, y, its
 // skewed block kb at step 0, or 0; a padded dimension always holds tile elements (zeros past extent).
-struct BoxDim { int coord; int tile; int extent; bool padded; };  // coord: 0 none, 1 x, 2 y, 3 kb
+// A window (span > 0) holds span elements from tile * c + offset (ghost zones); those outside
+// [0, extent) are never read and stay zero.
+struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; };  // coord: 0 none, 1 x, 2 y, 3 kb
 struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
 
 // Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
@@ -67,25 +69,28 @@ static size_t tile_index(const Box& b, int r, int c) {
 
 static int box_lo(const BoxDim& d, int x, int y) {
     const int c = d.coord == 1 ? x : d.coord == 2 ? y : d.coord == 3 ? mica_kb(x, y) : 0;
-    return d.coord == 0 ? 0 : d.tile * c;
+    return d.coord == 0 ? 0 : d.tile * c + d.offset;
 }
 
 static int box_size(const BoxDim& d, int x, int y) {
     if (d.padded) return d.tile;
+    if (d.span) return d.span;
     const int n = d.extent - box_lo(d, x, y);
     return n < 0 ? 0 : (n < d.tile ? n : d.tile);
 }
 
 // Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back).
 static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tiles, bool to_tiles) {
-    const int rows = b.rank >= 1 ? (b.d[0].padded || b.d[0].coord ? b.d[0].tile : box_size(b.d[0], x, y)) : 1;
-    const int cols = b.rank >= 2 ? (b.d[1].padded || b.d[1].coord ? b.d[1].tile : box_size(b.d[1], x, y)) : 1;
+    const int rows = b.rank >= 1 ? (b.d[0].span ? b.d[0].span : b.d[0].padded || b.d[0].coord ? b.d[0].tile
+                                                                   : box_size(b.d[0], x, y)) : 1;
+    const int cols = b.rank >= 2 ? (b.d[1].span ? b.d[1].span : b.d[1].padded || b.d[1].coord ? b.d[1].tile
+                                                                   : box_size(b.d[1], x, y)) : 1;
     for (int r = 0; r < rows; ++r) {
         for (int c = 0; c < cols; ++c) {
             const int g0 = b.rank >= 1 ? box_lo(b.d[0], x, y) + r : 0;
             const int g1 = b.rank >= 2 ? box_lo(b.d[1], x, y) + c : 0;
-            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && g0 < b.d[0].extent)) &&
-                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && g1 < b.d[1].extent));
+            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
+                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
             const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
             if (to_tiles) {
                 tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
@@ -175,7 +180,7 @@ int main() {
     std::vector<float> arr_B(4096, 0.0f);  for (float& v : arr_B) v = dist(rng);
     std::vector<float> arr_C(4096, 0.0f);
     {  // host_load A -> A on home_A[0:4, 0:4]
-        const Box box = Box{2, {{2, 16, 64, false}, {1, 16, 64, false}}, 1, 1, 1};
+        const Box box = Box{2, {{2, 16, 64, false, 0, 0}, {1, 16, 64, false, 0, 0}}, 1, 1, 1};
         std::vector<float> staged(16 * 1024, 0.0f);
         for (int y = 0; y < 4; ++y)
             for (int x = 0; x < 4; ++x)
@@ -183,7 +188,7 @@ int main() {
         EnqueueWriteBuffer(cq, dram_A, staged, true);
     }
     {  // host_load B -> B on home_B[0:4, 0:4]
-        const Box box = Box{2, {{2, 16, 64, false}, {1, 16, 64, false}}, 1, 1, 1};
+        const Box box = Box{2, {{2, 16, 64, false, 0, 0}, {1, 16, 64, false, 0, 0}}, 1, 1, 1};
         std::vector<float> staged(16 * 1024, 0.0f);
         for (int y = 0; y < 4; ++y)
             for (int x = 0; x < 4; ++x)
@@ -199,7 +204,7 @@ int main() {
     std::vector<float> dev_B = arr_B;
     std::vector<float> dev_C = arr_C;
     {  // host_store C <- C from home_C[0:4, 0:4]
-        const Box box = Box{2, {{2, 16, 64, false}, {1, 16, 64, false}}, 1, 1, 1};
+        const Box box = Box{2, {{2, 16, 64, false, 0, 0}, {1, 16, 64, false, 0, 0}}, 1, 1, 1};
         std::vector<float> staged;
         EnqueueReadBuffer(cq, dram_C, staged, true);
         for (int y = 0; y < 4; ++y)
