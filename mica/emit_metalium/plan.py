@@ -355,12 +355,38 @@ def _both(a: str, b: str) -> str:
     return b if a == "1" else a if b == "1" else f"mica_both({a}, {b})"
 
 
+#: the fields of each communication op this back end renders; any other field set away from its default
+#: (a later MeshIR extension) is an EmitError rather than silently ignored
+RENDERED = {
+    "Multicast": {"name", "array", "src", "dst", "axis", "root", "senders", "receivers", "colour", "routes",
+                  "max_hops", "relation"},
+    "Shift": {"name", "array", "src", "dst", "direction", "senders", "receivers", "colour", "routes", "max_hops",
+              "relation", "distance"},
+    "RingShift": {"name", "array", "src", "dst", "axis", "kind", "n", "across", "groups", "routes", "max_hops",
+                  "relation"},
+}
+
+
+def _check_fields(c) -> None:
+    import dataclasses
+    known = RENDERED.get(type(c).__name__, set())
+    for f in dataclasses.fields(c):
+        if f.name in known:
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        if getattr(c, f.name) != default:
+            raise EmitError(f"{type(c).__name__} {c.name}: field {f.name} = {getattr(c, f.name)!r} has no Metalium "
+                            f"rendering yet")
+
+
 def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transfer, ...]:
     w, h = mp.mesh
     wr = mp.region
     by_name = {c.name: c for c in cbs}
     out = []
     for i, ex, j, c, scope in _comm_ops(mp):
+        _check_fields(c)
         oid = op_ident(i, j, c)
         srcs = {o.src for o in ex.ops}
         dst_cb = by_name[cb_name(c.dst, "landing")] if c.dst in srcs else by_name[cb_name(c.dst)]

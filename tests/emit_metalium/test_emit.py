@@ -135,3 +135,18 @@ def test_kernels_without_a_tile_routine_take_the_generic_path():
     assert "generic path, kernel class" in reader and "mica_tile_offset(" in reader
     assert "tile_k_" not in files["kernels/compute_c0.cpp"]       # the compute kernel only waits
     assert "mica_compute_turn();" not in reader
+
+
+def test_a_comm_op_field_the_back_end_does_not_render_is_an_error():
+    import dataclasses
+
+    from mica.emit_metalium.plan import _check_fields
+    from mica.meshir.ir import Shift
+    mp = compiled("gemv_ktree_wormhole").mesh_program
+    shift = next(c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops if isinstance(c, Shift))
+    _check_fields(shift)
+    Extended = dataclasses.make_dataclass("Shift", [("window", int, dataclasses.field(default=0))], bases=(Shift,),
+                                          frozen=True)
+    _check_fields(Extended(**{f.name: getattr(shift, f.name) for f in dataclasses.fields(Shift)}))
+    with pytest.raises(EmitError, match=r"Shift y partials .*: field window = 3 has no Metalium rendering"):
+        _check_fields(Extended(**{f.name: getattr(shift, f.name) for f in dataclasses.fields(Shift)}, window=3))
