@@ -124,6 +124,8 @@ class Transfer:
     src: tuple[str, str]
     dst: tuple[str, str] = ("", "")
     mcast: tuple[str, str, str, str] = ("", "", "", "")
+    senders: str = ""        # the MeshIR rectangles, for readers of plan.json
+    receivers: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,8 @@ class MetalPlan:
                            "dst_cb": t.dst_cb, "tiles": t.tiles, "noc_bytes": t.noc_bytes,
                            "semaphores": [t.ready, t.valid], "guard": t.guard, "send_when": t.send_when,
                            "recv_when": t.recv_when, "src_core": list(t.src), "dst_core": list(t.dst),
-                           "mcast_rect": list(t.mcast)} for t in self.transfers],
+                           "mcast_rect": list(t.mcast), "senders": t.senders, "receivers": t.receivers}
+                          for t in self.transfers],
         }
         # one line per step record: the step lists are long and read best as a table
         steps = ",\n  ".join(json.dumps(s, separators=(",", ":")) for s in expand(self, mp))
@@ -412,7 +415,8 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transf
             send = _both(_both(cexpr.in_rect_c(c.senders), line_ok), _nonempty_c(mp, c.src, "my_x", "my_y"))
             recv = _both(cexpr.in_rect_c(c.receivers), _nonempty_c(mp, c.src, src[0], src[1]))
             out.append(Transfer(pattern="multicast", colour=c.colour, kind="multicast", send_when=send,
-                                recv_when=recv, src=src, mcast=mcast, **common))
+                                recv_when=recv, src=src, mcast=mcast, senders=str(c.senders),
+                                receivers=str(c.receivers), **common))
         elif isinstance(c, Shift):
             dx, dy = STEP[c.direction]
             dx, dy = dx * c.distance, dy * c.distance
@@ -421,7 +425,7 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transf
             send = _both(cexpr.in_rect_c(c.senders), _nonempty_c(mp, c.src, "my_x", "my_y"))
             recv = _both(cexpr.in_rect_c(c.receivers), _nonempty_c(mp, c.src, *src))
             out.append(Transfer(pattern="shift", colour=c.colour, kind="unicast", send_when=send, recv_when=recv,
-                                src=src, dst=dst, **common))
+                                src=src, dst=dst, senders=str(c.senders), receivers=str(c.receivers), **common))
         elif isinstance(c, RingShift):
             for g in c.groups:
                 dx, dy = (g.offset, 0) if c.axis == "x" else (0, g.offset)
@@ -429,7 +433,8 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transf
                 src = (_off("my_x", -dx), _off("my_y", -dy))
                 out.append(Transfer(pattern=f"ring_shift/{c.kind}", colour=g.colour, kind="unicast",
                                     send_when=cexpr.in_rect_c(g.senders), recv_when=cexpr.in_rect_c(g.receivers),
-                                    src=src, dst=dst, **common))
+                                    src=src, dst=dst, senders=str(g.senders), receivers=str(g.receivers),
+                                    **common))
         else:
             raise EmitError(f"exchange {ex.name}: no Metalium rendering for {type(c).__name__}")
     return tuple(out)
@@ -455,6 +460,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop)):
             raise EmitError(f"{mp.name}: no Metalium rendering for MeshIR op {type(op).__name__}")
     _check_host_ends(mp)
+    # Every CB is created on the whole work region, as the MeshIR arena reserves every tensor at a fixed
+    # offset on every core of it (a tensor's region only says where its contents matter): one creation order
+    # on one CoreRangeSet gives a CB the same L1 address on every core, so a sender writes into a receiver's
+    # buffer at its own address.
     steps = kernel_steps(mp)
     tile_ops, guards = [], []
     for k in mp.kernels:

@@ -74,7 +74,13 @@ def _triangle():
     return mica.compile_affine(mica.affine.from_c(TRIANGLE, params={"n": 70}), mesh=(2, 2), target="wormhole")
 
 
+def _gemv_wse3():
+    op = mica.ops.gemv(48, 40)
+    return mica.compile_affine(op, mesh=(3, 4), target="wse3", schedule=mica.plans.ktree(op, (3, 4)))
+
+
 PROGRAMS = {
+    "gemv_ktree_wse3_on_wormhole": _gemv_wse3,
     "triangle_wormhole": _triangle,
     "chain3_wormhole": _chain3,
     "matmul_interleaved_wormhole": _matmul_interleaved,
