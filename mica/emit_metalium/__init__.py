@@ -37,7 +37,7 @@ def render(compiled) -> dict[str, str]:
     mp = compiled.mesh_program
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
-    files["host.cpp"] = render_host(plan, mp, compiled)   # also fills the plan's argument records
+    files["host.cpp"] = render_host(plan, mp, compiled)
     files["plan.json"] = plan.to_json(mp) + "\n"
     validate(files, l1_bytes=plan.l1_bytes)
     return files

@@ -18,7 +18,7 @@ from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
 from ..testing import program_c
 from .api import TILE, tile_bytes
-from .kernels import compute_args, header, reader_args, writer_args, LAYOUT
+from .kernels import LAYOUT, header
 from .plan import MetalPlan, ident
 
 COORD = {None: 0, "x": 1, "y": 2, "kb": 3, "t": 0}
@@ -162,23 +162,18 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
         L.append(f"    std::shared_ptr<Buffer> dram_{ident(op.buffer)} = CreateBuffer(cfg_{ident(op.buffer)});  "
                  f"// {op.array} <-> {t.name} on {r}")
     L += ["", "    // Kernels: reader / compute / writer per core class."]
-    plan.runtime_args.clear()
-    plan.compile_args.clear()
     for cc in plan.classes:
         n = cc.name
-        ct = [s.name for s in plan.sems]
-        plan.compile_args[f"kernels/reader_{n}.cpp"] = ct
-        plan.compile_args[f"kernels/compute_{n}.cpp"] = []
-        plan.compile_args[f"kernels/writer_{n}.cpp"] = []
+        ct = plan.args(f"kernels/reader_{n}.cpp").compile
         L.append(f"    std::vector<uint32_t> reader_{n}_ct = {{{', '.join(ct)}}};")
         L.append(f"    KernelHandle reader_{n} = CreateKernel(program, \"kernels/reader_{n}.cpp\", class_{n}, "
                  f"DataMovementConfig{{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, "
                  f".compile_args = reader_{n}_ct}});")
-        L.append(f"    std::vector<uint32_t> compute_{n}_ct = {{}};")
+        L.append(f"    std::vector<uint32_t> compute_{n}_ct = {{{', '.join(plan.args(f'kernels/compute_{n}.cpp').compile)}}};")
         L.append(f"    KernelHandle compute_{n} = CreateKernel(program, \"kernels/compute_{n}.cpp\", class_{n}, "
                  f"ComputeConfig{{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, "
                  f".math_approx_mode = false, .compile_args = compute_{n}_ct}});")
-        L.append(f"    std::vector<uint32_t> writer_{n}_ct = {{}};")
+        L.append(f"    std::vector<uint32_t> writer_{n}_ct = {{{', '.join(plan.args(f'kernels/writer_{n}.cpp').compile)}}};")
         L.append(f"    KernelHandle writer_{n} = CreateKernel(program, \"kernels/writer_{n}.cpp\", class_{n}, "
                  f"DataMovementConfig{{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, "
                  f".compile_args = writer_{n}_ct}});")
@@ -200,9 +195,8 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     for cc in plan.classes:
         n = cc.name
         L.append(f"    for (const CoreCoord& core : corerange_to_cores(class_{n})) {{")
-        for kind, args in (("reader", reader_args(plan, cc)), ("compute", compute_args(plan, cc)),
-                           ("writer", writer_args(plan, cc))):
-            plan.runtime_args[f"kernels/{kind}_{n}.cpp"] = args
+        for kind in ("reader", "compute", "writer"):
+            args = plan.args(f"kernels/{kind}_{n}.cpp").runtime
             L.append(f"        // {kind}_{n}: {len(args)} runtime args ({', '.join(args)})")
             L.append(f"        SetRuntimeArgs(program, {kind}_{n}, core, {{{', '.join(value(a) for a in args)}}});")
         L.append("    }")

@@ -200,11 +200,6 @@ def _body_ops(mp: MeshProgram):
 
 # -- reader --------------------------------------------------------------------------------------------
 
-def reader_args(plan: MetalPlan, cc: CoreClass) -> list[str]:
-    return (["my_x", "my_y"] + [f"dram_{ident(b)}" for b in cc.loads]
-            + [f"noc_x{i}" for i in range(plan.mesh[0])] + [f"noc_y{j}" for j in range(plan.mesh[1])])
-
-
 def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     tb = tile_bytes(plan.dtype)
     loads = {op.buffer: op for op, _ in mp.walk() if isinstance(op, HostLoad)}
@@ -223,7 +218,7 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
               "void kernel_main() {", "    // Runtime args."]
     lines.append(f"    uint32_t noc_x[{plan.mesh[0]}];  // NoC x of every logical column")
     lines.append(f"    uint32_t noc_y[{plan.mesh[1]}];  // NoC y of every logical row")
-    names = reader_args(plan, cc)
+    names = list(plan.args(f"kernels/reader_{cc.name}.cpp").runtime)
     lines += _arg_lines(names, {f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
                                 f"(host_load {loads[b].array} -> {b})" for b in cc.loads})
     lines += ["    const uint32_t my_noc_x = noc_x[my_x];", "    const uint32_t my_noc_y = noc_y[my_y];",
@@ -406,10 +401,6 @@ def _kb_c(mp: MeshProgram) -> str:
     return f"(t + {pos.format(c='x', m=n - 1)} + {pos.format(c='y', m=n - 1)}) % {n}"
 
 
-def compute_args(plan: MetalPlan, cc: CoreClass) -> list[str]:
-    return ["my_x", "my_y"]
-
-
 def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     kernel_of_class = {cls.name: k.name for k in mp.kernels for cls in k.classes}
     generic = {o.kernel for o in plan.tile_ops if o.kind == "generic"}
@@ -427,7 +418,7 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     for op in ops:
         lines += _routine(plan, op) + [""]
     lines += ["void MAIN {", "    // Runtime args."]
-    lines += _arg_lines(compute_args(plan, cc), {})
+    lines += _arg_lines(list(plan.args(f"kernels/compute_{cc.name}.cpp").runtime), {})
     lines += ["    (void)my_x; (void)my_y;", "    // The tensors the reader loaded and handed over (pushed once)."]
     for c in plan.cbs:
         if c.kind == "tensor":
@@ -476,10 +467,6 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
 # -- writer --------------------------------------------------------------------------------------------
 
-def writer_args(plan: MetalPlan, cc: CoreClass) -> list[str]:
-    return ["my_x", "my_y"] + [f"dram_{ident(b)}" for b in cc.stores]
-
-
 def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     stores = {op.buffer: op for op, _ in mp.walk() if isinstance(op, HostStore)}
     lines = [header(f"writer_{cc.name}: data-movement kernel (RISCV_1, NoC 1) of core class {cc.name}: stores "
@@ -487,7 +474,7 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
              LAYOUT, "#include <stdint.h>", '#include "dataflow_api.h"', '#include "mica_mesh.h"', ""]
     lines += _cb_decls(plan, ("tensor", "token"))
     lines += ["", "void kernel_main() {", "    // Runtime args."]
-    lines += _arg_lines(writer_args(plan, cc), {f"dram_{ident(b)}": f"DRAM address of the staged {stores[b].array} "
+    lines += _arg_lines(list(plan.args(f"kernels/writer_{cc.name}.cpp").runtime), {f"dram_{ident(b)}": f"DRAM address of the staged {stores[b].array} "
                                                 f"(host_store {stores[b].array} <- {b})" for b in cc.stores})
     lines += ["    (void)my_x; (void)my_y;", "    cb_wait_front(cb_tok_r2w, 1);  // the whole program has run",
               "    cb_pop_front(cb_tok_r2w, 1);"]

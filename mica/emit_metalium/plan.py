@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
@@ -129,6 +129,29 @@ class Transfer:
 
 
 @dataclass(frozen=True)
+class KernelArgs:
+    """The arguments of one kernel file: runtime args by index (``my_x``, ``my_y``, ``dram_<tensor>``,
+    ``noc_x<i>``, ``noc_y<j>``) and compile-time args by index (semaphore names)."""
+
+    path: str
+    runtime: tuple[str, ...]
+    compile: tuple[str, ...]
+
+
+def _kernel_args(classes, sems, mesh) -> tuple[KernelArgs, ...]:
+    out = []
+    for cc in classes:
+        noc = tuple(f"noc_x{i}" for i in range(mesh[0])) + tuple(f"noc_y{j}" for j in range(mesh[1]))
+        out.append(KernelArgs(f"kernels/reader_{cc.name}.cpp",
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + noc,
+                              tuple(s.name for s in sems)))
+        out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y"), ()))
+        out.append(KernelArgs(f"kernels/writer_{cc.name}.cpp",
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.stores), ()))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class MetalPlan:
     name: str
     arch: str
@@ -143,8 +166,13 @@ class MetalPlan:
     dtype: str
     l1_bytes: int
     guards: tuple[tuple[str, str], ...] = ()    # (kernel class, C condition where it runs, '' = always)
-    runtime_args: dict = field(default_factory=dict, compare=False)   # kernel file -> arg names
-    compile_args: dict = field(default_factory=dict, compare=False)   # kernel file -> arg names
+    kernel_args: tuple[KernelArgs, ...] = ()
+
+    def args(self, path: str) -> "KernelArgs":
+        for k in self.kernel_args:
+            if k.path == path:
+                return k
+        raise EmitError(f"plan {self.name}: no kernel {path}")
 
     def cb(self, name: str) -> CB:
         for c in self.cbs:
@@ -179,9 +207,9 @@ class MetalPlan:
                                   "page_bytes": c.page_bytes, "pages": c.pages, "data_format": c.data_format}
                                  for c in self.cbs],
             "semaphores": [{"id": s.index, "name": s.name, "op": s.op, "role": s.role} for s in self.sems],
-            "kernels": {f: {"runtime_args": len(a), "runtime_arg_names": list(a),
-                            "compile_args": len(self.compile_args.get(f, ()))}
-                        for f, a in self.runtime_args.items()},
+            "kernels": {k.path: {"runtime_args": len(k.runtime), "runtime_arg_names": list(k.runtime),
+                                 "compile_args": len(k.compile), "compile_arg_names": list(k.compile)}
+                        for k in self.kernel_args},
             "tile_ops": [{"kernel": o.kernel, "kind": o.kind, "out": o.out, "ins": list(o.ins), "op": o.op,
                           "tiles": [o.mt, o.nt, o.kt], "statement": o.text} for o in self.tile_ops],
             "exchanges": [{"exchange": t.exchange, "op": t.op, "pattern": t.pattern, "colour": t.colour,
@@ -485,8 +513,11 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     from .api import L1_RESERVED_BYTES
     from ..targets import get_target
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
-    return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), _core_classes(mp), cbs,
-                     _sems(mp), _transfers(mp, cbs, dtype), tile_ops, dtype, l1, guards)
+    classes = _core_classes(mp)
+    sems = _sems(mp)
+    return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
+                     _transfers(mp, cbs, dtype), tile_ops, dtype, l1, guards,
+                     _kernel_args(classes, sems, mp.mesh))
 
 
 def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:
