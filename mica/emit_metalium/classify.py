@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ..affine.expr import Bin, Const, Neg, Read
+from ..affine.expr import Bin, Const, Neg, Read, format_expr
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
 from .api import TILE
@@ -41,9 +41,10 @@ def box_alloc(d) -> int:
 
 
 def geometry(d) -> tuple:
-    """What places element ``g`` of a box dimension at local index ``g - lo``: two dimensions with the same
-    geometry hold the same element at the same tile position on every core."""
-    return (d.coord, d.tile if d.coord else 0, getattr(d, "offset", 0), box_alloc(d))
+    """What places element ``g`` of a box dimension at local index ``g - lo`` and where its real elements
+    end: two dimensions with the same geometry hold the same elements at the same tile positions on every
+    core (and zero padding at the same places)."""
+    return (d.coord, d.tile if d.coord else 0, getattr(d, "offset", 0), box_alloc(d), d.extent)
 
 
 def tile_grid(t: RegionTensor) -> tuple[int, int]:
@@ -118,7 +119,6 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
     w = k.write
     wt = mp.tensor(w.buffer)
     wm, wn = tile_grid(wt)
-    from ..affine.expr import format_expr
     text = f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}] = " + format_expr(
         k.expr, lambda r: (lambda a: f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]")(
             k.write if r == k.write.ref else reads[r]))
