@@ -13,9 +13,17 @@
 It renders the compiled program's MeshIR (never re-deriving the plan) against one pinned tt-metal release
 (:data:`.api.TT_METAL_VERSION`) and runs :func:`.validate.validate` on the files before writing them.
 
-Modules: :mod:`.api` (pinned version, limits), :mod:`.plan` (core classes, CBs, semaphores, transfers),
-:mod:`.classify` (tile routines), :mod:`.cexpr` (rectangles as C++), :mod:`.kernels`, :mod:`.host`,
-:mod:`.validate`, ``include/`` (declaration header of the API subset, for ``g++ -fsyntax-only``).
+Modules: :mod:`.api` (pinned version, limits), :mod:`.plan` (core classes, CBs, semaphores, transfers,
+kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.generic` (scalar loops on the
+reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
+:mod:`.host`, :mod:`.validate`, ``include/`` (declaration header of the API subset, for
+``g++ -fsyntax-only``).
+
+Execution model of the emitted program: per core, the reader, compute and writer kernels pass one turn
+token per MeshIR op, so the core runs the MeshIR body in order, bulk-synchronously like the emulator;
+exchanges use a ready/valid semaphore pair per communication op in three phases (receivers signal ready,
+senders wait and write, receivers wait for valid), which never blocks a core before it has signalled
+what others wait for.
 
 Public API: :func:`emit`, :func:`render`.
 """
