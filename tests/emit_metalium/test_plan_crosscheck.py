@@ -245,7 +245,23 @@ def crosscheck(prog, files) -> list[str]:
         elif c["pages"] * c["page_bytes"] < t.max_bytes:
             problems.append(f"tensor {t.name}: CB of {c['pages'] * c['page_bytes']} B < box of {t.max_bytes} B")
 
-    # 4. the reader kernels' send calls carry the plan's CBs and byte counts
+    # 4. the expressions plan.json was expanded from are the ones in every reader kernel
+    for path, text in files.items():
+        if not path.startswith("kernels/reader_"):
+            continue
+        for e in plan["exchanges"]:
+            wanted = [f"if ({e['send_when']}) {{", f"if ({e['recv_when']}) {{",
+                      f"noc_x[{e['src_core'][0]}], noc_y[{e['src_core'][1]}]"]
+            if e["kind"] == "unicast":
+                wanted.append(f"noc_x[{e['dst_core'][0]}], noc_y[{e['dst_core'][1]}]")
+            else:
+                x0, x1, y0, y1 = e["mcast_rect"]
+                wanted.append(f"const int32_t x0 = {x0}, x1 = {x1}, y0 = {y0}, y1 = {y1};")
+            for w in wanted:
+                if w not in text:
+                    problems.append(f"{path}: {e['op']}: plan.json's {w!r} is not in the kernel")
+
+    # 5. the reader kernels' send calls carry the plan's CBs and byte counts
     call = re.compile(r"mica_send_\w+\(get_read_ptr\((cb_\w+)\), get_write_ptr\((cb_\w+)\), (\d+), (sem_\w+)_ready")
     names = {c["name"]: c["index"] for c in plan["circular_buffers"]}
     by_sem = {e["semaphores"][0]: e for e in plan["exchanges"]}
@@ -322,3 +338,12 @@ def test_a_reader_sending_other_bytes_than_the_plan_fails_the_crosscheck():
                        files[path], count=1)
     assert bad[path] != files[path]
     assert any("plan.json says" in p for p in crosscheck(prog, bad))
+
+
+def test_a_reader_receiving_from_another_core_than_the_plan_fails_the_crosscheck():
+    prog, files = compiled("gemv_ktree_wormhole"), rendered("gemv_ktree_wormhole")
+    path = "kernels/reader_c3.cpp"
+    bad = dict(files)
+    bad[path] = files[path].replace("noc_x[(my_x + 1)], noc_y[my_y]);", "noc_x[(my_x + 2)], noc_y[my_y]);", 1)
+    assert bad[path] != files[path]
+    assert any("is not in the kernel" in p for p in crosscheck(prog, bad))
