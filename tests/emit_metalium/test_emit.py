@@ -11,7 +11,7 @@ import mica
 from mica.emit_metalium.api import TT_METAL_VERSION
 from mica.errors import EmitError
 
-from programs import compiled, rendered
+from .programs import compiled, rendered
 
 
 def test_emit_writes_host_kernels_and_plan(tmp_path):

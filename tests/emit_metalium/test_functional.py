@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from programs import compiled, rendered
+from .programs import compiled, rendered
 
 GXX = shutil.which("g++")
 SIM = Path(__file__).parent / "sim"

@@ -14,8 +14,8 @@ import pytest
 from mica.emit_metalium.classify import tile_grid
 from mica.meshir.ir import HostLoad, HostStore
 
-from programs import compiled, rendered
-from test_staging import tilize
+from .programs import compiled, rendered
+from .test_staging import tilize
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")

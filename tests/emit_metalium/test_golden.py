@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from programs import GOLDEN, rendered
+from .programs import GOLDEN, rendered
 
 HERE = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("MICA_UPDATE_GOLDEN") == "1"

@@ -28,7 +28,7 @@ from mica.meshir.ir import Exchange
 from mica.native_sim import opcode as oc
 from mica.native_sim.lower import lower
 
-from programs import PROGRAMS, compiled, rendered
+from .programs import PROGRAMS, compiled, rendered
 
 # -- decoding the emulator's op code (mica/native_sim/opcode.py layout) ---------------------------------
 

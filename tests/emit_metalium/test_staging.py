@@ -14,7 +14,7 @@ import pytest
 from mica.meshir.ir import HostLoad
 from mica.native_sim.staging import staged_load
 
-from programs import compiled, rendered
+from .programs import compiled, rendered
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")

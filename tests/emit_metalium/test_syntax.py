@@ -11,7 +11,7 @@ import pytest
 
 from mica.emit_metalium import INCLUDE_DIR
 
-from programs import PROGRAMS, rendered
+from .programs import PROGRAMS, rendered
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
