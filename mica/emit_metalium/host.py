@@ -63,9 +63,12 @@ static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tile
             const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
                                 (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
             const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
+            // a store takes the block the core owns, not its ghost zones (its neighbours' elements)
+            const bool owned = (b.rank < 1 || !b.d[0].span || (r >= -b.d[0].offset && r < -b.d[0].offset + b.d[0].tile)) &&
+                               (b.rank < 2 || !b.d[1].span || (c >= -b.d[1].offset && c < -b.d[1].offset + b.d[1].tile));
             if (to_tiles) {
                 tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
-            } else if (inside) {
+            } else if (inside && owned) {
                 a[at] = tiles[tile_index(b, r, c)];
             }
         }
@@ -141,7 +144,8 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
         L.append(f"    CreateCircularBuffer(program, work, CircularBufferConfig({c.total_bytes}, "
                  f"{{{{tt::CBIndex::c_{c.index}, {c.data_format}}}}}).set_page_size(tt::CBIndex::c_{c.index}, "
                  f"{c.page_bytes}));")
-    L += ["", "    // Semaphores: a ready / valid pair per MeshIR communication op."]
+    L += ["", "    // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core",
+          "    // both sends and receives; ops of the same geometry share)."]
     for s in plan.sems:
         L.append(f"    const uint32_t {s.name} = CreateSemaphore(program, work, 0);  // id {s.index}: {s.role} of {s.op}")
     L += ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order",

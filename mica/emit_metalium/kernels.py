@@ -75,7 +75,8 @@ DATAFLOW_H = """\
 //   sender,   phase 2: wait ready == receivers, ready := 0, write the tiles, raise valid at every receiver
 //   receiver, phase 3: wait valid == 1
 // A receiver signals ready for step t+1 only after it has seen valid of step t, which the sender raised
-// after resetting ready: one semaphore pair per MeshIR op serves every step of its loop.
+// after resetting ready: one semaphore pair serves every step of a loop, and every op of the same
+// geometry. Where no core is ever both sender and receiver, ready and valid are the same semaphore.
 #include <stdint.h>
 #include "dataflow_api.h"
 
@@ -208,7 +209,8 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
              LAYOUT, "#include <stdint.h>", '#include "dataflow_api.h"', '#include "mica_mesh.h"',
              '#include "mica_dataflow.h"', ""]
     lines += _cb_decls(plan)
-    lines += ["", "// Compile-time args: the semaphore ids (ready / valid per MeshIR communication op)."]
+    lines += ["", "// Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;",
+              "// one semaphore for both where no core is ever sender and receiver)."]
     for s in plan.sems:
         lines.append(f"constexpr uint32_t {s.name} = get_compile_time_arg_val({s.index});  // {s.role} of {s.op}")
     lines += ["", "// The compute kernel's turn: hand it the token, wait until it hands it back.",

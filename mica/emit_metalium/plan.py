@@ -13,7 +13,8 @@ anything MeshIR already says:
   writes use the local address), a *landing* CB for a tensor that is both sent and received in one
   exchange (so a ring shift never overwrites data before it is sent), and three one-page token CBs that
   pass the turn between reader, compute and writer;
-* **semaphores**: a ``ready``/``valid`` pair per MeshIR communication op;
+* **semaphores**: a ``ready`` counter and a ``valid`` flag per communication pattern (one semaphore for
+  both where no core is ever sender and receiver; ops of the same geometry share, see :func:`_sems`);
 * **transfers**: per communication op (per colour group of a ring shift) the C++ expressions that decide,
   on core (my_x, my_y) at loop values v_*, whether it sends, to which core or multicast rectangle, whether
   it receives and from whom; ``expand`` evaluates exactly those expressions for ``plan.json``.
@@ -88,8 +89,9 @@ class CB:
 
 @dataclass(frozen=True)
 class Sem:
-    """Semaphore ``index`` (creation order) named ``name``; ``role`` ready (the sender counts receivers
-    that freed their buffer) or valid (the receiver's flag: the data has landed)."""
+    """Semaphore ``index`` (creation order) named ``name``, first used by op ``op``; ``role`` ready (the
+    sender counts receivers that freed their buffer), valid (the receiver's flag: the data has landed), or
+    ready+valid (both, for ops where no core is ever both sender and receiver)."""
 
     index: int
     name: str
@@ -354,16 +356,69 @@ def op_ident(i: int, j: int, c) -> str:
     return f"x{i}_{j}_{ident(c.name)}"
 
 
-def _sems(mp: MeshProgram) -> tuple[Sem, ...]:
-    out = []
-    for i, ex, j, c, _ in _comm_ops(mp):
-        oid = op_ident(i, j, c)
-        for role in ("ready", "valid"):
-            out.append(Sem(len(out), f"sem_{oid}_{role}", c.name, role))
-    if len(out) > NUM_SEMAPHORES:
-        raise EmitError(f"{mp.name}: {len(out) // 2} communication ops need {len(out)} semaphores per core; "
+def _geometry_key(c) -> tuple:
+    """What decides which cores send to which in a communication op (not the buffers)."""
+    if isinstance(c, Multicast):
+        return ("multicast", c.axis, c.root, c.senders, c.receivers)
+    if isinstance(c, Shift):
+        return ("shift", c.direction, c.distance, c.senders, c.receivers)
+    return ("ring", c.axis, c.kind, c.n, c.across, c.groups)
+
+
+def _static_roles(mp: MeshProgram, parts: list[Transfer], scope) -> bool:
+    """Whether no core ever both sends and receives in these transfers (over every loop iteration)."""
+    senders, receivers = set(), set()
+    cores = [(x, y) for y in range(mp.region.y0, mp.region.y1) for x in range(mp.region.x0, mp.region.x1)]
+    for env in _iterations(scope):
+        venv = {cexpr.var_c(k): v for k, v in env.items()}
+        for t in parts:
+            if t.guard and cexpr.evaluate(t.guard, venv) <= 0:
+                continue
+            for x, y in cores:
+                e = {**venv, "my_x": x, "my_y": y}
+                if cexpr.evaluate(t.send_when, e):
+                    senders.add((x, y))
+                if cexpr.evaluate(t.recv_when, e):
+                    receivers.add((x, y))
+    return not (senders & receivers)
+
+
+def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, ...], tuple[Transfer, ...]]:
+    """Semaphores, and the transfers with their names filled in.
+
+    Every communication op needs a ``ready`` counter (on senders) and a ``valid`` flag (on receivers). Ops
+    whose cores never both send and receive use one semaphore for both roles. Ops of the same geometry
+    (the same senders, receivers and direction, e.g. the halo strips of two arrays, or one op in every
+    sweep) share their semaphores: as between the iterations of one loop, a receiver signals a sender
+    again only after that sender has raised its flag, so reuse never mixes counts. Two ops of one
+    exchange never share."""
+    by_op: dict[tuple[str, str], list[Transfer]] = {}
+    for t in transfers:
+        by_op.setdefault((t.exchange, t.op), []).append(t)
+    sems: list[Sem] = []
+    names: dict[tuple, tuple[str, str]] = {}
+    chosen: dict[tuple[str, str], tuple[str, str]] = {}
+    for i, ex, j, c, scope in _comm_ops(mp):
+        base = _geometry_key(c)
+        occurrence = sum(1 for o in ex.ops[:j] if _geometry_key(o) == base)
+        key = (base, occurrence)
+        if key not in names:
+            oid = op_ident(i, j, c)
+            if _static_roles(mp, by_op[(ex.name, c.name)], scope):
+                sems.append(Sem(len(sems), f"sem_{oid}", c.name, "ready+valid"))
+                names[key] = (sems[-1].name, sems[-1].name)
+            else:
+                sems.append(Sem(len(sems), f"sem_{oid}_ready", c.name, "ready"))
+                sems.append(Sem(len(sems), f"sem_{oid}_valid", c.name, "valid"))
+                names[key] = (sems[-2].name, sems[-1].name)
+        chosen[(ex.name, c.name)] = names[key]
+    if len(sems) > NUM_SEMAPHORES:
+        raise EmitError(f"{mp.name}: its communication ops need {len(sems)} semaphores per core; "
                         f"{TT_METAL_VERSION} has {NUM_SEMAPHORES}")
-    return tuple(out)
+    from dataclasses import replace
+    out = tuple(replace(t, ready=chosen[(t.exchange, t.op)][0], valid=chosen[(t.exchange, t.op)][1])
+                for t in transfers)
+    return tuple(sems), out
 
 
 # -- transfers -----------------------------------------------------------------------------------------
@@ -425,7 +480,7 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transf
         tiles = src_cb.pages
         common = dict(exchange=ex.name, op=c.name, src_buffer=c.src, dst_buffer=c.dst, src_cb=src_cb.index,
                       dst_cb=dst_cb.index, tiles=tiles, noc_bytes=tiles * tile_bytes(dtype),
-                      ready=f"sem_{oid}_ready", valid=f"sem_{oid}_valid",
+                      ready="", valid="",
                       guard=cexpr.lin_c(ex.guard) if ex.guard is not None else "")
         if isinstance(c, Multicast):
             if c.receivers.xs != 1 or c.receivers.ys != 1:
@@ -514,10 +569,9 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     from ..targets import get_target
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
-    sems = _sems(mp)
+    sems, transfers = _sems(mp, _transfers(mp, cbs, dtype))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
-                     _transfers(mp, cbs, dtype), tile_ops, dtype, l1, guards,
-                     _kernel_args(classes, sems, mp.mesh))
+                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh))
 
 
 def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:

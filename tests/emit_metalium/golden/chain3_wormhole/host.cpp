@@ -110,9 +110,12 @@ static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tile
             const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
                                 (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
             const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
+            // a store takes the block the core owns, not its ghost zones (its neighbours' elements)
+            const bool owned = (b.rank < 1 || !b.d[0].span || (r >= -b.d[0].offset && r < -b.d[0].offset + b.d[0].tile)) &&
+                               (b.rank < 2 || !b.d[1].span || (c >= -b.d[1].offset && c < -b.d[1].offset + b.d[1].tile));
             if (to_tiles) {
                 tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
-            } else if (inside) {
+            } else if (inside && owned) {
                 a[at] = tiles[tile_index(b, r, c)];
             }
         }
@@ -169,15 +172,14 @@ int main() {
     // cb_tok_r2w: turn token, 2 page(s) of 32 B
     CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_30, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_30, 32));
 
-    // Semaphores: a ready / valid pair per MeshIR communication op.
+    // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core
+    // both sends and receives; ops of the same geometry share).
     const uint32_t sem_x0_0_x_to_x_recv_ready = CreateSemaphore(program, work, 0);  // id 0: ready of x->x_recv
     const uint32_t sem_x0_0_x_to_x_recv_valid = CreateSemaphore(program, work, 0);  // id 1: valid of x->x_recv
     const uint32_t sem_x1_0_z_to_z_recv_ready = CreateSemaphore(program, work, 0);  // id 2: ready of z->z_recv
     const uint32_t sem_x1_0_z_to_z_recv_valid = CreateSemaphore(program, work, 0);  // id 3: valid of z->z_recv
-    const uint32_t sem_x2_0_w_partials_in_groups_of_2_ready = CreateSemaphore(program, work, 0);  // id 4: ready of w partials in groups of 2
-    const uint32_t sem_x2_0_w_partials_in_groups_of_2_valid = CreateSemaphore(program, work, 0);  // id 5: valid of w partials in groups of 2
-    const uint32_t sem_x3_0_w_partials_across_group_roots_ready = CreateSemaphore(program, work, 0);  // id 6: ready of w partials across group roots
-    const uint32_t sem_x3_0_w_partials_across_group_roots_valid = CreateSemaphore(program, work, 0);  // id 7: valid of w partials across group roots
+    const uint32_t sem_x2_0_w_partials_in_groups_of_2 = CreateSemaphore(program, work, 0);  // id 4: ready+valid of w partials in groups of 2
+    const uint32_t sem_x3_0_w_partials_across_group_roots = CreateSemaphore(program, work, 0);  // id 5: ready+valid of w partials across group roots
 
     // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
     // (a tensor loaded and stored uses one buffer).
@@ -195,25 +197,25 @@ int main() {
     std::shared_ptr<Buffer> dram_w = CreateBuffer(cfg_w);  // w <-> w on home_w[0:4, 0:1]
 
     // Kernels: reader / compute / writer per core class.
-    std::vector<uint32_t> reader_c0_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2_ready, sem_x2_0_w_partials_in_groups_of_2_valid, sem_x3_0_w_partials_across_group_roots_ready, sem_x3_0_w_partials_across_group_roots_valid};
+    std::vector<uint32_t> reader_c0_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
     KernelHandle reader_c0 = CreateKernel(program, "kernels/reader_c0.cpp", class_c0, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c0_ct});
     std::vector<uint32_t> compute_c0_ct = {};
     KernelHandle compute_c0 = CreateKernel(program, "kernels/compute_c0.cpp", class_c0, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c0_ct});
     std::vector<uint32_t> writer_c0_ct = {};
     KernelHandle writer_c0 = CreateKernel(program, "kernels/writer_c0.cpp", class_c0, DataMovementConfig{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, .compile_args = writer_c0_ct});
-    std::vector<uint32_t> reader_c1_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2_ready, sem_x2_0_w_partials_in_groups_of_2_valid, sem_x3_0_w_partials_across_group_roots_ready, sem_x3_0_w_partials_across_group_roots_valid};
+    std::vector<uint32_t> reader_c1_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
     KernelHandle reader_c1 = CreateKernel(program, "kernels/reader_c1.cpp", class_c1, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c1_ct});
     std::vector<uint32_t> compute_c1_ct = {};
     KernelHandle compute_c1 = CreateKernel(program, "kernels/compute_c1.cpp", class_c1, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c1_ct});
     std::vector<uint32_t> writer_c1_ct = {};
     KernelHandle writer_c1 = CreateKernel(program, "kernels/writer_c1.cpp", class_c1, DataMovementConfig{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, .compile_args = writer_c1_ct});
-    std::vector<uint32_t> reader_c2_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2_ready, sem_x2_0_w_partials_in_groups_of_2_valid, sem_x3_0_w_partials_across_group_roots_ready, sem_x3_0_w_partials_across_group_roots_valid};
+    std::vector<uint32_t> reader_c2_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
     KernelHandle reader_c2 = CreateKernel(program, "kernels/reader_c2.cpp", class_c2, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c2_ct});
     std::vector<uint32_t> compute_c2_ct = {};
     KernelHandle compute_c2 = CreateKernel(program, "kernels/compute_c2.cpp", class_c2, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c2_ct});
     std::vector<uint32_t> writer_c2_ct = {};
     KernelHandle writer_c2 = CreateKernel(program, "kernels/writer_c2.cpp", class_c2, DataMovementConfig{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, .compile_args = writer_c2_ct});
-    std::vector<uint32_t> reader_c3_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2_ready, sem_x2_0_w_partials_in_groups_of_2_valid, sem_x3_0_w_partials_across_group_roots_ready, sem_x3_0_w_partials_across_group_roots_valid};
+    std::vector<uint32_t> reader_c3_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
     KernelHandle reader_c3 = CreateKernel(program, "kernels/reader_c3.cpp", class_c3, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c3_ct});
     std::vector<uint32_t> compute_c3_ct = {};
     KernelHandle compute_c3 = CreateKernel(program, "kernels/compute_c3.cpp", class_c3, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c3_ct});

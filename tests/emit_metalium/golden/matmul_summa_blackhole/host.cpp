@@ -92,9 +92,12 @@ static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tile
             const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
                                 (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
             const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
+            // a store takes the block the core owns, not its ghost zones (its neighbours' elements)
+            const bool owned = (b.rank < 1 || !b.d[0].span || (r >= -b.d[0].offset && r < -b.d[0].offset + b.d[0].tile)) &&
+                               (b.rank < 2 || !b.d[1].span || (c >= -b.d[1].offset && c < -b.d[1].offset + b.d[1].tile));
             if (to_tiles) {
                 tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
-            } else if (inside) {
+            } else if (inside && owned) {
                 a[at] = tiles[tile_index(b, r, c)];
             }
         }
@@ -137,7 +140,8 @@ int main() {
     // cb_tok_r2w: turn token, 2 page(s) of 32 B
     CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_28, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_28, 32));
 
-    // Semaphores: a ready / valid pair per MeshIR communication op.
+    // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core
+    // both sends and receives; ops of the same geometry share).
     const uint32_t sem_x0_0_A_to_A_recv_ready = CreateSemaphore(program, work, 0);  // id 0: ready of A->A_recv
     const uint32_t sem_x0_0_A_to_A_recv_valid = CreateSemaphore(program, work, 0);  // id 1: valid of A->A_recv
     const uint32_t sem_x0_1_B_to_B_recv_ready = CreateSemaphore(program, work, 0);  // id 2: ready of B->B_recv

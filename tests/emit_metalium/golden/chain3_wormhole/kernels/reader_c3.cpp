@@ -26,15 +26,14 @@ constexpr uint32_t cb_tok_c2r = 29;  // turn token
 constexpr uint32_t cb_tok_r2w = 30;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
-// Compile-time args: the semaphore ids (ready / valid per MeshIR communication op).
+// Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;
+// one semaphore for both where no core is ever sender and receiver).
 constexpr uint32_t sem_x0_0_x_to_x_recv_ready = get_compile_time_arg_val(0);  // ready of x->x_recv
 constexpr uint32_t sem_x0_0_x_to_x_recv_valid = get_compile_time_arg_val(1);  // valid of x->x_recv
 constexpr uint32_t sem_x1_0_z_to_z_recv_ready = get_compile_time_arg_val(2);  // ready of z->z_recv
 constexpr uint32_t sem_x1_0_z_to_z_recv_valid = get_compile_time_arg_val(3);  // valid of z->z_recv
-constexpr uint32_t sem_x2_0_w_partials_in_groups_of_2_ready = get_compile_time_arg_val(4);  // ready of w partials in groups of 2
-constexpr uint32_t sem_x2_0_w_partials_in_groups_of_2_valid = get_compile_time_arg_val(5);  // valid of w partials in groups of 2
-constexpr uint32_t sem_x3_0_w_partials_across_group_roots_ready = get_compile_time_arg_val(6);  // ready of w partials across group roots
-constexpr uint32_t sem_x3_0_w_partials_across_group_roots_valid = get_compile_time_arg_val(7);  // valid of w partials across group roots
+constexpr uint32_t sem_x2_0_w_partials_in_groups_of_2 = get_compile_time_arg_val(4);  // ready+valid of w partials in groups of 2
+constexpr uint32_t sem_x3_0_w_partials_across_group_roots = get_compile_time_arg_val(5);  // ready+valid of w partials across group roots
 
 // The compute kernel's turn: hand it the token, wait until it hands it back.
 static inline void mica_compute_turn() {
@@ -149,16 +148,16 @@ void kernel_main() {
         // MeshIR: exchange reduce_w_y_in groups of 2 (w partials in groups of 2)
         // phase 1: receivers free their buffer and signal their sender
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 2, (-1 * v_s)), mica_positive(256 - 64 * my_x))) {  // receive w partials in groups of 2 (colour 0) from (my_x, (my_y + 1))
-            mica_recv_ready(sem_x2_0_w_partials_in_groups_of_2_ready, sem_x2_0_w_partials_in_groups_of_2_valid, noc_x[my_x], noc_y[(my_y + 1)]);
+            mica_recv_ready(sem_x2_0_w_partials_in_groups_of_2, sem_x2_0_w_partials_in_groups_of_2, noc_x[my_x], noc_y[(my_y + 1)]);
         }
         // phase 2: senders wait for their receivers, write, raise valid
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 2, (-1 * v_s + 1)), mica_positive(256 - 64 * my_x))) {
             // shift w partials in groups of 2 (colour 0): 2 tile(s), 8192 B to (my_x, (my_y - 1))
-            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x2_0_w_partials_in_groups_of_2_ready, sem_x2_0_w_partials_in_groups_of_2_valid, noc_x[my_x], noc_y[(my_y - 1)]);
+            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x2_0_w_partials_in_groups_of_2, sem_x2_0_w_partials_in_groups_of_2, noc_x[my_x], noc_y[(my_y - 1)]);
         }
         // phase 3: receivers wait for their data
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 2, (-1 * v_s)), mica_positive(256 - 64 * my_x))) {
-            mica_wait_valid(sem_x2_0_w_partials_in_groups_of_2_valid);
+            mica_wait_valid(sem_x2_0_w_partials_in_groups_of_2);
         }
         mica_compute_turn();  // MeshIR: compute p2_k_accy_w on [0:4, 0:3, y = -s mod 2]
     }
@@ -166,16 +165,16 @@ void kernel_main() {
         // MeshIR: exchange reduce_w_y_across group roots (w partials across group roots)
         // phase 1: receivers free their buffer and signal their sender
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, (-2 * v_s), (-2 * v_s + 1), 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {  // receive w partials across group roots (colour 0) from (my_x, (my_y + 2))
-            mica_recv_ready(sem_x3_0_w_partials_across_group_roots_ready, sem_x3_0_w_partials_across_group_roots_valid, noc_x[my_x], noc_y[(my_y + 2)]);
+            mica_recv_ready(sem_x3_0_w_partials_across_group_roots, sem_x3_0_w_partials_across_group_roots, noc_x[my_x], noc_y[(my_y + 2)]);
         }
         // phase 2: senders wait for their receivers, write, raise valid
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, (-2 * v_s + 2), (-2 * v_s + 3), 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {
             // shift w partials across group roots (colour 0): 2 tile(s), 8192 B to (my_x, (my_y - 2))
-            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x3_0_w_partials_across_group_roots_ready, sem_x3_0_w_partials_across_group_roots_valid, noc_x[my_x], noc_y[(my_y - 2)]);
+            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x3_0_w_partials_across_group_roots, sem_x3_0_w_partials_across_group_roots, noc_x[my_x], noc_y[(my_y - 2)]);
         }
         // phase 3: receivers wait for their data
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, (-2 * v_s), (-2 * v_s + 1), 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {
-            mica_wait_valid(sem_x3_0_w_partials_across_group_roots_valid);
+            mica_wait_valid(sem_x3_0_w_partials_across_group_roots);
         }
         mica_compute_turn();  // MeshIR: compute p2_k_accy_w on [0:4, -2s:-2s + 1]
     }

@@ -21,13 +21,12 @@ constexpr uint32_t cb_tok_c2r = 27;  // turn token
 constexpr uint32_t cb_tok_r2w = 28;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
-// Compile-time args: the semaphore ids (ready / valid per MeshIR communication op).
+// Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;
+// one semaphore for both where no core is ever sender and receiver).
 constexpr uint32_t sem_x0_0_x_to_x_recv_ready = get_compile_time_arg_val(0);  // ready of x->x_recv
 constexpr uint32_t sem_x0_0_x_to_x_recv_valid = get_compile_time_arg_val(1);  // valid of x->x_recv
-constexpr uint32_t sem_x1_0_y_partials_in_groups_of_2_ready = get_compile_time_arg_val(2);  // ready of y partials in groups of 2
-constexpr uint32_t sem_x1_0_y_partials_in_groups_of_2_valid = get_compile_time_arg_val(3);  // valid of y partials in groups of 2
-constexpr uint32_t sem_x2_0_y_partials_across_group_roots_ready = get_compile_time_arg_val(4);  // ready of y partials across group roots
-constexpr uint32_t sem_x2_0_y_partials_across_group_roots_valid = get_compile_time_arg_val(5);  // valid of y partials across group roots
+constexpr uint32_t sem_x1_0_y_partials_in_groups_of_2 = get_compile_time_arg_val(2);  // ready+valid of y partials in groups of 2
+constexpr uint32_t sem_x2_0_y_partials_across_group_roots = get_compile_time_arg_val(3);  // ready+valid of y partials across group roots
 
 // The compute kernel's turn: hand it the token, wait until it hands it back.
 static inline void mica_compute_turn() {
@@ -119,16 +118,16 @@ void kernel_main() {
         // MeshIR: exchange reduce_y_x_in groups of 2 (y partials in groups of 2)
         // phase 1: receivers free their buffer and signal their sender
         if (mica_both(mica_in_rect(my_x, my_y, 0, 3, 0, 4, 2, (-1 * v_s), 1, 0), mica_positive(64 - 16 * my_y))) {  // receive y partials in groups of 2 (colour 0) from ((my_x + 1), my_y)
-            mica_recv_ready(sem_x1_0_y_partials_in_groups_of_2_ready, sem_x1_0_y_partials_in_groups_of_2_valid, noc_x[(my_x + 1)], noc_y[my_y]);
+            mica_recv_ready(sem_x1_0_y_partials_in_groups_of_2, sem_x1_0_y_partials_in_groups_of_2, noc_x[(my_x + 1)], noc_y[my_y]);
         }
         // phase 2: senders wait for their receivers, write, raise valid
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 2, (-1 * v_s + 1), 1, 0), mica_positive(64 - 16 * my_y))) {
             // shift y partials in groups of 2 (colour 0): 1 tile(s), 4096 B to ((my_x - 1), my_y)
-            mica_send_unicast(get_read_ptr(cb_y), get_write_ptr(cb_y_in), 4096, sem_x1_0_y_partials_in_groups_of_2_ready, sem_x1_0_y_partials_in_groups_of_2_valid, noc_x[(my_x - 1)], noc_y[my_y]);
+            mica_send_unicast(get_read_ptr(cb_y), get_write_ptr(cb_y_in), 4096, sem_x1_0_y_partials_in_groups_of_2, sem_x1_0_y_partials_in_groups_of_2, noc_x[(my_x - 1)], noc_y[my_y]);
         }
         // phase 3: receivers wait for their data
         if (mica_both(mica_in_rect(my_x, my_y, 0, 3, 0, 4, 2, (-1 * v_s), 1, 0), mica_positive(64 - 16 * my_y))) {
-            mica_wait_valid(sem_x1_0_y_partials_in_groups_of_2_valid);
+            mica_wait_valid(sem_x1_0_y_partials_in_groups_of_2);
         }
         mica_compute_turn();  // MeshIR: compute k_accx_y on [0:3, 0:4, x = -s mod 2]
     }
@@ -136,16 +135,16 @@ void kernel_main() {
         // MeshIR: exchange reduce_y_x_across group roots (y partials across group roots)
         // phase 1: receivers free their buffer and signal their sender
         if (mica_both(mica_in_rect(my_x, my_y, (-2 * v_s), (-2 * v_s + 1), 0, 4, 1, 0, 1, 0), mica_positive(64 - 16 * my_y))) {  // receive y partials across group roots (colour 0) from ((my_x + 2), my_y)
-            mica_recv_ready(sem_x2_0_y_partials_across_group_roots_ready, sem_x2_0_y_partials_across_group_roots_valid, noc_x[(my_x + 2)], noc_y[my_y]);
+            mica_recv_ready(sem_x2_0_y_partials_across_group_roots, sem_x2_0_y_partials_across_group_roots, noc_x[(my_x + 2)], noc_y[my_y]);
         }
         // phase 2: senders wait for their receivers, write, raise valid
         if (mica_both(mica_in_rect(my_x, my_y, (-2 * v_s + 2), (-2 * v_s + 3), 0, 4, 1, 0, 1, 0), mica_positive(64 - 16 * my_y))) {
             // shift y partials across group roots (colour 0): 1 tile(s), 4096 B to ((my_x - 2), my_y)
-            mica_send_unicast(get_read_ptr(cb_y), get_write_ptr(cb_y_in), 4096, sem_x2_0_y_partials_across_group_roots_ready, sem_x2_0_y_partials_across_group_roots_valid, noc_x[(my_x - 2)], noc_y[my_y]);
+            mica_send_unicast(get_read_ptr(cb_y), get_write_ptr(cb_y_in), 4096, sem_x2_0_y_partials_across_group_roots, sem_x2_0_y_partials_across_group_roots, noc_x[(my_x - 2)], noc_y[my_y]);
         }
         // phase 3: receivers wait for their data
         if (mica_both(mica_in_rect(my_x, my_y, (-2 * v_s), (-2 * v_s + 1), 0, 4, 1, 0, 1, 0), mica_positive(64 - 16 * my_y))) {
-            mica_wait_valid(sem_x2_0_y_partials_across_group_roots_valid);
+            mica_wait_valid(sem_x2_0_y_partials_across_group_roots);
         }
         mica_compute_turn();  // MeshIR: compute k_accx_y on [-2s:-2s + 1, 0:4]
     }

@@ -21,7 +21,8 @@ constexpr uint32_t cb_tok_c2r = 27;  // turn token
 constexpr uint32_t cb_tok_r2w = 28;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
-// Compile-time args: the semaphore ids (ready / valid per MeshIR communication op).
+// Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;
+// one semaphore for both where no core is ever sender and receiver).
 constexpr uint32_t sem_x0_0_A_to_A_recv_ready = get_compile_time_arg_val(0);  // ready of A->A_recv
 constexpr uint32_t sem_x0_0_A_to_A_recv_valid = get_compile_time_arg_val(1);  // valid of A->A_recv
 constexpr uint32_t sem_x0_1_B_to_B_recv_ready = get_compile_time_arg_val(2);  // ready of B->B_recv

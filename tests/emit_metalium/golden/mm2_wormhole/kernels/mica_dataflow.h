@@ -7,7 +7,8 @@
 //   sender,   phase 2: wait ready == receivers, ready := 0, write the tiles, raise valid at every receiver
 //   receiver, phase 3: wait valid == 1
 // A receiver signals ready for step t+1 only after it has seen valid of step t, which the sender raised
-// after resetting ready: one semaphore pair per MeshIR op serves every step of its loop.
+// after resetting ready: one semaphore pair serves every step of a loop, and every op of the same
+// geometry. Where no core is ever both sender and receiver, ready and valid are the same semaphore.
 #include <stdint.h>
 #include "dataflow_api.h"
 
