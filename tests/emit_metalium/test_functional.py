@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .programs import compiled, rendered
+from .programs import HAVE_HALO, compiled, rendered
 
 GXX = shutil.which("g++")
 SIM = Path(__file__).parent / "sim"
@@ -60,6 +60,7 @@ SLOW = pytest.mark.slow
 # The default run covers ring shifts with landing buffers (interleaved matmul) and multicasts, shifts,
 # element-wise adds and fills (gemv K-tree); ``-m slow`` runs the rest (about 4 s each).
 @pytest.mark.parametrize("name", ["matmul_interleaved_wormhole", "gemv_ktree_wormhole",
+                                  *(["jacobi2d_wormhole"] if HAVE_HALO else []),
                                   pytest.param("chain3_wormhole", marks=SLOW),
                                   pytest.param("matmul_summa_blackhole", marks=SLOW),
                                   pytest.param("mm2_wormhole", marks=SLOW),
