@@ -17,7 +17,7 @@ from math import prod
 from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
 from ..testing import program_c
-from .api import TILE, tile_bytes
+from .api import tile_bytes
 from .kernels import LAYOUT, header
 from .plan import MetalPlan, ident
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Lin, Loop, MeshProgram, Multicast, Rect,
+from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift)
 from . import cexpr
 from .api import DATA_FORMATS, DEVICE_GRIDS, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION, tile_bytes

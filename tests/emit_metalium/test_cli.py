@@ -6,7 +6,6 @@ import json
 import shutil
 import subprocess
 
-import pytest
 
 from mica.cli import main
 from mica.emit_metalium import INCLUDE_DIR

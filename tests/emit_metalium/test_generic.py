@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from mica.emit_metalium.classify import tile_grid
-from mica.meshir.ir import HostLoad, HostStore
 
 from .programs import compiled, rendered
 from .test_staging import tilize

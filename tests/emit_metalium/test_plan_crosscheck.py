@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import product
-from math import ceil, prod
+from math import ceil
 
 import pytest
 

@@ -9,7 +9,7 @@ import pytest
 from mica.emit_metalium.validate import validate
 from mica.errors import EmitError
 
-from .programs import GOLDEN, compiled, rendered
+from .programs import GOLDEN, rendered
 
 L1 = 1499136 - 100 * 1024
 
