@@ -150,3 +150,23 @@ def test_a_comm_op_field_the_back_end_does_not_render_is_an_error():
     _check_fields(Extended(**{f.name: getattr(shift, f.name) for f in dataclasses.fields(Shift)}))
     with pytest.raises(EmitError, match=r"Shift y partials .*: field window = 3 has no Metalium rendering"):
         _check_fields(Extended(**{f.name: getattr(shift, f.name) for f in dataclasses.fields(Shift)}, window=3))
+
+
+def test_a_matmul_of_two_operands_with_nonzero_padding_is_an_error():
+    """Whole-tile routines also compute the zero padding of partial tiles; after ``+ 1.0`` it is 1.0, which
+    a matmul adds into the result unless the other operand's padding is zero."""
+    from types import SimpleNamespace
+
+    from mica.emit_metalium.classify import TileOp
+    from mica.emit_metalium.plan import _check_padding
+    from mica.meshir.ir import Compute, Loop, Rect
+    r = Rect.of(0, 1, 0, 1)
+    ops = {"inc_x": TileOp("inc_x", "scalar", "X", ("X",), chain=(("add", 1.0),)),
+           "scale_y": TileOp("scale_y", "scalar", "Y", ("Y",), chain=(("mul", 2.0),)),
+           "inc_y": TileOp("inc_y", "scalar", "Y", ("Y",), chain=(("add", 1.0),)),
+           "mm": TileOp("mm", "matmul", "W", ("X", "Y"))}
+    fine = SimpleNamespace(body=(Compute("inc_x", r), Compute("scale_y", r), Compute("mm", r)))
+    _check_padding(fine, ops)                            # Y's padding is still zero: exact
+    bad = SimpleNamespace(body=(Compute("inc_x", r), Loop("t", 2, (Compute("mm", r), Compute("inc_y", r)))))
+    with pytest.raises(EmitError, match=r"kernel mm: both operands X and Y may have non-zero tile padding"):
+        _check_padding(bad, ops)                         # found on the loop's second trip
