@@ -1,0 +1,63 @@
+"""The TT-Metalium back end (Tenstorrent Wormhole and Blackhole): MeshIR -> host C++ and kernels.
+
+``prog.emit("metalium", out_dir)`` writes::
+
+    host.cpp                     device, program, CBs, semaphores, kernels per core class, runtime args,
+                                 DRAM staging, EnqueueWriteBuffer/EnqueueProgram/Finish/ReadBuffer, check
+    kernels/reader_<class>.cpp   host loads, every exchange (semaphore handshake), compute turns
+    kernels/compute_<class>.cpp  matmul_tiles / eltwise binary / fill tile routines of the MeshIR kernels
+    kernels/writer_<class>.cpp   host stores
+    kernels/mica_mesh.h, kernels/mica_dataflow.h   shared helpers
+    plan.json                    the back end's own record of what it emitted (see :mod:`.plan`)
+
+It renders the compiled program's MeshIR (never re-deriving the plan) against one pinned tt-metal release
+(:data:`.api.TT_METAL_VERSION`) and runs :func:`.validate.validate` on the files before writing them.
+
+Modules: :mod:`.api` (pinned version, limits), :mod:`.plan` (core classes, CBs, semaphores, transfers,
+kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.generic` (scalar loops on the
+reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
+:mod:`.host`, :mod:`.validate`, ``include/`` (declaration header of the API subset, for
+``g++ -fsyntax-only``).
+
+Execution model of the emitted program: per core, the reader, compute and writer kernels pass one turn
+token per MeshIR op, so the core runs the MeshIR body in order, bulk-synchronously like the emulator;
+exchanges use a ready/valid semaphore pair per communication op in three phases (receivers signal ready,
+senders wait and write, receivers wait for valid), which never blocks a core before it has signalled
+what others wait for.
+
+Public API: :func:`emit`, :func:`render`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .host import render_host
+from .kernels import render_kernels
+from .plan import build_plan
+from .validate import validate
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+
+def render(compiled) -> dict[str, str]:
+    """Every file of the Metalium output as {relative path: text} (validated)."""
+    mp = compiled.mesh_program
+    plan = build_plan(mp)
+    files = render_kernels(plan, mp)
+    files["host.cpp"] = render_host(plan, mp, compiled)
+    files["plan.json"] = plan.to_json(mp) + "\n"
+    validate(files, l1_bytes=plan.l1_bytes)
+    return files
+
+
+def emit(compiled, out: Path) -> list[Path]:
+    """Writes the files of :func:`render` under ``out``; returns their paths."""
+    files = render(compiled)
+    paths = []
+    for rel, text in sorted(files.items()):
+        path = Path(out) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        paths.append(path)
+    return paths

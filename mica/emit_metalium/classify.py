@@ -1,0 +1,256 @@
+"""Which Tensix tile routine implements a MeshIR kernel.
+
+A kernel's statement becomes one of:
+
+* ``fill``: ``W[i...] = c`` -> ``fill_tile`` on every tile of W;
+* ``matmul``: ``W[m, n] = W[m, n] + L[m, k] * R[k, n]`` (a rank-1 W, L or R is a column vector: ``W[m]``,
+  ``R[k]``) -> ``matmul_tiles`` over the local boxes, reloading W's partial tiles (``copy_tile``) so the
+  result accumulates across steps;
+* ``eltwise``: ``W[i...] = X[i...] op Y[i...]`` with the same index everywhere and ``op`` one of ``+ - *``
+  (X or Y may be W itself) -> ``add_tiles`` / ``sub_tiles`` / ``mul_tiles``;
+* ``scalar``: ``W[i...] = f(X[i...])`` with f a chain of ``+ - * /`` by constants (``2.0 * y[i] + 1.0``)
+  -> ``copy_tile`` then the SFPU's ``mul_unary_tile`` / ``add_unary_tile`` / ``sub_unary_tile`` /
+  ``rsub_unary_tile`` / ``div_unary_tile`` in evaluation order.
+
+Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
+the one-core fallback) is ``generic``: scalar loops on the reader's RISC-V (:mod:`.generic`). Kernels
+with calls or scalar arguments raise :class:`EmitError` naming the kernel.
+
+Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
+rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); padding
+elements are zero after the host load, so whole-tile routines compute exactly the box's elements.
+
+Public API: :class:`TileOp`, :func:`classify`, :func:`tile_grid`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from ..affine.expr import Bin, Const, Neg, Read, format_expr
+from ..errors import EmitError
+from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
+from .api import TILE
+
+
+def box_alloc(d) -> int:
+    """Elements a box dimension allocates: a window's span, else its tile (whole dimensions: the extent)."""
+    span = getattr(d, "span", 0)
+    return span or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent))
+
+
+def geometry(d) -> tuple:
+    """What places element ``g`` of a box dimension at local index ``g - lo`` and where its real elements
+    end: two dimensions with the same geometry hold the same elements at the same tile positions on every
+    core (and zero padding at the same places)."""
+    return (d.coord, d.tile if d.coord else 0, getattr(d, "offset", 0), box_alloc(d), d.extent)
+
+
+def tile_grid(t: RegionTensor) -> tuple[int, int]:
+    """(tile rows, tile columns) of ``t``'s per-core box."""
+    dims = [box_alloc(d) for d in t.box]
+    if len(dims) == 0:
+        return 1, 1
+    if len(dims) == 1:
+        return ceil(dims[0] / TILE), 1
+    if len(dims) == 2:
+        return ceil(dims[0] / TILE), ceil(dims[1] / TILE)
+    raise EmitError(f"tensor {t.name}: rank-{len(dims)} boxes have no tile layout in the Metalium back end "
+                    f"(rank 1 and 2 do)")
+
+
+@dataclass(frozen=True)
+class TileOp:
+    """A tile routine: ``kind`` fill / matmul / eltwise; ``out`` the written buffer; ``ins`` the read
+    buffers (matmul: L, R; eltwise: X, Y); ``op`` the eltwise operator or the fill value; ``mt, nt, kt``
+    the tile counts (eltwise/fill: ``mt`` = tiles of ``out``)."""
+
+    kernel: str
+    kind: str
+    out: str
+    ins: tuple[str, ...] = ()
+    op: str = ""
+    value: float = 0.0
+    mt: int = 0
+    nt: int = 0
+    kt: int = 0
+    text: str = ""
+    chain: tuple[tuple[str, float], ...] = ()   # scalar: (SFPU op, constant) in evaluation order
+
+    def at_zero(self) -> float:
+        """What the routine writes where its inputs are 0 (tile padding): padding stays zero iff 0."""
+        if self.kind == "fill":
+            return self.value
+        v = 0.0
+        for fn, c in self.chain:
+            v = {"mul": v * c, "add": v + c, "sub": v - c, "rsub": c - v, "div": v / c if c else float("nan")}[fn]
+        return v
+
+
+def _same_boxes(mp: MeshProgram, a: str, b: str) -> bool:
+    ba, bb = mp.tensor(a).box, mp.tensor(b).box
+    return len(ba) == len(bb) and all(geometry(x) == geometry(y) for x, y in zip(ba, bb))
+
+
+def _pure(acc: KAccess) -> tuple[str, ...] | None:
+    """The loop names of an access whose every index is a bare loop variable, else None."""
+    out = []
+    for ix in acc.index:
+        if ix.const != 0 or len(ix.coeffs) != 1 or ix.coeffs[0][1] != 1:
+            return None
+        out.append(ix.coeffs[0][0])
+    return tuple(out)
+
+
+def classify(mp: MeshProgram, k: Kernel) -> TileOp:
+    from .generic import check_generic
+    if k.parts:
+        check_generic(mp, k)
+        return TileOp(k.name, "generic", k.parts[0].write.buffer,
+                      text=f"{len(k.parts)} statements in their original order {k.schedule}")
+    reads = {a.ref: a for a in k.reads}
+
+    def acc(e) -> KAccess | None:
+        if not isinstance(e, Read):
+            return None
+        return k.write if e.ref == k.write.ref else reads.get(e.ref)
+
+    w = k.write
+    wt = mp.tensor(w.buffer)
+    wm, wn = tile_grid(wt)
+    text = f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}] = " + format_expr(
+        k.expr, lambda r: (lambda a: f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]")(
+            k.write if r == k.write.ref else reads[r]))
+    wv = _pure(w)
+    if isinstance(k.expr, Const):
+        return TileOp(k.name, "fill", w.buffer, value=float(k.expr.value), mt=wm * wn, text=text)
+    e = k.expr
+    if wv is not None and isinstance(e, Bin) and e.op == "+":
+        for acc_e, prod in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            a = acc(acc_e)
+            if a is None or a.buffer != w.buffer or _pure(a) != wv or not isinstance(prod, Bin) or prod.op != "*":
+                continue
+            p, q = acc(prod.lhs), acc(prod.rhs)
+            if p is None or q is None:
+                continue
+            for L, R in ((p, q), (q, p)):
+                op = _matmul(mp, k, w, wv, L, R, text)
+                if op is not None:
+                    return op
+    if wv is not None and isinstance(e, Bin) and e.op in "+-*":
+        x, y = acc(e.lhs), acc(e.rhs)
+        if x is not None and y is not None and _pure(x) == wv and _pure(y) == wv:
+            for a in (x, y):
+                if not _same_boxes(mp, w.buffer, a.buffer):
+                    break
+            else:
+                return TileOp(k.name, "eltwise", w.buffer, (x.buffer, y.buffer), op=e.op, mt=wm * wn, text=text)
+    if wv is not None:
+        chain = _scalar_chain(e, acc)
+        if chain is not None:
+            x, ops = chain
+            if _pure(x) == wv and _same_boxes(mp, w.buffer, x.buffer):
+                return TileOp(k.name, "scalar", w.buffer, (x.buffer,), mt=wm * wn, text=text, chain=tuple(ops))
+    check_generic(mp, k)
+    return TileOp(k.name, "generic", w.buffer, text=text)
+
+
+def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:
+    lv, rv = _pure(L), _pure(R)
+    if lv is None or rv is None:
+        return None
+    if len(wv) == 2:
+        m, n = wv
+        if len(lv) != 2 or len(rv) not in (1, 2) or lv[0] != m or (len(rv) == 2 and rv[1] != n):
+            return None
+        kk = lv[1]
+        if rv[0] != kk or len(rv) == 1:
+            return None
+    elif len(wv) == 1:
+        (m,) = wv
+        if len(lv) != 2 or len(rv) != 1 or lv[0] != m or rv[0] != lv[1]:
+            return None
+        kk = lv[1]
+    else:
+        return None
+    if kk in wv or kk not in k.loops:
+        return None
+    wb, lb, rb = (mp.tensor(a.buffer).box for a in (w, L, R))
+    pairs = [(wb[0], lb[0]), (lb[1], rb[0])] + ([(wb[1], rb[1])] if len(wb) == 2 else [])
+    if any(geometry(a) != geometry(b) for a, b in pairs):
+        return None                     # the operands' boxes do not line up tile for tile: generic path
+    mt, nt = tile_grid(mp.tensor(w.buffer))
+    lm, lk = tile_grid(mp.tensor(L.buffer))
+    rk, rn = tile_grid(mp.tensor(R.buffer))
+    if lm != mt or rn != nt or lk != rk:
+        raise EmitError(f"kernel {k.name}: tile grids of {w.buffer} {mt}x{nt}, {L.buffer} {lm}x{lk} and "
+                        f"{R.buffer} {rk}x{rn} do not form a matmul")
+    return TileOp(k.name, "matmul", w.buffer, (L.buffer, R.buffer), mt=mt, nt=nt, kt=lk, text=text)
+
+
+def _scalar_chain(e, acc):
+    """(the one access, [(op, constant), ...]) when ``e`` is one read combined with constants by a chain of
+    ``+ - * /`` (each operator has a constant on one side), else None."""
+    if isinstance(e, Read):
+        a = acc(e)
+        return (a, []) if a is not None else None
+    if isinstance(e, Neg):
+        inner = _scalar_chain(e.arg, acc)
+        return (inner[0], inner[1] + [("mul", -1.0)]) if inner else None
+    if not isinstance(e, Bin) or e.op not in "+-*/":
+        return None
+    if isinstance(e.rhs, Const):
+        inner, c, const_left = _scalar_chain(e.lhs, acc), float(e.rhs.value), False
+    elif isinstance(e.lhs, Const):
+        inner, c, const_left = _scalar_chain(e.rhs, acc), float(e.lhs.value), True
+    else:
+        return None
+    if inner is None:
+        return None
+    fn = {"+": "add", "*": "mul", "-": "rsub" if const_left else "sub", "/": None if const_left else "div"}[e.op]
+    if fn is None:
+        return None
+    return inner[0], inner[1] + [(fn, c)]
+
+
+# -- whole boxes: when a tile routine computes exactly the kernel's instances --------------------------
+
+def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | None:
+    """A C condition (over ``x``, ``y``, ``t``, ``kb``) for the cores and steps where ``k`` runs at all, or
+    None when it runs everywhere on ``region`` (``t`` ranges over ``steps``, as in the emulator's kernels); :class:`EmitError` when, where it runs, its instances are
+    not every point of its boxes (a tile routine always covers whole boxes).
+
+    The box of a loop is the box dimension of the first access that indexes by it; the check is one isl
+    inclusion: boxes (restricted to where the domain is non-empty) must lie inside the domain."""
+    import islpy as isl
+
+    from ..affine.isl_names import iset
+    from ..emit_c.kernels import ast_expr_c
+    dom = iset(k.domain, EmitError)
+    params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+    cons = []
+    for v in k.loops:
+        for a in (k.write, *k.reads):
+            idx = _pure(a)
+            if idx is not None and v in idx:
+                d = mp.tensor(a.buffer).box[idx.index(v)]
+                cons.append(d.isl(v, prefix="__"))
+                break
+        else:
+            raise EmitError(f"kernel {k.name}: loop {v} indexes no array directly; no whole-box tile routine")
+    name = dom.get_tuple_name()
+    bounds = {"__x": (region.x0, region.x1), "__y": (region.y0, region.y1), "__t": (0, max(steps, 1)),
+              "__kb": (0, mp.skew.n if mp.skew else 1)}
+    ptxt = f"[{', '.join(params)}] -> "
+    ctx = [f"{lo} <= {p} < {hi}" for p, (lo, hi) in bounds.items() if p in params]
+    ctx_set = iset(ptxt + "{ : " + (" and ".join(ctx) or "true") + " }", EmitError)
+    box = iset(ptxt + f"{{ {name}[{', '.join(k.loops)}] : {' and '.join(cons) or 'true'} }}", EmitError)
+    live = dom.params().intersect(ctx_set)
+    if not box.intersect_params(live).is_subset(dom):
+        raise EmitError(f"kernel {k.name}: where it runs, its instances {k.domain} are not whole boxes; the "
+                        f"Metalium tile routines compute whole boxes")
+    if ctx_set.is_subset(live):
+        return None
+    expr = isl.AstBuild.from_context(ctx_set).expr_from_set(live)
+    return ast_expr_c(expr)

@@ -1,0 +1,161 @@
+"""The generic path: a MeshIR kernel no tile routine implements runs as scalar loops on the reader.
+
+Stencils, the pack/unpack copies of halo exchanges, triangular domains and the one-core sequence kernels
+have no whole-tile form. They run in the reader kernel (a data-movement RISC-V) at the kernel's turn,
+while the compute kernel waits: isl generates the loop nest from the kernel's domain for the class's
+rectangle (as :mod:`mica.emit_c.kernels` does for the emulator), and every access goes to its element in
+the tile layout (:func:`tile_offset_c`). The baby RISC-Vs have no FPU, so this is exact IEEE arithmetic in
+software and slow: a place to tune (an SFPU routine, or a tile-shaped rewrite), not a fast path.
+
+Public API: :func:`render_generic`.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..affine.expr import Aff, Bin, Cmp, Const, Neg, Read, Select
+from ..affine.isl_names import iset, umap, uset
+from ..emit_c.kernels import ast_expr_c, ast_to_c
+from ..errors import EmitError
+from ..meshir.ir import Kernel, KernelClass, MeshProgram
+from .api import DATA_FORMATS
+from .classify import tile_grid
+
+
+def _aff_c(a: Aff, env: dict[str, str]) -> str:
+    parts = [env[n] if c == 1 else f"{c} * {env[n]}" for n, c in a.coeffs]
+    if a.const or not parts:
+        parts.append(str(a.const))
+    return "(" + " + ".join(parts) + ")"
+
+
+class _Printer:
+    def __init__(self, plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int):
+        self.plan, self.mp, self.k, self.cls, self.steps = plan, mp, k, cls, steps
+        self.by_name = {iset(p.domain, EmitError).get_tuple_name(): p for p in k.statements}
+        self.buffers: list[str] = []
+        for p in k.statements:
+            for a in (p.write, *p.reads):
+                if a.buffer not in self.buffers:
+                    self.buffers.append(a.buffer)
+        self.lines: list[str] = []
+        self.part = k.statements[0]
+
+    def ptr(self, buffer: str) -> str:
+        return f"e{self.buffers.index(buffer)}"
+
+    def offset(self, buffer: str, index, env) -> str:
+        t = self.mp.tensor(buffer)
+        if len(t.box) > 2:
+            raise EmitError(f"kernel {self.k.name}: rank-{len(t.box)} buffer {buffer} has no tile layout")
+        local = []
+        for d, ix in zip(t.box, index):
+            lo = ""
+            if d.coord:
+                off = getattr(d, "offset", 0)
+                lo = f" - ({d.tile} * {d.coord}" + (f" + {off}" if off else "") + ")"
+            local.append(f"({_aff_c(ix, env)}{lo})")
+        row, col = (local + ["0", "0"])[:2]
+        return f"mica_tile_offset({row}, {col}, {tile_grid(t)[1]})"
+
+    def expr(self, e, env) -> str:
+        p = self.part
+        if isinstance(e, Const):
+            v = float(e.value)
+            if v != v or v in (float("inf"), float("-inf")):
+                raise EmitError(f"kernel {self.k.name}: constant {v} in the generic path")
+            return f"{v!r}f"
+        if isinstance(e, Read):
+            acc = p.write if e.ref == p.write.ref else next(a for a in p.reads if a.ref == e.ref)
+            return f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]"
+        if isinstance(e, Bin):
+            return f"({self.expr(e.lhs, env)} {e.op} {self.expr(e.rhs, env)})"
+        if isinstance(e, Neg):
+            return f"(-{self.expr(e.arg, env)})"
+        if isinstance(e, Cmp):
+            return f"({self.expr(e.lhs, env)} {e.op} {self.expr(e.rhs, env)})"
+        if isinstance(e, Select):
+            return f"({self.expr(e.cond, env)} ? {self.expr(e.then, env)} : {self.expr(e.other, env)})"
+        raise EmitError(f"kernel {self.k.name}: {type(e).__name__} {e!r} has no rendering on the data-movement "
+                        f"RISC-V (no math library, no scalar arguments there)")
+
+    def user(self, call: isl.AstExpr, indent: str) -> None:
+        self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]
+        args = [ast_expr_c(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+        env = {lp: f"i_{lp}" for lp in p.loops}
+        self.lines.append(indent + "{" + (f"  // {p.statement}" if len(self.by_name) > 1 else ""))
+        for lp, a in zip(p.loops, args):
+            self.lines.append(f"{indent}    const int64_t i_{lp} = {a};")
+        w = p.write
+        self.lines.append(f"{indent}    {self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, env)}] = "
+                          f"{self.expr(p.expr, env)};")
+        self.lines.append(indent + "}")
+
+    def block(self, indent: str, t_c: str, kb_c: str) -> list[str]:
+        k, r = self.k, self.cls.region
+        dom = uset(k.domain, EmitError) if k.parts else iset(k.domain, EmitError)
+        params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+        ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
+        if "__t" in params:
+            ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")
+        if "__kb" in params:
+            ctx_cons.append(f"0 <= __kb < {self.mp.skew.n}")
+        allp = sorted(set(params) | {"__x", "__y"})
+        ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}", EmitError)
+        dom = dom.intersect_params(ctx)
+        ctype = DATA_FORMATS[self.mp.tensor(self.part.write.buffer).dtype][1]
+        out = [f"{indent}// generic path, kernel class {self.cls.name}: scalar loops on this RISC-V (software "
+               f"floating point), elements addressed in the tile layout",
+               f"{indent}{{",
+               f"{indent}    const int64_t x = my_x, y = my_y, t = {t_c};",
+               f"{indent}    const int64_t kb = {kb_c};",
+               f"{indent}    (void)x; (void)y; (void)t; (void)kb;"]
+        for b in self.buffers:
+            cb = self.plan.tensor_cb(b).name
+            out.append(f"{indent}    {ctype}* const {self.ptr(b)} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));"
+                       f"  // {b}")
+        self.lines = []
+        if not dom.is_empty():
+            if k.parts:
+                sched, udom = umap(k.schedule, EmitError), dom
+            else:
+                sched = umap(f"[{', '.join(allp)}] -> {{ {dom.get_tuple_name()}[{', '.join(k.loops)}] -> "
+                             f"[{', '.join(k.order)}] }}", EmitError) if k.loops else None
+                udom = isl.UnionSet.from_set(dom)
+            if sched is None:
+                self.user_noloop(indent + "    ")
+            else:
+                node = isl.AstBuild.from_context(ctx).node_from_schedule_map(sched.intersect_domain(udom))
+                ast_to_c(node, self.lines, indent + "    ", self.user)
+        return out + self.lines + [f"{indent}}}"]
+
+    def user_noloop(self, indent: str) -> None:
+        w = self.k.write
+        self.lines.append(f"{indent}{self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, {})}] = "
+                          f"{self.expr(self.k.expr, {})};")
+
+
+def check_generic(mp: MeshProgram, k: Kernel) -> None:
+    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls, scalar arguments)."""
+    from ..affine.expr import Call, Scalar
+
+    def walk(e):
+        if isinstance(e, (Call, Scalar)):
+            what = f"call of {e.fn}" if isinstance(e, Call) else f"scalar argument {e.name}"
+            raise EmitError(f"kernel {k.name}: {what}: neither a tile routine nor the generic path (no math "
+                            f"library and no scalar arguments on the data-movement RISC-V) renders it")
+        for c in getattr(e, "children", lambda: ())():
+            walk(c)
+    for p in k.statements:
+        walk(p.expr)
+        for a in (p.write, *p.reads):
+            if len(mp.tensor(a.buffer).box) > 2:
+                raise EmitError(f"kernel {k.name}: rank-{len(mp.tensor(a.buffer).box)} buffer {a.buffer} has no "
+                                f"tile layout in the Metalium back end")
+
+
+def render_generic(plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, indent: str, t_c: str,
+                   kb_c: str) -> list[str]:
+    """The C++ block running ``k`` on the cores of ``cls`` (inside the reader; ``my_x``/``my_y`` in scope)."""
+    return _Printer(plan, mp, k, cls, steps).block(indent, t_c, kb_c)

@@ -1,0 +1,267 @@
+"""``host.cpp``: the host program that stages the inputs, runs the program on the device and checks it.
+
+Device, command queue and program; one ``CoreRangeSet`` for the work region (circular buffers and
+semaphores) and one per core class (kernels and their runtime args); DRAM buffers holding every host
+load/store as per-core tile blocks (the host does the staging: box of core (x, y) -> zero-padded 32x32
+tiles of four 16x16 faces); ``EnqueueWriteBuffer``, ``EnqueueProgram``, ``Finish``, ``EnqueueReadBuffer``;
+then the program's sequential reference (the same C :func:`mica.testing.program_c` compiles for the
+emulator's differential tests) on the same random inputs, and a comparison. ``CloseDevice`` at the end.
+
+Public API: :func:`render_host`.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from ..errors import EmitError
+from ..meshir.ir import HostLoad, HostStore, MeshProgram
+from ..testing import program_c
+from .api import tile_bytes
+from .kernels import LAYOUT, header
+from .plan import MetalPlan, ident
+
+COORD = {None: 0, "x": 1, "y": 2, "kb": 3, "t": 0}
+
+STAGING = """\
+// One dimension of a per-core box: [tile * c, min(tile * c + tile, extent)) with c the core's x, y, its
+// skewed block kb at step 0, or 0; a padded dimension always holds tile elements (zeros past extent).
+// A window (span > 0) holds span elements from tile * c + offset (ghost zones); those outside
+// [0, extent) are never read and stay zero.
+struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; };  // coord: 0 none, 1 x, 2 y, 3 kb
+struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
+
+// Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
+static size_t tile_index(const Box& b, int r, int c) {
+    const size_t tile = (size_t)(r / 32) * b.tile_cols + (c / 32);
+    const int i = r % 32, j = c % 32;
+    return tile * 1024 + (size_t)((i / 16) * 2 + (j / 16)) * 256 + (i % 16) * 16 + (j % 16);
+}
+
+static int box_lo(const BoxDim& d, int x, int y) {
+    const int c = d.coord == 1 ? x : d.coord == 2 ? y : d.coord == 3 ? mica_kb(x, y) : 0;
+    return d.coord == 0 ? 0 : d.tile * c + d.offset;
+}
+
+static int box_size(const BoxDim& d, int x, int y) {
+    if (d.padded) return d.tile;
+    if (d.span) return d.span;
+    const int n = d.extent - box_lo(d, x, y);
+    return n < 0 ? 0 : (n < d.tile ? n : d.tile);
+}
+
+// Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back).
+static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tiles, bool to_tiles) {
+    const int rows = b.rank >= 1 ? (b.d[0].span ? b.d[0].span : b.d[0].padded || b.d[0].coord ? b.d[0].tile
+                                                                   : box_size(b.d[0], x, y)) : 1;
+    const int cols = b.rank >= 2 ? (b.d[1].span ? b.d[1].span : b.d[1].padded || b.d[1].coord ? b.d[1].tile
+                                                                   : box_size(b.d[1], x, y)) : 1;
+    for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < cols; ++c) {
+            const int g0 = b.rank >= 1 ? box_lo(b.d[0], x, y) + r : 0;
+            const int g1 = b.rank >= 2 ? box_lo(b.d[1], x, y) + c : 0;
+            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
+                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
+            const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
+            // a store takes the block the core owns, not its ghost zones (its neighbours' elements)
+            const bool owned = (b.rank < 1 || !b.d[0].span || (r >= -b.d[0].offset && r < -b.d[0].offset + b.d[0].tile)) &&
+                               (b.rank < 2 || !b.d[1].span || (c >= -b.d[1].offset && c < -b.d[1].offset + b.d[1].tile));
+            if (to_tiles) {
+                tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
+            } else if (inside && owned) {
+                a[at] = tiles[tile_index(b, r, c)];
+            }
+        }
+    }
+}
+"""
+
+
+def _skew_c(mp: MeshProgram) -> str:
+    s = mp.skew
+    if s is None:
+        return "static int mica_kb(int, int) { return 0; }  // no skewed step in this program\n"
+    if s.kind == "cannon":
+        return f"static int mica_kb(int x, int y) {{ return (x + y) % {s.n}; }}  // Cannon skew at step 0\n"
+    return (f"// Interleaved-ring skew at step 0: the block core (x, y) starts with.\n"
+            f"static int mica_pos(int c) {{ return c % 2 == 0 ? c / 2 : {s.n - 1} - c / 2; }}\n"
+            f"static int mica_kb(int x, int y) {{ return (mica_pos(x) + mica_pos(y)) % {s.n}; }}\n")
+
+
+def _box_c(t) -> str:
+    dims = list(t.box) + []
+    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile if (d.coord or d.padded) else min(d.tile, d.extent)}, {d.extent}, "
+                   f"{'true' if d.padded else 'false'}, {getattr(d, 'offset', 0)}, {getattr(d, 'span', 0)}}}"
+                   for d in dims)
+    if len(dims) < 2:
+        ds += ", {0, 1, 1, false, 0, 0}" * (2 - len(dims))
+    from .classify import tile_grid
+    r, c = tile_grid(t)
+    return f"Box{{{len(dims)}, {{{ds}}}, {r}, {c}, {r * c}}}"
+
+
+def _range_c(r) -> str:
+    return f"CoreRange(CoreCoord({r.x0}, {r.y0}), CoreCoord({r.x1 - 1}, {r.y1 - 1}))"
+
+
+def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
+    program = compiled.program
+    tb = tile_bytes(plan.dtype)
+    loads = [op for op, _ in mp.walk() if isinstance(op, HostLoad)]
+    stores = [op for op, _ in mp.walk() if isinstance(op, HostStore)]
+    ref = "\n".join(line for line in program_c(program).splitlines() if not line.startswith("#include"))
+    L = [header("host.cpp: opens the device, builds the program (CBs, semaphores, kernels per core class, "
+                "runtime args), stages the inputs, runs, and checks the outputs against the sequential "
+                "reference.", plan),
+         LAYOUT,
+         "// Build against the pinned release, e.g. as a tt_metal/programming_examples target; kernels/ must be",
+         "// reachable from the working directory (CreateKernel takes paths relative to it).",
+         "#include <cmath>", "#include <cstdint>", "#include <cstdio>", "#include <memory>", "#include <random>",
+         "#include <vector>", "#include <tt-metalium/host_api.hpp>", "#include <tt-metalium/device.hpp>",
+         "#include <tt-metalium/work_split.hpp>", "", "using namespace tt;", "using namespace tt::tt_metal;", "",
+         "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
+         "}  // namespace reference", "", _skew_c(mp), STAGING,
+         "int main() {",
+         "    IDevice* device = CreateDevice(0);",
+         "    CommandQueue& cq = device->command_queue();",
+         "    Program program = CreateProgram();",
+         "    const CoreCoord grid = device->compute_with_storage_grid_size();",
+         f"    if (grid.x < {plan.work.x1} || grid.y < {plan.work.y1}) {{",
+         f"        std::fprintf(stderr, \"this device's worker grid is too small for the {plan.work.x1}x{plan.work.y1} "
+         f"program\\n\");",
+         "        CloseDevice(device);", "        return 2;", "    }", "",
+         f"    // Work region: every MeshIR tensor lives on all of it (CBs and semaphores).",
+         f"    const CoreRangeSet work(std::vector<CoreRange>{{{_range_c(plan.work)}}});"]
+    for cc in plan.classes:
+        L.append(f"    // core class {cc.name}: kernel classes {', '.join(cc.kernel_classes) or '-'}; host loads "
+                 f"{', '.join(cc.loads) or '-'}; host stores {', '.join(cc.stores) or '-'}")
+        L.append(f"    const CoreRangeSet class_{cc.name}(std::vector<CoreRange>{{"
+                 f"{', '.join(_range_c(r) for r in cc.ranges)}}});")
+    L += ["", f"    // Circular buffers: {plan.cb_bytes} B per core."]
+    for c in plan.cbs:
+        what = {"tensor": f"tensor {c.tensor}", "landing": f"landing buffer of {c.tensor}", "token": "turn token"}[c.kind]
+        L.append(f"    // {c.name}: {what}, {c.pages} page(s) of {c.page_bytes} B")
+        L.append(f"    CreateCircularBuffer(program, work, CircularBufferConfig({c.total_bytes}, "
+                 f"{{{{tt::CBIndex::c_{c.index}, {c.data_format}}}}}).set_page_size(tt::CBIndex::c_{c.index}, "
+                 f"{c.page_bytes}));")
+    L += ["", "    // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core",
+          "    // both sends and receives; ops of the same geometry share)."]
+    for s in plan.sems:
+        L.append(f"    const uint32_t {s.name} = CreateSemaphore(program, work, 0);  // id {s.index}: {s.role} of {s.op}")
+    L += ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order",
+          "    // (a tensor loaded and stored uses one buffer)."]
+    seen: dict[str, object] = {}
+    for op in loads + stores:
+        if op.buffer in seen:
+            if seen[op.buffer] != op.region:
+                raise EmitError(f"{mp.name}: {op.buffer} is loaded on {seen[op.buffer]} and stored from "
+                                f"{op.region}; one DRAM staging buffer serves both only on one region")
+            continue
+        seen[op.buffer] = op.region
+        t = mp.tensor(op.buffer)
+        r = op.region
+        pages = plan.tensor_cb(op.buffer).pages * r.cores
+        L.append(f"    InterleavedBufferConfig cfg_{ident(op.buffer)}{{.device = device, .size = {pages * tb}, "
+                 f".page_size = {tb}, .buffer_type = BufferType::DRAM}};")
+        L.append(f"    std::shared_ptr<Buffer> dram_{ident(op.buffer)} = CreateBuffer(cfg_{ident(op.buffer)});  "
+                 f"// {op.array} <-> {t.name} on {r}")
+    L += ["", "    // Kernels: reader / compute / writer per core class."]
+    for cc in plan.classes:
+        n = cc.name
+        ct = plan.args(f"kernels/reader_{n}.cpp").compile
+        L.append(f"    std::vector<uint32_t> reader_{n}_ct = {{{', '.join(ct)}}};")
+        L.append(f"    KernelHandle reader_{n} = CreateKernel(program, \"kernels/reader_{n}.cpp\", class_{n}, "
+                 f"DataMovementConfig{{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, "
+                 f".compile_args = reader_{n}_ct}});")
+        L.append(f"    std::vector<uint32_t> compute_{n}_ct = {{{', '.join(plan.args(f'kernels/compute_{n}.cpp').compile)}}};")
+        L.append(f"    KernelHandle compute_{n} = CreateKernel(program, \"kernels/compute_{n}.cpp\", class_{n}, "
+                 f"ComputeConfig{{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, "
+                 f".math_approx_mode = false, .compile_args = compute_{n}_ct}});")
+        L.append(f"    std::vector<uint32_t> writer_{n}_ct = {{{', '.join(plan.args(f'kernels/writer_{n}.cpp').compile)}}};")
+        L.append(f"    KernelHandle writer_{n} = CreateKernel(program, \"kernels/writer_{n}.cpp\", class_{n}, "
+                 f"DataMovementConfig{{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, "
+                 f".compile_args = writer_{n}_ct}});")
+    w, h = plan.mesh
+    L += ["", "    // NoC coordinates of every logical column and row (multicast rectangles need them).",
+          f"    std::vector<uint32_t> noc_x({w}), noc_y({h});",
+          f"    for (uint32_t i = 0; i < {w}; ++i) noc_x[i] = device->worker_core_from_logical_core(CoreCoord(i, 0)).x;",
+          f"    for (uint32_t j = 0; j < {h}; ++j) noc_y[j] = device->worker_core_from_logical_core(CoreCoord(0, j)).y;",
+          "", "    // Runtime args, per core of each class."]
+
+    def value(name: str) -> str:
+        if name == "my_x":
+            return "(uint32_t)core.x"
+        if name == "my_y":
+            return "(uint32_t)core.y"
+        if name.startswith("noc_x") or name.startswith("noc_y"):
+            return f"{name[:5]}[{name[5:]}]"
+        return f"(uint32_t){name}->address()"
+    for cc in plan.classes:
+        n = cc.name
+        L.append(f"    for (const CoreCoord& core : corerange_to_cores(class_{n})) {{")
+        for kind in ("reader", "compute", "writer"):
+            args = plan.args(f"kernels/{kind}_{n}.cpp").runtime
+            L.append(f"        // {kind}_{n}: {len(args)} runtime args ({', '.join(args)})")
+            L.append(f"        SetRuntimeArgs(program, {kind}_{n}, core, {{{', '.join(value(a) for a in args)}}});")
+        L.append("    }")
+    L += ["", "    // Host arrays (random inputs, fixed seed) and the staged DRAM images.",
+          "    std::mt19937 rng(0);", "    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);"]
+    for a in program.arrays:
+        n = prod(a.shape) if a.shape else 1
+        init = "for (float& v : arr_{0}) v = dist(rng);" if a.name in program.inputs else ""
+        L.append(f"    std::vector<float> arr_{ident(a.name)}({n}, 0.0f);  {init.format(ident(a.name))}".rstrip())
+    for op in loads:
+        t = mp.tensor(op.buffer)
+        r = op.region
+        pages = plan.tensor_cb(op.buffer).pages
+        b = ident(op.buffer)
+        L += [f"    {{  // host_load {op.array} -> {op.buffer} on {r}",
+              f"        const Box box = {_box_c(t)};",
+              f"        std::vector<float> staged({pages * r.cores} * 1024, 0.0f);",
+              f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
+              f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
+              f"                stage(arr_{ident(op.array)}, box, x, y, staged.data() + "
+              f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, true);",
+              f"        EnqueueWriteBuffer(cq, dram_{b}, staged, true);", "    }"]
+    L += ["", "    EnqueueProgram(cq, program, false);", "    Finish(cq);", "",
+          "    // Outputs back from DRAM."]
+    L.append("    // (outputs start as NaN: an element the device never stores fails the comparison)")
+    for a in program.arrays:
+        if a.name in program.outputs:
+            L.append(f"    std::vector<float> dev_{ident(a.name)}(arr_{ident(a.name)}.size(), NAN);")
+        else:
+            L.append(f"    std::vector<float> dev_{ident(a.name)} = arr_{ident(a.name)};")
+    for op in stores:
+        t = mp.tensor(op.buffer)
+        r = op.region
+        pages = plan.tensor_cb(op.buffer).pages
+        L += [f"    {{  // host_store {op.array} <- {op.buffer} from {r}",
+              f"        const Box box = {_box_c(t)};",
+              "        std::vector<float> staged;",
+              f"        EnqueueReadBuffer(cq, dram_{ident(op.buffer)}, staged, true);",
+              f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
+              f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
+              f"                stage(dev_{ident(op.array)}, box, x, y, staged.data() + "
+              f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, false);", "    }"]
+    L += ["", "    // The reference: the original loop nests, in order, on the host.",
+          f"    void* arrays[] = {{{', '.join(f'arr_{ident(a.name)}.data()' for a in program.arrays)}}};",
+          "    const double scalars[1] = {0.0};", "    reference::mica_program(arrays, scalars);", "",
+          "    // Compare (the FPU multiplies with 19-bit inputs: tolerance relative to the largest value).",
+          "    int bad = 0;"]
+    for name in program.outputs:
+        i = ident(name)
+        L += [f"    {{",
+              f"        float scale = 1.0f, worst = 0.0f;",
+              f"        size_t missing = 0;",
+              f"        for (float v : arr_{i}) scale = std::fmax(scale, std::fabs(v));",
+              f"        for (size_t k = 0; k < arr_{i}.size(); ++k) {{",
+              f"            if (std::isnan(dev_{i}[k]) && !std::isnan(arr_{i}[k])) ++missing;",
+              f"            else worst = std::fmax(worst, std::fabs(dev_{i}[k] - arr_{i}[k]));",
+              f"        }}",
+              f"        const bool ok = missing == 0 && worst <= 2e-2f * scale;",
+              f"        if (missing) std::printf(\"{name}: %zu element(s) never stored by the device\\n\", missing);",
+              f"        std::printf(\"{name}: max |device - reference| = %g (scale %g) %s\\n\", worst, scale, ok ? \"ok\" : \"MISMATCH\");",
+              f"        bad += ok ? 0 : 1;",
+              f"    }}"]
+    L += ["", "    CloseDevice(device);", "    return bad == 0 ? 0 : 1;", "}", ""]
+    return "\n".join(L)

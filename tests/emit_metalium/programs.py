@@ -1,0 +1,132 @@
+"""The programs the Metalium back-end tests emit: small meshes and sizes, compiled once per session."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import mica
+
+MM2 = '''
+void mm2(int n, float A[64][64], float B[64][64], float C[64][64], float T[64][64], float D[64][64]) {
+  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
+  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
+    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
+}'''
+
+
+def _matmul_interleaved():
+    op = mica.ops.matmul(64, 64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.interleaved(op, (4, 4)))
+
+
+def _matmul_summa():
+    op = mica.ops.matmul(64, 64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.summa(op, (4, 4)))
+
+
+def _matmul_summa_blackhole():
+    op = mica.ops.matmul(96, 80, 64)
+    return mica.compile_affine(op, mesh=(5, 3), target="blackhole", schedule=mica.plans.summa(op, (5, 3)))
+
+
+def _gemv_ktree():
+    op = mica.ops.gemv(64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.ktree(op, (4, 4)))
+
+
+def _mm2():
+    return mica.compile_affine(mica.affine.from_c(MM2, params={"n": 64}), mesh=(4, 4), target="wormhole")
+
+
+def _matmul_partial():
+    # sizes that do not divide the mesh: partial boxes and edge classes; boxes of more than one tile
+    op = mica.ops.matmul(100, 70, 90)
+    return mica.compile_affine(op, mesh=(3, 2), target="wormhole", schedule=mica.plans.summa(op, (3, 2)))
+
+
+def _matmul_wse2():
+    op = mica.ops.matmul(48, 48, 48)
+    return mica.compile_affine(op, mesh=(3, 3), target="wse2", schedule=mica.plans.interleaved(op, (3, 3)))
+
+
+CHAIN3 = '''
+void chain3(int n, float A[256][256], float x[256], float y[256], float z[256], float B[256][256], float w[256]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
+  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
+}'''
+
+
+def _chain3():
+    # gemv -> element-wise -> gemv, mapped operator by operator
+    return mica.compile_affine(mica.affine.from_c(CHAIN3, params={"n": 256}), mesh=(4, 4), target="wormhole")
+
+
+TRIANGLE = '''
+void tri(int n, float A[70][70], float B[70][70], float C[70][70]) {
+  for (int i = 0; i < n; i++) for (int j = 0; j <= i; j++) C[i][j] = A[i][j] + 2.0f * B[i][j];
+}'''
+
+
+def _triangle():
+    # no tile routine: the generic path (partial boxes of 35 x 35 elements, 2 x 2 tiles per core)
+    return mica.compile_affine(mica.affine.from_c(TRIANGLE, params={"n": 70}), mesh=(2, 2), target="wormhole")
+
+
+def _gemv_wse3():
+    op = mica.ops.gemv(48, 40)
+    return mica.compile_affine(op, mesh=(3, 4), target="wse3", schedule=mica.plans.ktree(op, (3, 4)))
+
+
+JACOBI = '''
+void jacobi(int tsteps, int n, float A[34][34], float B[34][34]) {
+  for (int t = 0; t < tsteps; t++) {
+    for (int i = 1; i < n - 1; i++)
+      for (int j = 1; j < n - 1; j++)
+        B[i][j] = 0.2f * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
+    for (int i = 1; i < n - 1; i++)
+      for (int j = 1; j < n - 1; j++)
+        A[i][j] = 0.2f * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
+  }
+}'''
+
+#: halo exchange for stencils arrives with ``mica.plans.halo``; until then the stencil program is left out
+HAVE_HALO = hasattr(mica.plans, "halo")
+
+
+def _jacobi():
+    prog = mica.affine.from_c(JACOBI, params={"tsteps": 3, "n": 34})
+    return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
+
+
+PROGRAMS = {
+    "gemv_ktree_wse3_on_wormhole": _gemv_wse3,
+    "triangle_wormhole": _triangle,
+    "chain3_wormhole": _chain3,
+    "matmul_interleaved_wormhole": _matmul_interleaved,
+    "matmul_summa_wormhole": _matmul_summa,
+    "matmul_summa_blackhole": _matmul_summa_blackhole,
+    "gemv_ktree_wormhole": _gemv_ktree,
+    "mm2_wormhole": _mm2,
+    "matmul_partial_wormhole": _matmul_partial,
+    "matmul_wse2_on_wormhole": _matmul_wse2,
+}
+
+if HAVE_HALO:
+    PROGRAMS["jacobi2d_wormhole"] = _jacobi
+
+#: the programs with checked-in golden outputs
+GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",
+          "gemv_ktree_wormhole", "mm2_wormhole", "chain3_wormhole") + (("jacobi2d_wormhole",) if HAVE_HALO else ())
+
+
+@lru_cache(maxsize=None)
+def compiled(name: str):
+    return PROGRAMS[name]()
+
+
+@lru_cache(maxsize=None)
+def rendered(name: str) -> dict[str, str]:
+    from mica.emit_metalium import render
+    return render(compiled(name))
