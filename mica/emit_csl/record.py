@@ -1,0 +1,54 @@
+"""``plan.json``: the CSL back end's own record of what it emitted, from the same :class:`CslPlan` the
+CSL text is rendered from.
+
+Per colour: the channels on it; per channel: exchange, pattern, senders, receivers, routes (per router
+rectangle: rx/tx), the iterations it is used at, the buffers it moves and the largest message; per buffer:
+its size; plus queues, local task IDs, region classes and the steps of the PE state machine.
+
+Public API: :func:`plan_record`.
+"""
+
+from __future__ import annotations
+
+from ..meshir import ir
+from .plan import CslPlan
+
+
+def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
+    bufs = {b.name: b for b in plan.buffers}
+    chans = []
+    for c in plan.channels:
+        chans.append({
+            "id": c.id, "colour": c.colour, "exchange": c.exchange, "exchange_index": c.exchange_index,
+            "pattern": c.pattern, "part": c.part, "meshir_colour": c.meshir_colour,
+            "src": c.src, "dst": c.dst, "senders": c.senders.as_list(), "receivers": c.receivers.as_list(),
+            "max_hops": c.max_hops, "message_bytes_max": bufs[c.src].bytes,
+            "uses": [dict(u) for u in c.uses],
+            "routes": [{"box": r.box.as_list(), "rx": list(r.rx), "tx": list(r.tx)} for r in c.routes],
+        })
+    knames = [k.name for k in mp.kernels]
+    return {
+        "program": plan.name, "arch": plan.arch, "mesh": list(plan.mesh), "sram_bytes": plan.sram_bytes,
+        "colour_budget": plan.colour_budget,
+        "box_format": "[x0, x1, xs, y0, y1, ys]: cores x in range(x0, x1, xs), y in range(y0, y1, ys)",
+        "colours": [{"colour": col, "channels": [c.id for c in plan.channels if c.colour == col]}
+                    for col in plan.colours_used],
+        "channels": chans,
+        "buffers": [{"name": b.name, "array": b.array, "dtype": b.dtype, "elems": b.elems, "bytes": b.bytes,
+                     "role": b.role, "dims": [list(d) for d in b.dims]} for b in plan.buffers],
+        "buffer_bytes_total": sum(b.bytes for b in plan.buffers),
+        "queues": {"input": {str(k): v for k, v in sorted(plan.in_queue.items())},
+                   "output": {str(k): v for k, v in sorted(plan.out_queue.items())}},
+        "task_ids": plan.task_ids,
+        "classes": [{"id": cid, "rx_mask": rx, "tx_mask": tx, "kernel_classes": dict(zip(knames, kcs)),
+                     "cores": n, "example": list(ex)} for cid, rx, tx, kcs, n, ex in plan.classes],
+        "params_per_class": ["rx_mask", "tx_mask"] + [f"kc_{k}" for k in knames],
+        "exported": exported + ["scalars", "main"],
+        "host": {"loads": [{"array": ld.array, "buffer": ld.buffer, "region": [ld.region.x0, ld.region.x1,
+                                                                                ld.region.y0, ld.region.y1]}
+                           for ld in plan.loads],
+                 "stores": [{"array": st.array, "buffer": st.buffer, "region": [st.region.x0, st.region.x1,
+                                                                                 st.region.y0, st.region.y1]}
+                            for st in plan.stores]},
+        "steps": [{"pc": s.pc, "kind": s.kind, "text": s.text} for s in plan.steps],
+    }

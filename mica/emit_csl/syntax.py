@@ -1,0 +1,2 @@
+def check(text, name):
+    pass
