@@ -173,13 +173,18 @@ class KernelPrinter:
                 p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)) is None))
                 for r in e.walk() if isinstance(r, Read)) and not any(isinstance(r, (Call, Cmp, Select))
                                                                      for r in e.walk())
+        def acc_of(r):
+            return p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)
+
+        def is_w(e) -> bool:          # a read of exactly the element being written
+            return isinstance(e, Read) and acc_of(e).buffer == p.write.buffer and acc_of(e).index == p.write.index
+
         ws = stride(p.write)
         if not ws or not (0 < abs(ws) < 128):
             return False
         e = p.expr
         form = None
-        if isinstance(e, Bin) and e.op == "+" and isinstance(e.lhs, Read) and e.lhs.ref == p.write.ref \
-                and isinstance(e.rhs, Bin) and e.rhs.op == "*":
+        if isinstance(e, Bin) and e.op == "+" and is_w(e.lhs) and isinstance(e.rhs, Bin) and e.rhs.op == "*":
             l, r = e.rhs.lhs, e.rhs.rhs
             if vec(l) and invariant(r):
                 form = ("fmac", [vec(l)], r)
@@ -193,22 +198,20 @@ class KernelPrinter:
             form = ("fmul", [vec(e.rhs)], e.lhs)
         elif vec(e):
             form = ("fmov", [vec(e)], None)
-        elif invariant(e) and not any(isinstance(r, Read) and r.ref == p.write.ref for r in e.walk()):
+        elif invariant(e) and not any(isinstance(r, Read) and acc_of(r).buffer == p.write.buffer for r in e.walk()):
             form = ("fmov", [], e)
         if form is None:
             return False
         kind, vecs, scal = form
         # A vector read of the written buffer must be the written elements themselves (no overlap).
-        woff_env = None
         for a, s in vecs:
             if a.buffer == p.write.buffer and (a.index != p.write.index or s != ws):
                 return False
         if kind == "fmac" and vecs[0][0].buffer == p.write.buffer:
             return False
         self.part = p
-        _, env0 = self._env(call, {it: init} if False else None)
-        env0 = {lp: (init if coef[lp] else v) for lp, v in env0.items()}
-        woff_env = env0
+        _, env0 = self._env(call)
+        woff_env = {lp: (init if coef[lp] else v) for lp, v in env0.items()}   # the first element
         self.nvec += 1
         n = f"vn{self.nvec}"
         sfx = SUFFIX[ty]

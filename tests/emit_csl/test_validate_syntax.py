@@ -1,0 +1,139 @@
+"""The structural validator and the CSL grammar catch corrupted file sets."""
+
+import json
+from functools import lru_cache
+
+import pytest
+
+import mica
+from mica.emit_csl import render
+from mica.emit_csl.syntax import check, parse
+from mica.emit_csl.validate import validate, validate_dir
+from mica.errors import EmitError
+from programs import program
+
+
+@lru_cache(maxsize=None)
+def files(name="matmul_interleaved", target="wse2"):
+    return dict(render(program(name, target)))
+
+
+def _route_lines(text):
+    return [i for i, ln in enumerate(text.splitlines()) if "@set_color_config" in ln]
+
+
+def test_emitted_sets_validate():
+    validate(files())
+    validate(files("gemv_ktree", "wse3"))
+
+
+def test_dropped_route_is_caught_with_file_and_line():
+    f = files()
+    lines = f["layout.csl"].splitlines()
+    k = _route_lines(f["layout.csl"])[1]            # a pass-through hop of a 2-hop ring move
+    del lines[k]
+    bad = dict(f, **{"layout.csl": "\n".join(lines)})
+    with pytest.raises(EmitError, match=r"layout\.csl:\d+: channel \d+ .*no route") as e:
+        validate(bad)
+    assert e.value.filename == "layout.csl" and e.value.line > 0
+
+
+def test_renamed_symbol_is_caught():
+    f = files()
+    bad = dict(f, **{"run.py": f["run.py"].replace("runner.get_id('C')", "runner.get_id('C_out')")})
+    with pytest.raises(EmitError, match=r"run\.py:\d+: symbol 'C_out' is not exported"):
+        validate(bad)
+    bad = dict(f, **{"layout.csl": f["layout.csl"].replace('@export_name("C",', '@export_name("C2",')})
+    with pytest.raises(EmitError, match=r"symbol 'C' is not exported by layout\.csl"):
+        validate(bad)
+
+
+def test_oversized_buffer_is_caught():
+    f = files()
+    bad = dict(f, **{"pe_program.csl": f["pe_program.csl"].replace("var C: [16]f32 = @zeros([16]f32);",
+                                                                   "var C: [13000]f32 = @zeros([13000]f32);")})
+    with pytest.raises(EmitError, match=r"pe_program\.csl:\d+: buffer C has 52000 B, plan\.json records 64 B"):
+        validate(bad)
+    plan = json.loads(f["plan.json"])
+    for b in plan["buffers"]:
+        if b["name"] == "C":
+            b["bytes"] = 52000
+    with pytest.raises(EmitError, match=r"more than the 49152 B of SRAM"):
+        validate(dict(bad, **{"plan.json": json.dumps(plan)}))
+
+
+def test_missing_class_parameter_is_caught():
+    f = files()
+    bad = dict(f, **{"layout.csl": f["layout.csl"].replace("        .rx_mask = rx_mask(x, y),\n", "")})
+    with pytest.raises(EmitError, match=r"pe_program\.csl:\d+: param rx_mask gets no value"):
+        validate(bad)
+
+
+def test_conflicting_router_settings_and_budget_are_caught():
+    f = files()
+    lines = f["layout.csl"].splitlines()
+    k = _route_lines(f["layout.csl"])[0]
+    lines.insert(k + 1, lines[k].replace(".tx = .{ WEST }", ".tx = .{ EAST }"))
+    with pytest.raises(EmitError, match="two settings for colour"):
+        validate(dict(f, **{"layout.csl": "\n".join(lines)}))
+    plan = json.loads(f["plan.json"])
+    plan["colour_budget"] = 1
+    with pytest.raises(EmitError, match="more than the budget of 1"):
+        validate(dict(f, **{"plan.json": json.dumps(plan)}))
+
+
+def test_validate_dir(tmp_path):
+    prog = program("gemv_chain", "wse2")
+    prog.emit("csl", tmp_path)
+    validate_dir(tmp_path)
+    (tmp_path / "run.py").write_text((tmp_path / "run.py").read_text().replace("'main'", "'start'"))
+    with pytest.raises(EmitError, match="'start'"):
+        validate_dir(tmp_path)
+
+
+def test_every_emitted_file_parses_and_malformed_ones_do_not():
+    for target in ("wse2", "wse3"):
+        for name in ("matmul_summa", "two_ops"):
+            f = files(name, target)
+            parse(f["layout.csl"], "layout.csl")
+            parse(f["pe_program.csl"], "pe_program.csl")
+    pe = files()["pe_program.csl"]
+    unbalanced = pe.replace("fn finish() void {", "fn finish() void {{", 1)
+    with pytest.raises(EmitError, match=r"pe_program\.csl:\d+:\d+: not valid CSL") as e:
+        check(unbalanced, "pe_program.csl")
+    assert e.value.line > 0
+    with pytest.raises(EmitError, match="not valid CSL"):
+        check(pe[: len(pe) // 2], "pe_program.csl")       # truncated
+    with pytest.raises(EmitError, match="not valid CSL"):
+        check(pe.replace("pending -= 1;", "pending -= ;"), "pe_program.csl")
+    with pytest.raises(EmitError, match="not valid CSL"):
+        check(files()["layout.csl"].replace("@set_rectangle(4, 4);", "@set_rectangle(4, 4)"), "layout.csl")
+
+
+def test_vector_updates_become_dsd_operations():
+    pe = files()["pe_program.csl"]
+    assert "@fmacs(" not in pe or "@fmacs(" in pe
+    mm = files("matmul_summa", "wse2")["pe_program.csl"]
+    assert "@fmacs(" in mm            # C[i, j] += A[i, k] * B[k, j] over j
+    gv = files("gemv_ktree", "wse2")["pe_program.csl"]
+    assert "@fadds(" in gv and "@fmovs(" in gv    # accumulate / fill; the dot product stays a loop
+
+
+def test_wse3_binds_queues_and_microthreads():
+    w3 = files("matmul_interleaved", "wse3")["pe_program.csl"]
+    w2 = files("matmul_interleaved", "wse2")["pe_program.csl"]
+    assert "@initialize_queue(@get_input_queue(" in w3 and ".ut_id = @get_ut_id(" in w3
+    assert "@initialize_queue" not in w2 and ".ut_id" not in w2
+    for pe in (w2, w3):
+        assert pe.count("sys_mod.unblock_cmd_stream();") == 1
+
+
+def test_unsupported_constructs_raise_emit_errors():
+    op = mica.ops.matmul(8, 8, 8, dtype="f64")
+    with pytest.raises(EmitError, match="dtype f64"):
+        render(mica.compile_affine(op, mesh=(2, 2), target="wse2"))
+    with pytest.raises(EmitError, match="targets wse2 and wse3"):
+        render(mica.compile_affine(mica.ops.matmul(8, 8, 8), mesh=(2, 2), target="wormhole"))
+    mm = mica.ops.matmul(16, 16, 16)
+    with pytest.raises(EmitError, match="fabric queues"):
+        render(mica.compile_affine(mm, mesh=(4, 4), target="wse3", schedule=mica.plans.summa(mm, (4, 4))))
