@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..meshir import ir
 from .csltext import DIR
-from .plan import CslPlan
+from .plan import CslPlan, use_ranges
 
 
 def route_line(colour: int, rb) -> str:
@@ -105,8 +105,9 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add("")
     add("  // ---- routes: per channel (a MeshIR pattern's static route table), per router rectangle ----")
     for ch in plan.channels:
-        uses = "every iteration" if len(ch.uses) > 8 else ", ".join(
-            "{" + ", ".join(f"{v}={x}" for v, x in u) + "}" if u else "once" for u in ch.uses)
+        uses = ", ".join("{" + ", ".join(f"{v} in {lo}..{hi - 1}" if hi > lo + 1 else f"{v}={lo}"
+                                         for v, (lo, hi) in box.items()) + "}" if box else "once"
+                         for box in use_ranges(ch.uses))
         add(f"  // ch{ch.id}: exchange {ch.exchange}, {ch.pattern} part {ch.part} (MeshIR colour {ch.meshir_colour}) "
             f"on c{ch.colour}; used at {uses}")
         for rb in ch.routes:

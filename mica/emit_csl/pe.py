@@ -25,7 +25,7 @@ from math import prod
 from ..meshir import ir
 from .csltext import HELPERS, box_test, lin_csl, rect_test
 from .kernels import kernel_functions
-from .plan import CslPlan
+from .plan import CslPlan, use_ranges
 
 
 def _len_expr(t: ir.RegionTensor, slots: dict[str, int]) -> str:
@@ -50,8 +50,11 @@ def _use_condition(ch, scope_counts: dict[str, int], slots: dict[str, int], guar
     if len(ch.uses) == total:
         return ""
     alts = []
-    for env in ch.uses:
-        alts.append(" and ".join(f"lv[{slots[v]}] == {val}" for v, val in env) or "true")
+    for box in use_ranges(ch.uses):
+        conds = []
+        for v, (lo, hi) in box.items():
+            conds.append(f"lv[{slots[v]}] == {lo}" if hi == lo + 1 else f"lv[{slots[v]}] >= {lo} and lv[{slots[v]}] < {hi}")
+        alts.append(" and ".join(conds) or "true")
     return " or ".join(f"({a})" for a in alts)
 
 

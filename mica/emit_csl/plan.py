@@ -169,6 +169,24 @@ class CslPlan:
         return tuple(sorted({c.colour for c in self.channels}))
 
 
+def use_ranges(uses) -> list[dict[str, tuple[int, int]]]:
+    """Loop-variable values (tuples of (var, value)) as few boxes ``{var: (lo, hi)}``: runs of consecutive
+    values of the innermost variable for each value of the outer ones."""
+    out: list[dict[str, tuple[int, int]]] = []
+    for u in sorted(uses):
+        if not u:
+            out.append({})
+            continue
+        outer, (last, v) = u[:-1], u[-1]
+        prev = out[-1] if out else None
+        if prev is not None and all(prev.get(n) == (x, x + 1) for n, x in outer) and last in prev \
+                and prev[last][1] == v and len(prev) == len(u):
+            prev[last] = (prev[last][0], v + 1)
+        else:
+            out.append({**{n: (x, x + 1) for n, x in outer}, last: (v, v + 1)})
+    return out
+
+
 def _iterations(scope):
     names = [v for v, _ in scope]
     for values in product(*(range(n) for _, n in scope)):
@@ -345,14 +363,22 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
     # exchange instance), for queue and completion-slot assignment.
     rx_any: dict[int, np.ndarray] = {}
     tx_any: dict[int, np.ndarray] = {}
-    inst: dict[tuple, list] = {}
+    mask = {}                                   # (channel id, role) -> cores doing it
+    inst: dict[tuple, set] = {}
     for c in chans:
-        sm, rm = c.senders.mask(w, h), c.receivers.mask(w, h)
-        rx_any[c.colour] = rx_any.get(c.colour, np.zeros((h, w), bool)) | rm
-        tx_any[c.colour] = tx_any.get(c.colour, np.zeros((h, w), bool)) | sm
+        mask[(c.id, "send")], mask[(c.id, "recv")] = c.senders.mask(w, h), c.receivers.mask(w, h)
+        rx_any[c.colour] = rx_any.get(c.colour, np.zeros((h, w), bool)) | mask[(c.id, "recv")]
+        tx_any[c.colour] = tx_any.get(c.colour, np.zeros((h, w), bool)) | mask[(c.id, "send")]
         for u in c.uses:
-            inst.setdefault((c.exchange_index, u), []).append(c)
+            inst.setdefault((c.exchange_index, u), set()).add(c.id)
+    together = {(i, j) for ids in {frozenset(v) for v in inst.values()} for i in ids for j in ids}
     wse3 = target.name == "wse3"
+    overlap: dict = {}
+
+    def overlaps(a, b) -> bool:
+        if (a, b) not in overlap:
+            overlap[(a, b)] = overlap[(b, a)] = bool((mask[a] & mask[b]).any())
+        return overlap[(a, b)]
 
     def co_active(a: tuple, b: tuple) -> bool:
         """Queue nodes (colour, role) used by one core: ever (WSE-3 binds a queue to one colour for the
@@ -362,14 +388,8 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
         mb = rx_any if b[1] == "recv" else tx_any
         if wse3:
             return bool((ma[a[0]] & mb[b[0]]).any())
-        for cs in inst.values():
-            for ca in (c for c in cs if c.colour == a[0]):
-                for cb in (c for c in cs if c.colour == b[0]):
-                    x = ca.receivers if a[1] == "recv" else ca.senders
-                    y = cb.receivers if b[1] == "recv" else cb.senders
-                    if (x.mask(w, h) & y.mask(w, h)).any():
-                        return True
-        return False
+        return any((ca.id, cb.id) in together and overlaps((ca.id, a[1]), (cb.id, b[1]))
+                   for ca in chans if ca.colour == a[0] for cb in chans if cb.colour == b[0])
 
     nodes = [(c, "recv") for c in sorted(rx_any)] + [(c, "send") for c in sorted(tx_any)]
     queue = _greedy(nodes, co_active, USER_QUEUES, lambda n: (
@@ -379,15 +399,9 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
     in_queue = {c: q for (c, r), q in queue.items() if r == "recv"}
     out_queue = {c: q for (c, r), q in queue.items() if r == "send"}
     # Completion slots: (exchange, channel, role) pairs done by one core in one instance get distinct slots.
-    roles = []
-    role_mask = {}
-    for c in chans:
-        for role, b in (("send", c.senders), ("recv", c.receivers)):
-            key = (c.exchange_index, c.id, role)
-            roles.append(key)
-            role_mask[key] = (b.mask(w, h), set(c.uses))
-    slots = _greedy(roles, lambda a, b: a[0] == b[0] and bool(role_mask[a][1] & role_mask[b][1])
-                    and bool((role_mask[a][0] & role_mask[b][0]).any()), tuple(range(64)), lambda k: "slots")
+    roles = [(c.exchange_index, c.id, role) for c in chans for role in ("send", "recv")]
+    slots = _greedy(roles, lambda a, b: a[0] == b[0] and (a[1], b[1]) in together
+                    and overlaps((a[1], a[2]), (b[1], b[2])), tuple(range(64)), lambda k: "slots")
     n_slots = max(slots.values(), default=-1) + 1
     used_ids = {c.colour for c in chans}
     free_ids = [i for i in range(ROUTABLE + 7) if i not in used_ids and i not in RESERVED_IDS and i < 31]

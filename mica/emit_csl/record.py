@@ -11,7 +11,7 @@ Public API: :func:`plan_record`.
 from __future__ import annotations
 
 from ..meshir import ir
-from .plan import CslPlan
+from .plan import CslPlan, use_ranges
 
 
 def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
@@ -23,7 +23,7 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
             "pattern": c.pattern, "part": c.part, "meshir_colour": c.meshir_colour,
             "src": c.src, "dst": c.dst, "senders": c.senders.as_list(), "receivers": c.receivers.as_list(),
             "max_hops": c.max_hops, "message_bytes_max": bufs[c.src].bytes,
-            "uses": [dict(u) for u in c.uses],
+            "uses": [{v: list(r) for v, r in box.items()} for box in use_ranges(c.uses)],
             "routes": [{"box": r.box.as_list(), "rx": list(r.rx), "tx": list(r.tx)} for r in c.routes],
         })
     knames = [k.name for k in mp.kernels]
@@ -31,6 +31,8 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
         "program": plan.name, "arch": plan.arch, "mesh": list(plan.mesh), "sram_bytes": plan.sram_bytes,
         "colour_budget": plan.colour_budget,
         "box_format": "[x0, x1, xs, y0, y1, ys]: cores x in range(x0, x1, xs), y in range(y0, y1, ys)",
+        "uses_format": "a channel carries one message per sender at loop values inside one of its boxes "
+                       "{var: [lo, hi)} ({} = once, outside loops)",
         "colours": [{"colour": col, "channels": [c.id for c in plan.channels if c.colour == col]}
                     for col in plan.colours_used],
         "channels": chans,

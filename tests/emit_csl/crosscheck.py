@@ -129,7 +129,8 @@ def crosscheck(compiled, plan: dict) -> list[str]:
         xi = exch_ids.index(op_id)
         env = dict(zip(scopes[xi], v))
         key = {k: val for k, val in env.items()}
-        chans = [c for c in plan["channels"] if c["exchange_index"] == xi and key in c["uses"]]
+        chans = [c for c in plan["channels"] if c["exchange_index"] == xi and any(
+            set(box) == set(key) and all(lo <= key[v] < hi for v, (lo, hi) in box.items()) for box in c["uses"])]
         p_routes, p_sends, p_recvs = {}, {}, {}
         for c in chans:
             mc = c["meshir_colour"]

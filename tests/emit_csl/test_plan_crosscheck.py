@@ -57,7 +57,7 @@ def test_crosscheck_fails_on_a_misdirected_route():
 def test_moving_root_multicast_gets_one_channel_per_root():
     _, files = emitted("matmul_summa", "wse2")
     plan = json.loads(files["plan.json"])
-    roots = [c for c in plan["channels"] if c["pattern"].startswith("A")] or plan["channels"][:4]
     a = [c for c in plan["channels"] if c["src"] == "A"]
-    assert len(a) == 4 and sorted(c["uses"][0]["t"] for c in a) == [0, 1, 2, 3]
+    assert len(a) == 4 and sorted(c["uses"][0]["t"][0] for c in a) == [0, 1, 2, 3]
+    assert all(c["uses"] == [{"t": [c["uses"][0]["t"][0], c["uses"][0]["t"][0] + 1]}] for c in a)
     assert len({c["colour"] for c in a}) == 4          # rows overlap: one colour each
