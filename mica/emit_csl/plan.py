@@ -358,6 +358,14 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
                 b = next(x for x in buffers if x.name == c.dst)
                 landing[c.dst] = f"{c.dst}_landing"
                 buffers += (Buffer(landing[c.dst], b.array, b.dtype, b.elems, b.bytes, "landing", b.dims),)
+    total = sum(b.bytes for b in buffers)
+    if total > target.sram_bytes:
+        extra = sum(b.bytes for b in buffers if b.role == "landing")
+        raise EmitError(f"CSL back end: {mp.name} needs {total} B of buffers per PE, more than {target.name}'s "
+                        f"{target.sram_bytes} B: the MeshIR tensors take {total - extra} B and the landing buffers "
+                        f"of {', '.join(sorted(landing))} {extra} B (a pattern that sends a buffer into itself, "
+                        f"as a ring shift does, needs a second copy once send and receive run asynchronously); "
+                        f"use a larger mesh or smaller tiles")
     chans = _channels(mp, exchanges, target.colours)
     # Per-core role masks per hardware colour: which colours each core sends / receives on (ever, and per
     # exchange instance), for queue and completion-slot assignment.

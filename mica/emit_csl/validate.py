@@ -25,6 +25,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import EmitError
 from .plan import RESERVED_IDS, ROUTABLE
 
@@ -34,7 +36,6 @@ _ROUTE = re.compile(r"for \(@range\(i16, (-?\d+), (-?\d+), (\d+)\)\) \|x\| \{ fo
 _COLOUR = re.compile(r"const c(\d+): color = @get_color\((\d+)\);")
 _BUFFER = re.compile(r"^var (\w+): \[(\d+)\](f32|f16) = @zeros")
 _SHORT = {"RAMP": "RAMP", "NORTH": "N", "EAST": "E", "SOUTH": "S", "WEST": "W"}
-STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
 OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
 SIZE = {"f32": 4, "f16": 2}
 
@@ -50,64 +51,113 @@ def _line_of(text: str, needle: str) -> int:
     return 0
 
 
-def _routes(layout: str, w: int, h: int) -> dict:
-    """(x, y, colour) -> (rx set, tx set, line) from the layout's route lines."""
-    table: dict = {}
-    for i, ln in enumerate(layout.splitlines(), 1):
-        m = _ROUTE.search(ln)
-        if not m:
-            if "@set_color_config" in ln:
-                _fail("layout.csl", i, "a @set_color_config line not in the form MICA emits")
-            continue
-        x0, x1, xs, y0, y1, ys, col = (int(v) for v in m.groups()[:7])
-        rx = frozenset(_SHORT[d.strip()] for d in m.group(8).split(",") if d.strip())
-        tx = frozenset(_SHORT[d.strip()] for d in m.group(9).split(",") if d.strip())
-        for x in range(x0, x1, xs):
-            for y in range(y0, y1, ys):
-                if not (0 <= x < w and 0 <= y < h):
-                    _fail("layout.csl", i, f"route for core ({x},{y}) outside the {w}x{h} rectangle")
-                old = table.get((x, y, col))
-                if old and (old[0], old[1]) != (rx, tx):
-                    _fail("layout.csl", i, f"router ({x},{y}) gets two settings for colour c{col} (the other at line "
-                                           f"{old[2]})")
-                table[(x, y, col)] = (rx, tx, i)
-    return table
+BIT = {"RAMP": 1, "N": 2, "E": 4, "S": 8, "W": 16}
 
 
-def _cells(b):
+class _Table:
+    """Per colour: rx and tx direction bits of every router, and the layout line that set them (numpy
+    arrays ``[y, x]``), read from the layout's route lines."""
+
+    def __init__(self, layout: str, w: int, h: int):
+        self.w, self.h = w, h
+        self.rx: dict[int, np.ndarray] = {}
+        self.tx: dict[int, np.ndarray] = {}
+        self.line: dict[int, np.ndarray] = {}
+        for i, ln in enumerate(layout.splitlines(), 1):
+            m = _ROUTE.search(ln)
+            if not m:
+                if "@set_color_config" in ln:
+                    _fail("layout.csl", i, "a @set_color_config line not in the form MICA emits")
+                continue
+            x0, x1, xs, y0, y1, ys, col = (int(v) for v in m.groups()[:7])
+            if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
+                _fail("layout.csl", i, f"route rectangle [{x0}:{x1}, {y0}:{y1}] outside the {w}x{h} rectangle")
+            rx = sum(BIT[_SHORT[d.strip()]] for d in m.group(8).split(",") if d.strip())
+            tx = sum(BIT[_SHORT[d.strip()]] for d in m.group(9).split(",") if d.strip())
+            if col not in self.rx:
+                self.rx[col] = np.zeros((h, w), np.int8)
+                self.tx[col] = np.zeros((h, w), np.int8)
+                self.line[col] = np.zeros((h, w), np.int32)
+            sl = (slice(y0, y1, ys), slice(x0, x1, xs))
+            old_rx, old_tx, old_line = self.rx[col][sl], self.tx[col][sl], self.line[col][sl]
+            clash = (old_line > 0) & ((old_rx != rx) | (old_tx != tx))
+            if clash.any():
+                yy, xx = np.argwhere(clash)[0]
+                _fail("layout.csl", i, f"router ({x0 + xx * xs},{y0 + yy * ys}) gets two settings for colour c{col} "
+                                       f"(the other at line {int(old_line[yy, xx])})")
+            self.rx[col][sl], self.tx[col][sl], self.line[col][sl] = rx, tx, i
+
+
+def _shift(a: np.ndarray, d: str) -> np.ndarray:
+    """``a`` moved one hop towards ``d`` (cells leaving the array are dropped)."""
+    out = np.zeros_like(a)
+    if d == "E":
+        out[:, 1:] = a[:, :-1]
+    elif d == "W":
+        out[:, :-1] = a[:, 1:]
+    elif d == "S":
+        out[1:, :] = a[:-1, :]
+    else:
+        out[:-1, :] = a[1:, :]
+    return out
+
+
+def _edge(a: np.ndarray, d: str) -> np.ndarray:
+    """Cells of ``a`` on the edge a hop towards ``d`` would leave."""
+    return {"E": a[:, -1:], "W": a[:, :1], "S": a[-1:, :], "N": a[:1, :]}[d]
+
+
+def _box_mask(b, w, h) -> np.ndarray:
     x0, x1, xs, y0, y1, ys = b
-    return [(x, y) for y in range(y0, y1, ys) for x in range(x0, x1, xs)]
+    m = np.zeros((h, w), np.int32)
+    m[y0:y1:ys, x0:x1:xs] = 1
+    return m
 
 
-def _trace(ch: dict, table: dict, layout: str, w: int, h: int) -> None:
+def _trace(ch: dict, table: _Table, layout: str) -> None:
+    """Follows the channel's wavelets from all its senders at once, one hop per step: every hop must find
+    a route accepting from where it came, and the ramps reached must be exactly the receivers, once each."""
+    w, h = table.w, table.h
     col = ch["colour"]
     where = f"channel {ch['id']} ({ch['exchange']}, {ch['pattern']}) on c{col}"
     head = _line_of(layout, f"// ch{ch['id']}:")
-    got: dict = {}
-    for src in _cells(ch["senders"]):
-        stack = [(src, "RAMP", head, 0)]
-        seen = set()
-        while stack:
-            (x, y), came, line, hops = stack.pop()
-            if (x, y) in seen:
-                _fail("layout.csl", line, f"{where}: routes loop back to core ({x},{y})")
-            seen.add((x, y))
-            entry = table.get((x, y, col))
-            if entry is None or came not in entry[0]:
-                _fail("layout.csl", line, f"{where}: no route at core ({x},{y}) for c{col} arriving from {came} "
-                                          f"(sent by core {src})")
-            rx, tx, here = entry
-            for d in tx:
-                if d == "RAMP":
-                    got[(x, y)] = got.get((x, y), 0) + 1
+    if col not in table.rx:
+        _fail("layout.csl", head, f"{where}: colour c{col} has no routes")
+    rx, tx, lines = table.rx[col], table.tx[col], table.line[col]
+    waves = [(_box_mask(ch["senders"], w, h), "RAMP")]      # message counts arriving from a direction
+    got = np.zeros((h, w), np.int32)
+    for _hop in range(w + h + 2):
+        if not waves:
+            break
+        nxt: dict[str, np.ndarray] = {}
+        for count, came in waves:
+            here = count > 0
+            bad = here & ((rx & BIT[came]) == 0)
+            if bad.any():
+                y, x = (int(v) for v in np.argwhere(bad)[0])
+                line = int(lines[y, x]) or head
+                _fail("layout.csl", line, f"{where}: no route at core ({x},{y}) for c{col} arriving from {came}")
+            for d, bit in BIT.items():
+                out = np.where(here & ((tx & bit) != 0), count, 0)
+                if not out.any():
                     continue
-                nx, ny = x + STEP[d][0], y + STEP[d][1]
-                if not (0 <= nx < w and 0 <= ny < h):
-                    _fail("layout.csl", here, f"{where}: leaves the rectangle at core ({x},{y}) going {d}")
-                stack.append(((nx, ny), OPP[d], here, hops + 1))
-    want = set(_cells(ch["receivers"]))
-    if set(got) != want or any(v != 1 for v in got.values()):
-        _fail("layout.csl", head, f"{where}: delivers to {sorted(got)}, its receivers are {sorted(want)}")
+                if d == "RAMP":
+                    got += out
+                    continue
+                if _edge(out, d).any():
+                    y, x = (int(v) for v in np.argwhere(out > 0)[0])
+                    _fail("layout.csl", int(lines[y, x]), f"{where}: leaves the rectangle going {d}")
+                moved = _shift(out, d)
+                opp = OPP[d]
+                nxt[opp] = nxt[opp] + moved if opp in nxt else moved
+        waves = list((c, d) for d, c in nxt.items())
+    else:
+        _fail("layout.csl", head, f"{where}: routes loop (messages still travelling after {w + h + 2} hops)")
+    want = _box_mask(ch["receivers"], w, h)
+    if not np.array_equal(got, want):
+        y, x = (int(v) for v in np.argwhere(got != want)[0])
+        _fail("layout.csl", head, f"{where}: core ({x},{y}) gets {int(got[y, x])} message(s), expected "
+                                  f"{int(want[y, x])}")
 
 
 def validate(files: dict[str, str]) -> None:
@@ -130,21 +180,19 @@ def validate(files: dict[str, str]) -> None:
             if cid >= ROUTABLE or cid in RESERVED_IDS:
                 _fail("layout.csl", i, f"colour c{name} uses ID {cid}: not a routable colour outside memcpy's")
             declared[name] = i
-    table = _routes(layout, w, h)
-    for (x, y, col), (_, _, line) in table.items():
+    table = _Table(layout, w, h)
+    for col, lines in table.line.items():
         if col not in declared:
-            _fail("layout.csl", line, f"route on undeclared colour c{col}")
-    per_router: dict = {}
-    for (x, y, col) in table:
-        per_router.setdefault((x, y), set()).add(col)
-    for (x, y), cols in per_router.items():
-        if len(cols) > plan["colour_budget"]:
-            line = max(table[(x, y, c)][2] for c in cols)
-            _fail("layout.csl", line, f"router ({x},{y}) holds {len(cols)} colours, more than the budget of "
-                                      f"{plan['colour_budget']}")
+            _fail("layout.csl", int(lines.max()), f"route on undeclared colour c{col}")
+    per_router = sum((lines > 0).astype(np.int32) for lines in table.line.values()) if table.line else None
+    if per_router is not None and per_router.max() > plan["colour_budget"]:
+        y, x = (int(v) for v in np.argwhere(per_router == per_router.max())[0])
+        line = max(int(table.line[c][y, x]) for c in table.line)
+        _fail("layout.csl", line, f"router ({x},{y}) holds {int(per_router[y, x])} colours, more than the budget "
+                                  f"of {plan['colour_budget']}")
     for ch in plan["channels"]:
-        _trace(ch, table, layout, w, h)
-    routed = {col for (_, _, col) in table}
+        _trace(ch, table, layout)
+    routed = set(table.line)
     for i, ln in enumerate(pe.splitlines(), 1):
         for m in re.finditer(r"\.fabric_color = c(\d+)", ln):
             c = int(m.group(1))

@@ -137,3 +137,11 @@ def test_unsupported_constructs_raise_emit_errors():
     mm = mica.ops.matmul(16, 16, 16)
     with pytest.raises(EmitError, match="fabric queues"):
         render(mica.compile_affine(mm, mesh=(4, 4), target="wse3", schedule=mica.plans.summa(mm, (4, 4))))
+
+
+def test_landing_buffers_that_overflow_sram_are_an_emit_error():
+    op = mica.ops.matmul(4096, 4096, 4096)
+    prog = mica.compile_affine(op, mesh=(64, 64), target="wse2", schedule=mica.plans.interleaved(op, (64, 64)))
+    assert prog.mesh_program.arena_bytes <= 49152          # the emulator's plan fits ...
+    with pytest.raises(EmitError, match=r"landing buffers of A_ring, B_ring"):
+        render(prog)                                       # ... but not with CSL's landing buffers
