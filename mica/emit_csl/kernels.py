@@ -23,6 +23,7 @@ from ..affine.expr import Aff, Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
 from ..affine.isl_names import iset, umap, uset
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
+from . import boxes
 from .isl_ast import csl_expr, walk
 
 SUFFIX = {"f32": "s", "f16": "h"}
@@ -42,10 +43,9 @@ class KernelPrinter:
     # -- geometry ----------------------------------------------------------------------------------------
     def _size(self, d: BoxDim):
         """Box extent along ``d`` on this class: an int when constant, else CSL text."""
-        if d.coord is None:
-            return min(d.tile, d.extent)
-        if d.padded or d.coord == "kb":
-            return d.tile
+        f = boxes.fixed_size(d)
+        if f is not None:
+            return f
         if d.coord in ("x", "y"):
             r = self.cls.region
             lo, hi = (r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)
@@ -69,7 +69,8 @@ class KernelPrinter:
     def offset(self, t: RegionTensor, index: tuple[Aff, ...], env: dict[str, str]) -> str:
         terms = []
         for d, ix, st in zip(t.box, index, self._strides(t)):
-            lo = f" - {d.tile} * {d.coord}" if d.coord else ""
+            off = boxes.offset(d)
+            lo = (f" - {d.tile} * {d.coord}" + (f" - ({off})" if off else "")) if d.coord else ""
             mul = "" if st == 1 else f" * {st}" if isinstance(st, int) else f" * ({st})"
             terms.append(f"({_aff(ix, env)}{lo}){mul}")
         return " + ".join(terms) or "0"
@@ -219,7 +220,7 @@ class KernelPrinter:
         def dsd(acc, s):
             t = self.mp.tensor(acc.buffer)
             name = f"dsd_{acc.buffer}_s{s}".replace("-", "m")
-            elems = prod(d.tile if (d.padded or d.coord) else min(d.tile, d.extent) for d in t.box)
+            elems = boxes.alloc(t)
             self.dsds[name] = (acc.buffer, s, max(1, -(-elems // abs(s))), t.dtype)
             return f"@set_dsd_length(@increment_dsd_offset({name}, {self.offset(t, acc.index, woff_env)}, {ty}), " \
                    f"@as(u16, {n}))"

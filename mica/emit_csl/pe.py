@@ -23,6 +23,7 @@ from __future__ import annotations
 from math import prod
 
 from ..meshir import ir
+from . import boxes
 from .csltext import HELPERS, box_test, lin_csl, rect_test
 from .kernels import kernel_functions
 from .plan import CslPlan, use_ranges
@@ -32,16 +33,8 @@ def _len_expr(t: ir.RegionTensor, slots: dict[str, int]) -> str:
     """Elements of ``t``'s box on core (px, py) at the current loop values (row-major, packed)."""
     parts = []
     for d in t.box:
-        if d.padded or d.coord == "kb":
-            parts.append(str(d.tile))
-        elif d.coord is None:
-            parts.append(str(min(d.tile, d.extent)))
-        else:
-            c = {"x": "px", "y": "py"}.get(d.coord) or f"lv[{slots[d.coord]}]"
-            if d.extent % d.tile == 0 and d.coord in ("x", "y"):
-                parts.append(f"imax(0, imin({d.tile}, {d.extent} - {d.tile} * {c}))")
-            else:
-                parts.append(f"imax(0, imin({d.tile}, {d.extent} - {d.tile} * {c}))")
+        c = {"x": "px", "y": "py"}.get(d.coord) or (f"lv[{slots[d.coord]}]" if d.coord in slots else "0")
+        parts.append(boxes.size_csl(d, c))
     return " * ".join(parts) or "1"
 
 
@@ -82,7 +75,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     add("// ---- buffers: one per MeshIR RegionTensor (box tiles; partial tiles use a prefix) ----")
     for b in plan.buffers:
         box = ", ".join((f"{c}/{tile}" if c else f":{min(tile, ext)}") + (" padded" if pad else "")
-                        for c, tile, ext, pad in b.dims)
+                        + (f" window {off:+d}..+{sp}" if sp else "") for c, tile, ext, pad, off, sp in b.dims)
         add(f"// {b.name}: {b.role} {b.array}[{box}], {b.bytes} B")
         add(f"var {b.name}: [{b.elems}]{b.dtype} = @zeros([{b.elems}]{b.dtype});")
     for name in exported:

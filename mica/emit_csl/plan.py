@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
-from math import prod
-
 import numpy as np
 
 from ..errors import EmitError
 from ..meshir import ir
+from . import boxes
 
 #: Input/output queues the PE programs may use: memcpy owns queue 0 (WSE-2) or 0 and 1 (WSE-3).
 USER_QUEUES = (2, 3, 4, 5, 6, 7)
@@ -120,7 +119,7 @@ class Buffer:
     elems: int
     bytes: int
     role: str
-    dims: tuple[tuple[str | None, int, int, bool], ...]   # (coord, tile, extent, padded) per dimension
+    dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span) per dimension (boxes.dims)
 
 
 @dataclass(frozen=True)
@@ -208,13 +207,7 @@ def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
     """Elements of ``t``'s box on core (x, y) at loop values ``env`` (0 when empty)."""
     n = 1
     for d in t.box:
-        if d.padded or d.coord == "kb":
-            n *= d.tile
-        elif d.coord is None:
-            n *= min(d.tile, d.extent)
-        else:
-            c = {"x": x, "y": y}.get(d.coord, env.get(d.coord, 0))
-            n *= max(0, min(d.tile, d.extent - d.tile * c))
+        n *= boxes.size_at(d, {"x": x, "y": y}.get(d.coord, env.get(d.coord, 0)))
     return n
 
 
@@ -224,9 +217,13 @@ def _buffers(mp: ir.MeshProgram) -> tuple[Buffer, ...]:
         if t.dtype not in DTYPES:
             raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
                             f"(compile the program with f32 arrays)")
-        elems = prod(d.tile if (d.padded or d.coord) else min(d.tile, d.extent) for d in t.box)
-        out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role,
-                          tuple((d.coord, d.tile, d.extent, d.padded) for d in t.box)))
+        elems = boxes.alloc(t)
+        out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t)))
+    spans = sorted((t.offset, t.offset + t.max_bytes, t.name) for t in mp.tensors)
+    for (a0, a1, an), (b0, b1, bn) in zip(spans, spans[1:]):
+        if b0 < a1:
+            raise EmitError(f"CSL back end: tensors {an} and {bn} share arena bytes [{b0}, {min(a1, b1)}) (a view "
+                            f"of one buffer inside another); separate CSL arrays cannot alias yet")
     return tuple(out)
 
 

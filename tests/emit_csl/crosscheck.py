@@ -96,8 +96,10 @@ def _decode(code, mesh, on_exchange, on_loop_vars):
 
 def _plan_bytes(buf, x, y, env):
     n = {"f32": 4, "f16": 2}[buf["dtype"]]
-    for coord, tile, extent, padded in buf["dims"]:
-        if padded or coord == "kb":
+    for coord, tile, extent, padded, offset, span in buf["dims"]:
+        if span:
+            n *= span
+        elif padded or coord == "kb":
             n *= tile
         elif coord is None:
             n *= min(tile, extent)

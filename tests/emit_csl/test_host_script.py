@@ -128,3 +128,33 @@ def test_a_wrong_host_layout_is_detected(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["run.py"])
     assert ns["main"]() == 1
     assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_run_py_stages_windows_with_ghost_zones():
+    """Halo-ready host layout: a window dimension (span > 0) holds ``span`` elements from tile*c + offset,
+    clipped at the array's edges; only each core's own tile is written back."""
+    ns = {"__name__": "run_py"}
+    text = render(program("gemv_chain", "wse2"))["run.py"].replace(
+        "from cerebras.sdk.runtime.sdkruntimepybind import", "# ")
+    exec(compile(text, "run.py", "exec"), ns)
+    dims = (("y", 4, 8, False, 0, 0), ("x", 4, 8, False, -1, 6))      # rows tiled, columns with 1 ghost each side
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    flat = ns["to_pes"](a, dims, 0, 2, 0, 2, 24).reshape(2, 2, 24)
+    core00 = flat[0, 0].reshape(4, 6)
+    assert (core00[:, 0] == 0).all() and (core00[:, 1:] == a[0:4, 0:5]).all()    # west ghost outside: zero
+    core10 = flat[0, 1].reshape(4, 6)
+    assert (core10[:, :5] == a[0:4, 3:8]).all() and (core10[:, 5] == 0).all()
+    back = np.zeros_like(a)
+    ns["from_pes"](flat.reshape(-1), back, dims, 0, 2, 0, 2, 24)
+    assert (back == a).all()
+
+
+def test_box_geometry_of_windows():
+    from types import SimpleNamespace as D
+
+    from mica.emit_csl import boxes
+    win = D(coord="x", tile=4, extent=10, padded=False, offset=-1, span=6)
+    part = D(coord="x", tile=4, extent=10, padded=False)                 # a MeshIR BoxDim without windows
+    assert boxes.alloc_dim(win) == 6 and boxes.size_at(win, 2) == 6 and boxes.size_csl(win, "px") == "6"
+    assert boxes.alloc_dim(part) == 4 and boxes.size_at(part, 2) == 2
+    assert boxes.size_csl(part, "px") == "imax(0, imin(4, 10 - 4 * px))"

@@ -22,39 +22,51 @@ def kb(x, y):
 
 
 def box(dims, x, y):
-    """Per dimension (lo, size, tile-or-None) of the box core (x, y) holds; dims are
-    (coord, tile, extent, padded) as in the MeshIR RegionTensor."""
+    """Per dimension of the box core (x, y) holds: (lo, n, own_lo, own_hi) -- global index of its
+    first element, elements it holds (the buffer's extent along it), and the global range it owns
+    (written back to the host). dims are (coord, tile, extent, padded, offset, span) as in the
+    MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset)."""
     out = []
-    for coord, tile, extent, padded in dims:
-        c = {'x': x, 'y': y, None: 0}.get(coord) if coord != 'kb' else kb(x, y)
-        lo = tile * c if coord else 0
-        size = max(0, min(tile, extent - lo)) if coord else min(tile, extent)
-        out.append((lo, size, tile if (padded or coord == 'kb') else None))
+    for coord, tile, extent, padded, offset, span in dims:
+        if coord is None:
+            n = min(tile, extent)
+            out.append((0, n, 0, n))
+            continue
+        c = {'x': x, 'y': y}.get(coord, 0) if coord != 'kb' else kb(x, y)
+        lo = tile * c + offset
+        n = span or (tile if (padded or coord == 'kb') else max(0, min(tile, extent - lo)))
+        out.append((lo, n, tile * c, min(tile * c + tile, extent)))
     return out
 
 
 def to_pes(array, dims, x0, x1, y0, y1, elems):
-    """The (rows, columns, elems) array memcpy_h2d copies: core (x, y)'s box, row-major."""
+    """The (rows, columns, elems) array memcpy_h2d copies: core (x, y)'s box, row-major, packed."""
     out = np.zeros((y1 - y0, x1 - x0, elems), dtype=array.dtype)
     for y in range(y0, y1):
         for x in range(x0, x1):
             b = box(dims, x, y)
-            shape = [tile if tile else size for _, size, tile in b]
-            block = np.zeros(shape, dtype=array.dtype)
-            block[tuple(slice(0, size) for _, size, _ in b)] = array[tuple(slice(lo, lo + size) for lo, size, _ in b)]
+            block = np.zeros([n for _, n, _, _ in b], dtype=array.dtype)
+            src, dst = [], []
+            for (lo, n, _, _), extent in zip(b, array.shape):
+                a, e = max(lo, 0), min(lo + n, extent)
+                src.append(slice(a, max(a, e)))
+                dst.append(slice(a - lo, a - lo + max(0, e - a)))
+            block[tuple(dst)] = array[tuple(src)]
             flat = block.reshape(-1)
             out[y - y0, x - x0, :flat.size] = flat
     return out.reshape(-1)
 
 
 def from_pes(flat, array, dims, x0, x1, y0, y1, elems):
-    """Scatters what memcpy_d2h read back into ``array``."""
+    """Scatters what memcpy_d2h read back into ``array``: each core's owned elements."""
     pes = flat.reshape(y1 - y0, x1 - x0, elems)
     for y in range(y0, y1):
         for x in range(x0, x1):
             b = box(dims, x, y)
-            n = int(np.prod([size for _, size, _ in b]))
-            array[tuple(slice(lo, lo + size) for lo, size, _ in b)] = pes[y - y0, x - x0, :n].reshape([size for _, size, _ in b])
+            n = int(np.prod([n for _, n, _, _ in b]))
+            block = pes[y - y0, x - x0, :n].reshape([n for _, n, _, _ in b])
+            src = tuple(slice(a - lo, e - lo) for lo, _, a, e in b)
+            array[tuple(slice(a, e) for _, _, a, e in b)] = block[src]
 
 
 def reference(arrays, scalars):
@@ -97,9 +109,9 @@ def main():
     runner.load()
     runner.run()
     # MeshIR host_load B -> B_ring on work[0:4, 0:4]
-    runner.memcpy_h2d(sym_B_ring, to_pes(arrays['B'], (('kb', 4, 16, True), ('x', 4, 16, True)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_h2d(sym_B_ring, to_pes(arrays['B'], (('kb', 4, 16, True, 0, 0), ('x', 4, 16, True, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # MeshIR host_load A -> A_ring on work[0:4, 0:4]
-    runner.memcpy_h2d(sym_A_ring, to_pes(arrays['A'], (('y', 4, 16, True), ('kb', 4, 16, True)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_h2d(sym_A_ring, to_pes(arrays['A'], (('y', 4, 16, True, 0, 0), ('kb', 4, 16, True, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # scalar arguments, on every PE of the program region work[0:4, 0:4]
     runner.memcpy_h2d(sym_scalars, np.tile(np.array([0.0], dtype=np.float32), 16), 0, 0, 4, 4, 1, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     runner.launch('main', nonblock=False)
@@ -108,7 +120,7 @@ def main():
     flat = np.zeros(256, dtype=np.float32)
     runner.memcpy_d2h(flat, sym_C, 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     got['C'] = np.zeros((16, 16), dtype=np.float32)
-    from_pes(flat, got['C'], (('y', 4, 16, False), ('x', 4, 16, False)), 0, 4, 0, 4, 16)
+    from_pes(flat, got['C'], (('y', 4, 16, False, 0, 0), ('x', 4, 16, False, 0, 0)), 0, 4, 0, 4, 16)
     runner.stop()
 
     want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)
