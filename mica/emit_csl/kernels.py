@@ -83,7 +83,10 @@ class KernelPrinter:
     def expr(self, e, env) -> str:
         ty = self.mp.tensor(self.part.write.buffer).dtype
         if isinstance(e, Const):
-            return f"@as({ty}, {float(e.value)!r})"
+            v = float(e.value)
+            if v != v or v in (float("inf"), float("-inf")):
+                raise EmitError(f"CSL back end: kernel {self.k.name}: constant {v} has no CSL literal")
+            return f"@as({ty}, {v!r})"
         if isinstance(e, Scalar):
             return f"@as({ty}, scalars[{self.mp.scalars.index(e.name)}])"
         if isinstance(e, Read):
@@ -222,7 +225,7 @@ class KernelPrinter:
             name = f"dsd_{acc.buffer}_s{s}".replace("-", "m")
             elems = boxes.alloc(t)
             self.dsds[name] = (acc.buffer, s, max(1, -(-elems // abs(s))), t.dtype)
-            return f"@set_dsd_length(@increment_dsd_offset({name}, {self.offset(t, acc.index, woff_env)}, {ty}), " \
+            return f"@set_dsd_length(@increment_dsd_offset({name}, @as(i16, {self.offset(t, acc.index, woff_env)}), {ty}), " \
                    f"@as(u16, {n}))"
         src = format_src(p)
         self.lines.append(f"{indent}// {p.statement or p.name}: {src}  -- vector over {it} (@{kind}{sfx})")

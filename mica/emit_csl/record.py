@@ -10,8 +10,58 @@ Public API: :func:`plan_record`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..meshir import ir
-from .plan import CslPlan, use_ranges
+from .plan import CslPlan, box_elems, use_ranges
+
+_BIT = {"RAMP": 1, "N": 2, "E": 4, "S": 8, "W": 16}
+
+
+def _router_classes(plan: CslPlan) -> list[dict]:
+    """Routers with identical settings on every colour: {colour: [rx, tx]}, how many, one example."""
+    w, h = plan.mesh
+    cols = plan.colours_used
+    if not cols:
+        return []
+    grid = np.zeros((h, w, 2 * len(cols)), dtype=np.int16)
+    for c in plan.channels:
+        k = cols.index(c.colour)
+        for r in c.routes:
+            sl = (slice(r.box.y0, r.box.y1, r.box.ys), slice(r.box.x0, r.box.x1, r.box.xs))
+            grid[sl + (2 * k,)] = sum(_BIT[d] for d in r.rx)
+            grid[sl + (2 * k + 1,)] = sum(_BIT[d] for d in r.tx)
+    rows, first, counts = np.unique(grid.reshape(h * w, -1), axis=0, return_index=True, return_counts=True)
+    out = []
+    for i in np.argsort(first):
+        row = rows[i]
+        routes = {str(c): [[d for d, b in _BIT.items() if row[2 * k] & b], [d for d, b in _BIT.items() if row[2 * k + 1] & b]]
+                  for k, c in enumerate(cols) if row[2 * k] or row[2 * k + 1]}
+        out.append({"routes": routes, "colours": len(routes), "cores": int(counts[i]),
+                    "example": [int(first[i]) % w, int(first[i]) // w]})
+    return out
+
+
+def _exchanges(mp: ir.MeshProgram, plan: CslPlan) -> list[dict]:
+    """Per exchange: its channels and the messages and bytes they carry over the whole program."""
+    out = []
+    names = [op for op, _ in mp.walk() if isinstance(op, ir.Exchange)]
+    for xi, op in enumerate(names):
+        msgs = nbytes = 0
+        chans = [c for c in plan.channels if c.exchange_index == xi]
+        for c in chans:
+            t = mp.tensor(c.src)
+            for u in c.uses:
+                env = dict(u)
+                for (x, y) in c.senders.cells():
+                    b = box_elems(t, x, y, env) * t.elem_bytes
+                    if b:
+                        msgs += 1
+                        nbytes += b
+        out.append({"index": xi, "name": op.name, "guard": str(op.guard) if op.guard is not None else None,
+                    "patterns": [c.name for c in op.ops], "channels": [c.id for c in chans],
+                    "messages": msgs, "bytes": nbytes})
+    return out
 
 
 def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
@@ -36,6 +86,8 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
         "colours": [{"colour": col, "channels": [c.id for c in plan.channels if c.colour == col]}
                     for col in plan.colours_used],
         "channels": chans,
+        "routers": _router_classes(plan),
+        "exchanges": _exchanges(mp, plan),
         "buffers": [{"name": b.name, "array": b.array, "dtype": b.dtype, "elems": b.elems, "bytes": b.bytes,
                      "role": b.role, "dims": [list(d) for d in b.dims]} for b in plan.buffers],
         "buffer_bytes_total": sum(b.bytes for b in plan.buffers),

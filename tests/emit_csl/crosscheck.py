@@ -182,7 +182,13 @@ def crosscheck(compiled, plan: dict) -> list[str]:
                 stack.append(((x + STEP[d][0], y + STEP[d][1]), {"N": "S", "S": "N", "E": "W", "W": "E"}[d]))
 
     _decode(code, mesh, on_exchange, None)
-    want = declared_traffic(mp).link_bytes
+    traffic = declared_traffic(mp)
+    if sum(x["messages"] for x in plan["exchanges"]) != traffic.messages:
+        problems.append(f"plan.json's exchanges carry {sum(x['messages'] for x in plan['exchanges'])} messages, "
+                        f"comm.traffic declares {traffic.messages}")
+    if sum(x["bytes"] for x in plan["exchanges"]) != traffic.total_link_bytes and traffic.max_hops <= 1:
+        problems.append("single-hop program: message bytes differ from link bytes")
+    want = traffic.link_bytes
     if not np.array_equal(link, want):
         bad = np.argwhere(link != want)[:4]
         problems.append(f"per-link bytes traced through the plan's routes differ from comm.traffic at "

@@ -145,3 +145,24 @@ def test_landing_buffers_that_overflow_sram_are_an_emit_error():
     assert prog.mesh_program.arena_bytes <= 49152          # the emulator's plan fits ...
     with pytest.raises(EmitError, match=r"landing buffers of A_ring, B_ring"):
         render(prog)                                       # ... but not with CSL's landing buffers
+
+
+def test_constructs_outside_the_csl_back_end_name_themselves():
+    from dataclasses import dataclass, replace
+
+    from mica.emit_csl.plan import build_plan
+    from mica.meshir import ir
+    prog = program("gemv_chain", "wse2")
+    mp, tgt = prog.mesh_program, prog.target
+    load = next(op for op in mp.body if isinstance(op, ir.HostLoad))
+    with pytest.raises(EmitError, match=r"HostLoad of x in the middle of the program"):
+        build_plan(replace(mp, body=mp.body[:-1] + (replace(load, array="x"),) + mp.body[-1:]), tgt)
+
+    @dataclass(frozen=True)
+    class Halo:
+        name: str = "halo_A"
+    with pytest.raises(EmitError, match=r"pattern Halo \('halo_A'\) is not supported"):
+        build_plan(replace(mp, body=mp.body[:-1] + (ir.Exchange("halo", (Halo(),)),) + mp.body[-1:]), tgt)
+    deep = ir.Loop("a", 1, (ir.Loop("b", 1, (ir.Loop("c", 1, (ir.Loop("d", 1, (ir.Loop("e", 1, ()),)),)),)),))
+    with pytest.raises(EmitError, match="loop e nests deeper than 4"):
+        build_plan(replace(mp, body=mp.body[:-1] + (deep,) + mp.body[-1:]), tgt)
