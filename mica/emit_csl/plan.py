@@ -255,6 +255,8 @@ def _steps(mp: ir.MeshProgram) -> tuple[list[Step], list[ir.HostLoad], list[ir.H
                 steps[pc] = Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, len(slots),
                                  len(steps), tuple(slots.items()))
             elif isinstance(op, ir.Exchange):
+                for c in op.ops:
+                    _parts(c)                       # an EmitError naming an unsupported pattern
                 exchanges.append((op, scope))
                 names = ", ".join(c.name for c in op.ops)
                 guard = f" when {op.guard} > 0" if op.guard is not None else ""
