@@ -91,7 +91,7 @@ class KernelPrinter:
             return f"@as({ty}, scalars[{self.mp.scalars.index(e.name)}])"
         if isinstance(e, Read):
             a = self._acc(e.ref)
-            return f"{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
+            return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
         if isinstance(e, Bin):
             if e.op not in "+-*/":
                 raise EmitError(f"CSL back end: kernel {self.k.name}: operator {e.op!r} has no CSL form")
@@ -118,7 +118,7 @@ class KernelPrinter:
         w = p.write
         wt = self.mp.tensor(w.buffer)
         self.lines.append(f"{indent}// {p.statement or p.name}")
-        self.lines.append(f"{indent}{w.buffer}[@as(u16, {self.offset(wt, w.index, env)})] = {self.expr(p.expr, env)};")
+        self.lines.append(f"{indent}buf_{w.buffer}[@as(u16, {self.offset(wt, w.index, env)})] = {self.expr(p.expr, env)};")
 
     def vector_loop(self, nd: isl.AstNode, indent: str) -> bool:
         """Prints ``nd`` (a ``for``) as one DSD operation when it is a vector update; else returns False."""
@@ -258,17 +258,13 @@ class KernelPrinter:
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}")
         dom = dom.intersect_params(ctx)
         desc = f"kernel {k.name}{' (statement ' + k.statement + ')' if k.statement else ''}"
-        self.lines = [f"// MeshIR {desc}, class {self.cls.name}: cores [{r.x0}:{r.x1}, {r.y0}:{r.y1}]",
-                      f"fn {self.cls.name}() void {{",
-                      "  const x: i32 = px;", "  const y: i32 = py;", "  const t: i32 = lv[0];"]
-        if "__kb" in params:
-            self.lines.append(f"  const kb: i32 = skew_block(x, y, t); // the block this core works on")
+        self.lines = []
         if dom.is_empty():
             self.lines.append("  // no instances on this class")
         elif not k.loops and not k.parts:
             w = k.write
             self.part = k
-            self.lines.append(f"  {w.buffer}[@as(u16, {self.offset(self.mp.tensor(w.buffer), w.index, {})})] = "
+            self.lines.append(f"  buf_{w.buffer}[@as(u16, {self.offset(self.mp.tensor(w.buffer), w.index, {})})] = "
                               f"{self.expr(k.expr, {})};")
         else:
             if k.parts:
@@ -280,8 +276,16 @@ class KernelPrinter:
             udom = dom if k.parts else isl.UnionSet.from_set(dom)
             node = build.node_from_schedule_map(sched.intersect_domain(udom))
             walk(node, self.lines, "  ", "csl", self.user, self.vector_loop)
-        self.lines.append("}")
-        return "\n".join(self.lines)
+        body = "\n".join(self.lines)
+        used = {n for n in ("x", "y", "t", "kb") if re.search(rf"\b{n}\b", body)}
+        if "kb" in used:
+            used |= {"x", "y", "t"}
+        head = [f"// MeshIR {desc}, class {self.cls.name}: cores [{r.x0}:{r.x1}, {r.y0}:{r.y1}]",
+                f"fn {self.cls.name}() void {{"]
+        head += [f"  const {n}: i32 = {v};{c}" for n, v, c in (
+            ("x", "px", ""), ("y", "py", ""), ("t", "lv[0]", "  // the step of the enclosing loop"),
+            ("kb", "skew_block(x, y, t)", "  // the block this core works on")) if n in used]
+        return "\n".join(head + self.lines + ["}"])
 
 
 def format_src(p: Kernel) -> str:

@@ -24,7 +24,7 @@ def route_line(colour: int, rb) -> str:
     rx = ", ".join(DIR[d] for d in rb.rx)
     tx = ", ".join(DIR[d] for d in rb.tx)
     return (f"for (@range(i16, {b.x0}, {b.x1}, {b.xs})) |x| {{ for (@range(i16, {b.y0}, {b.y1}, {b.ys})) |y| {{ "
-            f"@set_color_config(x, y, c{colour}, .{{ .routes = .{{ .rx = .{{ {rx} }}, .tx = .{{ {tx} }} }} }}); }} }}")
+            f"@set_color_config(x, y, color_{colour}, .{{ .routes = .{{ .rx = .{{ {rx} }}, .tx = .{{ {tx} }} }} }}); }} }}")
 
 
 def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
@@ -44,7 +44,7 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     for c in plan.colours_used:
         chans = [ch for ch in plan.channels if ch.colour == c]
         what = "; ".join(f"ch{ch.id} {ch.exchange}/{ch.pattern}" for ch in chans)
-        add(f"const c{c}: color = @get_color({c});  // {what}")
+        add(f"const color_{c}: color = @get_color({c});  // {what}")
     add("")
     add("fn pmod(a: i16, m: i16) i16 { const r: i16 = a % m; if (r < 0) { return r + m; } return r; }")
     add("fn in_box(x: i16, y: i16, x0: i16, x1: i16, xs: i16, y0: i16, y1: i16, ys: i16) bool {")
@@ -94,7 +94,7 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add('      @set_tile_code(x, y, "pe_program.csl", .{')
     add("        .memcpy_params = memcpy_params,")
     for c in plan.colours_used:
-        add(f"        .c{c} = c{c},")
+        add(f"        .color_{c} = color_{c},")
     add("        .rx_mask = rx_mask(x, y),")
     add("        .tx_mask = tx_mask(x, y),")
     for k in mp.kernels:
@@ -109,7 +109,7 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
                                          for v, (lo, hi) in box.items()) + "}" if box else "once"
                          for box in use_ranges(ch.uses))
         add(f"  // ch{ch.id}: exchange {ch.exchange}, {ch.pattern} part {ch.part} (MeshIR colour {ch.meshir_colour}) "
-            f"on c{ch.colour}; used at {uses}")
+            f"on color_{ch.colour}; used at {uses}")
         for rb in ch.routes:
             add("  " + route_line(ch.colour, rb))
     add("")

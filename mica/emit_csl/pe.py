@@ -61,7 +61,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     add("")
     add("param memcpy_params: comptime_struct;")
     for c in plan.colours_used:
-        add(f"param c{c}: color;")
+        add(f"param color_{c}: color;")
     add("// Region-class parameters: bit k set = this core receives (rx_mask) / sends (tx_mask) on colour k;")
     add("// kc_<kernel> = the kernel class this core runs for that kernel (255: none).")
     add("param rx_mask: u32;")
@@ -77,10 +77,10 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         box = ", ".join((f"{c}/{tile}" if c else f":{min(tile, ext)}") + (" padded" if pad else "")
                         + (f" window {off:+d}..+{sp}" if sp else "") for c, tile, ext, pad, off, sp in b.dims)
         add(f"// {b.name}: {b.role} {b.array}[{box}], {b.bytes} B")
-        add(f"var {b.name}: [{b.elems}]{b.dtype} = @zeros([{b.elems}]{b.dtype});")
+        add(f"var buf_{b.name}: [{b.elems}]{b.dtype} = @zeros([{b.elems}]{b.dtype});")
     for name in exported:
         b = next(x for x in plan.buffers if x.name == name)
-        add(f"var {name}_ptr: [*]{b.dtype} = &{name};")
+        add(f"var buf_{name}_ptr: [*]{b.dtype} = &buf_{name};")
     nsc = max(1, len(mp.scalars))
     add(f"// scalar arguments {list(mp.scalars)} (written by the host)")
     add(f"var scalars: [{nsc}]f32 = @zeros([{nsc}]f32);")
@@ -93,7 +93,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     add("var pc: u16 = 0;  // next step of run()")
     add("var pending: u16 = 0;  // asynchronous operations of the current exchange still running")
     for buf, land in sorted(plan.landing.items()):
-        add(f"var {land}_n: u16 = 0;  // elements received into {land} by the current exchange")
+        add(f"var n_{land}: u16 = 0;  // elements received into buf_{land} by the current exchange")
     add("")
     add("// ---- local tasks ----")
     for name, tid in plan.task_ids.items():
@@ -112,13 +112,13 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     funcs, dsds = kernel_functions(mp)
     add("// ---- memory DSDs the vector operations start from (offset and length set per use) ----")
     for name, (buf, stride, extent, _ty) in sorted(dsds.items()):
-        acc = f"{buf}[i]" if stride == 1 else f"{buf}[i * {stride}]"
+        acc = f"buf_{buf}[i]" if stride == 1 else f"buf_{buf}[i * {stride}]"
         add(f"const {name} = @get_dsd(mem1d_dsd, .{{ .tensor_access = |i|{{{extent}}} -> {acc} }});")
     add("// whole-buffer DSDs for messages")
     moved = sorted({c.src for c in plan.channels} | {c.dst for c in plan.channels} | set(plan.landing.values()))
     for name in moved:
         b = next(x for x in plan.buffers if x.name == name)
-        add(f"const mem_{name} = @get_dsd(mem1d_dsd, .{{ .tensor_access = |i|{{{b.elems}}} -> {name}[i] }});")
+        add(f"const mem_{name} = @get_dsd(mem1d_dsd, .{{ .tensor_access = |i|{{{b.elems}}} -> buf_{name}[i] }});")
     add("")
     add("// ---- fabric DSDs: one per colour and direction; queues from the plan ----")
     ext_in: dict[int, int] = {}
@@ -127,10 +127,10 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         ext_in[c.colour] = max(ext_in.get(c.colour, 1), next(b.elems for b in plan.buffers if b.name == c.dst))
         ext_out[c.colour] = max(ext_out.get(c.colour, 1), next(b.elems for b in plan.buffers if b.name == c.src))
     for col, q in sorted(plan.in_queue.items()):
-        add(f"const fin_c{col} = @get_dsd(fabin_dsd, .{{ .extent = {ext_in[col]}, .fabric_color = c{col}, "
+        add(f"const fin_c{col} = @get_dsd(fabin_dsd, .{{ .extent = {ext_in[col]}, .fabric_color = color_{col}, "
             f".input_queue = @get_input_queue({q}) }});")
     for col, q in sorted(plan.out_queue.items()):
-        add(f"const fout_c{col} = @get_dsd(fabout_dsd, .{{ .extent = {ext_out[col]}, .fabric_color = c{col}, "
+        add(f"const fout_c{col} = @get_dsd(fabout_dsd, .{{ .extent = {ext_out[col]}, .fabric_color = color_{col}, "
             f".output_queue = @get_output_queue({q}) }});")
     add("")
     add("// ---- kernels: one function per MeshIR kernel class ----")
@@ -154,7 +154,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         add(f"fn exchange_{xi}() void {{")
         for ch in (c for c in plan.channels if c.exchange_index == xi):
             add(f"  // channel {ch.id}: {ch.pattern} part {ch.part} (MeshIR colour {ch.meshir_colour}) on colour "
-                f"c{ch.colour}: {ch.src} -> {ch.dst}, senders {ch.senders}, receivers {ch.receivers}, "
+                f"color_{ch.colour}: {ch.src} -> {ch.dst}, senders {ch.senders}, receivers {ch.receivers}, "
                 f"<= {ch.max_hops} hops")
             cond = _use_condition(ch, counts[xi], slots, op.guard)
             ind = "  "
@@ -174,7 +174,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
                 add(f"{ind}    pending += 1;")
                 if role == "recv" and buf in plan.landing:
                     buf = plan.landing[buf]
-                    add(f"{ind}    {buf}_n = n;  // {ch.dst} is being sent: land beside it")
+                    add(f"{ind}    n_{buf} = n;  // {ch.dst} is being sent: land beside it")
                 mem = f"@set_dsd_length(mem_{buf}, n)"
                 fab = f"@set_dsd_length({'fin' if role == 'recv' else 'fout'}_c{ch.colour}, n)"
                 dst, src = (mem, fab) if role == "recv" else (fab, mem)
@@ -232,9 +232,9 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
             for c in sorted({c.dst for c in st.op.ops if c.src == c.dst}):
                 land = plan.landing[c]
                 mov = "mov16" if mp.tensor(c).dtype == "f16" else "mov32"
-                add(f"      if ({land}_n > 0) {{")
-                add(f"        @{mov}(@set_dsd_length(mem_{c}, {land}_n), @set_dsd_length(mem_{land}, {land}_n));")
-                add(f"        {land}_n = 0;")
+                add(f"      if (n_{land} > 0) {{")
+                add(f"        @{mov}(@set_dsd_length(mem_{c}, n_{land}), @set_dsd_length(mem_{land}, n_{land}));")
+                add(f"        n_{land} = 0;")
                 add("      }")
             add(f"      pc = {st.pc + 1};")
         else:
@@ -269,11 +269,11 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     if wse3:
         add("  // WSE-3: every queue used is bound to its colour (memcpy keeps queues 0 and 1)")
         for col, q in sorted(plan.in_queue.items()):
-            add(f"  if ((rx_mask & {1 << col}) != 0) {{ @initialize_queue(@get_input_queue({q}), .{{ .color = c{col} }}); }}")
+            add(f"  if ((rx_mask & {1 << col}) != 0) {{ @initialize_queue(@get_input_queue({q}), .{{ .color = color_{col} }}); }}")
         for col, q in sorted(plan.out_queue.items()):
-            add(f"  if ((tx_mask & {1 << col}) != 0) {{ @initialize_queue(@get_output_queue({q}), .{{ .color = c{col} }}); }}")
+            add(f"  if ((tx_mask & {1 << col}) != 0) {{ @initialize_queue(@get_output_queue({q}), .{{ .color = color_{col} }}); }}")
     for name in exported:
-        add(f'  @export_symbol({name}_ptr, "{name}");')
+        add(f'  @export_symbol(buf_{name}_ptr, "{name}");')
     add('  @export_symbol(scalars_ptr, "scalars");')
     add('  @export_symbol(main);')
     add("}")

@@ -11,6 +11,7 @@ Reads the files back (not the in-memory plan) and checks:
   program;
 * memory: the PE program's buffers (``var X: [n]T = @zeros(...)``) have the sizes ``plan.json`` records and
   fit the target's SRAM together;
+* names: no local declaration shadows a top-level one;
 * parameters: every ``param`` of the PE program gets a value in the layout's ``@set_tile_code`` and the
   layout passes nothing the PE program does not declare.
 
@@ -31,10 +32,10 @@ from ..errors import EmitError
 from .plan import RESERVED_IDS, ROUTABLE
 
 _ROUTE = re.compile(r"for \(@range\(i16, (-?\d+), (-?\d+), (\d+)\)\) \|x\| \{ for \(@range\(i16, (-?\d+), (-?\d+), "
-                    r"(\d+)\)\) \|y\| \{ @set_color_config\(x, y, c(\d+), \.\{ \.routes = \.\{ \.rx = \.\{ ([A-Z, ]*) \}, "
+                    r"(\d+)\)\) \|y\| \{ @set_color_config\(x, y, color_(\d+), \.\{ \.routes = \.\{ \.rx = \.\{ ([A-Z, ]*) \}, "
                     r"\.tx = \.\{ ([A-Z, ]*) \} \} \}\); \} \}")
-_COLOUR = re.compile(r"const c(\d+): color = @get_color\((\d+)\);")
-_BUFFER = re.compile(r"^var (\w+): \[(\d+)\](f32|f16) = @zeros")
+_COLOUR = re.compile(r"const color_(\d+): color = @get_color\((\d+)\);")
+_BUFFER = re.compile(r"^var buf_(\w+): \[(\d+)\](f32|f16) = @zeros")
 _SHORT = {"RAMP": "RAMP", "NORTH": "N", "EAST": "E", "SOUTH": "S", "WEST": "W"}
 OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
 SIZE = {"f32": 4, "f16": 2}
@@ -83,7 +84,7 @@ class _Table:
             clash = (old_line > 0) & ((old_rx != rx) | (old_tx != tx))
             if clash.any():
                 yy, xx = np.argwhere(clash)[0]
-                _fail("layout.csl", i, f"router ({x0 + xx * xs},{y0 + yy * ys}) gets two settings for colour c{col} "
+                _fail("layout.csl", i, f"router ({x0 + xx * xs},{y0 + yy * ys}) gets two settings for colour color_{col} "
                                        f"(the other at line {int(old_line[yy, xx])})")
             self.rx[col][sl], self.tx[col][sl], self.line[col][sl] = rx, tx, i
 
@@ -119,10 +120,10 @@ def _trace(ch: dict, table: _Table, layout: str) -> None:
     a route accepting from where it came, and the ramps reached must be exactly the receivers, once each."""
     w, h = table.w, table.h
     col = ch["colour"]
-    where = f"channel {ch['id']} ({ch['exchange']}, {ch['pattern']}) on c{col}"
+    where = f"channel {ch['id']} ({ch['exchange']}, {ch['pattern']}) on color_{col}"
     head = _line_of(layout, f"// ch{ch['id']}:")
     if col not in table.rx:
-        _fail("layout.csl", head, f"{where}: colour c{col} has no routes")
+        _fail("layout.csl", head, f"{where}: colour color_{col} has no routes")
     rx, tx, lines = table.rx[col], table.tx[col], table.line[col]
     waves = [(_box_mask(ch["senders"], w, h), "RAMP")]      # message counts arriving from a direction
     got = np.zeros((h, w), np.int32)
@@ -136,7 +137,7 @@ def _trace(ch: dict, table: _Table, layout: str) -> None:
             if bad.any():
                 y, x = (int(v) for v in np.argwhere(bad)[0])
                 line = int(lines[y, x]) or head
-                _fail("layout.csl", line, f"{where}: no route at core ({x},{y}) for c{col} arriving from {came}")
+                _fail("layout.csl", line, f"{where}: no route at core ({x},{y}) for color_{col} arriving from {came}")
             for d, bit in BIT.items():
                 out = np.where(here & ((tx & bit) != 0), count, 0)
                 if not out.any():
@@ -178,12 +179,12 @@ def validate(files: dict[str, str]) -> None:
         if m:
             name, cid = int(m.group(1)), int(m.group(2))
             if cid >= ROUTABLE or cid in RESERVED_IDS:
-                _fail("layout.csl", i, f"colour c{name} uses ID {cid}: not a routable colour outside memcpy's")
+                _fail("layout.csl", i, f"colour color_{name} uses ID {cid}: not a routable colour outside memcpy's")
             declared[name] = i
     table = _Table(layout, w, h)
     for col, lines in table.line.items():
         if col not in declared:
-            _fail("layout.csl", int(lines.max()), f"route on undeclared colour c{col}")
+            _fail("layout.csl", int(lines.max()), f"route on undeclared colour color_{col}")
     per_router = sum((lines > 0).astype(np.int32) for lines in table.line.values()) if table.line else None
     if per_router is not None and per_router.max() > plan["colour_budget"]:
         y, x = (int(v) for v in np.argwhere(per_router == per_router.max())[0])
@@ -194,10 +195,10 @@ def validate(files: dict[str, str]) -> None:
         _trace(ch, table, layout)
     routed = set(table.line)
     for i, ln in enumerate(pe.splitlines(), 1):
-        for m in re.finditer(r"\.fabric_color = c(\d+)", ln):
+        for m in re.finditer(r"\.fabric_color = color_(\d+)", ln):
             c = int(m.group(1))
             if c not in declared or c not in routed:
-                _fail("pe_program.csl", i, f"fabric DSD on colour c{c}, which the layout does not route")
+                _fail("pe_program.csl", i, f"fabric DSD on colour color_{c}, which the layout does not route")
     # symbols
     exported_layout = set(re.findall(r'@export_name\("(\w+)"', layout))
     exported_pe = set(re.findall(r'@export_symbol\(\w+, "(\w+)"\)', pe)) | set(re.findall(r"@export_symbol\((\w+)\);", pe))
@@ -222,6 +223,13 @@ def validate(files: dict[str, str]) -> None:
         if total > plan["sram_bytes"]:
             _fail("pe_program.csl", i, f"buffers reach {total} B at {name}: more than the {plan['sram_bytes']} B of "
                                        f"SRAM per PE")
+    # names: a local declaration must not shadow a top-level one (CSL rejects shadowing)
+    for fname, text in (("pe_program.csl", pe), ("layout.csl", layout)):
+        top = {m.group(2) for m in re.finditer(r"^(param|var|const|fn|task) (\w+)", text, re.M)}
+        for i, ln in enumerate(text.splitlines(), 1):
+            m = re.match(r"\s+(?:var|const) (\w+)\b", ln)
+            if m and m.group(1) in top:
+                _fail(fname, i, f"local {m.group(1)} shadows a top-level declaration")
     # parameters
     pe_params = {m.group(1): i for i, ln in enumerate(pe.splitlines(), 1)
                  for m in [re.match(r"param (\w+):", ln)] if m}

@@ -50,8 +50,8 @@ def test_renamed_symbol_is_caught():
 
 def test_oversized_buffer_is_caught():
     f = files()
-    bad = dict(f, **{"pe_program.csl": f["pe_program.csl"].replace("var C: [16]f32 = @zeros([16]f32);",
-                                                                   "var C: [13000]f32 = @zeros([13000]f32);")})
+    bad = dict(f, **{"pe_program.csl": f["pe_program.csl"].replace("var buf_C: [16]f32 = @zeros([16]f32);",
+                                                                   "var buf_C: [13000]f32 = @zeros([13000]f32);")})
     with pytest.raises(EmitError, match=r"pe_program\.csl:\d+: buffer C has 52000 B, plan\.json records 64 B"):
         validate(bad)
     plan = json.loads(f["plan.json"])
@@ -166,3 +166,18 @@ def test_constructs_outside_the_csl_back_end_name_themselves():
     deep = ir.Loop("a", 1, (ir.Loop("b", 1, (ir.Loop("c", 1, (ir.Loop("d", 1, (ir.Loop("e", 1, ()),)),)),)),))
     with pytest.raises(EmitError, match="loop e nests deeper than 4"):
         build_plan(replace(mp, body=mp.body[:-1] + (deep,) + mp.body[-1:]), tgt)
+
+
+def test_user_names_never_clash_with_generated_ones():
+    """Arrays named like the PE program's own identifiers (coordinates, loop state, isl iterators)."""
+    src = """
+void f(float x[8][8], float y[8], float pc[8], float c0[8]) {
+  for (int i = 0; i < 8; i++) { y[i] = 0.0f; for (int j = 0; j < 8; j++) y[i] += x[i][j] * pc[j]; }
+  for (int i = 0; i < 8; i++) c0[i] = y[i] * 2.0f;
+}"""
+    prog = mica.compile_affine(mica.affine.from_c(src), mesh=(2, 2), target="wse2")
+    f = render(prog)                     # validates: no local shadows a top-level name
+    assert "var buf_y:" in f["pe_program.csl"] and "var buf_pc:" in f["pe_program.csl"]
+    pe = f["pe_program.csl"].replace("fn finish() void {", "fn finish() void {\n  var pc: u16 = 0;")
+    with pytest.raises(EmitError, match=r"pe_program\.csl:\d+: local pc shadows"):
+        validate(dict(f, **{"pe_program.csl": pe}))
