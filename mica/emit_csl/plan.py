@@ -308,25 +308,33 @@ def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
                         raw[key] = dict(exchange=op.name, xi=xi, pattern=c.name, part=pi, mc=colour, src=c.src,
                                         dst=c.dst, routes=tuple(rb), senders=s, receivers=r, hops=hops, uses=[])
                         order.append(key)
-                    raw[key]["uses"].append(tuple(sorted(env.items())))
+                    raw[key]["uses"].append(tuple((v, env[v]) for v, _ in scope))
     w, h = mp.mesh
     chans: list[Channel] = []
-    masks: list[np.ndarray] = []
+    used: dict[int, np.ndarray] = {}            # colour -> routers holding it so far
     for k, key in enumerate(order):
         d = raw[key]
-        m = np.zeros((h, w), dtype=bool)
+        bx0 = min(rb.box.x0 for rb in d["routes"])
+        bx1 = max(rb.box.x1 for rb in d["routes"])
+        by0 = min(rb.box.y0 for rb in d["routes"])
+        by1 = max(rb.box.y1 for rb in d["routes"])
+        m = np.zeros((by1 - by0, bx1 - bx0), dtype=bool)
         for rb in d["routes"]:
-            m |= rb.box.mask(w, h)
-        taken = {chans[j].colour for j in range(len(chans)) if (masks[j] & m).any()}
+            b = rb.box
+            m[b.y0 - by0:b.y1 - by0:b.ys, b.x0 - bx0:b.x1 - bx0:b.xs] = True
+        window = (slice(by0, by1), slice(bx0, bx1))
+        taken = {c for c, u in used.items() if (u[window] & m).any()}
         colour = next((c for c in range(min(budget, ROUTABLE)) if c not in taken and c not in RESERVED_IDS), None)
         if colour is None:
             raise EmitError(f"CSL back end: exchange {d['exchange']}, {d['pattern']}: no colour left within the "
                             f"budget of {budget} (its routes change with the loop variables, so every distinct "
                             f"route table needs its own colour; {len(order)} channels in all). Route switching "
                             f"by control wavelets is not emitted yet.")
+        if colour not in used:
+            used[colour] = np.zeros((h, w), dtype=bool)
+        used[colour][window] |= m
         chans.append(Channel(k, colour, d["exchange"], d["xi"], d["pattern"], d["part"], d["mc"], d["src"],
                              d["dst"], d["routes"], d["senders"], d["receivers"], d["hops"], tuple(d["uses"])))
-        masks.append(m)
     return chans
 
 
