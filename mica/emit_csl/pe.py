@@ -24,9 +24,9 @@ from math import prod
 
 from ..meshir import ir
 from . import boxes
-from .csltext import HELPERS, box_test, lin_csl, rect_test
+from .csltext import HELPERS, rect_test
 from .kernels import kernel_functions
-from .plan import CslPlan, use_ranges
+from .plan import CslPlan, families, parts_of, use_ranges
 
 
 def _len_expr(t: ir.RegionTensor, slots: dict[str, int]) -> str:
@@ -38,17 +38,53 @@ def _len_expr(t: ir.RegionTensor, slots: dict[str, int]) -> str:
     return " * ".join(parts) or "1"
 
 
-def _use_condition(ch, scope_counts: dict[str, int], slots: dict[str, int], guard) -> str:
+def use_condition(uses, scope_counts: dict[str, int], slots: dict[str, int]) -> str:
+    """CSL condition: the loop variables hold one of ``uses`` (empty when that is every iteration).
+    One variable: arithmetic progressions (``lv[d] >= a and lv[d] <= b and pmod(lv[d] - a, k) == 0``);
+    several: boxes of ranges."""
+    uses = sorted(set(uses))
     total = prod(scope_counts.values()) if scope_counts else 1
-    if len(ch.uses) == total:
+    if len(uses) == total:
         return ""
     alts = []
-    for box in use_ranges(ch.uses):
-        conds = []
-        for v, (lo, hi) in box.items():
-            conds.append(f"lv[{slots[v]}] == {lo}" if hi == lo + 1 else f"lv[{slots[v]}] >= {lo} and lv[{slots[v]}] < {hi}")
-        alts.append(" and ".join(conds) or "true")
-    return " or ".join(f"({a})" for a in alts)
+    if uses and len(uses[0]) == 1:
+        var = uses[0][0][0]
+        v = f"lv[{slots[var]}]"
+        for a, b, k in progressions([u[0][1] for u in uses]):
+            if a == b:
+                alts.append(f"{v} == {a}")
+            elif k == 1:
+                alts.append(f"{v} >= {a} and {v} <= {b}")
+            else:
+                alts.append(f"{v} >= {a} and {v} <= {b} and pmod({v} - {a}, {k}) == 0")
+    else:
+        for box in use_ranges(uses):
+            conds = [f"lv[{slots[v]}] == {lo}" if hi == lo + 1 else f"lv[{slots[v]}] >= {lo} and lv[{slots[v]}] < {hi}"
+                     for v, (lo, hi) in box.items()]
+            alts.append(" and ".join(conds) or "true")
+    return " or ".join(f"({a})" for a in alts) if len(alts) > 1 else (alts[0] if alts else "false")
+
+
+def progressions(values: list[int]) -> list[tuple[int, int, int]]:
+    """Sorted distinct ``values`` as maximal arithmetic runs ``(first, last, step)``, greedily."""
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(values):
+        if i + 1 == len(values):
+            out.append((values[i], values[i], 1))
+            break
+        k = values[i + 1] - values[i]
+        j = i + 1
+        while j + 1 < len(values) and values[j + 1] - values[j] == k:
+            j += 1
+        out.append((values[i], values[j], k))
+        i = j + 1
+    return out
+
+
+def _id_ranges(ids: list[int]) -> str:
+    return ", ".join(str(a) if a == b else f"{a}-{b}" if k == 1 else f"{a}-{b} step {k}"
+                     for a, b, k in progressions(sorted(ids)))
 
 
 def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
@@ -152,39 +188,62 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         slots = dict(st.slots)
         add(f"// MeshIR exchange {op.name}: {', '.join(c.name for c in op.ops)}")
         add(f"fn exchange_{xi}() void {{")
-        for ch in (c for c in plan.channels if c.exchange_index == xi):
-            add(f"  // channel {ch.id}: {ch.pattern} part {ch.part} (MeshIR colour {ch.meshir_colour}) on colour "
-                f"color_{ch.colour}: {ch.src} -> {ch.dst}, senders {ch.senders}, receivers {ch.receivers}, "
-                f"<= {ch.max_hops} hops")
-            cond = _use_condition(ch, counts[xi], slots, op.guard)
+        fams = families(plan, xi)
+        if any(len(f) > 1 or len({c.colour for c in f}) > 1 for f in fams.values()):
+            add("  var col: u16 = 255;  // the colour of the current iteration's route table (255: none)")
+        for (pattern, part), chans in fams.items():
+            comm = next(c for c in op.ops if c.name == pattern)
+            _, senders, receivers, _, hops = parts_of(comm)[part]
+            colours = sorted({c.colour for c in chans})
+            src, dst = chans[0].src, chans[0].dst
+            ids = [c.id for c in chans]
+            add(f"  // {pattern}, part {part} (MeshIR colour {chans[0].meshir_colour}): {src} -> {dst}, <= {hops} hops;")
+            add(f"  //   channel(s) {_id_ranges(ids)} on {', '.join(f'color_{k}' for k in colours)}")
             ind = "  "
-            if cond:
-                add(f"  if ({cond}) {{")
+            conds = {k: use_condition([u for c in chans if c.colour == k for u in c.uses], counts[xi], slots)
+                     for k in colours}
+            single = len(colours) == 1
+            if single and conds[colours[0]]:
+                add(f"  if ({conds[colours[0]]}) {{")
                 ind = "    "
-            mov = "mov16" if next(b.dtype for b in plan.buffers if b.name == ch.src) == "f16" else "mov32"
+            elif not single:
+                add("  col = 255;")
+                for k in colours:
+                    add(f"  if ({conds[k] or 'true'}) {{ col = {k}; }}")
+                add("  if (col != 255) {")
+                ind = "    "
+            mov = "mov16" if mp.tensor(src).dtype == "f16" else "mov32"
             for role in ("recv", "send"):
-                box = ch.receivers if role == "recv" else ch.senders
-                buf = ch.dst if role == "recv" else ch.src
-                slot = plan.slots[(xi, ch.id, role)]
-                q = plan.in_queue[ch.colour] if role == "recv" else plan.out_queue[ch.colour]
+                rect = receivers if role == "recv" else senders
+                buf = dst if role == "recv" else src
+                slot = plan.slots[(xi, pattern, part, role)]
                 n = _len_expr(mp.tensor(buf), slots)
-                add(f"{ind}if ({box_test(box)}) {{")
+                add(f"{ind}if ({rect_test(rect, slots)}) {{")
                 add(f"{ind}  const n: u16 = @as(u16, {n});")
                 add(f"{ind}  if (n > 0) {{")
                 add(f"{ind}    pending += 1;")
                 if role == "recv" and buf in plan.landing:
                     buf = plan.landing[buf]
-                    add(f"{ind}    n_{buf} = n;  // {ch.dst} is being sent: land beside it")
-                mem = f"@set_dsd_length(mem_{buf}, n)"
-                fab = f"@set_dsd_length({'fin' if role == 'recv' else 'fout'}_c{ch.colour}, n)"
-                dst, src = (mem, fab) if role == "recv" else (fab, mem)
-                opts = f".async = true, .activate = done{slot}_id"
-                if wse3:
-                    opts += f", .ut_id = @get_ut_id({q})"
-                add(f"{ind}    @{mov}({dst}, {src}, .{{ {opts} }});")
+                    add(f"{ind}    n_{buf} = n;  // {dst} is being sent: land beside it")
+                for i, k in enumerate(colours):
+                    q = plan.in_queue[k] if role == "recv" else plan.out_queue[k]
+                    mem = f"@set_dsd_length(mem_{buf}, n)"
+                    fab = f"@set_dsd_length({'fin' if role == 'recv' else 'fout'}_c{k}, n)"
+                    a, b = (mem, fab) if role == "recv" else (fab, mem)
+                    opts = f".async = true, .activate = done{slot}_id"
+                    if wse3:
+                        opts += f", .ut_id = @get_ut_id({q})"
+                    call = f"@{mov}({a}, {b}, .{{ {opts} }});"
+                    if single:
+                        add(f"{ind}    {call}")
+                    else:
+                        add(f"{ind}    {'if' if i == 0 else '} else if'} (col == {k}) {{")
+                        add(f"{ind}      {call}")
+                if not single:
+                    add(f"{ind}    }}")
                 add(f"{ind}  }}")
                 add(f"{ind}}}")
-            if cond:
+            if ind != "  ":
                 add("  }")
         add("}")
         add("")

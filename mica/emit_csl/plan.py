@@ -156,7 +156,7 @@ class CslPlan:
     stores: tuple[ir.HostStore, ...]
     in_queue: dict          # hardware colour -> input queue
     out_queue: dict         # hardware colour -> output queue
-    slots: dict             # (exchange_index, channel id, "send"|"recv") -> completion slot
+    slots: dict             # (exchange_index, pattern, part, "send"|"recv") -> completion slot
     n_slots: int
     task_ids: dict          # "step" / "done<k>" -> local task id
     landing: dict           # buffer -> landing buffer (patterns whose source and destination coincide)
@@ -192,7 +192,7 @@ def _iterations(scope):
         yield dict(zip(names, values))
 
 
-def _parts(c) -> list[tuple[int, ir.Rect, ir.Rect, tuple[ir.Route, ...], int]]:
+def parts_of(c) -> list[tuple[int, ir.Rect, ir.Rect, tuple[ir.Route, ...], int]]:
     if isinstance(c, ir.RingShift):
         return [(g.colour, g.senders, g.receivers, tuple(r for r in c.routes if r.colour == g.colour), abs(g.offset))
                 for g in c.groups]
@@ -201,6 +201,15 @@ def _parts(c) -> list[tuple[int, ir.Rect, ir.Rect, tuple[ir.Route, ...], int]]:
         return [(c.colour, c.senders, c.receivers, tuple(c.routes), hops)]
     raise EmitError(f"CSL back end: communication pattern {type(c).__name__} ({getattr(c, 'name', c)!r}) "
                     f"is not supported")
+
+
+def families(plan: "CslPlan", xi: int) -> dict[tuple[str, int], list[Channel]]:
+    """The channels of exchange ``xi`` by MeshIR pattern part (one entry per part, channels in order)."""
+    out: dict[tuple[str, int], list[Channel]] = {}
+    for c in plan.channels:
+        if c.exchange_index == xi:
+            out.setdefault((c.pattern, c.part), []).append(c)
+    return out
 
 
 def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
@@ -256,7 +265,7 @@ def _steps(mp: ir.MeshProgram) -> tuple[list[Step], list[ir.HostLoad], list[ir.H
                                  len(steps), tuple(slots.items()))
             elif isinstance(op, ir.Exchange):
                 for c in op.ops:
-                    _parts(c)                       # an EmitError naming an unsupported pattern
+                    parts_of(c)                       # an EmitError naming an unsupported pattern
                 exchanges.append((op, scope))
                 names = ", ".join(c.name for c in op.ops)
                 guard = f" when {op.guard} > 0" if op.guard is not None else ""
@@ -290,7 +299,7 @@ def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
             if not op.active(env):
                 continue
             for c in op.ops:
-                for pi, (colour, senders, receivers, routes, hops) in enumerate(_parts(c)):
+                for pi, (colour, senders, receivers, routes, hops) in enumerate(parts_of(c)):
                     s = concrete(senders, env, mp.mesh)
                     r = concrete(receivers, env, mp.mesh)
                     if s is None and r is None:
@@ -414,9 +423,15 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
     in_queue = {c: q for (c, r), q in queue.items() if r == "recv"}
     out_queue = {c: q for (c, r), q in queue.items() if r == "send"}
     # Completion slots: (exchange, channel, role) pairs done by one core in one instance get distinct slots.
-    roles = [(c.exchange_index, c.id, role) for c in chans for role in ("send", "recv")]
-    slots = _greedy(roles, lambda a, b: a[0] == b[0] and (a[1], b[1]) in together
-                    and overlaps((a[1], a[2]), (b[1], b[2])), tuple(range(64)), lambda k: "slots")
+    # Completion slots, per (exchange, pattern, part, role): two that one core may do at once differ.
+    fam_mask: dict[tuple, np.ndarray] = {}
+    for c in chans:
+        for role in ("send", "recv"):
+            key = (c.exchange_index, c.pattern, c.part, role)
+            m = mask[(c.id, role)]
+            fam_mask[key] = fam_mask[key] | m if key in fam_mask else m
+    slots = _greedy(list(fam_mask), lambda a, b: a[0] == b[0] and bool((fam_mask[a] & fam_mask[b]).any()),
+                    tuple(range(64)), lambda k: "slots")
     n_slots = max(slots.values(), default=-1) + 1
     used_ids = {c.colour for c in chans}
     free_ids = [i for i in range(ROUTABLE + 7) if i not in used_ids and i not in RESERVED_IDS and i < 31]
