@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ..meshir import ir
 from .csltext import DIR
-from .plan import CslPlan, use_ranges
+from .pe import progressions
+from .plan import Box, CslPlan, RouteBox, use_ranges
 
 
 def route_line(colour: int, rb) -> str:
@@ -25,6 +26,48 @@ def route_line(colour: int, rb) -> str:
     tx = ", ".join(DIR[d] for d in rb.tx)
     return (f"for (@range(i16, {b.x0}, {b.x1}, {b.xs})) |x| {{ for (@range(i16, {b.y0}, {b.y1}, {b.ys})) |y| {{ "
             f"@set_color_config(x, y, color_{colour}, .{{ .routes = .{{ .rx = .{{ {rx} }}, .tx = .{{ {tx} }} }} }}); }} }}")
+
+
+def merge_routes(routes: list[RouteBox]) -> list[RouteBox]:
+    """Route rectangles with equal settings that are single columns (rows) at regular intervals along x
+    (y) become one strided rectangle; everything else is kept as it is (duplicates dropped)."""
+    out: list[RouteBox] = []
+    cols: dict[tuple, list[int]] = {}
+    rows: dict[tuple, list[int]] = {}
+    seen = set()
+    for rb in routes:
+        b = rb.box
+        if (b, rb.rx, rb.tx) in seen:
+            continue
+        seen.add((b, rb.rx, rb.tx))
+        if len(range(b.x0, b.x1, b.xs)) == 1:
+            cols.setdefault((rb.rx, rb.tx, b.y0, b.y1, b.ys), []).append(b.x0)
+        elif len(range(b.y0, b.y1, b.ys)) == 1:
+            rows.setdefault((rb.rx, rb.tx, b.x0, b.x1, b.xs), []).append(b.y0)
+        else:
+            out.append(rb)
+    for (rx, tx, y0, y1, ys), xs in cols.items():
+        for a, z, k in progressions(sorted(set(xs))):
+            out.append(RouteBox(Box(a, z + 1, k, y0, y1, ys), rx, tx))
+    for (rx, tx, x0, x1, xs), ys in rows.items():
+        for a, z, k in progressions(sorted(set(ys))):
+            out.append(RouteBox(Box(x0, x1, xs, a, z + 1, k), rx, tx))
+    return out
+
+
+def _uses_text(uses) -> str:
+    uses = sorted(set(uses))
+    if uses == [()]:
+        return "once"
+    if len(uses[0]) == 1:
+        var = uses[0][0][0]
+        parts = [f"{a}" if a == b else f"{a}..{b}" + (f" step {k}" if k > 1 else "")
+                 for a, b, k in progressions([u[0][1] for u in uses])]
+        text = f"{var} = " + ", ".join(parts)
+        return text if len(parts) <= 6 else f"{len(uses)} values of {var}"
+    boxes = use_ranges(uses)
+    return ", ".join("{" + ", ".join(f"{v} in {lo}..{hi - 1}" for v, (lo, hi) in b.items()) + "}"
+                     for b in boxes) if len(boxes) <= 4 else f"{len(uses)} iterations"
 
 
 def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
@@ -52,23 +95,19 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add("}")
     add("")
     add("// colours core (x, y) receives on: bit k for colour k")
-    add("fn rx_mask(x: i16, y: i16) u32 {")
-    add("  var m: u32 = 0;")
-    for ch in plan.channels:
-        b = ch.receivers
-        add(f"  if (in_box(x, y, {b.x0}, {b.x1}, {b.xs}, {b.y0}, {b.y1}, {b.ys})) {{ m |= {1 << ch.colour}; }}"
-            f"  // ch{ch.id}")
-    add("  return m;")
-    add("}")
-    add("// colours core (x, y) sends on")
-    add("fn tx_mask(x: i16, y: i16) u32 {")
-    add("  var m: u32 = 0;")
-    for ch in plan.channels:
-        b = ch.senders
-        add(f"  if (in_box(x, y, {b.x0}, {b.x1}, {b.xs}, {b.y0}, {b.y1}, {b.ys})) {{ m |= {1 << ch.colour}; }}"
-            f"  // ch{ch.id}")
-    add("  return m;")
-    add("}")
+    for fn, role in (("rx_mask", "receivers"), ("tx_mask", "senders")):
+        if fn == "tx_mask":
+            add("// colours core (x, y) sends on")
+        add(f"fn {fn}(x: i16, y: i16) u32 {{")
+        add("  var m: u32 = 0;")
+        for col in plan.colours_used:
+            boxes = [getattr(ch, role) for ch in plan.channels if ch.colour == col]
+            for rb in merge_routes([RouteBox(b, (), ()) for b in boxes]):
+                b = rb.box
+                add(f"  if (in_box(x, y, {b.x0}, {b.x1}, {b.xs}, {b.y0}, {b.y1}, {b.ys})) {{ m |= {1 << col}; }}"
+                    f"  // color_{col}")
+        add("  return m;")
+        add("}")
     for k in mp.kernels:
         add(f"// kernel class of kernel {k.name} on core (x, y)")
         add(f"fn kc_{k.name}(x: i16, y: i16) u16 {{")
@@ -103,15 +142,17 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add("    }")
     add("  }")
     add("")
-    add("  // ---- routes: per channel (a MeshIR pattern's static route table), per router rectangle ----")
+    add("  // ---- routes: per colour and MeshIR pattern part, the static route tables of its channels ----")
+    groups: dict[tuple, list] = {}
     for ch in plan.channels:
-        uses = ", ".join("{" + ", ".join(f"{v} in {lo}..{hi - 1}" if hi > lo + 1 else f"{v}={lo}"
-                                         for v, (lo, hi) in box.items()) + "}" if box else "once"
-                         for box in use_ranges(ch.uses))
-        add(f"  // ch{ch.id}: exchange {ch.exchange}, {ch.pattern} part {ch.part} (MeshIR colour {ch.meshir_colour}) "
-            f"on color_{ch.colour}; used at {uses}")
-        for rb in ch.routes:
-            add("  " + route_line(ch.colour, rb))
+        groups.setdefault((ch.colour, ch.exchange_index, ch.pattern, ch.part), []).append(ch)
+    for (colour, _, pattern, part), chans in groups.items():
+        ids = ", ".join(str(a) if a == b else f"{a}-{b}" + (f" step {k}" if k > 1 else "")
+                        for a, b, k in progressions([c.id for c in chans]))
+        add(f"  // ch{ids}: exchange {chans[0].exchange}, {pattern} part {part} (MeshIR colour "
+            f"{chans[0].meshir_colour}) on color_{colour}; used at {_uses_text([u for c in chans for u in c.uses])}")
+        for rb in merge_routes([rb for c in chans for rb in c.routes]):
+            add("  " + route_line(colour, rb))
     add("")
     add("  // ---- symbols the host script uses ----")
     for name in exported:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..meshir import ir
-from .plan import CslPlan, box_elems, use_ranges
+from . import boxes
+from .plan import CslPlan, use_ranges
 
 _BIT = {"RAMP": 1, "N": 2, "E": 4, "S": 8, "W": 16}
 
@@ -51,13 +52,21 @@ def _exchanges(mp: ir.MeshProgram, plan: CslPlan) -> list[dict]:
         chans = [c for c in plan.channels if c.exchange_index == xi]
         for c in chans:
             t = mp.tensor(c.src)
+            b = c.senders
+            xs = np.arange(b.x0, b.x1, b.xs)[None, :]
+            ys = np.arange(b.y0, b.y1, b.ys)[:, None]
             for u in c.uses:
                 env = dict(u)
-                for (x, y) in c.senders.cells():
-                    b = box_elems(t, x, y, env) * t.elem_bytes
-                    if b:
-                        msgs += 1
-                        nbytes += b
+                size = np.full((len(range(b.y0, b.y1, b.ys)), len(range(b.x0, b.x1, b.xs))), t.elem_bytes, np.int64)
+                for d in t.box:
+                    f = boxes.fixed_size(d)
+                    if f is not None:
+                        size = size * f
+                    else:
+                        cc = xs if d.coord == "x" else ys if d.coord == "y" else env.get(d.coord, 0)
+                        size = size * np.clip(d.extent - d.tile * cc, 0, d.tile)
+                msgs += int((size > 0).sum())
+                nbytes += int(size.sum())
         out.append({"index": xi, "name": op.name, "guard": str(op.guard) if op.guard is not None else None,
                     "patterns": [c.name for c in op.ops], "channels": [c.id for c in chans],
                     "messages": msgs, "bytes": nbytes})

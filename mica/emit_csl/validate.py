@@ -116,17 +116,29 @@ def _box_mask(b, w, h) -> np.ndarray:
 
 
 def _trace(ch: dict, table: _Table, layout: str) -> None:
-    """Follows the channel's wavelets from all its senders at once, one hop per step: every hop must find
-    a route accepting from where it came, and the ramps reached must be exactly the receivers, once each."""
+    """Follows the channel's wavelets from all its senders at once, one hop per step, inside its routes'
+    bounding box and a margin of one core: every hop must find a route accepting from where it came, and
+    the ramps reached must be exactly the receivers, once each."""
     w, h = table.w, table.h
     col = ch["colour"]
     where = f"channel {ch['id']} ({ch['exchange']}, {ch['pattern']}) on color_{col}"
-    head = _line_of(layout, f"// ch{ch['id']}:")
+    head = _head_line(layout, ch)
     if col not in table.rx:
         _fail("layout.csl", head, f"{where}: colour color_{col} has no routes")
-    rx, tx, lines = table.rx[col], table.tx[col], table.line[col]
-    waves = [(_box_mask(ch["senders"], w, h), "RAMP")]      # message counts arriving from a direction
-    got = np.zeros((h, w), np.int32)
+    boxes = [r["box"] for r in ch["routes"]] + [ch["senders"], ch["receivers"]]
+    wx0, wy0 = max(0, min(b[0] for b in boxes) - 1), max(0, min(b[3] for b in boxes) - 1)
+    wx1, wy1 = min(w, max(b[1] for b in boxes) + 1), min(h, max(b[4] for b in boxes) + 1)
+    win = (slice(wy0, wy1), slice(wx0, wx1))
+    rx, tx, lines = table.rx[col][win], table.tx[col][win], table.line[col][win]
+    ww, wh = wx1 - wx0, wy1 - wy0
+
+    def local(b):
+        x0, x1, xs, y0, y1, ys = b
+        m = np.zeros((wh, ww), np.int32)
+        m[y0 - wy0:y1 - wy0:ys, x0 - wx0:x1 - wx0:xs] = 1
+        return m
+    waves = [(local(ch["senders"]), "RAMP")]
+    got = np.zeros((wh, ww), np.int32)
     for _hop in range(w + h + 2):
         if not waves:
             break
@@ -137,7 +149,8 @@ def _trace(ch: dict, table: _Table, layout: str) -> None:
             if bad.any():
                 y, x = (int(v) for v in np.argwhere(bad)[0])
                 line = int(lines[y, x]) or head
-                _fail("layout.csl", line, f"{where}: no route at core ({x},{y}) for color_{col} arriving from {came}")
+                _fail("layout.csl", line, f"{where}: no route at core ({x + wx0},{y + wy0}) for color_{col} arriving "
+                                          f"from {came}")
             for d, bit in BIT.items():
                 out = np.where(here & ((tx & bit) != 0), count, 0)
                 if not out.any():
@@ -147,18 +160,29 @@ def _trace(ch: dict, table: _Table, layout: str) -> None:
                     continue
                 if _edge(out, d).any():
                     y, x = (int(v) for v in np.argwhere(out > 0)[0])
-                    _fail("layout.csl", int(lines[y, x]), f"{where}: leaves the rectangle going {d}")
+                    what = "the rectangle" if (wx0, wy0, wx1, wy1) == (0, 0, w, h) else "its routes"
+                    _fail("layout.csl", int(lines[y, x]), f"{where}: leaves {what} going {d} from core "
+                                                          f"({x + wx0},{y + wy0})")
                 moved = _shift(out, d)
                 opp = OPP[d]
                 nxt[opp] = nxt[opp] + moved if opp in nxt else moved
         waves = list((c, d) for d, c in nxt.items())
     else:
         _fail("layout.csl", head, f"{where}: routes loop (messages still travelling after {w + h + 2} hops)")
-    want = _box_mask(ch["receivers"], w, h)
+    want = local(ch["receivers"])
     if not np.array_equal(got, want):
         y, x = (int(v) for v in np.argwhere(got != want)[0])
-        _fail("layout.csl", head, f"{where}: core ({x},{y}) gets {int(got[y, x])} message(s), expected "
+        _fail("layout.csl", head, f"{where}: core ({x + wx0},{y + wy0}) gets {int(got[y, x])} message(s), expected "
                                   f"{int(want[y, x])}")
+
+
+def _head_line(layout: str, ch: dict) -> int:
+    """The line of the comment that introduces the routes of ``ch`` (its colour's group)."""
+    col = f"on color_{ch['colour']};"
+    for i, ln in enumerate(layout.splitlines(), 1):
+        if ln.strip().startswith("// ch") and col in ln and f"exchange {ch['exchange']}," in ln:
+            return i
+    return _line_of(layout, f"const color_{ch['colour']}:")
 
 
 def validate(files: dict[str, str]) -> None:
