@@ -28,6 +28,14 @@ def route_line(colour: int, rb) -> str:
             f"@set_color_config(x, y, color_{colour}, .{{ .routes = .{{ .rx = .{{ {rx} }}, .tx = .{{ {tx} }} }} }}); }} }}")
 
 
+MAX_CLASS_LINES = 64
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(str(a) if a == b else f"{a}-{b}" + (f" step {k}" if k > 1 else "")
+                     for a, b, k in progressions(sorted(ids)))
+
+
 def merge_routes(routes: list[RouteBox]) -> list[RouteBox]:
     """Route rectangles with equal settings that are single columns (rows) at regular intervals along x
     (y) become one strided rectangle; everything else is kept as it is (duplicates dropped)."""
@@ -86,7 +94,10 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
         f"(memcpy reserves the rest) ----")
     for c in plan.colours_used:
         chans = [ch for ch in plan.channels if ch.colour == c]
-        what = "; ".join(f"ch{ch.id} {ch.exchange}/{ch.pattern}" for ch in chans)
+        fams: dict = {}
+        for ch in chans:
+            fams.setdefault((ch.exchange, ch.pattern), []).append(ch.id)
+        what = "; ".join(f"{x}/{p} (ch{_ids(ids)})" for (x, p), ids in fams.items())
         add(f"const color_{c}: color = @get_color({c});  // {what}")
     add("")
     add("fn pmod(a: i16, m: i16) i16 { const r: i16 = a % m; if (r < 0) { return r + m; } return r; }")
@@ -118,9 +129,11 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add("")
     add(f"// ---- region classes ({len(plan.classes)}): cores with equal parameter values ----")
     knames = [k.name for k in mp.kernels]
-    for cid, rx, tx, kcs, n, ex in plan.classes:
+    for cid, rx, tx, kcs, n, ex in plan.classes[:MAX_CLASS_LINES]:
         kc = ", ".join(f"{kn}={v}" for kn, v in zip(knames, kcs))
         add(f"//   class {cid}: {n} core(s), e.g. {ex}; rx_mask {rx}, tx_mask {tx}; {kc}")
+    if len(plan.classes) > MAX_CLASS_LINES:
+        add(f"//   ... {len(plan.classes) - MAX_CLASS_LINES} more classes (plan.json lists them all)")
     add("")
     add("layout {")
     add("  @comptime_assert(width == %d and height == %d);" % (w, h))
@@ -147,8 +160,7 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     for ch in plan.channels:
         groups.setdefault((ch.colour, ch.exchange_index, ch.pattern, ch.part), []).append(ch)
     for (colour, _, pattern, part), chans in groups.items():
-        ids = ", ".join(str(a) if a == b else f"{a}-{b}" + (f" step {k}" if k > 1 else "")
-                        for a, b, k in progressions([c.id for c in chans]))
+        ids = _ids([c.id for c in chans])
         add(f"  // ch{ids}: exchange {chans[0].exchange}, {pattern} part {part} (MeshIR colour "
             f"{chans[0].meshir_colour}) on color_{colour}; used at {_uses_text([u for c in chans for u in c.uses])}")
         for rb in merge_routes([rb for c in chans for rb in c.routes]):
