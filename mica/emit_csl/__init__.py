@@ -58,6 +58,8 @@ def emit(compiled, out: Path) -> list[Path]:
         p = Path(out) / name
         try:
             p.write_text(files[name], encoding="utf-8")
+            if name.endswith(".sh"):
+                p.chmod(0o755)
         except OSError as exc:
             raise EmitError(f"cannot write {p}: {exc.strerror}") from None
         paths.append(p)

@@ -17,7 +17,8 @@ Reads the files back (not the in-memory plan) and checks:
 
 Every failure is an :class:`EmitError` naming the file and line.
 
-Public API: :func:`validate` (file name -> text), :func:`validate_dir`.
+Public API: :func:`validate` (file name -> text), :func:`validate_dir`; from a shell:
+``python -m mica.emit_csl.validate DIR``.
 """
 
 from __future__ import annotations
@@ -285,3 +286,22 @@ def validate_dir(path) -> None:
         except OSError as exc:
             raise EmitError(f"{p / name}: cannot read ({exc.strerror})") from None
     validate(files)
+
+
+def main(argv=None) -> int:
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m mica.emit_csl.validate DIR", file=sys.stderr)
+        return 2
+    try:
+        validate_dir(args[0])
+    except EmitError as exc:
+        print(f"EmitError: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args[0]}: routes, colours, symbols, SRAM and class parameters check out")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

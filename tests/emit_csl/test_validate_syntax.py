@@ -82,13 +82,17 @@ def test_conflicting_router_settings_and_budget_are_caught():
         validate(dict(f, **{"plan.json": json.dumps(plan)}))
 
 
-def test_validate_dir(tmp_path):
+def test_validate_dir(tmp_path, capsys):
+    from mica.emit_csl.validate import main
     prog = program("gemv_chain", "wse2")
     prog.emit("csl", tmp_path)
     validate_dir(tmp_path)
+    assert (tmp_path / "commands.sh").stat().st_mode & 0o111
+    assert main([str(tmp_path)]) == 0
     (tmp_path / "run.py").write_text((tmp_path / "run.py").read_text().replace("'main'", "'start'"))
     with pytest.raises(EmitError, match="'start'"):
         validate_dir(tmp_path)
+    assert main([str(tmp_path)]) == 1 and "run.py:" in capsys.readouterr().err
 
 
 def test_every_emitted_file_parses_and_malformed_ones_do_not():
