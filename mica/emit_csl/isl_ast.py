@@ -91,9 +91,14 @@ def py_expr(e: isl.AstExpr, names: dict[str, str] | None = None) -> str:
     raise EmitError(f"CSL back end: unsupported isl AST expression {e.to_C_str()}")
 
 
-def walk(nd: isl.AstNode, lines: list[str], indent: str, lang: str, user, loop=None) -> None:
+def walk(nd: isl.AstNode, lines: list[str], indent: str, lang: str, user, loop=None,
+         iterators: set | None = None) -> None:
     """Appends ``nd`` as ``lang`` (``csl`` or ``py``) to ``lines``. ``user(call, indent)`` prints a
-    statement; ``loop(node, indent)``, when given, may print a whole ``for`` node itself (returning True)."""
+    statement; ``loop(node, indent)``, when given, may print a whole ``for`` node itself (returning True).
+    In CSL the loop iterators are assigned, not declared: their names are added to ``iterators`` for the
+    caller to declare once (sibling loops reuse isl's names, and CSL has no redeclaration)."""
+    if iterators is None:
+        iterators = set()
     t = nd.get_type()
     ex = csl_expr if lang == "csl" else py_expr
     step = "  " if lang == "csl" else "    "
@@ -103,31 +108,32 @@ def walk(nd: isl.AstNode, lines: list[str], indent: str, lang: str, user, loop=N
         it = ex(nd.for_get_iterator())
         init, cond, inc = ex(nd.for_get_init()), ex(nd.for_get_cond()), ex(nd.for_get_inc())
         if lang == "csl":
-            lines.append(f"{indent}var {it}: i32 = {init};")
+            iterators.add(it)
+            lines.append(f"{indent}{it} = {init};")
             lines.append(f"{indent}while {cond} : ({it} += {inc}) {{")
-            walk(nd.for_get_body(), lines, indent + step, lang, user, loop)
+            walk(nd.for_get_body(), lines, indent + step, lang, user, loop, iterators)
             lines.append(indent + "}")
         else:
             lines.append(f"{indent}{it} = {init}")
             lines.append(f"{indent}while {cond}:")
-            walk(nd.for_get_body(), lines, indent + step, lang, user, loop)
+            walk(nd.for_get_body(), lines, indent + step, lang, user, loop, iterators)
             lines.append(f"{indent}{step}{it} += {inc}")
     elif t == isl.ast_node_type.if_:
         cond = ex(nd.if_get_cond())
         lines.append(f"{indent}if {cond} {{" if lang == "csl" else f"{indent}if {cond}:")
-        walk(nd.if_get_then_node(), lines, indent + step, lang, user, loop)
+        walk(nd.if_get_then_node(), lines, indent + step, lang, user, loop, iterators)
         if nd.if_has_else_node():
             lines.append(f"{indent}}} else {{" if lang == "csl" else f"{indent}else:")
-            walk(nd.if_get_else_node(), lines, indent + step, lang, user, loop)
+            walk(nd.if_get_else_node(), lines, indent + step, lang, user, loop, iterators)
         if lang == "csl":
             lines.append(indent + "}")
     elif t == isl.ast_node_type.block:
         ch = nd.block_get_children()
         for i in range(ch.n_ast_node()):
-            walk(ch.get_at(i), lines, indent, lang, user, loop)
+            walk(ch.get_at(i), lines, indent, lang, user, loop, iterators)
     elif t == isl.ast_node_type.user:
         user(nd.user_get_expr(), indent)
     elif t == isl.ast_node_type.mark:
-        walk(nd.mark_get_node(), lines, indent, lang, user, loop)
+        walk(nd.mark_get_node(), lines, indent, lang, user, loop, iterators)
     else:
         raise EmitError("CSL back end: unexpected isl AST node")

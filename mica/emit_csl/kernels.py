@@ -259,6 +259,7 @@ class KernelPrinter:
         dom = dom.intersect_params(ctx)
         desc = f"kernel {k.name}{' (statement ' + k.statement + ')' if k.statement else ''}"
         self.lines = []
+        iterators: set[str] = set()
         if dom.is_empty():
             self.lines.append("  // no instances on this class")
         elif not k.loops and not k.parts:
@@ -275,7 +276,7 @@ class KernelPrinter:
             build = isl.AstBuild.from_context(ctx)
             udom = dom if k.parts else isl.UnionSet.from_set(dom)
             node = build.node_from_schedule_map(sched.intersect_domain(udom))
-            walk(node, self.lines, "  ", "csl", self.user, self.vector_loop)
+            walk(node, self.lines, "  ", "csl", self.user, self.vector_loop, iterators)
         body = "\n".join(self.lines)
         used = {n for n in ("x", "y", "t", "kb") if re.search(rf"\b{n}\b", body)}
         if "kb" in used:
@@ -285,6 +286,7 @@ class KernelPrinter:
         head += [f"  const {n}: i32 = {v};{c}" for n, v, c in (
             ("x", "px", ""), ("y", "py", ""), ("t", "lv[0]", "  // the step of the enclosing loop"),
             ("kb", "skew_block(x, y, t)", "  // the block this core works on")) if n in used]
+        head += [f"  var {it}: i32 = 0;" for it in sorted(iterators, key=lambda v: (len(v), v))]
         return "\n".join(head + self.lines + ["}"])
 
 

@@ -11,7 +11,7 @@ Reads the files back (not the in-memory plan) and checks:
   program;
 * memory: the PE program's buffers (``var X: [n]T = @zeros(...)``) have the sizes ``plan.json`` records and
   fit the target's SRAM together;
-* names: no local declaration shadows a top-level one;
+* names: no declaration repeats a name visible where it is made (CSL has no shadowing or redeclaration);
 * parameters: every ``param`` of the PE program gets a value in the layout's ``@set_tile_code`` and the
   layout passes nothing the PE program does not declare.
 
@@ -248,13 +248,9 @@ def validate(files: dict[str, str]) -> None:
         if total > plan["sram_bytes"]:
             _fail("pe_program.csl", i, f"buffers reach {total} B at {name}: more than the {plan['sram_bytes']} B of "
                                        f"SRAM per PE")
-    # names: a local declaration must not shadow a top-level one (CSL rejects shadowing)
+    # names: no declaration repeats a name visible where it is made (CSL has no shadowing/redeclaration)
     for fname, text in (("pe_program.csl", pe), ("layout.csl", layout)):
-        top = {m.group(2) for m in re.finditer(r"^(param|var|const|fn|task) (\w+)", text, re.M)}
-        for i, ln in enumerate(text.splitlines(), 1):
-            m = re.match(r"\s+(?:var|const) (\w+)\b", ln)
-            if m and m.group(1) in top:
-                _fail(fname, i, f"local {m.group(1)} shadows a top-level declaration")
+        _check_scopes(fname, text)
     # parameters
     pe_params = {m.group(1): i for i, ln in enumerate(pe.splitlines(), 1)
                  for m in [re.match(r"param (\w+):", ln)] if m}
@@ -274,6 +270,24 @@ def validate(files: dict[str, str]) -> None:
     for p, i in given.items():
         if p not in pe_params:
             _fail("layout.csl", i, f"@set_tile_code passes {p}, which pe_program.csl does not declare")
+
+
+def _check_scopes(fname: str, text: str) -> None:
+    scopes: list[dict[str, int]] = [{}]
+    for i, ln in enumerate(text.splitlines(), 1):
+        code = ln.split("//", 1)[0]
+        m = re.match(r"\s*(?:param|var|const|fn|task) (\w+)\b", code)
+        if m:
+            name = m.group(1)
+            for sc in scopes:
+                if name in sc:
+                    _fail(fname, i, f"{name} is declared again (first at line {sc[name]}); CSL does not allow it")
+            scopes[-1][name] = i
+        for ch in code:
+            if ch == "{":
+                scopes.append({})
+            elif ch == "}" and len(scopes) > 1:
+                scopes.pop()
 
 
 def validate_dir(path) -> None:

@@ -183,5 +183,23 @@ void f(float x[8][8], float y[8], float pc[8], float c0[8]) {
     f = render(prog)                     # validates: no local shadows a top-level name
     assert "var buf_y:" in f["pe_program.csl"] and "var buf_pc:" in f["pe_program.csl"]
     pe = f["pe_program.csl"].replace("fn finish() void {", "fn finish() void {\n  var pc: u16 = 0;")
-    with pytest.raises(EmitError, match=r"pe_program\.csl:\d+: local pc shadows"):
+    with pytest.raises(EmitError, match=r"pe_program\.csl:\d+: pc is declared again"):
         validate(dict(f, **{"pe_program.csl": pe}))
+
+
+def test_one_core_sequence_kernel_declares_each_iterator_once():
+    src = """
+void f(float A[16], float B[16], float C[16]) {
+  for (int i = 1; i < 16; i++) A[i] = A[i-1] + B[i];
+  for (int i = 1; i < 16; i++) C[i] = C[i-1] * 0.5f + A[i];
+}"""
+    prog = mica.compile_affine(mica.affine.from_c(src), mesh=(2, 2), target="wse3")
+    assert prog.mesh_program.region.cores == 1
+    f = render(prog)
+    pe = f["pe_program.csl"]
+    body = pe[pe.index("fn k_program_0"):]
+    body = body[:body.index("\n}\n")]
+    assert body.count("var c1: i32") == 1 and body.count("c1 = 1;") == 2
+    bad = pe.replace("  var c1: i32 = 0;\n", "  var c1: i32 = 0;\n  var c1: i32 = 0;\n", 1)
+    with pytest.raises(EmitError, match="c1 is declared again"):
+        validate(dict(f, **{"pe_program.csl": bad}))
