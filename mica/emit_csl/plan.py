@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
+from types import MappingProxyType
+from typing import Mapping
+
 import numpy as np
 
 from ..errors import EmitError
@@ -154,14 +157,14 @@ class CslPlan:
     steps: tuple[Step, ...]
     loads: tuple[ir.HostLoad, ...]
     stores: tuple[ir.HostStore, ...]
-    in_queue: dict          # hardware colour -> input queue
-    out_queue: dict         # hardware colour -> output queue
-    slots: dict             # (exchange_index, pattern, part, "send"|"recv") -> completion slot
+    in_queue: Mapping       # hardware colour -> input queue
+    out_queue: Mapping      # hardware colour -> output queue
+    slots: Mapping          # (exchange_index, pattern, part, "send"|"recv") -> completion slot
     n_slots: int
-    task_ids: dict          # "step" / "done<k>" -> local task id
-    landing: dict           # buffer -> landing buffer (patterns whose source and destination coincide)
+    task_ids: Mapping       # "step" / "done<k>" -> local task id
+    landing: Mapping        # buffer -> landing buffer (patterns whose source and destination coincide)
     classes: tuple          # (class id, rx mask, tx mask, kernel class tuple, cores, example core)
-    kernel_classes: dict    # kernel name -> tuple of (class function name, Region)
+    kernel_classes: Mapping  # kernel name -> tuple of (class function name, Region)
 
     @property
     def colours_used(self) -> tuple[int, ...]:
@@ -444,9 +447,10 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
         task_ids[f"done{k}"] = free_ids[1 + k]
     kernel_classes = {k.name: tuple((cls.name, cls.region) for cls in k.classes) for k in mp.kernels}
     classes = _classes(mp, chans, in_queue, out_queue, kernel_classes)
+    ro = MappingProxyType
     return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
-                   tuple(steps), tuple(loads), tuple(stores), in_queue, out_queue, slots, n_slots, task_ids,
-                   landing, classes, kernel_classes)
+                   tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
+                   ro(task_ids), ro(landing), classes, ro(kernel_classes))
 
 
 def _classes(mp, chans, in_queue, out_queue, kernel_classes) -> tuple:

@@ -102,7 +102,7 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
         "buffer_bytes_total": sum(b.bytes for b in plan.buffers),
         "queues": {"input": {str(k): v for k, v in sorted(plan.in_queue.items())},
                    "output": {str(k): v for k, v in sorted(plan.out_queue.items())}},
-        "task_ids": plan.task_ids,
+        "task_ids": dict(plan.task_ids),
         "classes": [{"id": cid, "rx_mask": rx, "tx_mask": tx, "kernel_classes": dict(zip(knames, kcs)),
                      "cores": n, "example": list(ex)} for cid, rx, tx, kcs, n, ex in plan.classes],
         "params_per_class": ["rx_mask", "tx_mask"] + [f"kc_{k}" for k in knames],
