@@ -4,8 +4,6 @@ per-link bytes. :func:`crosscheck` returns a list of mismatches (empty when they
 
 from __future__ import annotations
 
-from itertools import product
-
 import numpy as np
 
 from mica.comm.traffic import declared_traffic
@@ -47,7 +45,7 @@ def _box_elems(w, x, y, v):
     return n * w[1]
 
 
-def _decode(code, mesh, on_exchange, on_loop_vars):
+def _decode(code, mesh, on_exchange):
     """Walks the op code, calling ``on_exchange(op_id, v, routes, sends, recvs)`` for every exchange
     executed (routes: {(x, y, colour): (rx, tx)}, sends/recvs: {(x, y, colour): bytes})."""
     v = [0] * oc.MAX_VARS
@@ -181,7 +179,7 @@ def crosscheck(compiled, plan: dict) -> list[str]:
                 link[y, x, LINK[d]] += nbytes
                 stack.append(((x + STEP[d][0], y + STEP[d][1]), {"N": "S", "S": "N", "E": "W", "W": "E"}[d]))
 
-    _decode(code, mesh, on_exchange, None)
+    _decode(code, mesh, on_exchange)
     traffic = declared_traffic(mp)
     if sum(x["messages"] for x in plan["exchanges"]) != traffic.messages:
         problems.append(f"plan.json's exchanges carry {sum(x['messages'] for x in plan['exchanges'])} messages, "
