@@ -141,6 +141,16 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
           "    return out.reshape(-1)",
           "",
           "",
+          "def widen16(flat):",
+          "    \"\"\"f16 values as the 32-bit words a MEMCPY_16BIT transfer moves (the value in the low half).\"\"\"",
+          "    return flat.view(np.uint16).astype(np.uint32)",
+          "",
+          "",
+          "def narrow16(words):",
+          "    \"\"\"The f16 values in the low halves of the 32-bit words a MEMCPY_16BIT transfer returns.\"\"\"",
+          "    return words.astype(np.uint16).view(np.float16)",
+          "",
+          "",
           "def from_pes(flat, array, dims, x0, x1, y0, y1, elems):",
           "    \"\"\"Scatters what memcpy_d2h read back into ``array``: each core's owned elements.\"\"\"",
           "    pes = flat.reshape(y1 - y0, x1 - x0, elems)",
@@ -188,8 +198,10 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
         b = bufs[ld.buffer]
         r = ld.region
         L.append(f"    # MeshIR host_load {ld.array} -> {ld.buffer} on {r}")
-        L.append(f"    runner.memcpy_h2d(sym_{ld.buffer}, to_pes(arrays[{ld.array!r}], {b.dims!r}, {r.x0}, {r.x1}, "
-                 f"{r.y0}, {r.y1}, {b.elems}), {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, {b.elems}, "
+        data = f"to_pes(arrays[{ld.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})"
+        if b.dtype == "f16":
+            data = f"widen16({data})"
+        L.append(f"    runner.memcpy_h2d(sym_{ld.buffer}, {data}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, {b.elems}, "
                  f"streaming=False, data_type={dt(b)}, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
     sc = ", ".join(f"scalars[{n!r}]" for n in mp.scalars) or "0.0"
     reg = mp.region
@@ -204,11 +216,12 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
         r = st.region
         a = prog.array(st.array)
         L.append(f"    # MeshIR host_store {st.array} <- {st.buffer} from {r}")
-        L.append(f"    flat = np.zeros({r.cores * b.elems}, dtype={NP[b.dtype]})")
+        L.append(f"    flat = np.zeros({r.cores * b.elems}, dtype={'np.uint32' if b.dtype == 'f16' else NP[b.dtype]})")
         L.append(f"    runner.memcpy_d2h(flat, sym_{st.buffer}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, "
                  f"{b.elems}, streaming=False, data_type={dt(b)}, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
         L.append(f"    got[{st.array!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")
-        L.append(f"    from_pes(flat, got[{st.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})")
+        flat = "narrow16(flat)" if b.dtype == "f16" else "flat"
+        L.append(f"    from_pes({flat}, got[{st.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})")
     L += ["    runner.stop()",
           "",
           "    want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)",

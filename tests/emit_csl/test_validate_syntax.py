@@ -203,3 +203,17 @@ void f(float A[16], float B[16], float C[16]) {
     bad = pe.replace("  var c1: i32 = 0;\n", "  var c1: i32 = 0;\n  var c1: i32 = 0;\n", 1)
     with pytest.raises(EmitError, match="c1 is declared again"):
         validate(dict(f, **{"pe_program.csl": bad}))
+
+
+def test_f16_programs_use_half_precision_operations_and_16_bit_memcpy():
+    prog = mica.compile_affine(mica.ops.matmul(16, 16, 16, dtype="f16"), mesh=(4, 4), target="wse3")
+    f = render(prog)
+    pe, run = f["pe_program.csl"], f["run.py"]
+    assert "@fmach(" in pe and "@mov16(" in pe and "@mov32(" not in pe and "[16]f16" in pe
+    assert "widen16(to_pes(" in run and "narrow16(flat)" in run and "MEMCPY_16BIT" in run
+    ns = {"__name__": "run_py"}
+    exec(compile(run.replace("from cerebras.sdk.runtime.sdkruntimepybind import", "# "), "run.py", "exec"), ns)
+    import numpy as np
+    v = np.array([1.5, -2.25, 65504.0], dtype=np.float16)
+    words = ns["widen16"](v)
+    assert words.dtype == np.uint32 and (ns["narrow16"](words) == v).all()

@@ -49,6 +49,16 @@ def to_pes(array, dims, x0, x1, y0, y1, elems):
     return out.reshape(-1)
 
 
+def widen16(flat):
+    """f16 values as the 32-bit words a MEMCPY_16BIT transfer moves (the value in the low half)."""
+    return flat.view(np.uint16).astype(np.uint32)
+
+
+def narrow16(words):
+    """The f16 values in the low halves of the 32-bit words a MEMCPY_16BIT transfer returns."""
+    return words.astype(np.uint16).view(np.float16)
+
+
 def from_pes(flat, array, dims, x0, x1, y0, y1, elems):
     """Scatters what memcpy_d2h read back into ``array``: each core's owned elements."""
     pes = flat.reshape(y1 - y0, x1 - x0, elems)
