@@ -95,8 +95,9 @@ def walk(nd: isl.AstNode, lines: list[str], indent: str, lang: str, user, loop=N
          iterators: set | None = None) -> None:
     """Appends ``nd`` as ``lang`` (``csl`` or ``py``) to ``lines``. ``user(call, indent)`` prints a
     statement; ``loop(node, indent)``, when given, may print a whole ``for`` node itself (returning True).
-    In CSL the loop iterators are assigned, not declared: their names are added to ``iterators`` for the
-    caller to declare once (sibling loops reuse isl's names, and CSL has no redeclaration)."""
+    In CSL a loop ``it <= ub`` is ``for (@range(i32, init, ub + 1, inc)) |it|``; any other loop is a ``while``
+    whose iterator is assigned, not declared: its name is added to ``iterators`` for the caller to declare
+    once (sibling loops reuse isl's names, and CSL has no redeclaration)."""
     if iterators is None:
         iterators = set()
     t = nd.get_type()
@@ -108,9 +109,18 @@ def walk(nd: isl.AstNode, lines: list[str], indent: str, lang: str, user, loop=N
         it = ex(nd.for_get_iterator())
         init, cond, inc = ex(nd.for_get_init()), ex(nd.for_get_cond()), ex(nd.for_get_inc())
         if lang == "csl":
-            iterators.add(it)
-            lines.append(f"{indent}{it} = {init};")
-            lines.append(f"{indent}while {cond} : ({it} += {inc}) {{")
+            c = nd.for_get_cond()
+            bounded = (c.get_type() == isl.ast_expr_type.op and c.get_op_n_arg() == 2
+                       and c.get_op_type() in (isl.ast_expr_op_type.le, isl.ast_expr_op_type.lt)
+                       and csl_expr(c.get_op_arg(0)) == it)
+            if bounded:        # it <= ub (it < ub): the usual CSL loop over @range, the iterator a capture
+                ub = csl_expr(c.get_op_arg(1))
+                stop = f"{ub} + 1" if c.get_op_type() == isl.ast_expr_op_type.le else ub
+                lines.append(f"{indent}for (@range(i32, {init}, {stop}, {inc})) |{it}| {{")
+            else:
+                iterators.add(it)
+                lines.append(f"{indent}{it} = {init};")
+                lines.append(f"{indent}while {cond} : ({it} += {inc}) {{")
             walk(nd.for_get_body(), lines, indent + step, lang, user, loop, iterators)
             lines.append(indent + "}")
         else:

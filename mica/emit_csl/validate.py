@@ -277,15 +277,18 @@ def _check_scopes(fname: str, text: str) -> None:
     for i, ln in enumerate(text.splitlines(), 1):
         code = ln.split("//", 1)[0]
         m = re.match(r"\s*(?:param|var|const|fn|task) (\w+)\b", code)
-        if m:
-            name = m.group(1)
+        capture = re.match(r"\s*for \(.*\) \|(\w+)\| \{", code)
+        for name in ([m.group(1)] if m else []) + ([capture.group(1)] if capture else []):
             for sc in scopes:
                 if name in sc:
                     _fail(fname, i, f"{name} is declared again (first at line {sc[name]}); CSL does not allow it")
-            scopes[-1][name] = i
-        for ch in code:
+        if m:
+            scopes[-1][m.group(1)] = i
+        for k, ch in enumerate(code):
             if ch == "{":
                 scopes.append({})
+                if capture and k == code.index("{", code.index("|")):
+                    scopes[-1][capture.group(1)] = i      # the capture lives in the loop body
             elif ch == "}" and len(scopes) > 1:
                 scopes.pop()
 

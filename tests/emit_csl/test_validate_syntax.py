@@ -187,7 +187,7 @@ void f(float x[8][8], float y[8], float pc[8], float c0[8]) {
         validate(dict(f, **{"pe_program.csl": pe}))
 
 
-def test_one_core_sequence_kernel_declares_each_iterator_once():
+def test_one_core_sequence_kernel_loops_are_ranges():
     src = """
 void f(float A[16], float B[16], float C[16]) {
   for (int i = 1; i < 16; i++) A[i] = A[i-1] + B[i];
@@ -199,8 +199,8 @@ void f(float A[16], float B[16], float C[16]) {
     pe = f["pe_program.csl"]
     body = pe[pe.index("fn k_program_0"):]
     body = body[:body.index("\n}\n")]
-    assert body.count("var c1: i32") == 1 and body.count("c1 = 1;") == 2
-    bad = pe.replace("  var c1: i32 = 0;\n", "  var c1: i32 = 0;\n  var c1: i32 = 0;\n", 1)
+    assert body.count("for (@range(i32, 1, 15 + 1, 1)) |c1| {") == 2       # sibling loops, one name
+    bad = pe.replace("fn k_program_0() void {\n", "fn k_program_0() void {\n  var c1: i32 = 0;\n", 1)
     with pytest.raises(EmitError, match="c1 is declared again"):
         validate(dict(f, **{"pe_program.csl": bad}))
 
