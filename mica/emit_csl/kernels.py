@@ -231,8 +231,12 @@ class KernelPrinter:
         self.lines.append(f"{indent}// {p.statement or p.name}: {src}  -- vector over {it} (@{kind}{sfx})")
         self.lines.append(f"{indent}const {n}: i32 = {count};")
         self.lines.append(f"{indent}if ({n} > 0) {{")
-        dw = dsd(p.write, ws)
-        ops = [dsd(a, s) for a, s in vecs]
+        dw = f"{n}_dst"
+        self.lines.append(f"{indent}  const {dw} = {dsd(p.write, ws)};")
+        ops = []
+        for k, (a, st) in enumerate(vecs):
+            self.lines.append(f"{indent}  const {n}_src{k} = {dsd(a, st)};")
+            ops.append(f"{n}_src{k}")
         if kind == "fmac":
             args = [dw, dw, ops[0], self.expr(scal, woff_env)]
         elif kind == "fadd":
