@@ -14,10 +14,12 @@ DIR = {"RAMP": "RAMP", "N": "NORTH", "E": "EAST", "S": "SOUTH", "W": "WEST"}
 HELPERS = """\
 fn imin(a: i32, b: i32) i32 { if (a < b) { return a; } return b; }
 fn imax(a: i32, b: i32) i32 { if (a > b) { return a; } return b; }
-// floor(a / b) for b > 0
-fn floord(a: i32, b: i32) i32 { if (a >= 0) { return a / b; } return -((b - 1 - a) / b); }
-// a mod m in [0, m)
-fn pmod(a: i32, m: i32) i32 { const r: i32 = a % m; if (r < 0) { return r + m; } return r; }
+// quotient and remainder of a >= 0 by b > 0 (unsigned arithmetic: no signed division needed)
+fn udiv(a: i32, b: i32) i32 { return @as(i32, @as(u32, a) / @as(u32, b)); }
+fn urem(a: i32, b: i32) i32 { return @as(i32, @as(u32, a) % @as(u32, b)); }
+// floor(a / b) and a mod b in [0, b), for b > 0 and any a
+fn floord(a: i32, b: i32) i32 { if (a >= 0) { return udiv(a, b); } return -udiv(b - 1 - a, b); }
+fn pmod(a: i32, m: i32) i32 { if (a >= 0) { return urem(a, m); } const r: i32 = urem(-a, m); if (r == 0) { return 0; } return m - r; }
 fn in_box(x: i32, y: i32, x0: i32, x1: i32, xs: i32, y0: i32, y1: i32, ys: i32) bool {
   return x >= x0 and x < x1 and pmod(x - x0, xs) == 0 and y >= y0 and y < y1 and pmod(y - y0, ys) == 0;
 }"""

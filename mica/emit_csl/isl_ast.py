@@ -39,10 +39,10 @@ def csl_expr(e: isl.AstExpr, names: dict[str, str] | None = None) -> str:
     a = [csl_expr(e.get_op_arg(i), names) for i in range(e.get_op_n_arg())]
     if op in _OPS:
         return f"({a[0]} {_OPS[op]} {a[1]})"
-    if op in _DIV:
-        return f"({a[0]} / {a[1]})"
-    if op in _MOD:
-        return f"({a[0]} % {a[1]})"
+    if op in _DIV:                         # isl: exact or non-negative dividend, positive divisor
+        return f"floord({a[0]}, {a[1]})"
+    if op in _MOD:                         # isl: compared with 0 only, or a non-negative dividend
+        return f"pmod({a[0]}, {a[1]})"
     if op in _AND:
         return f"({a[0]} and {a[1]})"
     if op in _OR:
