@@ -1,6 +1,10 @@
-"""The example programs the CSL back end tests render (small meshes, small sizes: fast)."""
+"""The example programs the CSL back end tests render (small meshes, small sizes: fast), compiled and
+rendered once per test session."""
+
+from functools import lru_cache
 
 import mica
+from mica.emit_csl import render
 
 TWO_OPS = '''
 void chain3(int n, float A[16][16], float x[16], float y[16], float z[16], float B[16][16], float w[16]) {
@@ -10,6 +14,7 @@ void chain3(int n, float A[16][16], float x[16], float y[16], float z[16], float
 }'''
 
 
+@lru_cache(maxsize=None)
 def program(name: str, target: str):
     mm = mica.ops.matmul(16, 16, 16)
     gv = mica.ops.gemv(16, 16)
@@ -35,3 +40,13 @@ def program(name: str, target: str):
 
 GOLDEN = ("matmul_interleaved", "matmul_summa", "gemv_ktree", "two_ops")
 ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial")
+
+
+@lru_cache(maxsize=None)
+def _rendered(name: str, target: str):
+    return render(program(name, target))
+
+
+def rendered(name: str, target: str) -> dict[str, str]:
+    """The emitted files of an example (a fresh dict: tests may corrupt their copy)."""
+    return dict(_rendered(name, target))

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from csl_interp import CslError, Fabric
-from mica.emit_csl import render
-from programs import ALL, program
+from programs import ALL, program, rendered
 
 
 def execute(compiled, files):
@@ -51,7 +50,7 @@ def execute(compiled, files):
 @pytest.mark.parametrize("name", ALL)
 def test_emitted_csl_computes_the_program(name, target):
     compiled = program(name, target)
-    got, want = execute(compiled, render(compiled))
+    got, want = execute(compiled, rendered(name, target))
     assert got
     for k, v in got.items():
         np.testing.assert_allclose(v, want[k], rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want[k]).max())))
@@ -59,7 +58,7 @@ def test_emitted_csl_computes_the_program(name, target):
 
 def test_a_broken_join_or_route_is_caught_by_execution():
     compiled = program("matmul_interleaved", "wse2")
-    files = dict(render(compiled))
+    files = rendered("matmul_interleaved", "wse2")
     # without the landing copy the ring shift loses every received block
     pe = files["pe_program.csl"].replace("@mov32(@set_dsd_length(mem_A_ring, n_A_ring_landing)", "@mov32(@set_dsd_length(mem_A_ring_landing, n_A_ring_landing)")
     got, want = execute(compiled, dict(files, **{"pe_program.csl": pe}))

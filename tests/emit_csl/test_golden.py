@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mica.emit_csl import FILES, render
-from programs import GOLDEN, program
+from mica.emit_csl import FILES
+from programs import GOLDEN, rendered
 
 HERE = Path(__file__).parent / "golden"
 
@@ -14,7 +14,7 @@ HERE = Path(__file__).parent / "golden"
 @pytest.mark.parametrize("target", ["wse2", "wse3"])
 @pytest.mark.parametrize("name", GOLDEN)
 def test_golden(name, target):
-    files = render(program(name, target))
+    files = rendered(name, target)
     d = HERE / f"{name}_{target}"
     if os.environ.get("MICA_UPDATE_GOLDEN") == "1":
         d.mkdir(parents=True, exist_ok=True)

@@ -7,14 +7,12 @@ from functools import lru_cache
 import pytest
 
 from crosscheck import crosscheck
-from mica.emit_csl import render
-from programs import ALL, program
+from programs import ALL, program, rendered
 
 
 @lru_cache(maxsize=None)
 def emitted(name, target):
-    p = program(name, target)
-    return p, render(p)
+    return program(name, target), rendered(name, target)
 
 
 @pytest.mark.parametrize("target", ["wse2", "wse3"])

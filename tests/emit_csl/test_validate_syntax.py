@@ -10,12 +10,12 @@ from mica.emit_csl import render
 from mica.emit_csl.syntax import check, parse
 from mica.emit_csl.validate import validate, validate_dir
 from mica.errors import EmitError
-from programs import program
+from programs import program, rendered
 
 
 @lru_cache(maxsize=None)
 def files(name="matmul_interleaved", target="wse2"):
-    return dict(render(program(name, target)))
+    return rendered(name, target)
 
 
 def _route_lines(text):
