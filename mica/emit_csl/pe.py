@@ -130,6 +130,8 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     add("var pending: u16 = 0;  // asynchronous operations of the current exchange still running")
     for buf, land in sorted(plan.landing.items()):
         add(f"var n_{land}: u16 = 0;  // elements received into buf_{land} by the current exchange")
+    if plan.rounds > 1:
+        add(f"var lround: i32 = 0;  // round of an exchange into itself ({plan.rounds} rounds of landing chunks)")
     add("")
     add("// ---- local tasks ----")
     for name, tid in plan.task_ids.items():
@@ -213,21 +215,35 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
                 add("  if (col != 255) {")
                 ind = "    "
             mov = "mov16" if mp.tensor(src).dtype == "f16" else "mov32"
+            chunked = plan.rounds > 1 and src == dst
+            if plan.rounds > 1 and not chunked:
+                add(f"{ind}if (lround == 0) {{  // moves once, in the first round")
+                ind += "  "
             for role in ("recv", "send"):
                 rect = receivers if role == "recv" else senders
                 buf = dst if role == "recv" else src
                 slot = plan.slots[(xi, pattern, part, role)]
                 n = _len_expr(mp.tensor(buf), slots)
                 add(f"{ind}if ({rect_test(rect, slots)}) {{")
-                add(f"{ind}  const n: u16 = @as(u16, {n});")
+                if chunked:
+                    kk = plan.landing_chunk[buf]
+                    add(f"{ind}  const n: u16 = @as(u16, imax(0, imin({kk}, {n} - lround * {kk})));"
+                        f"  // chunk lround of {kk}")
+                else:
+                    add(f"{ind}  const n: u16 = @as(u16, {n});")
                 add(f"{ind}  if (n > 0) {{")
                 add(f"{ind}    pending += 1;")
+                memsrc = f"mem_{buf}"
+                if chunked and role == "send":
+                    ty = mp.tensor(buf).dtype
+                    memsrc = f"@increment_dsd_offset(mem_{buf}, @as(i16, lround * {plan.landing_chunk[buf]}), {ty})"
                 if role == "recv" and buf in plan.landing:
                     buf = plan.landing[buf]
+                    memsrc = f"mem_{buf}"
                     add(f"{ind}    n_{buf} = n;  // {dst} is being sent: land beside it")
                 for i, k in enumerate(colours):
                     q = plan.in_queue[k] if role == "recv" else plan.out_queue[k]
-                    mem = f"@set_dsd_length(mem_{buf}, n)"
+                    mem = f"@set_dsd_length({memsrc}, n)"
                     fab = f"@set_dsd_length({'fin' if role == 'recv' else 'fout'}_c{k}, n)"
                     a, b = (mem, fab) if role == "recv" else (fab, mem)
                     opts = f".async = true, .activate = done{slot}_id"
@@ -243,8 +259,9 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
                     add(f"{ind}    }}")
                 add(f"{ind}  }}")
                 add(f"{ind}}}")
-            if ind != "  ":
-                add("  }")
+            while ind != "  ":
+                ind = ind[:-2]
+                add(f"{ind}}}")
         add("}")
         add("")
     add("// one asynchronous operation finished; the last one of an exchange lets the step task run")
@@ -290,12 +307,25 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         elif st.kind == "land":
             for c in sorted({c.dst for c in st.op.ops if c.src == c.dst}):
                 land = plan.landing[c]
-                mov = "mov16" if mp.tensor(c).dtype == "f16" else "mov32"
+                ty = mp.tensor(c).dtype
+                mov = "mov16" if ty == "f16" else "mov32"
+                dstm = f"mem_{c}"
+                if plan.rounds > 1:
+                    dstm = f"@increment_dsd_offset(mem_{c}, @as(i16, lround * {plan.landing_chunk[c]}), {ty})"
                 add(f"      if (n_{land} > 0) {{")
-                add(f"        @{mov}(@set_dsd_length(mem_{c}, n_{land}), @set_dsd_length(mem_{land}, n_{land}));")
+                add(f"        @{mov}(@set_dsd_length({dstm}, n_{land}), @set_dsd_length(mem_{land}, n_{land}));")
                 add(f"        n_{land} = 0;")
                 add("      }")
-            add(f"      pc = {st.pc + 1};")
+            if plan.rounds > 1:
+                add("      lround += 1;")
+                add(f"      if (lround < {plan.rounds}) {{")
+                add(f"        pc = {st.pc - 1};  // the next round of the exchange")
+                add("      } else {")
+                add("        lround = 0;")
+                add(f"        pc = {st.pc + 1};")
+                add("      }")
+            else:
+                add(f"      pc = {st.pc + 1};")
         else:
             add(f"      pc = {st.pc + 1};")
             add("      @block(step_id);")

@@ -14,7 +14,7 @@ Public API: :func:`build_plan` -> :class:`CslPlan`; records :class:`Box`, :class
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from types import MappingProxyType
 from typing import Mapping
@@ -29,6 +29,8 @@ from . import boxes
 USER_QUEUES = (2, 3, 4, 5, 6, 7)
 #: IDs reserved by the memcpy infrastructure and the runtime (csl-examples gemm-collectives_2d layout).
 RESERVED_IDS = frozenset({21, 22, 23, 27, 28, 29, 30, 31})
+#: The smallest landing chunk (elements) worth a round of an exchange.
+MIN_CHUNK = 16
 #: Routable colour IDs.
 ROUTABLE = 24
 DTYPES = {"f32": ("f32", 4), "f16": ("f16", 2)}
@@ -165,6 +167,8 @@ class CslPlan:
     landing: Mapping        # buffer -> landing buffer (patterns whose source and destination coincide)
     classes: tuple          # (class id, rx mask, tx mask, kernel class tuple, cores, example core)
     kernel_classes: Mapping  # kernel name -> tuple of (class function name, Region)
+    landing_chunk: Mapping = field(default_factory=lambda: MappingProxyType({}))  # buffer -> landing elements
+    rounds: int = 1         # rounds of an exchange into itself (1: the landing buffer holds everything)
 
     @property
     def colours_used(self) -> tuple[int, ...]:
@@ -361,30 +365,50 @@ def _greedy(items: list, conflicts, pool: tuple, what) -> dict:
     return out
 
 
-def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
-    """The plan of ``mp`` for ``target`` (``wse2`` or ``wse3``)."""
+def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) -> CslPlan:
+    """The plan of ``mp`` for ``target`` (``wse2`` or ``wse3``); ``landing_elems`` forces landing buffers of
+    at most that many elements (exchanges into themselves then run in rounds)."""
     if target.name not in ("wse2", "wse3"):
         raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
     w, h = mp.mesh
     buffers = _buffers(mp)
     steps, loads, stores, exchanges = _steps(mp)
-    # A pattern that sends a buffer into the same buffer (ring shifts) receives into a landing buffer of the
-    # same size: the emulator's exchange is bulk-synchronous, CSL's asynchronous send and receive are not.
-    landing = {}
+    # A pattern that sends a buffer into the same buffer (ring shifts) receives into a landing buffer: the
+    # emulator's exchange is bulk-synchronous, CSL's asynchronous send and receive are not. The landing
+    # buffer holds the whole buffer when SRAM allows; otherwise the exchange runs in rounds of ``chunk``
+    # elements (send chunk r, receive chunk r beside it, copy it in once chunk r has left).
+    same = []
     for op, _ in exchanges:
         for c in op.ops:
-            if c.src == c.dst and c.dst not in landing:
-                b = next(x for x in buffers if x.name == c.dst)
-                landing[c.dst] = f"{c.dst}_landing"
-                buffers += (Buffer(landing[c.dst], b.array, b.dtype, b.elems, b.bytes, "landing", b.dims),)
-    total = sum(b.bytes for b in buffers)
-    if total > target.sram_bytes:
-        extra = sum(b.bytes for b in buffers if b.role == "landing")
-        raise EmitError(f"CSL back end: {mp.name} needs {total} B of buffers per PE, more than {target.name}'s "
-                        f"{target.sram_bytes} B: the MeshIR tensors take {total - extra} B and the landing buffers "
-                        f"of {', '.join(sorted(landing))} {extra} B (a pattern that sends a buffer into itself, "
-                        f"as a ring shift does, needs a second copy once send and receive run asynchronously); "
-                        f"use a larger mesh or smaller tiles")
+            if c.src == c.dst and c.dst not in same:
+                same.append(c.dst)
+    base = sum(b.bytes for b in buffers)
+    sizes = {b.name: b for b in buffers}
+    want = sum(sizes[n].bytes for n in same)
+    chunk: dict[str, int] = {}
+    for n in same:
+        b = sizes[n]
+        if landing_elems is not None:
+            chunk[n] = max(1, min(b.elems, landing_elems))
+        elif base + want <= target.sram_bytes:
+            chunk[n] = b.elems
+        else:
+            per = (target.sram_bytes - base) // len(same) // (b.bytes // b.elems)
+            chunk[n] = min(b.elems, per)
+            if chunk[n] < MIN_CHUNK:
+                raise EmitError(
+                    f"CSL back end: {mp.name} needs {base} B of buffers per PE for its MeshIR tensors, leaving "
+                    f"{max(0, target.sram_bytes - base)} B of {target.name}'s {target.sram_bytes} B for the landing "
+                    f"buffers of {', '.join(same)} (a pattern that sends a buffer into itself, as a ring shift does, "
+                    f"receives beside it once send and receive run asynchronously; at least {MIN_CHUNK} elements "
+                    f"each); use a larger mesh or smaller tiles")
+    landing = {}
+    for n in same:
+        b = sizes[n]
+        landing[n] = f"{n}_landing"
+        buffers += (Buffer(landing[n], b.array, b.dtype, chunk[n], chunk[n] * (b.bytes // b.elems), "landing",
+                           b.dims),)
+    rounds = max((-(-sizes[n].elems // chunk[n]) for n in same), default=1)
     chans = _channels(mp, exchanges, target.colours)
     # Per-core role masks per hardware colour: which colours each core sends / receives on (ever, and per
     # exchange instance), for queue and completion-slot assignment.
@@ -450,7 +474,7 @@ def build_plan(mp: ir.MeshProgram, target) -> CslPlan:
     ro = MappingProxyType
     return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
                    tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
-                   ro(task_ids), ro(landing), classes, ro(kernel_classes))
+                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds)
 
 
 def _classes(mp, chans, in_queue, out_queue, kernel_classes) -> tuple:

@@ -100,6 +100,8 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
         "buffers": [{"name": b.name, "array": b.array, "dtype": b.dtype, "elems": b.elems, "bytes": b.bytes,
                      "role": b.role, "dims": [list(d) for d in b.dims]} for b in plan.buffers],
         "buffer_bytes_total": sum(b.bytes for b in plan.buffers),
+        "landing": {b: {"buffer": l, "chunk_elems": plan.landing_chunk[b], "rounds": plan.rounds}
+                    for b, l in sorted(plan.landing.items())},
         "queues": {"input": {str(k): v for k, v in sorted(plan.in_queue.items())},
                    "output": {str(k): v for k, v in sorted(plan.out_queue.items())}},
         "task_ids": dict(plan.task_ids),

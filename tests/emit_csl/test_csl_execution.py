@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from csl_interp import CslError, Fabric
+from mica.emit_csl import render
 from programs import ALL, program, rendered
 
 
@@ -67,3 +68,29 @@ def test_a_broken_join_or_route_is_caught_by_execution():
     pe = files["pe_program.csl"].replace("fabric_color = color_0,", "fabric_color = color_1,", 1)
     with pytest.raises(CslError, match="not finished|dropped"):
         execute(compiled, dict(files, **{"pe_program.csl": pe}))
+
+
+@pytest.mark.parametrize("name, target", [("matmul_interleaved", "wse3"), ("matmul_cannon_partial", "wse2")])
+def test_exchanges_into_themselves_in_rounds_of_landing_chunks(name, target):
+    """When SRAM cannot hold a whole landing copy, a ring shift runs in rounds of small chunks."""
+    from crosscheck import crosscheck
+    compiled = program(name, target)
+    files = render(compiled, landing_elems=5)
+    plan = json.loads(files["plan.json"])
+    assert all(v["chunk_elems"] == 5 and v["rounds"] > 1 for v in plan["landing"].values())
+    assert "lround" in files["pe_program.csl"]
+    assert crosscheck(compiled, plan) == []
+    got, want = execute(compiled, files)
+    for k, v in got.items():
+        np.testing.assert_allclose(v, want[k], rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want[k]).max())))
+
+
+def test_landing_chunks_fit_what_sram_leaves():
+    import mica
+    op = mica.ops.matmul(1024, 1024, 1024)
+    prog = mica.compile_affine(op, mesh=(20, 20), target="wse2", schedule=mica.plans.interleaved(op, (20, 20)))
+    arena = prog.mesh_program.arena_bytes
+    plan = json.loads(render(prog)["plan.json"])
+    land = plan["landing"]
+    assert arena + 2 * 4 * max(v["chunk_elems"] for v in land.values()) <= 49152 < 2 * arena
+    assert plan["buffer_bytes_total"] <= 49152 and all(v["rounds"] > 1 for v in land.values())
