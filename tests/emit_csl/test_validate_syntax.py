@@ -217,3 +217,18 @@ def test_f16_programs_use_half_precision_operations_and_16_bit_memcpy():
     v = np.array([1.5, -2.25, 65504.0], dtype=np.float16)
     words = ns["widen16"](v)
     assert words.dtype == np.uint32 and (ns["narrow16"](words) == v).all()
+
+
+def test_emitted_code_does_not_grow_with_the_mesh():
+    """A chain reduction has one route table per stage; the PE program and the layout's routes stay the
+    same size on a wider mesh (per-stage channels share colours and merge into strided rectangles)."""
+    g = mica.ops.gemv(64, 256)
+    sizes = []
+    for w in (16, 32):
+        prog = mica.compile_affine(g, mesh=(w, 2), target="wse2", schedule=mica.plans.chain(g, (w, 2)))
+        f = render(prog)
+        plan = json.loads(f["plan.json"])
+        assert len(plan["channels"]) >= w - 1
+        routes = [ln for ln in f["layout.csl"].splitlines() if "@set_color_config" in ln]
+        sizes.append((len(f["pe_program.csl"]), len(routes)))
+    assert sizes[0][1] == sizes[1][1] and abs(sizes[0][0] - sizes[1][0]) < 200
