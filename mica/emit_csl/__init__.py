@@ -67,12 +67,21 @@ def emit(compiled, out: Path) -> list[Path]:
     return paths
 
 
-def _compact_json(obj) -> str:
-    """JSON with one line per list of plain values (boxes, masks) so the record stays readable."""
-    import re
-    text = json.dumps(obj, indent=1)
-    return re.sub(r"\[\s*([^\[\]{}]*?)\s*\]", lambda m: "[" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "]",
-                  text) + "\n"
+def _compact_json(obj: dict) -> str:
+    """JSON with one line per top-level key, and one line per record of a top-level list of records (a
+    channel, a buffer, a class), so the record stays readable and diffs stay local."""
+    lines = ["{"]
+    items = list(obj.items())
+    for i, (k, v) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            lines.append(f" {json.dumps(k)}: [")
+            lines += [f"  {json.dumps(x)}{',' if j < len(v) - 1 else ''}" for j, x in enumerate(v)]
+            lines.append(f" ]{comma}")
+        else:
+            lines.append(f" {json.dumps(k)}: {json.dumps(v)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def _readme(plan) -> str:
