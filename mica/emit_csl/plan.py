@@ -1,0 +1,504 @@
+"""The CSL back end's plan: what it will emit, derived from the MeshIR alone (no decisions of its own beyond
+colour, queue and task-ID assignment).
+
+A CSL router holds one *static* route per colour. A MeshIR pattern whose routes move with a loop variable
+(a SUMMA multicast from root ``x = t``; the stages of a tree reduction) therefore becomes several
+:class:`Channel` records, one per distinct concrete route table (and sender set); a pattern whose routes do
+not move (ring shifts, a fixed-root multicast) is one channel used at every iteration. Each channel gets a
+hardware colour; channels share a colour only when no router lies on both (so a core never sees another
+channel's wavelets on its ramp and same-colour messages arrive in order).
+
+Public API: :func:`build_plan` -> :class:`CslPlan`; records :class:`Box`, :class:`RouteBox`,
+:class:`Channel`, :class:`Buffer`, :class:`Step`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import EmitError
+from ..meshir import ir
+from . import boxes
+
+#: Input/output queues the PE programs may use: memcpy owns queue 0 (WSE-2) or 0 and 1 (WSE-3).
+USER_QUEUES = (2, 3, 4, 5, 6, 7)
+#: IDs reserved by the memcpy infrastructure and the runtime (csl-examples gemm-collectives_2d layout).
+RESERVED_IDS = frozenset({21, 22, 23, 27, 28, 29, 30, 31})
+#: The smallest landing chunk (elements) worth a round of an exchange.
+MIN_CHUNK = 16
+#: Routable colour IDs.
+ROUTABLE = 24
+DTYPES = {"f32": ("f32", 4), "f16": ("f16", 2)}
+
+
+@dataclass(frozen=True)
+class Box:
+    """Concrete cores ``x in range(x0, x1, xs)``, ``y in range(y0, y1, ys)`` (x0/y0 are members)."""
+
+    x0: int
+    x1: int
+    xs: int
+    y0: int
+    y1: int
+    ys: int
+
+    def cells(self):
+        return [(x, y) for y in range(self.y0, self.y1, self.ys) for x in range(self.x0, self.x1, self.xs)]
+
+    def mask(self, w: int, h: int) -> np.ndarray:
+        m = np.zeros((h, w), dtype=bool)
+        m[self.y0:self.y1:self.ys, self.x0:self.x1:self.xs] = True
+        return m
+
+    def as_list(self) -> list[int]:
+        return [self.x0, self.x1, self.xs, self.y0, self.y1, self.ys]
+
+    def __str__(self) -> str:
+        sx = f":{self.xs}" if self.xs != 1 else ""
+        sy = f":{self.ys}" if self.ys != 1 else ""
+        return f"[{self.x0}:{self.x1}{sx}, {self.y0}:{self.y1}{sy}]"
+
+
+def concrete(r: ir.Rect, env: dict[str, int], mesh: tuple[int, int]) -> Box | None:
+    """The cores of ``r`` at ``env`` clipped to the mesh, or None when there are none."""
+    cols, rows = r.members(env)
+    w, h = mesh
+    cols = [c for c in cols if 0 <= c < w]
+    rows = [c for c in rows if 0 <= c < h]
+    if not cols or not rows:
+        return None
+    return Box(cols[0], cols[-1] + 1, r.xs, rows[0], rows[-1] + 1, r.ys)
+
+
+@dataclass(frozen=True)
+class RouteBox:
+    """``@set_color_config`` on every core of ``box``: accept from ``rx``, forward to ``tx``."""
+
+    box: Box
+    rx: tuple[str, ...]
+    tx: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One static route table on one hardware ``colour``: part ``part`` of MeshIR pattern ``pattern`` of
+    exchange ``exchange`` (MeshIR colour ``meshir_colour``), moving buffer ``src`` into ``dst``.
+
+    ``uses`` are the loop-variable values (``((var, value), ...)``) at which it carries a message;
+    ``senders``/``receivers`` the cores that send/receive then (same at every use by construction)."""
+
+    id: int
+    colour: int
+    exchange: str
+    exchange_index: int
+    pattern: str
+    part: int
+    meshir_colour: int
+    src: str
+    dst: str
+    routes: tuple[RouteBox, ...]
+    senders: Box
+    receivers: Box
+    max_hops: int
+    uses: tuple[tuple[tuple[str, int], ...], ...]
+
+    def router_mask(self, w: int, h: int) -> np.ndarray:
+        m = np.zeros((h, w), dtype=bool)
+        for r in self.routes:
+            m |= r.box.mask(w, h)
+        return m
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A PE buffer for RegionTensor ``name``: ``elems`` elements of ``dtype``; ``dims`` its box."""
+
+    name: str
+    array: str
+    dtype: str
+    elems: int
+    bytes: int
+    role: str
+    dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span) per dimension (boxes.dims)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One entry of the PE's flattened MeshIR body (the state machine): ``kind`` is ``compute``,
+    ``exchange``, ``loop`` (enter; ``target`` is the pc after its end) or ``next`` (end of a loop body;
+    ``target`` is the pc of its first body step). ``depth`` is the slot of the loop variable ``var``."""
+
+    pc: int
+    kind: str
+    text: str
+    op: object = None
+    var: str = ""
+    count: int = 0
+    depth: int = 0
+    target: int = 0
+    slots: tuple[tuple[str, int], ...] = ()          # loop variable -> slot, in scope
+    exchange_index: int = -1
+
+
+@dataclass(frozen=True)
+class CslPlan:
+    """Everything the renderers print, and what ``plan.json`` records."""
+
+    name: str
+    arch: str
+    mesh: tuple[int, int]
+    sram_bytes: int
+    colour_budget: int
+    buffers: tuple[Buffer, ...]
+    channels: tuple[Channel, ...]
+    steps: tuple[Step, ...]
+    loads: tuple[ir.HostLoad, ...]
+    stores: tuple[ir.HostStore, ...]
+    in_queue: Mapping       # hardware colour -> input queue
+    out_queue: Mapping      # hardware colour -> output queue
+    slots: Mapping          # (exchange_index, pattern, part, "send"|"recv") -> completion slot
+    n_slots: int
+    task_ids: Mapping       # "step" / "done<k>" -> local task id
+    landing: Mapping        # buffer -> landing buffer (patterns whose source and destination coincide)
+    classes: tuple          # (class id, rx mask, tx mask, kernel class tuple, cores, example core)
+    kernel_classes: Mapping  # kernel name -> tuple of (class function name, Region)
+    landing_chunk: Mapping = field(default_factory=lambda: MappingProxyType({}))  # buffer -> landing elements
+    rounds: int = 1         # rounds of an exchange into itself (1: the landing buffer holds everything)
+
+    @property
+    def colours_used(self) -> tuple[int, ...]:
+        return tuple(sorted({c.colour for c in self.channels}))
+
+
+def use_ranges(uses) -> list[dict[str, tuple[int, int]]]:
+    """Loop-variable values (tuples of (var, value)) as few boxes ``{var: (lo, hi)}``: runs of consecutive
+    values of the innermost variable for each value of the outer ones."""
+    out: list[dict[str, tuple[int, int]]] = []
+    for u in sorted(uses):
+        if not u:
+            out.append({})
+            continue
+        outer, (last, v) = u[:-1], u[-1]
+        prev = out[-1] if out else None
+        if prev is not None and all(prev.get(n) == (x, x + 1) for n, x in outer) and last in prev \
+                and prev[last][1] == v and len(prev) == len(u):
+            prev[last] = (prev[last][0], v + 1)
+        else:
+            out.append({**{n: (x, x + 1) for n, x in outer}, last: (v, v + 1)})
+    return out
+
+
+def _iterations(scope):
+    names = [v for v, _ in scope]
+    for values in product(*(range(n) for _, n in scope)):
+        yield dict(zip(names, values))
+
+
+def parts_of(c) -> list[tuple[int, ir.Rect, ir.Rect, tuple[ir.Route, ...], int]]:
+    if isinstance(c, ir.RingShift):
+        return [(g.colour, g.senders, g.receivers, tuple(r for r in c.routes if r.colour == g.colour), abs(g.offset))
+                for g in c.groups]
+    if isinstance(c, (ir.Multicast, ir.Shift)):
+        hops = c.distance if isinstance(c, ir.Shift) else c.max_hops
+        return [(c.colour, c.senders, c.receivers, tuple(c.routes), hops)]
+    raise EmitError(f"CSL back end: communication pattern {type(c).__name__} ({getattr(c, 'name', c)!r}) "
+                    f"is not supported")
+
+
+def families(plan: "CslPlan", xi: int) -> dict[tuple[str, int], list[Channel]]:
+    """The channels of exchange ``xi`` by MeshIR pattern part (one entry per part, channels in order)."""
+    out: dict[tuple[str, int], list[Channel]] = {}
+    for c in plan.channels:
+        if c.exchange_index == xi:
+            out.setdefault((c.pattern, c.part), []).append(c)
+    return out
+
+
+def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
+    """Elements of ``t``'s box on core (x, y) at loop values ``env`` (0 when empty)."""
+    n = 1
+    for d in t.box:
+        n *= boxes.size_at(d, {"x": x, "y": y}.get(d.coord, env.get(d.coord, 0)))
+    return n
+
+
+def _buffers(mp: ir.MeshProgram) -> tuple[Buffer, ...]:
+    out = []
+    for t in mp.tensors:
+        if t.dtype not in DTYPES:
+            raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
+                            f"(compile the program with f32 arrays)")
+        elems = boxes.alloc(t)
+        out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t)))
+    spans = sorted((t.offset, t.offset + t.max_bytes, t.name) for t in mp.tensors)
+    for (a0, a1, an), (b0, b1, bn) in zip(spans, spans[1:]):
+        if b0 < a1:
+            raise EmitError(f"CSL back end: tensors {an} and {bn} share arena bytes [{b0}, {min(a1, b1)}) (a view "
+                            f"of one buffer inside another); separate CSL arrays cannot alias yet")
+    return tuple(out)
+
+
+def _steps(mp: ir.MeshProgram) -> tuple[list[Step], list[ir.HostLoad], list[ir.HostStore], list]:
+    body = list(mp.body)
+    loads, stores = [], []
+    while body and isinstance(body[0], ir.HostLoad):
+        loads.append(body.pop(0))
+    while body and isinstance(body[-1], ir.HostStore):
+        stores.insert(0, body.pop())
+    steps: list[Step] = []
+    exchanges: list[tuple[ir.Exchange, tuple]] = []
+
+    def go(ops, slots: dict[str, int], scope: tuple):
+        for op in ops:
+            pc = len(steps)
+            if isinstance(op, (ir.HostLoad, ir.HostStore)):
+                raise EmitError(f"CSL back end: {type(op).__name__} of {op.array} in the middle of the program "
+                                f"(host transfers run before launch and after it)")
+            if isinstance(op, ir.Loop):
+                if len(slots) >= 4:
+                    raise EmitError(f"CSL back end: loop {op.var} nests deeper than 4 loops")
+                steps.append(Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, len(slots),
+                                  0, tuple(slots.items())))
+                inner = {**slots, op.var: len(slots)}
+                go(op.body, inner, scope + ((op.var, op.count),))
+                steps.append(Step(len(steps), "next", f"end of for {op.var}", op, op.var, op.count, len(slots),
+                                  pc + 1, tuple(inner.items())))
+                steps[pc] = Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, len(slots),
+                                 len(steps), tuple(slots.items()))
+            elif isinstance(op, ir.Exchange):
+                for c in op.ops:
+                    parts_of(c)                       # an EmitError naming an unsupported pattern
+                exchanges.append((op, scope))
+                names = ", ".join(c.name for c in op.ops)
+                guard = f" when {op.guard} > 0" if op.guard is not None else ""
+                steps.append(Step(pc, "exchange", f"exchange {op.name} ({names}){guard}", op,
+                                  slots=tuple(slots.items()), exchange_index=len(exchanges) - 1))
+                landed = sorted({c.dst for c in op.ops if c.src == c.dst})
+                if landed:
+                    steps.append(Step(pc + 1, "land", f"exchange {op.name}: received {', '.join(landed)} "
+                                      f"landed beside the buffer being sent; copy it in", op,
+                                      slots=tuple(slots.items()), exchange_index=len(exchanges) - 1))
+            elif isinstance(op, ir.Compute):
+                mp.kernel(op.kernel)
+                steps.append(Step(pc, "compute", f"compute {op.kernel} on {op.rect}", op,
+                                  slots=tuple(slots.items())))
+            else:
+                raise EmitError(f"CSL back end: MeshIR op {type(op).__name__} is not supported")
+    go(body, {}, ())
+    for st in stores:
+        if any(d.padded or d.coord == "kb" for d in mp.tensor(st.buffer).box):
+            raise EmitError(f"CSL back end: host_store of {st.array} from ring buffer {st.buffer} (skewed blocks) "
+                            f"is not supported")
+    return steps, loads, stores, exchanges
+
+
+def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
+    """Channels of every exchange, with hardware colours assigned greedily (first use first)."""
+    raw: dict[tuple, dict] = {}
+    order: list[tuple] = []
+    for xi, (op, scope) in enumerate(exchanges):
+        for env in _iterations(scope):
+            if not op.active(env):
+                continue
+            for c in op.ops:
+                for pi, (colour, senders, receivers, routes, hops) in enumerate(parts_of(c)):
+                    s = concrete(senders, env, mp.mesh)
+                    r = concrete(receivers, env, mp.mesh)
+                    if s is None and r is None:
+                        continue
+                    if s is None or r is None:
+                        raise EmitError(f"CSL back end: exchange {op.name}, {c.name} at {env}: senders {s} but "
+                                        f"receivers {r}")
+                    rb = []
+                    for rt in routes:
+                        b = concrete(rt.rect, env, mp.mesh)
+                        if b is not None:
+                            rb.append(RouteBox(b, tuple(rt.rx), tuple(rt.tx)))
+                    key = (xi, c.name, pi, tuple(rb), s, r)
+                    if key not in raw:
+                        raw[key] = dict(exchange=op.name, xi=xi, pattern=c.name, part=pi, mc=colour, src=c.src,
+                                        dst=c.dst, routes=tuple(rb), senders=s, receivers=r, hops=hops, uses=[])
+                        order.append(key)
+                    raw[key]["uses"].append(tuple((v, env[v]) for v, _ in scope))
+    w, h = mp.mesh
+    chans: list[Channel] = []
+    used: dict[int, np.ndarray] = {}            # colour -> routers holding it so far
+    for k, key in enumerate(order):
+        d = raw[key]
+        bx0 = min(rb.box.x0 for rb in d["routes"])
+        bx1 = max(rb.box.x1 for rb in d["routes"])
+        by0 = min(rb.box.y0 for rb in d["routes"])
+        by1 = max(rb.box.y1 for rb in d["routes"])
+        m = np.zeros((by1 - by0, bx1 - bx0), dtype=bool)
+        for rb in d["routes"]:
+            b = rb.box
+            m[b.y0 - by0:b.y1 - by0:b.ys, b.x0 - bx0:b.x1 - bx0:b.xs] = True
+        window = (slice(by0, by1), slice(bx0, bx1))
+        taken = {c for c, u in used.items() if (u[window] & m).any()}
+        colour = next((c for c in range(min(budget, ROUTABLE)) if c not in taken and c not in RESERVED_IDS), None)
+        if colour is None:
+            raise EmitError(f"CSL back end: exchange {d['exchange']}, {d['pattern']}: no colour left within the "
+                            f"budget of {budget} (its routes change with the loop variables, so every distinct "
+                            f"route table needs its own colour; {len(order)} channels in all). Route switching "
+                            f"by control wavelets is not emitted yet.")
+        if colour not in used:
+            used[colour] = np.zeros((h, w), dtype=bool)
+        used[colour][window] |= m
+        chans.append(Channel(k, colour, d["exchange"], d["xi"], d["pattern"], d["part"], d["mc"], d["src"],
+                             d["dst"], d["routes"], d["senders"], d["receivers"], d["hops"], tuple(d["uses"])))
+    return chans
+
+
+def _greedy(items: list, conflicts, pool: tuple, what) -> dict:
+    out = {}
+    for it in items:
+        used = {out[o] for o in out if conflicts(it, o)}
+        free = [q for q in pool if q not in used]
+        if not free:
+            raise EmitError(what(it))
+        out[it] = free[0]
+    return out
+
+
+def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) -> CslPlan:
+    """The plan of ``mp`` for ``target`` (``wse2`` or ``wse3``); ``landing_elems`` forces landing buffers of
+    at most that many elements (exchanges into themselves then run in rounds)."""
+    if target.name not in ("wse2", "wse3"):
+        raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
+    w, h = mp.mesh
+    buffers = _buffers(mp)
+    steps, loads, stores, exchanges = _steps(mp)
+    # A pattern that sends a buffer into the same buffer (ring shifts) receives into a landing buffer: the
+    # emulator's exchange is bulk-synchronous, CSL's asynchronous send and receive are not. The landing
+    # buffer holds the whole buffer when SRAM allows; otherwise the exchange runs in rounds of ``chunk``
+    # elements (send chunk r, receive chunk r beside it, copy it in once chunk r has left).
+    same = []
+    for op, _ in exchanges:
+        for c in op.ops:
+            if c.src == c.dst and c.dst not in same:
+                same.append(c.dst)
+    base = sum(b.bytes for b in buffers)
+    sizes = {b.name: b for b in buffers}
+    want = sum(sizes[n].bytes for n in same)
+    chunk: dict[str, int] = {}
+    for n in same:
+        b = sizes[n]
+        if landing_elems is not None:
+            chunk[n] = max(1, min(b.elems, landing_elems))
+        elif base + want <= target.sram_bytes:
+            chunk[n] = b.elems
+        else:
+            per = (target.sram_bytes - base) // len(same) // (b.bytes // b.elems)
+            chunk[n] = min(b.elems, per)
+            if chunk[n] < MIN_CHUNK:
+                raise EmitError(
+                    f"CSL back end: {mp.name} needs {base} B of buffers per PE for its MeshIR tensors, leaving "
+                    f"{max(0, target.sram_bytes - base)} B of {target.name}'s {target.sram_bytes} B for the landing "
+                    f"buffers of {', '.join(same)} (a pattern that sends a buffer into itself, as a ring shift does, "
+                    f"receives beside it once send and receive run asynchronously; at least {MIN_CHUNK} elements "
+                    f"each); use a larger mesh or smaller tiles")
+    landing = {}
+    for n in same:
+        b = sizes[n]
+        landing[n] = f"{n}_landing"
+        buffers += (Buffer(landing[n], b.array, b.dtype, chunk[n], chunk[n] * (b.bytes // b.elems), "landing",
+                           b.dims),)
+    rounds = max((-(-sizes[n].elems // chunk[n]) for n in same), default=1)
+    chans = _channels(mp, exchanges, target.colours)
+    # Per-core role masks per hardware colour: which colours each core sends / receives on (ever, and per
+    # exchange instance), for queue and completion-slot assignment.
+    rx_any: dict[int, np.ndarray] = {}
+    tx_any: dict[int, np.ndarray] = {}
+    mask = {}                                   # (channel id, role) -> cores doing it
+    inst: dict[tuple, set] = {}
+    for c in chans:
+        mask[(c.id, "send")], mask[(c.id, "recv")] = c.senders.mask(w, h), c.receivers.mask(w, h)
+        rx_any[c.colour] = rx_any.get(c.colour, np.zeros((h, w), bool)) | mask[(c.id, "recv")]
+        tx_any[c.colour] = tx_any.get(c.colour, np.zeros((h, w), bool)) | mask[(c.id, "send")]
+        for u in c.uses:
+            inst.setdefault((c.exchange_index, u), set()).add(c.id)
+    together = {(i, j) for ids in {frozenset(v) for v in inst.values()} for i in ids for j in ids}
+    wse3 = target.name == "wse3"
+    overlap: dict = {}
+
+    def overlaps(a, b) -> bool:
+        if (a, b) not in overlap:
+            overlap[(a, b)] = overlap[(b, a)] = bool((mask[a] & mask[b]).any())
+        return overlap[(a, b)]
+
+    def co_active(a: tuple, b: tuple) -> bool:
+        """Queue nodes (colour, role) used by one core: ever (WSE-3 binds a queue to one colour for the
+        program) or in one exchange instance (WSE-2). A queue number also names the microthread, so an input
+        and an output queue used together never share a number either."""
+        ma = rx_any if a[1] == "recv" else tx_any
+        mb = rx_any if b[1] == "recv" else tx_any
+        if wse3:
+            return bool((ma[a[0]] & mb[b[0]]).any())
+        return any((ca.id, cb.id) in together and overlaps((ca.id, a[1]), (cb.id, b[1]))
+                   for ca in chans if ca.colour == a[0] for cb in chans if cb.colour == b[0])
+
+    nodes = [(c, "recv") for c in sorted(rx_any)] + [(c, "send") for c in sorted(tx_any)]
+    queue = _greedy(nodes, co_active, USER_QUEUES, lambda n: (
+        f"CSL back end: colour {n[0]} ({n[1]}): one core uses more than {len(USER_QUEUES)} fabric queues "
+        + ("over the program (WSE-3 binds each queue to one colour; a multicast whose root moves with the "
+           "loop needs one colour per root)" if wse3 else "in one exchange")))
+    in_queue = {c: q for (c, r), q in queue.items() if r == "recv"}
+    out_queue = {c: q for (c, r), q in queue.items() if r == "send"}
+    # Completion slots: (exchange, channel, role) pairs done by one core in one instance get distinct slots.
+    # Completion slots, per (exchange, pattern, part, role): two that one core may do at once differ.
+    fam_mask: dict[tuple, np.ndarray] = {}
+    for c in chans:
+        for role in ("send", "recv"):
+            key = (c.exchange_index, c.pattern, c.part, role)
+            m = mask[(c.id, role)]
+            fam_mask[key] = fam_mask[key] | m if key in fam_mask else m
+    slots = _greedy(list(fam_mask), lambda a, b: a[0] == b[0] and bool((fam_mask[a] & fam_mask[b]).any()),
+                    tuple(range(64)), lambda k: "slots")
+    n_slots = max(slots.values(), default=-1) + 1
+    used_ids = {c.colour for c in chans}
+    free_ids = [i for i in range(ROUTABLE + 7) if i not in used_ids and i not in RESERVED_IDS and i < 31]
+    free_ids = sorted(free_ids, reverse=True)
+    if len(free_ids) < 1 + n_slots:
+        raise EmitError(f"CSL back end: {len(used_ids)} colours and {1 + n_slots} local tasks do not fit the "
+                        f"task-ID space")
+    task_ids = {"step": free_ids[0]}
+    for k in range(n_slots):
+        task_ids[f"done{k}"] = free_ids[1 + k]
+    kernel_classes = {k.name: tuple((cls.name, cls.region) for cls in k.classes) for k in mp.kernels}
+    classes = _classes(mp, chans, in_queue, out_queue, kernel_classes)
+    ro = MappingProxyType
+    return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
+                   tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
+                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds)
+
+
+def _classes(mp, chans, in_queue, out_queue, kernel_classes) -> tuple:
+    """Cores with the same parameters (colours received, colours sent, kernel class of every kernel) form
+    one class: (id, rx mask, tx mask, kernel class indices, number of cores, example core)."""
+    w, h = mp.mesh
+    rx = np.zeros((h, w), dtype=np.int64)
+    tx = np.zeros((h, w), dtype=np.int64)
+    for c in chans:
+        rx |= c.receivers.mask(w, h).astype(np.int64) << c.colour
+        tx |= c.senders.mask(w, h).astype(np.int64) << c.colour
+    kc = []
+    for name, cls in kernel_classes.items():
+        g = np.full((h, w), 255, dtype=np.int64)
+        for i, (_, reg) in enumerate(cls):
+            g[reg.y0:reg.y1, reg.x0:reg.x1] = i
+        kc.append(g)
+    stack = np.stack([rx, tx, *kc], axis=-1).reshape(h * w, -1)
+    uniq, first, counts = np.unique(stack, axis=0, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    out = []
+    for cid, u in enumerate(order):
+        row = uniq[u]
+        ex = int(first[u])
+        out.append((cid, int(row[0]), int(row[1]), tuple(int(v) for v in row[2:]), int(counts[u]),
+                    (ex % w, ex // w)))
+    return tuple(out)

@@ -1,0 +1,324 @@
+"""Structural validator of an emitted CSL file set (usable on a directory a user edited).
+
+Reads the files back (not the in-memory plan) and checks:
+
+* routes: every channel of ``plan.json``, traced hop by hop through the ``@set_color_config`` lines of
+  ``layout.csl`` from each of its senders, is routed at every hop and reaches exactly its receivers, once
+  each; no router holds two different settings for one colour; no router holds more colours than the
+  budget; every colour is a routable ID outside memcpy's reserved ones;
+* colours used by the PE program's fabric DSDs are declared and routed in the layout;
+* symbols: every symbol ``run.py`` touches (``get_id``, ``launch``) is exported by the layout and the PE
+  program;
+* memory: the PE program's buffers (``var X: [n]T = @zeros(...)``) have the sizes ``plan.json`` records and
+  fit the target's SRAM together;
+* names: no declaration repeats a name visible where it is made (CSL has no shadowing or redeclaration);
+* parameters: every ``param`` of the PE program gets a value in the layout's ``@set_tile_code`` and the
+  layout passes nothing the PE program does not declare.
+
+Every failure is an :class:`EmitError` naming the file and line.
+
+Public API: :func:`validate` (file name -> text), :func:`validate_dir`; from a shell:
+``python -m mica.emit_csl.validate DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EmitError
+from .plan import RESERVED_IDS, ROUTABLE
+
+_ROUTE = re.compile(r"for \(@range\(i16, (-?\d+), (-?\d+), (\d+)\)\) \|x\| \{ for \(@range\(i16, (-?\d+), (-?\d+), "
+                    r"(\d+)\)\) \|y\| \{ @set_color_config\(x, y, color_(\d+), \.\{ \.routes = \.\{ \.rx = \.\{ ([A-Z, ]*) \}, "
+                    r"\.tx = \.\{ ([A-Z, ]*) \} \} \}\); \} \}")
+_COLOUR = re.compile(r"const color_(\d+): color = @get_color\((\d+)\);")
+_BUFFER = re.compile(r"^var buf_(\w+): \[(\d+)\](f32|f16) = @zeros")
+_SHORT = {"RAMP": "RAMP", "NORTH": "N", "EAST": "E", "SOUTH": "S", "WEST": "W"}
+OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
+SIZE = {"f32": 4, "f16": 2}
+
+
+def _fail(file: str, line: int, msg: str):
+    raise EmitError(f"{file}:{line}: {msg}", location=(file, line, 0))
+
+
+def _line_of(text: str, needle: str) -> int:
+    for i, ln in enumerate(text.splitlines(), 1):
+        if needle in ln:
+            return i
+    return 0
+
+
+BIT = {"RAMP": 1, "N": 2, "E": 4, "S": 8, "W": 16}
+
+
+class _Table:
+    """Per colour: rx and tx direction bits of every router, and the layout line that set them (numpy
+    arrays ``[y, x]``), read from the layout's route lines."""
+
+    def __init__(self, layout: str, w: int, h: int):
+        self.w, self.h = w, h
+        self.rx: dict[int, np.ndarray] = {}
+        self.tx: dict[int, np.ndarray] = {}
+        self.line: dict[int, np.ndarray] = {}
+        for i, ln in enumerate(layout.splitlines(), 1):
+            m = _ROUTE.search(ln)
+            if not m:
+                if "@set_color_config" in ln:
+                    _fail("layout.csl", i, "a @set_color_config line not in the form MICA emits")
+                continue
+            x0, x1, xs, y0, y1, ys, col = (int(v) for v in m.groups()[:7])
+            if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
+                _fail("layout.csl", i, f"route rectangle [{x0}:{x1}, {y0}:{y1}] outside the {w}x{h} rectangle")
+            rx = sum(BIT[_SHORT[d.strip()]] for d in m.group(8).split(",") if d.strip())
+            tx = sum(BIT[_SHORT[d.strip()]] for d in m.group(9).split(",") if d.strip())
+            if col not in self.rx:
+                self.rx[col] = np.zeros((h, w), np.int8)
+                self.tx[col] = np.zeros((h, w), np.int8)
+                self.line[col] = np.zeros((h, w), np.int32)
+            sl = (slice(y0, y1, ys), slice(x0, x1, xs))
+            old_rx, old_tx, old_line = self.rx[col][sl], self.tx[col][sl], self.line[col][sl]
+            clash = (old_line > 0) & ((old_rx != rx) | (old_tx != tx))
+            if clash.any():
+                yy, xx = np.argwhere(clash)[0]
+                _fail("layout.csl", i, f"router ({x0 + xx * xs},{y0 + yy * ys}) gets two settings for colour color_{col} "
+                                       f"(the other at line {int(old_line[yy, xx])})")
+            self.rx[col][sl], self.tx[col][sl], self.line[col][sl] = rx, tx, i
+
+
+def _shift(a: np.ndarray, d: str) -> np.ndarray:
+    """``a`` moved one hop towards ``d`` (cells leaving the array are dropped)."""
+    out = np.zeros_like(a)
+    if d == "E":
+        out[:, 1:] = a[:, :-1]
+    elif d == "W":
+        out[:, :-1] = a[:, 1:]
+    elif d == "S":
+        out[1:, :] = a[:-1, :]
+    else:
+        out[:-1, :] = a[1:, :]
+    return out
+
+
+def _edge(a: np.ndarray, d: str) -> np.ndarray:
+    """Cells of ``a`` on the edge a hop towards ``d`` would leave."""
+    return {"E": a[:, -1:], "W": a[:, :1], "S": a[-1:, :], "N": a[:1, :]}[d]
+
+
+def _box_mask(b, w, h) -> np.ndarray:
+    x0, x1, xs, y0, y1, ys = b
+    m = np.zeros((h, w), np.int32)
+    m[y0:y1:ys, x0:x1:xs] = 1
+    return m
+
+
+def _trace(ch: dict, table: _Table, layout: str) -> None:
+    """Follows the channel's wavelets from all its senders at once, one hop per step, inside its routes'
+    bounding box and a margin of one core: every hop must find a route accepting from where it came, and
+    the ramps reached must be exactly the receivers, once each."""
+    w, h = table.w, table.h
+    col = ch["colour"]
+    where = f"channel {ch['id']} ({ch['exchange']}, {ch['pattern']}) on color_{col}"
+    head = _head_line(layout, ch)
+    if col not in table.rx:
+        _fail("layout.csl", head, f"{where}: colour color_{col} has no routes")
+    boxes = [r["box"] for r in ch["routes"]] + [ch["senders"], ch["receivers"]]
+    wx0, wy0 = max(0, min(b[0] for b in boxes) - 1), max(0, min(b[3] for b in boxes) - 1)
+    wx1, wy1 = min(w, max(b[1] for b in boxes) + 1), min(h, max(b[4] for b in boxes) + 1)
+    win = (slice(wy0, wy1), slice(wx0, wx1))
+    rx, tx, lines = table.rx[col][win], table.tx[col][win], table.line[col][win]
+    ww, wh = wx1 - wx0, wy1 - wy0
+
+    def local(b):
+        x0, x1, xs, y0, y1, ys = b
+        m = np.zeros((wh, ww), np.int32)
+        m[y0 - wy0:y1 - wy0:ys, x0 - wx0:x1 - wx0:xs] = 1
+        return m
+    waves = [(local(ch["senders"]), "RAMP")]
+    got = np.zeros((wh, ww), np.int32)
+    for _hop in range(w + h + 2):
+        if not waves:
+            break
+        nxt: dict[str, np.ndarray] = {}
+        for count, came in waves:
+            here = count > 0
+            bad = here & ((rx & BIT[came]) == 0)
+            if bad.any():
+                y, x = (int(v) for v in np.argwhere(bad)[0])
+                line = int(lines[y, x]) or head
+                _fail("layout.csl", line, f"{where}: no route at core ({x + wx0},{y + wy0}) for color_{col} arriving "
+                                          f"from {came}")
+            for d, bit in BIT.items():
+                out = np.where(here & ((tx & bit) != 0), count, 0)
+                if not out.any():
+                    continue
+                if d == "RAMP":
+                    got += out
+                    continue
+                if _edge(out, d).any():
+                    y, x = (int(v) for v in np.argwhere(out > 0)[0])
+                    what = "the rectangle" if (wx0, wy0, wx1, wy1) == (0, 0, w, h) else "its routes"
+                    _fail("layout.csl", int(lines[y, x]), f"{where}: leaves {what} going {d} from core "
+                                                          f"({x + wx0},{y + wy0})")
+                moved = _shift(out, d)
+                opp = OPP[d]
+                nxt[opp] = nxt[opp] + moved if opp in nxt else moved
+        waves = list((c, d) for d, c in nxt.items())
+    else:
+        _fail("layout.csl", head, f"{where}: routes loop (messages still travelling after {w + h + 2} hops)")
+    want = local(ch["receivers"])
+    if not np.array_equal(got, want):
+        y, x = (int(v) for v in np.argwhere(got != want)[0])
+        _fail("layout.csl", head, f"{where}: core ({x + wx0},{y + wy0}) gets {int(got[y, x])} message(s), expected "
+                                  f"{int(want[y, x])}")
+
+
+def _head_line(layout: str, ch: dict) -> int:
+    """The line of the comment that introduces the routes of ``ch`` (its colour's group)."""
+    col = f"on color_{ch['colour']};"
+    for i, ln in enumerate(layout.splitlines(), 1):
+        if ln.strip().startswith("// ch") and col in ln and f"exchange {ch['exchange']}," in ln:
+            return i
+    return _line_of(layout, f"const color_{ch['colour']}:")
+
+
+def validate(files: dict[str, str]) -> None:
+    """Checks an emitted file set (see the module docstring); raises :class:`EmitError`."""
+    for name in ("layout.csl", "pe_program.csl", "run.py", "plan.json"):
+        if name not in files:
+            raise EmitError(f"{name}: missing from the emitted file set")
+    layout, pe, run = files["layout.csl"], files["pe_program.csl"], files["run.py"]
+    try:
+        plan = json.loads(files["plan.json"])
+    except ValueError as exc:
+        raise EmitError(f"plan.json: not JSON ({exc})") from None
+    w, h = plan["mesh"]
+    # colours
+    declared = {}
+    for i, ln in enumerate(layout.splitlines(), 1):
+        m = _COLOUR.search(ln)
+        if m:
+            name, cid = int(m.group(1)), int(m.group(2))
+            if cid >= ROUTABLE or cid in RESERVED_IDS:
+                _fail("layout.csl", i, f"colour color_{name} uses ID {cid}: not a routable colour outside memcpy's")
+            declared[name] = i
+    table = _Table(layout, w, h)
+    for col, lines in table.line.items():
+        if col not in declared:
+            _fail("layout.csl", int(lines.max()), f"route on undeclared colour color_{col}")
+    per_router = sum((lines > 0).astype(np.int32) for lines in table.line.values()) if table.line else None
+    if per_router is not None and per_router.max() > plan["colour_budget"]:
+        y, x = (int(v) for v in np.argwhere(per_router == per_router.max())[0])
+        line = max(int(table.line[c][y, x]) for c in table.line)
+        _fail("layout.csl", line, f"router ({x},{y}) holds {int(per_router[y, x])} colours, more than the budget "
+                                  f"of {plan['colour_budget']}")
+    for ch in plan["channels"]:
+        _trace(ch, table, layout)
+    routed = set(table.line)
+    for i, ln in enumerate(pe.splitlines(), 1):
+        for m in re.finditer(r"\.fabric_color = color_(\d+)", ln):
+            c = int(m.group(1))
+            if c not in declared or c not in routed:
+                _fail("pe_program.csl", i, f"fabric DSD on colour color_{c}, which the layout does not route")
+    # symbols
+    exported_layout = set(re.findall(r'@export_name\("(\w+)"', layout))
+    exported_pe = set(re.findall(r'@export_symbol\(\w+, "(\w+)"\)', pe)) | set(re.findall(r"@export_symbol\((\w+)\);", pe))
+    for i, ln in enumerate(run.splitlines(), 1):
+        for sym in re.findall(r"runner\.(?:get_id|launch)\('(\w+)'", ln):
+            if sym not in exported_layout:
+                _fail("run.py", i, f"symbol {sym!r} is not exported by layout.csl")
+            if sym not in exported_pe:
+                _fail("run.py", i, f"symbol {sym!r} is not exported by pe_program.csl")
+    # memory
+    sizes = {b["name"]: b["bytes"] for b in plan["buffers"]}
+    total = 0
+    for i, ln in enumerate(pe.splitlines(), 1):
+        m = _BUFFER.match(ln)
+        if not m:
+            continue
+        name, n, ty = m.group(1), int(m.group(2)), m.group(3)
+        nbytes = n * SIZE[ty]
+        if name in sizes and sizes[name] != nbytes:
+            _fail("pe_program.csl", i, f"buffer {name} has {nbytes} B, plan.json records {sizes[name]} B")
+        total += nbytes
+        if total > plan["sram_bytes"]:
+            _fail("pe_program.csl", i, f"buffers reach {total} B at {name}: more than the {plan['sram_bytes']} B of "
+                                       f"SRAM per PE")
+    # names: no declaration repeats a name visible where it is made (CSL has no shadowing/redeclaration)
+    for fname, text in (("pe_program.csl", pe), ("layout.csl", layout)):
+        _check_scopes(fname, text)
+    # parameters
+    pe_params = {m.group(1): i for i, ln in enumerate(pe.splitlines(), 1)
+                 for m in [re.match(r"param (\w+):", ln)] if m}
+    start = _line_of(layout, "@set_tile_code(")
+    if not start:
+        _fail("layout.csl", 0, "no @set_tile_code")
+    given = {}
+    for i, ln in enumerate(layout.splitlines()[start:], start + 1):
+        if ln.strip().startswith("});"):
+            break
+        m = re.match(r"\s*\.(\w+) = ", ln)
+        if m:
+            given[m.group(1)] = i
+    for p, i in pe_params.items():
+        if p not in given:
+            _fail("pe_program.csl", i, f"param {p} gets no value in layout.csl's @set_tile_code")
+    for p, i in given.items():
+        if p not in pe_params:
+            _fail("layout.csl", i, f"@set_tile_code passes {p}, which pe_program.csl does not declare")
+
+
+def _check_scopes(fname: str, text: str) -> None:
+    scopes: list[dict[str, int]] = [{}]
+    for i, ln in enumerate(text.splitlines(), 1):
+        code = ln.split("//", 1)[0]
+        m = re.match(r"\s*(?:param|var|const|fn|task) (\w+)\b", code)
+        capture = re.match(r"\s*for \(.*\) \|(\w+)\| \{", code)
+        for name in ([m.group(1)] if m else []) + ([capture.group(1)] if capture else []):
+            for sc in scopes:
+                if name in sc:
+                    _fail(fname, i, f"{name} is declared again (first at line {sc[name]}); CSL does not allow it")
+        if m:
+            scopes[-1][m.group(1)] = i
+        for k, ch in enumerate(code):
+            if ch == "{":
+                scopes.append({})
+                if capture and k == code.index("{", code.index("|")):
+                    scopes[-1][capture.group(1)] = i      # the capture lives in the loop body
+            elif ch == "}" and len(scopes) > 1:
+                scopes.pop()
+
+
+def validate_dir(path) -> None:
+    """:func:`validate` on the files of an emitted directory."""
+    p = Path(path)
+    files = {}
+    for name in ("layout.csl", "pe_program.csl", "run.py", "plan.json"):
+        try:
+            files[name] = (p / name).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise EmitError(f"{p / name}: cannot read ({exc.strerror})") from None
+    validate(files)
+
+
+def main(argv=None) -> int:
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m mica.emit_csl.validate DIR", file=sys.stderr)
+        return 2
+    try:
+        validate_dir(args[0])
+    except EmitError as exc:
+        print(f"EmitError: {exc}", file=sys.stderr)
+        return 1
+    print(f"{args[0]}: routes, colours, symbols, SRAM and class parameters check out")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

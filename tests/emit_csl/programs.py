@@ -1,0 +1,52 @@
+"""The example programs the CSL back end tests render (small meshes, small sizes: fast), compiled and
+rendered once per test session."""
+
+from functools import lru_cache
+
+import mica
+from mica.emit_csl import render
+
+TWO_OPS = '''
+void chain3(int n, float A[16][16], float x[16], float y[16], float z[16], float B[16][16], float w[16]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
+  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
+}'''
+
+
+@lru_cache(maxsize=None)
+def program(name: str, target: str):
+    mm = mica.ops.matmul(16, 16, 16)
+    gv = mica.ops.gemv(16, 16)
+    if name == "matmul_interleaved":
+        return mica.compile_affine(mm, mesh=(4, 4), target=target)
+    if name == "matmul_summa":
+        # WSE-3 binds each fabric queue to one colour for the whole program: a 4x4 SUMMA (a moving root,
+        # one colour per root) needs 8 input queues on every core; 2x2 fits.
+        mesh = (4, 4) if target == "wse2" else (2, 2)
+        return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh))
+    if name == "gemv_ktree":
+        return mica.compile_affine(gv, mesh=(4, 4), target=target, schedule=mica.plans.ktree(gv, (4, 4)))
+    if name == "gemv_chain":
+        return mica.compile_affine(gv, mesh=(4, 4), target=target, schedule=mica.plans.chain(gv, (4, 4)))
+    if name == "two_ops":
+        mesh = (4, 4) if target == "wse2" else (2, 2)
+        return mica.compile_affine(mica.affine.from_c(TWO_OPS, params={"n": 16}), mesh=mesh, target=target)
+    if name == "matmul_cannon_partial":
+        op = mica.ops.matmul(10, 9, 11)
+        return mica.compile_affine(op, mesh=(3, 3), target=target, schedule=mica.plans.cannon(op, (3, 3)))
+    raise KeyError(name)
+
+
+GOLDEN = ("matmul_interleaved", "matmul_summa", "gemv_ktree", "two_ops")
+ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial")
+
+
+@lru_cache(maxsize=None)
+def _rendered(name: str, target: str):
+    return render(program(name, target))
+
+
+def rendered(name: str, target: str) -> dict[str, str]:
+    """The emitted files of an example (a fresh dict: tests may corrupt their copy)."""
+    return dict(_rendered(name, target))
