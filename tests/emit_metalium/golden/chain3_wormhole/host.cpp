@@ -135,20 +135,20 @@ int main() {
 
     // Work region: every MeshIR tensor lives on all of it (CBs and semaphores).
     const CoreRangeSet work(std::vector<CoreRange>{CoreRange(CoreCoord(0, 0), CoreCoord(3, 3))});
-    // core class c0: kernel classes p0_k_S0_0, p0_k_S1_0, p1_k_S2_0, p2_k_S3_0, p2_k_S4_0, p2_k_accy_w_0; host loads A, x, B; host stores y, z, w
+    // core class c0: kernel classes p0_k_S0_0, p0_k_S1_0, p0_k_accx_y_0, p1_k_S2_0, p2_k_S3_0, p2_k_S4_0, p2_k_accy_w_0; host loads A, x, B; host stores y, z, w
     const CoreRangeSet class_c0(std::vector<CoreRange>{CoreRange(CoreCoord(0, 0), CoreCoord(0, 0))});
-    // core class c1: kernel classes p2_k_S3_0, p2_k_S4_0, p2_k_accy_w_0; host loads B; host stores w
+    // core class c1: kernel classes p0_k_fill0_y_0, p0_k_S1_0, p0_k_accx_y_0, p2_k_S3_0, p2_k_S4_0, p2_k_accy_w_0; host loads A, x, B; host stores w
     const CoreRangeSet class_c1(std::vector<CoreRange>{CoreRange(CoreCoord(1, 0), CoreCoord(3, 0))});
-    // core class c2: kernel classes p0_k_S0_0, p0_k_S1_0, p1_k_S2_0, p2_k_fill0_w_0, p2_k_S4_0, p2_k_accy_w_0; host loads A, B; host stores y, z
+    // core class c2: kernel classes p0_k_S0_0, p0_k_S1_0, p0_k_accx_y_0, p1_k_S2_0, p2_k_fill0_w_0, p2_k_S4_0, p2_k_accy_w_0; host loads A, B; host stores y, z
     const CoreRangeSet class_c2(std::vector<CoreRange>{CoreRange(CoreCoord(0, 1), CoreCoord(0, 3))});
-    // core class c3: kernel classes p2_k_fill0_w_0, p2_k_S4_0, p2_k_accy_w_0; host loads B; host stores -
+    // core class c3: kernel classes p0_k_fill0_y_0, p0_k_S1_0, p0_k_accx_y_0, p2_k_fill0_w_0, p2_k_S4_0, p2_k_accy_w_0; host loads A, B; host stores -
     const CoreRangeSet class_c3(std::vector<CoreRange>{CoreRange(CoreCoord(1, 1), CoreCoord(3, 3))});
 
-    // Circular buffers: 196800 B per core.
-    // cb_A: tensor A, 16 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(65536, {{tt::CBIndex::c_0, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_0, 4096));
-    // cb_x: tensor x, 8 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(32768, {{tt::CBIndex::c_1, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_1, 4096));
+    // Circular buffers: 98496 B per core.
+    // cb_A: tensor A, 4 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(16384, {{tt::CBIndex::c_0, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_0, 4096));
+    // cb_x: tensor x, 2 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_1, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_1, 4096));
     // cb_B: tensor B, 4 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(16384, {{tt::CBIndex::c_2, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_2, 4096));
     // cb_y: tensor y, 2 page(s) of 4096 B
@@ -157,8 +157,8 @@ int main() {
     CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_17, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_17, 4096));
     // cb_w: tensor w, 2 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_18, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_18, 4096));
-    // cb_p0_x_recv: tensor p0_x_recv, 8 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(32768, {{tt::CBIndex::c_24, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_24, 4096));
+    // cb_p0_x_recv: tensor p0_x_recv, 2 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_24, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_24, 4096));
     // cb_p0_y_in: tensor p0_y_in, 2 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_25, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_25, 4096));
     // cb_p2_z_recv: tensor p2_z_recv, 2 page(s) of 4096 B
@@ -176,17 +176,19 @@ int main() {
     // both sends and receives; ops of the same geometry share).
     const uint32_t sem_x0_0_x_to_x_recv_ready = CreateSemaphore(program, work, 0);  // id 0: ready of x->x_recv
     const uint32_t sem_x0_0_x_to_x_recv_valid = CreateSemaphore(program, work, 0);  // id 1: valid of x->x_recv
-    const uint32_t sem_x1_0_z_to_z_recv_ready = CreateSemaphore(program, work, 0);  // id 2: ready of z->z_recv
-    const uint32_t sem_x1_0_z_to_z_recv_valid = CreateSemaphore(program, work, 0);  // id 3: valid of z->z_recv
-    const uint32_t sem_x2_0_w_partials_in_groups_of_2 = CreateSemaphore(program, work, 0);  // id 4: ready+valid of w partials in groups of 2
-    const uint32_t sem_x3_0_w_partials_across_group_roots = CreateSemaphore(program, work, 0);  // id 5: ready+valid of w partials across group roots
+    const uint32_t sem_x1_0_y_partials_in_groups_of_2 = CreateSemaphore(program, work, 0);  // id 2: ready+valid of y partials in groups of 2
+    const uint32_t sem_x2_0_y_partials_across_group_roots = CreateSemaphore(program, work, 0);  // id 3: ready+valid of y partials across group roots
+    const uint32_t sem_x3_0_z_to_z_recv_ready = CreateSemaphore(program, work, 0);  // id 4: ready of z->z_recv
+    const uint32_t sem_x3_0_z_to_z_recv_valid = CreateSemaphore(program, work, 0);  // id 5: valid of z->z_recv
+    const uint32_t sem_x4_0_w_partials_in_groups_of_2 = CreateSemaphore(program, work, 0);  // id 6: ready+valid of w partials in groups of 2
+    const uint32_t sem_x5_0_w_partials_across_group_roots = CreateSemaphore(program, work, 0);  // id 7: ready+valid of w partials across group roots
 
     // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order
     // (a tensor loaded and stored uses one buffer).
     InterleavedBufferConfig cfg_A{.device = device, .size = 262144, .page_size = 4096, .buffer_type = BufferType::DRAM};
-    std::shared_ptr<Buffer> dram_A = CreateBuffer(cfg_A);  // A <-> A on home_A[0:1, 0:4]
+    std::shared_ptr<Buffer> dram_A = CreateBuffer(cfg_A);  // A <-> A on home_A[0:4, 0:4]
     InterleavedBufferConfig cfg_x{.device = device, .size = 32768, .page_size = 4096, .buffer_type = BufferType::DRAM};
-    std::shared_ptr<Buffer> dram_x = CreateBuffer(cfg_x);  // x <-> x on home_x[0:1, 0:1]
+    std::shared_ptr<Buffer> dram_x = CreateBuffer(cfg_x);  // x <-> x on home_x[0:4, 0:1]
     InterleavedBufferConfig cfg_B{.device = device, .size = 262144, .page_size = 4096, .buffer_type = BufferType::DRAM};
     std::shared_ptr<Buffer> dram_B = CreateBuffer(cfg_B);  // B <-> B on home_B[0:4, 0:4]
     InterleavedBufferConfig cfg_y{.device = device, .size = 32768, .page_size = 4096, .buffer_type = BufferType::DRAM};
@@ -197,25 +199,25 @@ int main() {
     std::shared_ptr<Buffer> dram_w = CreateBuffer(cfg_w);  // w <-> w on home_w[0:4, 0:1]
 
     // Kernels: reader / compute / writer per core class.
-    std::vector<uint32_t> reader_c0_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
+    std::vector<uint32_t> reader_c0_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_y_partials_in_groups_of_2, sem_x2_0_y_partials_across_group_roots, sem_x3_0_z_to_z_recv_ready, sem_x3_0_z_to_z_recv_valid, sem_x4_0_w_partials_in_groups_of_2, sem_x5_0_w_partials_across_group_roots};
     KernelHandle reader_c0 = CreateKernel(program, "kernels/reader_c0.cpp", class_c0, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c0_ct});
     std::vector<uint32_t> compute_c0_ct = {};
     KernelHandle compute_c0 = CreateKernel(program, "kernels/compute_c0.cpp", class_c0, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c0_ct});
     std::vector<uint32_t> writer_c0_ct = {};
     KernelHandle writer_c0 = CreateKernel(program, "kernels/writer_c0.cpp", class_c0, DataMovementConfig{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, .compile_args = writer_c0_ct});
-    std::vector<uint32_t> reader_c1_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
+    std::vector<uint32_t> reader_c1_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_y_partials_in_groups_of_2, sem_x2_0_y_partials_across_group_roots, sem_x3_0_z_to_z_recv_ready, sem_x3_0_z_to_z_recv_valid, sem_x4_0_w_partials_in_groups_of_2, sem_x5_0_w_partials_across_group_roots};
     KernelHandle reader_c1 = CreateKernel(program, "kernels/reader_c1.cpp", class_c1, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c1_ct});
     std::vector<uint32_t> compute_c1_ct = {};
     KernelHandle compute_c1 = CreateKernel(program, "kernels/compute_c1.cpp", class_c1, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c1_ct});
     std::vector<uint32_t> writer_c1_ct = {};
     KernelHandle writer_c1 = CreateKernel(program, "kernels/writer_c1.cpp", class_c1, DataMovementConfig{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, .compile_args = writer_c1_ct});
-    std::vector<uint32_t> reader_c2_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
+    std::vector<uint32_t> reader_c2_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_y_partials_in_groups_of_2, sem_x2_0_y_partials_across_group_roots, sem_x3_0_z_to_z_recv_ready, sem_x3_0_z_to_z_recv_valid, sem_x4_0_w_partials_in_groups_of_2, sem_x5_0_w_partials_across_group_roots};
     KernelHandle reader_c2 = CreateKernel(program, "kernels/reader_c2.cpp", class_c2, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c2_ct});
     std::vector<uint32_t> compute_c2_ct = {};
     KernelHandle compute_c2 = CreateKernel(program, "kernels/compute_c2.cpp", class_c2, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c2_ct});
     std::vector<uint32_t> writer_c2_ct = {};
     KernelHandle writer_c2 = CreateKernel(program, "kernels/writer_c2.cpp", class_c2, DataMovementConfig{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, .compile_args = writer_c2_ct});
-    std::vector<uint32_t> reader_c3_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, sem_x2_0_w_partials_in_groups_of_2, sem_x3_0_w_partials_across_group_roots};
+    std::vector<uint32_t> reader_c3_ct = {sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, sem_x1_0_y_partials_in_groups_of_2, sem_x2_0_y_partials_across_group_roots, sem_x3_0_z_to_z_recv_ready, sem_x3_0_z_to_z_recv_valid, sem_x4_0_w_partials_in_groups_of_2, sem_x5_0_w_partials_across_group_roots};
     KernelHandle reader_c3 = CreateKernel(program, "kernels/reader_c3.cpp", class_c3, DataMovementConfig{.processor = DataMovementProcessor::RISCV_0, .noc = NOC::RISCV_0_default, .compile_args = reader_c3_ct});
     std::vector<uint32_t> compute_c3_ct = {};
     KernelHandle compute_c3 = CreateKernel(program, "kernels/compute_c3.cpp", class_c3, ComputeConfig{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, .math_approx_mode = false, .compile_args = compute_c3_ct});
@@ -237,8 +239,8 @@ int main() {
         SetRuntimeArgs(program, writer_c0, core, {(uint32_t)core.x, (uint32_t)core.y, (uint32_t)dram_y->address(), (uint32_t)dram_z->address(), (uint32_t)dram_w->address()});
     }
     for (const CoreCoord& core : corerange_to_cores(class_c1)) {
-        // reader_c1: 11 runtime args (my_x, my_y, dram_B, noc_x0, noc_x1, noc_x2, noc_x3, noc_y0, noc_y1, noc_y2, noc_y3)
-        SetRuntimeArgs(program, reader_c1, core, {(uint32_t)core.x, (uint32_t)core.y, (uint32_t)dram_B->address(), noc_x[0], noc_x[1], noc_x[2], noc_x[3], noc_y[0], noc_y[1], noc_y[2], noc_y[3]});
+        // reader_c1: 13 runtime args (my_x, my_y, dram_A, dram_x, dram_B, noc_x0, noc_x1, noc_x2, noc_x3, noc_y0, noc_y1, noc_y2, noc_y3)
+        SetRuntimeArgs(program, reader_c1, core, {(uint32_t)core.x, (uint32_t)core.y, (uint32_t)dram_A->address(), (uint32_t)dram_x->address(), (uint32_t)dram_B->address(), noc_x[0], noc_x[1], noc_x[2], noc_x[3], noc_y[0], noc_y[1], noc_y[2], noc_y[3]});
         // compute_c1: 2 runtime args (my_x, my_y)
         SetRuntimeArgs(program, compute_c1, core, {(uint32_t)core.x, (uint32_t)core.y});
         // writer_c1: 3 runtime args (my_x, my_y, dram_w)
@@ -253,8 +255,8 @@ int main() {
         SetRuntimeArgs(program, writer_c2, core, {(uint32_t)core.x, (uint32_t)core.y, (uint32_t)dram_y->address(), (uint32_t)dram_z->address()});
     }
     for (const CoreCoord& core : corerange_to_cores(class_c3)) {
-        // reader_c3: 11 runtime args (my_x, my_y, dram_B, noc_x0, noc_x1, noc_x2, noc_x3, noc_y0, noc_y1, noc_y2, noc_y3)
-        SetRuntimeArgs(program, reader_c3, core, {(uint32_t)core.x, (uint32_t)core.y, (uint32_t)dram_B->address(), noc_x[0], noc_x[1], noc_x[2], noc_x[3], noc_y[0], noc_y[1], noc_y[2], noc_y[3]});
+        // reader_c3: 12 runtime args (my_x, my_y, dram_A, dram_B, noc_x0, noc_x1, noc_x2, noc_x3, noc_y0, noc_y1, noc_y2, noc_y3)
+        SetRuntimeArgs(program, reader_c3, core, {(uint32_t)core.x, (uint32_t)core.y, (uint32_t)dram_A->address(), (uint32_t)dram_B->address(), noc_x[0], noc_x[1], noc_x[2], noc_x[3], noc_y[0], noc_y[1], noc_y[2], noc_y[3]});
         // compute_c3: 2 runtime args (my_x, my_y)
         SetRuntimeArgs(program, compute_c3, core, {(uint32_t)core.x, (uint32_t)core.y});
         // writer_c3: 2 runtime args (my_x, my_y)
@@ -270,20 +272,20 @@ int main() {
     std::vector<float> arr_z(256, 0.0f);
     std::vector<float> arr_B(65536, 0.0f);  for (float& v : arr_B) v = dist(rng);
     std::vector<float> arr_w(256, 0.0f);
-    {  // host_load A -> A on home_A[0:1, 0:4]
-        const Box box = Box{2, {{2, 64, 256, false, 0, 0}, {1, 256, 256, false, 0, 0}}, 2, 8, 16};
+    {  // host_load A -> A on home_A[0:4, 0:4]
+        const Box box = Box{2, {{2, 64, 256, false, 0, 0}, {1, 64, 256, false, 0, 0}}, 2, 2, 4};
         std::vector<float> staged(64 * 1024, 0.0f);
         for (int y = 0; y < 4; ++y)
-            for (int x = 0; x < 1; ++x)
-                stage(arr_A, box, x, y, staged.data() + ((size_t)((y - 0) * 1 + (x - 0)) * 16) * 1024, true);
+            for (int x = 0; x < 4; ++x)
+                stage(arr_A, box, x, y, staged.data() + ((size_t)((y - 0) * 4 + (x - 0)) * 4) * 1024, true);
         EnqueueWriteBuffer(cq, dram_A, staged, true);
     }
-    {  // host_load x -> x on home_x[0:1, 0:1]
-        const Box box = Box{1, {{1, 256, 256, false, 0, 0}, {0, 1, 1, false, 0, 0}}, 8, 1, 8};
+    {  // host_load x -> x on home_x[0:4, 0:1]
+        const Box box = Box{1, {{1, 64, 256, false, 0, 0}, {0, 1, 1, false, 0, 0}}, 2, 1, 2};
         std::vector<float> staged(8 * 1024, 0.0f);
         for (int y = 0; y < 1; ++y)
-            for (int x = 0; x < 1; ++x)
-                stage(arr_x, box, x, y, staged.data() + ((size_t)((y - 0) * 1 + (x - 0)) * 8) * 1024, true);
+            for (int x = 0; x < 4; ++x)
+                stage(arr_x, box, x, y, staged.data() + ((size_t)((y - 0) * 4 + (x - 0)) * 2) * 1024, true);
         EnqueueWriteBuffer(cq, dram_x, staged, true);
     }
     {  // host_load B -> B on home_B[0:4, 0:4]

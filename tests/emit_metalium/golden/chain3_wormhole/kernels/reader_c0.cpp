@@ -11,13 +11,13 @@
 #include "mica_dataflow.h"
 
 // Circular buffers (the host creates the same indices on the whole work region).
-constexpr uint32_t cb_A = 0;  // tensor A, 16 tile(s)
-constexpr uint32_t cb_x = 1;  // tensor x, 8 tile(s)
+constexpr uint32_t cb_A = 0;  // tensor A, 4 tile(s)
+constexpr uint32_t cb_x = 1;  // tensor x, 2 tile(s)
 constexpr uint32_t cb_B = 2;  // tensor B, 4 tile(s)
 constexpr uint32_t cb_y = 16;  // tensor y, 2 tile(s)
 constexpr uint32_t cb_z = 17;  // tensor z, 2 tile(s)
 constexpr uint32_t cb_w = 18;  // tensor w, 2 tile(s)
-constexpr uint32_t cb_p0_x_recv = 24;  // tensor p0_x_recv, 8 tile(s)
+constexpr uint32_t cb_p0_x_recv = 24;  // tensor p0_x_recv, 2 tile(s)
 constexpr uint32_t cb_p0_y_in = 25;  // tensor p0_y_in, 2 tile(s)
 constexpr uint32_t cb_p2_z_recv = 26;  // tensor p2_z_recv, 2 tile(s)
 constexpr uint32_t cb_p2_w_in = 27;  // tensor p2_w_in, 2 tile(s)
@@ -30,10 +30,12 @@ constexpr uint32_t tile_bytes = 4096;
 // one semaphore for both where no core is ever sender and receiver).
 constexpr uint32_t sem_x0_0_x_to_x_recv_ready = get_compile_time_arg_val(0);  // ready of x->x_recv
 constexpr uint32_t sem_x0_0_x_to_x_recv_valid = get_compile_time_arg_val(1);  // valid of x->x_recv
-constexpr uint32_t sem_x1_0_z_to_z_recv_ready = get_compile_time_arg_val(2);  // ready of z->z_recv
-constexpr uint32_t sem_x1_0_z_to_z_recv_valid = get_compile_time_arg_val(3);  // valid of z->z_recv
-constexpr uint32_t sem_x2_0_w_partials_in_groups_of_2 = get_compile_time_arg_val(4);  // ready+valid of w partials in groups of 2
-constexpr uint32_t sem_x3_0_w_partials_across_group_roots = get_compile_time_arg_val(5);  // ready+valid of w partials across group roots
+constexpr uint32_t sem_x1_0_y_partials_in_groups_of_2 = get_compile_time_arg_val(2);  // ready+valid of y partials in groups of 2
+constexpr uint32_t sem_x2_0_y_partials_across_group_roots = get_compile_time_arg_val(3);  // ready+valid of y partials across group roots
+constexpr uint32_t sem_x3_0_z_to_z_recv_ready = get_compile_time_arg_val(4);  // ready of z->z_recv
+constexpr uint32_t sem_x3_0_z_to_z_recv_valid = get_compile_time_arg_val(5);  // valid of z->z_recv
+constexpr uint32_t sem_x4_0_w_partials_in_groups_of_2 = get_compile_time_arg_val(6);  // ready+valid of w partials in groups of 2
+constexpr uint32_t sem_x5_0_w_partials_across_group_roots = get_compile_time_arg_val(7);  // ready+valid of w partials across group roots
 
 // The compute kernel's turn: hand it the token, wait until it hands it back.
 static inline void mica_compute_turn() {
@@ -65,32 +67,32 @@ void kernel_main() {
     (void)my_noc_x; (void)my_noc_y;
 
     // Zero every tensor (tile padding must be zero: contractions run over whole tiles).
-    mica_zero_l1(get_write_ptr(cb_A), 16 * tile_bytes);
-    mica_zero_l1(get_write_ptr(cb_x), 8 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_A), 4 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_x), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_B), 4 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_y), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_z), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_w), 2 * tile_bytes);
-    mica_zero_l1(get_write_ptr(cb_p0_x_recv), 8 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_p0_x_recv), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_p0_y_in), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_p2_z_recv), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_p2_w_in), 2 * tile_bytes);
 
-    // MeshIR: host_load A -> A on home_A[0:1, 0:4]: this core's 16 tile(s) are pages [i * 16, (i + 1) * 16) of the staged DRAM buffer, i = its row-major index.
+    // MeshIR: host_load A -> A on home_A[0:4, 0:4]: this core's 4 tile(s) are pages [i * 4, (i + 1) * 4) of the staged DRAM buffer, i = its row-major index.
     {
         const InterleavedAddrGenFast<true> gen = {.bank_base_address = dram_A, .page_size = tile_bytes, .data_format = get_dataformat(cb_A)};
-        const uint32_t first = (uint32_t)((my_y - 0) * 1 + (my_x - 0)) * 16;
-        for (uint32_t i = 0; i < 16; ++i) {
+        const uint32_t first = (uint32_t)((my_y - 0) * 4 + (my_x - 0)) * 4;
+        for (uint32_t i = 0; i < 4; ++i) {
             noc_async_read_tile(first + i, gen, get_write_ptr(cb_A) + i * tile_bytes);
         }
         noc_async_read_barrier();
     }
 
-    // MeshIR: host_load x -> x on home_x[0:1, 0:1]: this core's 8 tile(s) are pages [i * 8, (i + 1) * 8) of the staged DRAM buffer, i = its row-major index.
+    // MeshIR: host_load x -> x on home_x[0:4, 0:1]: this core's 2 tile(s) are pages [i * 2, (i + 1) * 2) of the staged DRAM buffer, i = its row-major index.
     {
         const InterleavedAddrGenFast<true> gen = {.bank_base_address = dram_x, .page_size = tile_bytes, .data_format = get_dataformat(cb_x)};
-        const uint32_t first = (uint32_t)((my_y - 0) * 1 + (my_x - 0)) * 8;
-        for (uint32_t i = 0; i < 8; ++i) {
+        const uint32_t first = (uint32_t)((my_y - 0) * 4 + (my_x - 0)) * 2;
+        for (uint32_t i = 0; i < 2; ++i) {
             noc_async_read_tile(first + i, gen, get_write_ptr(cb_x) + i * tile_bytes);
         }
         noc_async_read_barrier();
@@ -107,10 +109,10 @@ void kernel_main() {
     }
 
     // Hand every tensor to the compute kernel once; it rewrites them in place, tile by tile.
-    cb_reserve_back(cb_A, 16);
-    cb_push_back(cb_A, 16);
-    cb_reserve_back(cb_x, 8);
-    cb_push_back(cb_x, 8);
+    cb_reserve_back(cb_A, 4);
+    cb_push_back(cb_A, 4);
+    cb_reserve_back(cb_x, 2);
+    cb_push_back(cb_x, 2);
     cb_reserve_back(cb_B, 4);
     cb_push_back(cb_B, 4);
     cb_reserve_back(cb_y, 2);
@@ -119,8 +121,8 @@ void kernel_main() {
     cb_push_back(cb_z, 2);
     cb_reserve_back(cb_w, 2);
     cb_push_back(cb_w, 2);
-    cb_reserve_back(cb_p0_x_recv, 8);
-    cb_push_back(cb_p0_x_recv, 8);
+    cb_reserve_back(cb_p0_x_recv, 2);
+    cb_push_back(cb_p0_x_recv, 2);
     cb_reserve_back(cb_p0_y_in, 2);
     cb_push_back(cb_p0_y_in, 2);
     cb_reserve_back(cb_p2_z_recv, 2);
@@ -128,58 +130,93 @@ void kernel_main() {
     cb_reserve_back(cb_p2_w_in, 2);
     cb_push_back(cb_p2_w_in, 2);
 
+    mica_compute_turn();  // MeshIR: compute p0_k_fill0_y on [1:4, 0:4]
     mica_compute_turn();  // MeshIR: compute p0_k_S0 on [0:1, 0:4]
     // MeshIR: exchange bring_S1 (x->x_recv)
     // phase 1: receivers free their buffer and signal their sender
-    if (mica_both(mica_in_rect(my_x, my_y, 0, 1, 0, 4, 1, 0, 1, 0), mica_positive(256 - 256 * my_x))) {  // receive x->x_recv (colour 0) from (my_x, 0)
+    if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {  // receive x->x_recv (colour 0) from (my_x, 0)
         mica_recv_ready(sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, noc_x[my_x], noc_y[0]);
     }
     // phase 2: senders wait for their receivers, write, raise valid
-    if (mica_both(mica_both(mica_in_rect(my_x, my_y, 0, 1, 0, 1, 1, 0, 1, 0), mica_in_range(my_x, 0, 1, 1, 0)), mica_positive(256 - 256 * my_x))) {
-        // multicast x->x_recv (colour 0): 8 tile(s), 32768 B to the cores [x0, x1) x [y0, y1)
+    if (mica_both(mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 1, 1, 0, 1, 0), mica_in_range(my_x, 0, 4, 1, 0)), mica_positive(256 - 64 * my_x))) {
+        // multicast x->x_recv (colour 0): 2 tile(s), 8192 B to the cores [x0, x1) x [y0, y1)
         const int32_t x0 = my_x, x1 = (my_x + 1), y0 = 0, y1 = 4;
         const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
-        mica_send_multicast(get_read_ptr(cb_x), get_write_ptr(cb_p0_x_recv), 32768, sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
+        mica_send_multicast(get_read_ptr(cb_x), get_write_ptr(cb_p0_x_recv), 8192, sem_x0_0_x_to_x_recv_ready, sem_x0_0_x_to_x_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
     }
     // phase 3: receivers wait for their data
-    if (mica_both(mica_in_rect(my_x, my_y, 0, 1, 0, 4, 1, 0, 1, 0), mica_positive(256 - 256 * my_x))) {
+    if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {
         mica_wait_valid(sem_x0_0_x_to_x_recv_valid);
     }
-    mica_compute_turn();  // MeshIR: compute p0_k_S1 on [0:1, 0:4]
+    mica_compute_turn();  // MeshIR: compute p0_k_S1 on [0:4, 0:4]
+    for (int32_t v_s = 0; v_s < 1; ++v_s) {  // MeshIR: for s in 0..1
+        // MeshIR: exchange reduce_y_x_in groups of 2 (y partials in groups of 2)
+        // phase 1: receivers free their buffer and signal their sender
+        if (mica_both(mica_in_rect(my_x, my_y, 0, 3, 0, 4, 2, (-1 * v_s), 1, 0), mica_positive(256 - 64 * my_y))) {  // receive y partials in groups of 2 (colour 0) from ((my_x + 1), my_y)
+            mica_recv_ready(sem_x1_0_y_partials_in_groups_of_2, sem_x1_0_y_partials_in_groups_of_2, noc_x[(my_x + 1)], noc_y[my_y]);
+        }
+        // phase 2: senders wait for their receivers, write, raise valid
+        if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 2, (-1 * v_s + 1), 1, 0), mica_positive(256 - 64 * my_y))) {
+            // shift y partials in groups of 2 (colour 0): 2 tile(s), 8192 B to ((my_x - 1), my_y)
+            mica_send_unicast(get_read_ptr(cb_y), get_write_ptr(cb_p0_y_in), 8192, sem_x1_0_y_partials_in_groups_of_2, sem_x1_0_y_partials_in_groups_of_2, noc_x[(my_x - 1)], noc_y[my_y]);
+        }
+        // phase 3: receivers wait for their data
+        if (mica_both(mica_in_rect(my_x, my_y, 0, 3, 0, 4, 2, (-1 * v_s), 1, 0), mica_positive(256 - 64 * my_y))) {
+            mica_wait_valid(sem_x1_0_y_partials_in_groups_of_2);
+        }
+        mica_compute_turn();  // MeshIR: compute p0_k_accx_y on [0:3, 0:4, x = -s mod 2]
+    }
+    for (int32_t v_s = 0; v_s < 1; ++v_s) {  // MeshIR: for s in 0..1
+        // MeshIR: exchange reduce_y_x_across group roots (y partials across group roots)
+        // phase 1: receivers free their buffer and signal their sender
+        if (mica_both(mica_in_rect(my_x, my_y, (-2 * v_s), (-2 * v_s + 1), 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_y))) {  // receive y partials across group roots (colour 0) from ((my_x + 2), my_y)
+            mica_recv_ready(sem_x2_0_y_partials_across_group_roots, sem_x2_0_y_partials_across_group_roots, noc_x[(my_x + 2)], noc_y[my_y]);
+        }
+        // phase 2: senders wait for their receivers, write, raise valid
+        if (mica_both(mica_in_rect(my_x, my_y, (-2 * v_s + 2), (-2 * v_s + 3), 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_y))) {
+            // shift y partials across group roots (colour 0): 2 tile(s), 8192 B to ((my_x - 2), my_y)
+            mica_send_unicast(get_read_ptr(cb_y), get_write_ptr(cb_p0_y_in), 8192, sem_x2_0_y_partials_across_group_roots, sem_x2_0_y_partials_across_group_roots, noc_x[(my_x - 2)], noc_y[my_y]);
+        }
+        // phase 3: receivers wait for their data
+        if (mica_both(mica_in_rect(my_x, my_y, (-2 * v_s), (-2 * v_s + 1), 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_y))) {
+            mica_wait_valid(sem_x2_0_y_partials_across_group_roots);
+        }
+        mica_compute_turn();  // MeshIR: compute p0_k_accx_y on [-2s:-2s + 1, 0:4]
+    }
     mica_compute_turn();  // MeshIR: compute p1_k_S2 on [0:1, 0:4]
     mica_compute_turn();  // MeshIR: compute p2_k_fill0_w on [0:4, 1:4]
     mica_compute_turn();  // MeshIR: compute p2_k_S3 on [0:4, 0:1]
     // MeshIR: exchange bring_S4 (z->z_recv)
     // phase 1: receivers free their buffer and signal their sender
     if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_y))) {  // receive z->z_recv (colour 0) from (0, my_y)
-        mica_recv_ready(sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, noc_x[0], noc_y[my_y]);
+        mica_recv_ready(sem_x3_0_z_to_z_recv_ready, sem_x3_0_z_to_z_recv_valid, noc_x[0], noc_y[my_y]);
     }
     // phase 2: senders wait for their receivers, write, raise valid
     if (mica_both(mica_both(mica_in_rect(my_x, my_y, 0, 1, 0, 4, 1, 0, 1, 0), mica_in_range(my_y, 0, 4, 1, 0)), mica_positive(256 - 64 * my_y))) {
         // multicast z->z_recv (colour 0): 2 tile(s), 8192 B to the cores [x0, x1) x [y0, y1)
         const int32_t x0 = 0, x1 = 4, y0 = my_y, y1 = (my_y + 1);
         const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
-        mica_send_multicast(get_read_ptr(cb_z), get_write_ptr(cb_p2_z_recv), 8192, sem_x1_0_z_to_z_recv_ready, sem_x1_0_z_to_z_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
+        mica_send_multicast(get_read_ptr(cb_z), get_write_ptr(cb_p2_z_recv), 8192, sem_x3_0_z_to_z_recv_ready, sem_x3_0_z_to_z_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
     }
     // phase 3: receivers wait for their data
     if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_positive(256 - 64 * my_y))) {
-        mica_wait_valid(sem_x1_0_z_to_z_recv_valid);
+        mica_wait_valid(sem_x3_0_z_to_z_recv_valid);
     }
     mica_compute_turn();  // MeshIR: compute p2_k_S4 on [0:4, 0:4]
     for (int32_t v_s = 0; v_s < 1; ++v_s) {  // MeshIR: for s in 0..1
         // MeshIR: exchange reduce_w_y_in groups of 2 (w partials in groups of 2)
         // phase 1: receivers free their buffer and signal their sender
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 2, (-1 * v_s)), mica_positive(256 - 64 * my_x))) {  // receive w partials in groups of 2 (colour 0) from (my_x, (my_y + 1))
-            mica_recv_ready(sem_x2_0_w_partials_in_groups_of_2, sem_x2_0_w_partials_in_groups_of_2, noc_x[my_x], noc_y[(my_y + 1)]);
+            mica_recv_ready(sem_x4_0_w_partials_in_groups_of_2, sem_x4_0_w_partials_in_groups_of_2, noc_x[my_x], noc_y[(my_y + 1)]);
         }
         // phase 2: senders wait for their receivers, write, raise valid
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 2, (-1 * v_s + 1)), mica_positive(256 - 64 * my_x))) {
             // shift w partials in groups of 2 (colour 0): 2 tile(s), 8192 B to (my_x, (my_y - 1))
-            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x2_0_w_partials_in_groups_of_2, sem_x2_0_w_partials_in_groups_of_2, noc_x[my_x], noc_y[(my_y - 1)]);
+            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x4_0_w_partials_in_groups_of_2, sem_x4_0_w_partials_in_groups_of_2, noc_x[my_x], noc_y[(my_y - 1)]);
         }
         // phase 3: receivers wait for their data
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 2, (-1 * v_s)), mica_positive(256 - 64 * my_x))) {
-            mica_wait_valid(sem_x2_0_w_partials_in_groups_of_2);
+            mica_wait_valid(sem_x4_0_w_partials_in_groups_of_2);
         }
         mica_compute_turn();  // MeshIR: compute p2_k_accy_w on [0:4, 0:3, y = -s mod 2]
     }
@@ -187,16 +224,16 @@ void kernel_main() {
         // MeshIR: exchange reduce_w_y_across group roots (w partials across group roots)
         // phase 1: receivers free their buffer and signal their sender
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, (-2 * v_s), (-2 * v_s + 1), 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {  // receive w partials across group roots (colour 0) from (my_x, (my_y + 2))
-            mica_recv_ready(sem_x3_0_w_partials_across_group_roots, sem_x3_0_w_partials_across_group_roots, noc_x[my_x], noc_y[(my_y + 2)]);
+            mica_recv_ready(sem_x5_0_w_partials_across_group_roots, sem_x5_0_w_partials_across_group_roots, noc_x[my_x], noc_y[(my_y + 2)]);
         }
         // phase 2: senders wait for their receivers, write, raise valid
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, (-2 * v_s + 2), (-2 * v_s + 3), 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {
             // shift w partials across group roots (colour 0): 2 tile(s), 8192 B to (my_x, (my_y - 2))
-            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x3_0_w_partials_across_group_roots, sem_x3_0_w_partials_across_group_roots, noc_x[my_x], noc_y[(my_y - 2)]);
+            mica_send_unicast(get_read_ptr(cb_w), get_write_ptr(cb_p2_w_in), 8192, sem_x5_0_w_partials_across_group_roots, sem_x5_0_w_partials_across_group_roots, noc_x[my_x], noc_y[(my_y - 2)]);
         }
         // phase 3: receivers wait for their data
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, (-2 * v_s), (-2 * v_s + 1), 1, 0, 1, 0), mica_positive(256 - 64 * my_x))) {
-            mica_wait_valid(sem_x3_0_w_partials_across_group_roots);
+            mica_wait_valid(sem_x5_0_w_partials_across_group_roots);
         }
         mica_compute_turn();  // MeshIR: compute p2_k_accy_w on [0:4, -2s:-2s + 1]
     }

@@ -10,13 +10,13 @@
 #include "mica_mesh.h"
 
 // Circular buffers (the host creates the same indices on the whole work region).
-constexpr uint32_t cb_A = 0;  // tensor A, 16 tile(s)
-constexpr uint32_t cb_x = 1;  // tensor x, 8 tile(s)
+constexpr uint32_t cb_A = 0;  // tensor A, 4 tile(s)
+constexpr uint32_t cb_x = 1;  // tensor x, 2 tile(s)
 constexpr uint32_t cb_B = 2;  // tensor B, 4 tile(s)
 constexpr uint32_t cb_y = 16;  // tensor y, 2 tile(s)
 constexpr uint32_t cb_z = 17;  // tensor z, 2 tile(s)
 constexpr uint32_t cb_w = 18;  // tensor w, 2 tile(s)
-constexpr uint32_t cb_p0_x_recv = 24;  // tensor p0_x_recv, 8 tile(s)
+constexpr uint32_t cb_p0_x_recv = 24;  // tensor p0_x_recv, 2 tile(s)
 constexpr uint32_t cb_p0_y_in = 25;  // tensor p0_y_in, 2 tile(s)
 constexpr uint32_t cb_p2_z_recv = 26;  // tensor p2_z_recv, 2 tile(s)
 constexpr uint32_t cb_p2_w_in = 27;  // tensor p2_w_in, 2 tile(s)
