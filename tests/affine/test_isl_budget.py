@@ -75,3 +75,26 @@ def test_search_candidates_that_run_out_are_rejected_with_the_reason(monkeypatch
     reasons = [c.rejected for c in report.candidates if c.cycles is None]
     assert any("needed more than its budget" in r for r in reasons)
     assert sched.space
+
+
+PATHOLOGICAL = """
+void p(double A[400][400][400], double B[400][400][400]) {
+  for (int a = 0; a < 8; a++)
+   for (int b = a; b < 16; b++)
+    for (int c = b - a; c < 24; c++)
+     for (int d = 0; d <= c + a - b; d++)
+      for (int e = d; e < 8 + d && e < 30; e++)
+       for (int f = a + e; f < 40 && f <= b + d + 7; f++) {
+        A[a + 2*b + c][d + 3*e + f][a + b + c + d + e] += B[b + c + 3*f][2*d + e][a + e + f];
+        B[a + c + e + 2*f][b + d + f][c + 2*e] = A[e + a + f][3*b + c][d + 5 + f];
+      }
+}"""
+
+
+@pytest.mark.slow
+def test_pathological_nest_ends_in_a_budget_error_with_the_default_budget():
+    """Six coupled triangular loops with skewed subscripts: exact dataflow did not finish in 2 minutes
+    without a budget; with the default one it stops in about a minute, naming the step."""
+    with pytest.raises(BudgetError) as info:
+        mica.compile_affine(PATHOLOGICAL, mesh=(4, 4))
+    assert info.value.step == "dependence analysis"
