@@ -102,6 +102,8 @@ def targets(args) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="mica", description="MICA: compiler for mesh accelerators")
+    p.add_argument("--detail", action="store_true",
+                   help="on an error, also print its detail (the isl relation, the rejected candidates)")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="compile a matmul for the wafer and check it in the emulator")
     d.add_argument("--mesh", type=_mesh, default=(750, 994))
@@ -127,7 +129,9 @@ def main(argv=None) -> int:
     try:
         return args.fn(args)
     except MicaError as exc:
-        print(f"mica: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"mica: {type(exc).__name__}: {exc.render(detailed=args.detail)}", file=sys.stderr)
+        if exc.detail and not args.detail:
+            print("mica: (--detail shows the relation or candidates behind this error)", file=sys.stderr)
         return 2
 
 
