@@ -134,6 +134,10 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     for lp in main.loops:
         if mk[lp] not in (PARALLEL, REDUCTION):
             reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
+    if len(main.loops) > 1 and all(mk[lp] not in (PARALLEL, REDUCTION) for lp in main.loops):
+        reasons.append(f"every loop of {main.name} carries a dependence: only a wavefront (loops skewed so "
+                       f"that a hyperplane of instances is independent) could spread it over cores, and MICA "
+                       f"does not build wavefronts yet; it runs in its original order")
     for lp, _ in assignment:
         if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
             raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal: "

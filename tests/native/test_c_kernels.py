@@ -49,3 +49,4 @@ def test_seidel_runs_on_one_core_and_says_why():
     compiled = mica.compile_affine(prog, mesh=(4, 4), target="wormhole")
     assert compiled.mesh_program.region.cores == 1
     assert "carries a dependence" in compiled.explain()
+    assert "wavefront" in compiled.explain()
