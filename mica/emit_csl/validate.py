@@ -338,6 +338,16 @@ def validate(files: dict[str, str]) -> None:
         _trace(ch, table, layout)
     _check_shared_colours(plan, table, layout)
     _check_queues(plan)
+    want = {"input": plan["queues"]["input"], "output": plan["queues"]["output"]}
+    for i, ln in enumerate(pe.splitlines(), 1):
+        m = re.search(r"const f(in|out)_c(\d+) = @get_dsd\(fab\w+_dsd, .*@get_(input|output)_queue\((\d+)\)", ln)
+        if m and want[m.group(3)].get(m.group(2)) != int(m.group(4)):
+            _fail("pe_program.csl", i, f"{m.group(3)} queue {m.group(4)} for color_{m.group(2)}; plan.json records "
+                                       f"{want[m.group(3)].get(m.group(2))}")
+        m = re.search(r"@initialize_queue\(@get_(input|output)_queue\((\d+)\), \.\{ \.color = color_(\d+) \}\)", ln)
+        if m and want[m.group(1)].get(m.group(3)) != int(m.group(2)):
+            _fail("pe_program.csl", i, f"{m.group(1)} queue {m.group(2)} bound to color_{m.group(3)}; plan.json "
+                                       f"records {want[m.group(1)].get(m.group(3))}")
     routed = set(table.line)
     for i, ln in enumerate(pe.splitlines(), 1):
         for m in re.finditer(r"\.fabric_color = color_(\d+)", ln):
