@@ -566,11 +566,12 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
 
     def too_many() -> str:
         n = _worst(nodes, conflicts)
-        return (f"CSL back end: colour {n[0]} ({n[1]}): one core uses more than {len(USER_QUEUES)} fabric queues "
+        return (f"CSL back end: colour {n[0]} ({n[1]}) and the colours cores use with it need more than "
+                f"{len(USER_QUEUES)} fabric queues "
                 + ("over the program (WSE-3 binds each queue to one colour; a multicast whose root moves with the "
                    "loop needs one colour per root)" if wse3 else "in one exchange")
-                + f"; {len(nodes)} (colour, direction) pairs in all, no assignment of queues "
-                  f"{USER_QUEUES[0]}..{USER_QUEUES[-1]} keeps apart those one core uses together")
+                + f": no assignment of queues {USER_QUEUES[0]}..{USER_QUEUES[-1]} to the {len(nodes)} (colour, "
+                  f"direction) pairs keeps apart those one core uses together")
     queue = _assign(nodes, conflicts, USER_QUEUES, too_many)
     in_queue = {c: q for (c, r), q in queue.items() if r == "recv"}
     out_queue = {c: q for (c, r), q in queue.items() if r == "send"}

@@ -11,7 +11,7 @@ from mica.emit_csl import render
 from mica.emit_csl.plan import Box, RouteBox, _RouteTable
 from mica.emit_csl.validate import _check_shared_colours, _Table, validate
 from mica.errors import EmitError
-from programs import jacobi_halo, program, rendered
+from programs import jacobi_halo, rendered
 
 
 def _cells(b):
@@ -150,3 +150,17 @@ def test_moving_root_multicasts_still_get_a_colour_per_root_and_wse3_fits_three_
     assert len(plan["colours"]) == 6 and sorted(plan["queues"]["input"].values()) == [2, 3, 4, 5, 6, 7]
     plan = json.loads(rendered("matmul_summa", "wse2")["plan.json"])
     assert len(plan["colours"]) == 8
+
+
+def test_queue_assignment_searches_when_first_fit_fails():
+    from mica.emit_csl.plan import _assign
+    edges = {("a", "d"), ("b", "c"), ("c", "d")}
+
+    def clash(x, y):
+        return (x, y) in edges or (y, x) in edges
+    # first fit in this order: a=0, b=0, c=1, then d clashes with both; the search finds a=0, b=1, c=0, d=1
+    got = _assign(["a", "b", "c", "d"], clash, (0, 1), lambda: "none")
+    assert all(got[x] != got[y] for x, y in edges)
+    edges |= {("a", "c")}                              # a triangle a-c-d: two values cannot do
+    with pytest.raises(EmitError, match="none"):
+        _assign(["a", "b", "c", "d"], clash, (0, 1), lambda: "none")
