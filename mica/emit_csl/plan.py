@@ -370,40 +370,57 @@ _STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
 
 
 class _RouteTable:
-    """One channel's routers as arrays ``[y, x]``: rx and tx direction bits, and (computed on demand) the
-    sender each receiving core gets its message from, traced through the channel's own routes."""
+    """One channel's routers as arrays ``[y, x]`` over the bounding window of its routes (a big mesh with
+    many channels stays small): rx and tx direction bits, and (computed on demand) the sender each receiving
+    core gets its message from, traced through the channel's own routes."""
 
     def __init__(self, d: dict, w: int, h: int):
         self.w, self.h = w, h
-        self.rx = np.zeros((h, w), np.int8)
-        self.tx = np.zeros((h, w), np.int8)
-        self.mask = np.zeros((h, w), bool)
+        bs = [rb.box for rb in d["routes"]]
+        self.x0, self.y0 = min(b.x0 for b in bs), min(b.y0 for b in bs)
+        self.x1, self.y1 = max(b.x1 for b in bs), max(b.y1 for b in bs)
+        shape = (self.y1 - self.y0, self.x1 - self.x0)
+        self.rx = np.zeros(shape, np.int8)
+        self.tx = np.zeros(shape, np.int8)
+        self.mask = np.zeros(shape, bool)
         for rb in d["routes"]:
-            sl = (slice(rb.box.y0, rb.box.y1, rb.box.ys), slice(rb.box.x0, rb.box.x1, rb.box.xs))
+            b = rb.box
+            sl = (slice(b.y0 - self.y0, b.y1 - self.y0, b.ys), slice(b.x0 - self.x0, b.x1 - self.x0, b.xs))
             self.rx[sl] = sum(_BITS[v] for v in rb.rx)
             self.tx[sl] = sum(_BITS[v] for v in rb.tx)
             self.mask[sl] = True
         self.senders = d["senders"]
-        self.receivers = d["receivers"].mask(w, h)
+        self.receivers = d["receivers"]
         self._from = None
 
-    def overlaps(self, o: "_RouteTable") -> bool:
-        return bool((self.mask & o.mask).any())
+    def _common(self, o: "_RouteTable"):
+        """The shared window as slices into self's and o's arrays, or None when the windows do not meet."""
+        x0, x1, y0, y1 = max(self.x0, o.x0), min(self.x1, o.x1), max(self.y0, o.y0), min(self.y1, o.y1)
+        if x0 >= x1 or y0 >= y1:
+            return None
+        return ((slice(y0 - self.y0, y1 - self.y0), slice(x0 - self.x0, x1 - self.x0)),
+                (slice(y0 - o.y0, y1 - o.y0), slice(x0 - o.x0, x1 - o.x0)))
 
-    def sender_of(self) -> np.ndarray:
-        """``[y, x]`` -> index ``y * w + x`` of the sender whose message core (x, y) receives (-1: none)."""
+    def overlaps(self, o: "_RouteTable") -> bool:
+        c = self._common(o)
+        return c is not None and bool((self.mask[c[0]] & o.mask[c[1]]).any())
+
+    def sender_of(self) -> dict:
+        """core (x, y) -> the sender whose message it receives, traced through the channel's routes."""
         if self._from is None:
-            got = np.full((self.h, self.w), -1, np.int64)
+            got = {}
             for sx, sy in self.senders.cells():
                 seen, stack = set(), [(sx, sy)]
                 while stack:
                     x, y = stack.pop()
-                    if (x, y) in seen or not (0 <= x < self.w and 0 <= y < self.h) or not self.mask[y, x]:
+                    lx, ly = x - self.x0, y - self.y0
+                    if (x, y) in seen or not (0 <= lx < self.mask.shape[1] and 0 <= ly < self.mask.shape[0]) \
+                            or not self.mask[ly, lx]:
                         continue
                     seen.add((x, y))
-                    t = int(self.tx[y, x])
-                    if t & 1:
-                        got[y, x] = sy * self.w + sx
+                    t = int(self.tx[ly, lx])
+                    if t & _BITS["RAMP"]:
+                        got[(x, y)] = (sx, sy)
                     for dname, (dx, dy) in _STEP.items():
                         if t & _BITS[dname]:
                             stack.append((x + dx, y + dy))
@@ -413,13 +430,14 @@ class _RouteTable:
     def compatible(self, o: "_RouteTable") -> bool:
         """Both channels can live on one colour at different times: equal settings on every shared router,
         and every core receiving in both receives from the same sender."""
-        both = self.mask & o.mask
-        if (self.rx[both] != o.rx[both]).any() or (self.tx[both] != o.tx[both]).any():
-            return False
-        common = self.receivers & o.receivers
-        if not common.any():
+        c = self._common(o)
+        if c is None:
             return True
-        return bool((self.sender_of()[common] == o.sender_of()[common]).all())
+        both = self.mask[c[0]] & o.mask[c[1]]
+        if (self.rx[c[0]][both] != o.rx[c[1]][both]).any() or (self.tx[c[0]][both] != o.tx[c[1]][both]).any():
+            return False
+        mine, theirs = self.sender_of(), o.sender_of()
+        return all(theirs[core] == s for core, s in mine.items() if core in theirs)
 
 
 def _greedy(items: list, conflicts, pool: tuple, what) -> dict:

@@ -221,34 +221,28 @@ def _cells(b) -> list[tuple[int, int]]:
 
 
 def _check_shared_colours(plan: dict, table: _Table, layout: str) -> None:
-    w, h = table.w, table.h
     by_colour: dict[int, list] = {}
     for ch in plan["channels"]:
         by_colour.setdefault(ch["colour"], []).append(ch)
     for col, chans in by_colour.items():
         if len(chans) < 2:
             continue
-        masks = []
-        for ch in chans:
-            m = np.zeros((h, w), bool)
-            for r in ch["routes"]:
-                m |= _box_mask(r["box"], w, h).astype(bool)
-            masks.append(m)
+        routers = [{cell for r in ch["routes"] for cell in _cells(r["box"])} for ch in chans]
         senders: dict[int, dict] = {}
         for i, a in enumerate(chans):
             for j in range(i + 1, len(chans)):
                 b = chans[j]
-                both = masks[i] & masks[j]
-                if not both.any():
+                both = routers[i] & routers[j]
+                if not both:
                     continue
-                y, x = (int(v) for v in np.argwhere(both)[0])
+                x, y = min(both, key=lambda c: (c[1], c[0]))
                 if _uses_meet(a, b):
                     _fail("layout.csl", _head_line(layout, b), f"channels {a['id']} and {b['id']} share color_{col} "
                                                               f"and router ({x},{y}) in one exchange instance")
                 for k, ch in ((i, a), (j, b)):
                     if k not in senders:
                         senders[k] = _senders_of(ch, table)
-                for core in set(senders[i]) & set(senders[j]):
+                for core in sorted(set(senders[i]) & set(senders[j])):
                     if senders[i][core] != senders[j][core]:
                         _fail("layout.csl", _head_line(layout, b),
                               f"core {core} receives color_{col} from {senders[i][core]} in channel {a['id']} but "
@@ -257,23 +251,28 @@ def _check_shared_colours(plan: dict, table: _Table, layout: str) -> None:
 
 
 def _check_queues(plan: dict) -> None:
-    w, h = plan["mesh"]
     queues = {"recv": {int(k): v for k, v in plan["queues"]["input"].items()},
               "send": {int(k): v for k, v in plan["queues"]["output"].items()}}
     chans = plan["channels"]
     role_box = {"recv": "receivers", "send": "senders"}
-    masks = {(c["id"], r): _box_mask(c[role_box[r]], w, h).astype(bool) for c in chans for r in role_box}
+    cells: dict = {}
+
+    def cores(c, r) -> set:
+        if (c["id"], r) not in cells:
+            cells[(c["id"], r)] = set(_cells(c[role_box[r]]))
+        return cells[(c["id"], r)]
     for c in chans:
         for r in role_box:
             if c["colour"] not in queues[r]:
-                _fail("plan.json", 0, f"channel {c['id']}: color_{c['colour']} has no {'input' if r == 'recv' else 'output'} queue")
+                _fail("plan.json", 0, f"channel {c['id']}: color_{c['colour']} has no "
+                                      f"{'input' if r == 'recv' else 'output'} queue")
     if plan["arch"] == "wse3":
         for r, kind in (("recv", "input"), ("send", "output")):
             bound: dict = {}
             for c in chans:
                 q = queues[r][c["colour"]]
-                for y, x in np.argwhere(masks[(c["id"], r)]):
-                    other = bound.setdefault((int(x), int(y), q), c["colour"])
+                for x, y in _cells(c[role_box[r]]):
+                    other = bound.setdefault((x, y, q), c["colour"])
                     if other != c["colour"]:
                         _fail("plan.json", 0, f"WSE-3 core ({x},{y}) binds {kind} queue {q} to color_{other} and "
                                               f"color_{c['colour']} (a queue stays bound to one colour)")
@@ -287,9 +286,9 @@ def _check_queues(plan: dict) -> None:
                         continue
                     if queues[ra][a["colour"]] != queues[rb][b["colour"]]:
                         continue
-                    both = masks[(a["id"], ra)] & masks[(b["id"], rb)]
-                    if both.any():
-                        y, x = (int(v) for v in np.argwhere(both)[0])
+                    both = cores(a, ra) & cores(b, rb)
+                    if both:
+                        x, y = min(both, key=lambda c: (c[1], c[0]))
                         _fail("plan.json", 0, f"core ({x},{y}) uses queue number {queues[ra][a['colour']]} for "
                                               f"color_{a['colour']} ({ra}, channel {a['id']}) and color_{b['colour']} "
                                               f"({rb}, channel {b['id']}) in one exchange instance")
