@@ -63,6 +63,22 @@ def merge_routes(routes: list[RouteBox]) -> list[RouteBox]:
     return out
 
 
+def _unset(routes: list[RouteBox], done: set) -> list[RouteBox]:
+    """``routes`` without the routers in ``done`` (configured already, with the same setting: the plan
+    shares a colour only between channels whose settings agree), adding theirs to ``done``. A rectangle
+    partly configured already is split into its remaining single routers (``merge_routes`` joins them)."""
+    out = []
+    for rb in routes:
+        cells = rb.box.cells()
+        left = [c for c in cells if c not in done]
+        if len(left) == len(cells):
+            out.append(rb)
+        else:
+            out += [RouteBox(Box(x, x + 1, 1, y, y + 1, 1), rb.rx, rb.tx) for x, y in left]
+        done.update(cells)
+    return out
+
+
 def _uses_text(uses) -> str:
     uses = sorted(set(uses))
     if uses == [()]:
@@ -156,15 +172,20 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add("    }")
     add("  }")
     add("")
-    add("  // ---- routes: per colour and MeshIR pattern part, the static route tables of its channels ----")
+    add("  // ---- routes: per colour, the static route tables of its channels (MeshIR pattern parts); channels")
+    add("  //      sharing a colour at different times hold equal settings on shared routers: each is set once")
     groups: dict[tuple, list] = {}
     for ch in plan.channels:
         groups.setdefault((ch.colour, ch.exchange_index, ch.pattern, ch.part), []).append(ch)
+    done: dict[int, set] = {}                  # colour -> routers configured already
     for (colour, _, pattern, part), chans in groups.items():
         ids = _ids([c.id for c in chans])
         add(f"  // ch{ids}: exchange {chans[0].exchange}, {pattern} part {part} (MeshIR colour "
             f"{chans[0].meshir_colour}) on color_{colour}; used at {_uses_text([u for c in chans for u in c.uses])}")
-        for rb in merge_routes([rb for c in chans for rb in c.routes]):
+        fresh = merge_routes(_unset([rb for c in chans for rb in c.routes], done.setdefault(colour, set())))
+        if not fresh:
+            add(f"  //   (its routers were set above for color_{colour}, with these settings)")
+        for rb in fresh:
             add("  " + route_line(colour, rb))
     add("")
     add("  // ---- symbols the host script uses ----")

@@ -5,8 +5,17 @@ A CSL router holds one *static* route per colour. A MeshIR pattern whose routes 
 (a SUMMA multicast from root ``x = t``; the stages of a tree reduction) therefore becomes several
 :class:`Channel` records, one per distinct concrete route table (and sender set); a pattern whose routes do
 not move (ring shifts, a fixed-root multicast) is one channel used at every iteration. Each channel gets a
-hardware colour; channels share a colour only when no router lies on both (so a core never sees another
-channel's wavelets on its ramp and same-colour messages arrive in order).
+hardware colour by colouring a conflict graph of channels (first use first). Two channels may share a colour
+when no router lies on both, or -- when they are never active in the same exchange instance -- when
+
+* every router on both holds the same setting for them (the layout's one static route per colour serves
+  both, and each channel's wavelets follow exactly its own routes), and
+* every core that receives in both receives from the same sender in both (so the messages of the two
+  channels reach it through one FIFO path in program order: a sender that runs ahead into a later
+  exchange can neither overtake nor block an earlier exchange's message on that colour).
+
+The halo exchanges of a stencil thus reuse a few colours across statements and sweeps, as the MeshIR's
+colours do. Queues are assigned by colouring a second graph (see :func:`build_plan`).
 
 Public API: :func:`build_plan` -> :class:`CslPlan`; records :class:`Box`, :class:`RouteBox`,
 :class:`Channel`, :class:`Buffer`, :class:`Step`.
@@ -326,32 +335,109 @@ def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
                         order.append(key)
                     raw[key]["uses"].append(tuple((v, env[v]) for v, _ in scope))
     w, h = mp.mesh
+    n = len(order)
+    info = [_RouteTable(raw[key], w, h) for key in order]
+    # channels active in one exchange instance (same exchange, a common use)
+    uses = [(raw[key]["xi"], set(raw[key]["uses"])) for key in order]
+
+    def conflict(a: int, b: int) -> bool:
+        ta, tb = info[a], info[b]
+        if not ta.overlaps(tb):
+            return False
+        if uses[a][0] == uses[b][0] and uses[a][1] & uses[b][1]:
+            return True                                  # at the same time on shared routers
+        return not ta.compatible(tb)
+
     chans: list[Channel] = []
-    used: dict[int, np.ndarray] = {}            # colour -> routers holding it so far
+    on: dict[int, list[int]] = {}               # colour -> channels on it so far
+    pool = [c for c in range(min(budget, ROUTABLE)) if c not in RESERVED_IDS]
     for k, key in enumerate(order):
         d = raw[key]
-        bx0 = min(rb.box.x0 for rb in d["routes"])
-        bx1 = max(rb.box.x1 for rb in d["routes"])
-        by0 = min(rb.box.y0 for rb in d["routes"])
-        by1 = max(rb.box.y1 for rb in d["routes"])
-        m = np.zeros((by1 - by0, bx1 - bx0), dtype=bool)
-        for rb in d["routes"]:
-            b = rb.box
-            m[b.y0 - by0:b.y1 - by0:b.ys, b.x0 - bx0:b.x1 - bx0:b.xs] = True
-        window = (slice(by0, by1), slice(bx0, bx1))
-        taken = {c for c, u in used.items() if (u[window] & m).any()}
-        colour = next((c for c in range(min(budget, ROUTABLE)) if c not in taken and c not in RESERVED_IDS), None)
+        colour = next((c for c in pool if not any(conflict(k, j) for j in on.get(c, ()))), None)
         if colour is None:
             raise EmitError(f"CSL back end: exchange {d['exchange']}, {d['pattern']}: no colour left within the "
-                            f"budget of {budget} (its routes change with the loop variables, so every distinct "
-                            f"route table needs its own colour; {len(order)} channels in all). Route switching "
-                            f"by control wavelets is not emitted yet.")
-        if colour not in used:
-            used[colour] = np.zeros((h, w), dtype=bool)
-        used[colour][window] |= m
+                            f"budget of {budget} (channels that share routers in one exchange, or whose route "
+                            f"tables or senders differ on shared routers, need colours of their own; {n} "
+                            f"channels in all). Route switching by control wavelets is not emitted yet.")
+        on.setdefault(colour, []).append(k)
         chans.append(Channel(k, colour, d["exchange"], d["xi"], d["pattern"], d["part"], d["mc"], d["src"],
                              d["dst"], d["routes"], d["senders"], d["receivers"], d["hops"], tuple(d["uses"])))
     return chans
+
+
+_BITS = {"RAMP": 1, "N": 2, "E": 4, "S": 8, "W": 16}
+_STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
+
+
+class _RouteTable:
+    """One channel's routers as arrays ``[y, x]`` over the bounding window of its routes (a big mesh with
+    many channels stays small): rx and tx direction bits, and (computed on demand) the sender each receiving
+    core gets its message from, traced through the channel's own routes."""
+
+    def __init__(self, d: dict, w: int, h: int):
+        self.w, self.h = w, h
+        bs = [rb.box for rb in d["routes"]]
+        self.x0, self.y0 = min(b.x0 for b in bs), min(b.y0 for b in bs)
+        self.x1, self.y1 = max(b.x1 for b in bs), max(b.y1 for b in bs)
+        shape = (self.y1 - self.y0, self.x1 - self.x0)
+        self.rx = np.zeros(shape, np.int8)
+        self.tx = np.zeros(shape, np.int8)
+        self.mask = np.zeros(shape, bool)
+        for rb in d["routes"]:
+            b = rb.box
+            sl = (slice(b.y0 - self.y0, b.y1 - self.y0, b.ys), slice(b.x0 - self.x0, b.x1 - self.x0, b.xs))
+            self.rx[sl] = sum(_BITS[v] for v in rb.rx)
+            self.tx[sl] = sum(_BITS[v] for v in rb.tx)
+            self.mask[sl] = True
+        self.senders = d["senders"]
+        self.receivers = d["receivers"]
+        self._from = None
+
+    def _common(self, o: "_RouteTable"):
+        """The shared window as slices into self's and o's arrays, or None when the windows do not meet."""
+        x0, x1, y0, y1 = max(self.x0, o.x0), min(self.x1, o.x1), max(self.y0, o.y0), min(self.y1, o.y1)
+        if x0 >= x1 or y0 >= y1:
+            return None
+        return ((slice(y0 - self.y0, y1 - self.y0), slice(x0 - self.x0, x1 - self.x0)),
+                (slice(y0 - o.y0, y1 - o.y0), slice(x0 - o.x0, x1 - o.x0)))
+
+    def overlaps(self, o: "_RouteTable") -> bool:
+        c = self._common(o)
+        return c is not None and bool((self.mask[c[0]] & o.mask[c[1]]).any())
+
+    def sender_of(self) -> dict:
+        """core (x, y) -> the sender whose message it receives, traced through the channel's routes."""
+        if self._from is None:
+            got = {}
+            for sx, sy in self.senders.cells():
+                seen, stack = set(), [(sx, sy)]
+                while stack:
+                    x, y = stack.pop()
+                    lx, ly = x - self.x0, y - self.y0
+                    if (x, y) in seen or not (0 <= lx < self.mask.shape[1] and 0 <= ly < self.mask.shape[0]) \
+                            or not self.mask[ly, lx]:
+                        continue
+                    seen.add((x, y))
+                    t = int(self.tx[ly, lx])
+                    if t & _BITS["RAMP"]:
+                        got[(x, y)] = (sx, sy)
+                    for dname, (dx, dy) in _STEP.items():
+                        if t & _BITS[dname]:
+                            stack.append((x + dx, y + dy))
+            self._from = got
+        return self._from
+
+    def compatible(self, o: "_RouteTable") -> bool:
+        """Both channels can live on one colour at different times: equal settings on every shared router,
+        and every core receiving in both receives from the same sender."""
+        c = self._common(o)
+        if c is None:
+            return True
+        both = self.mask[c[0]] & o.mask[c[1]]
+        if (self.rx[c[0]][both] != o.rx[c[1]][both]).any() or (self.tx[c[0]][both] != o.tx[c[1]][both]).any():
+            return False
+        mine, theirs = self.sender_of(), o.sender_of()
+        return all(theirs[core] == s for core, s in mine.items() if core in theirs)
 
 
 def _greedy(items: list, conflicts, pool: tuple, what) -> dict:
@@ -363,6 +449,44 @@ def _greedy(items: list, conflicts, pool: tuple, what) -> dict:
             raise EmitError(what(it))
         out[it] = free[0]
     return out
+
+
+def _assign(items: list, conflicts, pool: tuple, what, budget: int = 200_000) -> dict:
+    """Values from ``pool`` for ``items`` such that conflicting items differ: first fit in the given order
+    when that succeeds, else an exact search (most constrained item first, bounded by ``budget`` steps).
+    Raises :class:`EmitError` with ``what()`` when there is no assignment (or the search gives up)."""
+    try:
+        return _greedy(items, conflicts, pool, lambda it: "")
+    except EmitError:
+        pass
+    adj = {a: [b for b in items if b != a and conflicts(a, b)] for a in items}
+    out: dict = {}
+    steps = [0]
+
+    def go() -> bool:
+        steps[0] += 1
+        if steps[0] > budget:
+            return False
+        todo = [a for a in items if a not in out]
+        if not todo:
+            return True
+        a = max(todo, key=lambda t: (len({out[b] for b in adj[t] if b in out}), len(adj[t])))
+        taken = {out[b] for b in adj[a] if b in out}
+        for q in pool:
+            if q not in taken:
+                out[a] = q
+                if go():
+                    return True
+                del out[a]
+        return False
+    if not go():
+        raise EmitError(what())
+    return out
+
+
+def _worst(items: list, conflicts) -> tuple:
+    """The item with the most conflicts (named in errors)."""
+    return max(items, key=lambda a: sum(1 for b in items if b != a and conflicts(a, b)))
 
 
 def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) -> CslPlan:
@@ -431,22 +555,42 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
             overlap[(a, b)] = overlap[(b, a)] = bool((mask[a] & mask[b]).any())
         return overlap[(a, b)]
 
-    def co_active(a: tuple, b: tuple) -> bool:
-        """Queue nodes (colour, role) used by one core: ever (WSE-3 binds a queue to one colour for the
-        program) or in one exchange instance (WSE-2). A queue number also names the microthread, so an input
-        and an output queue used together never share a number either."""
-        ma = rx_any if a[1] == "recv" else tx_any
-        mb = rx_any if b[1] == "recv" else tx_any
-        if wse3:
-            return bool((ma[a[0]] & mb[b[0]]).any())
+    def in_one_instance(a: tuple, b: tuple) -> bool:
         return any((ca.id, cb.id) in together and overlaps((ca.id, a[1]), (cb.id, b[1]))
-                   for ca in chans if ca.colour == a[0] for cb in chans if cb.colour == b[0])
+                   for ca in by_colour[a[0]] for cb in by_colour[b[0]])
 
+    def co_active(a: tuple, b: tuple) -> bool:
+        """Queue nodes (colour, role) that may not share a queue number. WSE-2: used by one core in one
+        exchange instance (a queue number also names the microthread, so an input and an output queue used
+        together never share a number either). WSE-3 binds each input queue and each output queue to one
+        colour for the whole program: two input (two output) nodes used by one core at any time differ;
+        an input and an output queue of one number share only the microthread (``ut_id``), so they may not
+        be used by one core in one exchange instance."""
+        if wse3 and a[1] == b[1]:
+            m = rx_any if a[1] == "recv" else tx_any
+            return bool((m[a[0]] & m[b[0]]).any())
+        return in_one_instance(a, b)
+
+    by_colour: dict[int, list[Channel]] = {}
+    for c in chans:
+        by_colour.setdefault(c.colour, []).append(c)
     nodes = [(c, "recv") for c in sorted(rx_any)] + [(c, "send") for c in sorted(tx_any)]
-    queue = _greedy(nodes, co_active, USER_QUEUES, lambda n: (
-        f"CSL back end: colour {n[0]} ({n[1]}): one core uses more than {len(USER_QUEUES)} fabric queues "
-        + ("over the program (WSE-3 binds each queue to one colour; a multicast whose root moves with the "
-           "loop needs one colour per root)" if wse3 else "in one exchange")))
+    memo: dict = {}
+
+    def conflicts(a: tuple, b: tuple) -> bool:
+        if (a, b) not in memo:
+            memo[(a, b)] = memo[(b, a)] = co_active(a, b)
+        return memo[(a, b)]
+
+    def too_many() -> str:
+        n = _worst(nodes, conflicts)
+        return (f"CSL back end: colour {n[0]} ({n[1]}) and the colours cores use with it need more than "
+                f"{len(USER_QUEUES)} fabric queues "
+                + ("over the program (WSE-3 binds each queue to one colour; a multicast whose root moves with the "
+                   "loop needs one colour per root)" if wse3 else "in one exchange")
+                + f": no assignment of queues {USER_QUEUES[0]}..{USER_QUEUES[-1]} to the {len(nodes)} (colour, "
+                  f"direction) pairs keeps apart those one core uses together")
+    queue = _assign(nodes, conflicts, USER_QUEUES, too_many)
     in_queue = {c: q for (c, r), q in queue.items() if r == "recv"}
     out_queue = {c: q for (c, r), q in queue.items() if r == "send"}
     # Completion slots: (exchange, channel, role) pairs done by one core in one instance get distinct slots.

@@ -6,6 +6,11 @@ Reads the files back (not the in-memory plan) and checks:
   ``layout.csl`` from each of its senders, is routed at every hop and reaches exactly its receivers, once
   each; no router holds two different settings for one colour; no router holds more colours than the
   budget; every colour is a routable ID outside memcpy's reserved ones;
+* shared colours: two channels on one colour with a router in common are never active in one exchange
+  instance, and every core receiving in both receives from the same sender in both (traced through the
+  layout), so their messages reach it in program order through one path;
+* queues: no core binds one queue to two colours on WSE-3 (queues stay bound for the program), and no core
+  uses one queue number (= microthread) for two operations of one exchange instance;
 * colours used by the PE program's fabric DSDs are declared and routed in the layout;
 * symbols: every symbol ``run.py`` touches (``get_id``, ``launch``) is exported by the layout and the PE
   program;
@@ -177,6 +182,118 @@ def _trace(ch: dict, table: _Table, layout: str) -> None:
                                   f"{int(want[y, x])}")
 
 
+def _uses_meet(a: dict, b: dict) -> bool:
+    """Two channels are active in one exchange instance: same exchange, and use boxes that intersect."""
+    if a["exchange_index"] != b["exchange_index"]:
+        return False
+    for ba in a["uses"]:
+        for bb in b["uses"]:
+            if set(ba) == set(bb) and all(ba[v][0] < bb[v][1] and bb[v][0] < ba[v][1] for v in ba):
+                return True
+    return False
+
+
+def _senders_of(ch: dict, table: _Table) -> dict:
+    """core -> the sender whose message reaches its ramp, traced through the layout's table."""
+    w, h = table.w, table.h
+    col = ch["colour"]
+    tx = table.tx[col]
+    out = {}
+    for s in _cells(ch["senders"]):
+        stack, seen = [s], set()
+        while stack:
+            x, y = stack.pop()
+            if (x, y) in seen or not (0 <= x < w and 0 <= y < h):
+                continue
+            seen.add((x, y))
+            t = int(tx[y, x])
+            if t & BIT["RAMP"]:
+                out[(x, y)] = s
+            for d, (dx, dy) in (("N", (0, -1)), ("S", (0, 1)), ("E", (1, 0)), ("W", (-1, 0))):
+                if t & BIT[d]:
+                    stack.append((x + dx, y + dy))
+    return out
+
+
+def _cells(b) -> list[tuple[int, int]]:
+    x0, x1, xs, y0, y1, ys = b
+    return [(x, y) for y in range(y0, y1, ys) for x in range(x0, x1, xs)]
+
+
+def _check_shared_colours(plan: dict, table: _Table, layout: str) -> None:
+    by_colour: dict[int, list] = {}
+    for ch in plan["channels"]:
+        by_colour.setdefault(ch["colour"], []).append(ch)
+    for col, chans in by_colour.items():
+        if len(chans) < 2:
+            continue
+        routers = [{cell for r in ch["routes"] for cell in _cells(r["box"])} for ch in chans]
+        senders: dict[int, dict] = {}
+        for i, a in enumerate(chans):
+            for j in range(i + 1, len(chans)):
+                b = chans[j]
+                both = routers[i] & routers[j]
+                if not both:
+                    continue
+                x, y = min(both, key=lambda c: (c[1], c[0]))
+                if _uses_meet(a, b):
+                    _fail("layout.csl", _head_line(layout, b), f"channels {a['id']} and {b['id']} share color_{col} "
+                                                              f"and router ({x},{y}) in one exchange instance")
+                for k, ch in ((i, a), (j, b)):
+                    if k not in senders:
+                        senders[k] = _senders_of(ch, table)
+                for core in sorted(set(senders[i]) & set(senders[j])):
+                    if senders[i][core] != senders[j][core]:
+                        _fail("layout.csl", _head_line(layout, b),
+                              f"core {core} receives color_{col} from {senders[i][core]} in channel {a['id']} but "
+                              f"from {senders[j][core]} in channel {b['id']}: messages of different senders on one "
+                              f"colour can overtake each other")
+
+
+def _check_queues(plan: dict) -> None:
+    queues = {"recv": {int(k): v for k, v in plan["queues"]["input"].items()},
+              "send": {int(k): v for k, v in plan["queues"]["output"].items()}}
+    chans = plan["channels"]
+    role_box = {"recv": "receivers", "send": "senders"}
+    cells: dict = {}
+
+    def cores(c, r) -> set:
+        if (c["id"], r) not in cells:
+            cells[(c["id"], r)] = set(_cells(c[role_box[r]]))
+        return cells[(c["id"], r)]
+    for c in chans:
+        for r in role_box:
+            if c["colour"] not in queues[r]:
+                _fail("plan.json", 0, f"channel {c['id']}: color_{c['colour']} has no "
+                                      f"{'input' if r == 'recv' else 'output'} queue")
+    if plan["arch"] == "wse3":
+        for r, kind in (("recv", "input"), ("send", "output")):
+            bound: dict = {}
+            for c in chans:
+                q = queues[r][c["colour"]]
+                for x, y in _cells(c[role_box[r]]):
+                    other = bound.setdefault((x, y, q), c["colour"])
+                    if other != c["colour"]:
+                        _fail("plan.json", 0, f"WSE-3 core ({x},{y}) binds {kind} queue {q} to color_{other} and "
+                                              f"color_{c['colour']} (a queue stays bound to one colour)")
+    for i, a in enumerate(chans):
+        for b in chans[i:]:
+            if not _uses_meet(a, b):
+                continue
+            for ra in role_box:
+                for rb in role_box:
+                    if (a["colour"], ra) == (b["colour"], rb):
+                        continue
+                    if queues[ra][a["colour"]] != queues[rb][b["colour"]]:
+                        continue
+                    both = cores(a, ra) & cores(b, rb)
+                    if both:
+                        x, y = min(both, key=lambda c: (c[1], c[0]))
+                        _fail("plan.json", 0, f"core ({x},{y}) uses queue number {queues[ra][a['colour']]} for "
+                                              f"color_{a['colour']} ({ra}, channel {a['id']}) and color_{b['colour']} "
+                                              f"({rb}, channel {b['id']}) in one exchange instance")
+
+
 def _head_line(layout: str, ch: dict) -> int:
     """The line of the comment that introduces the routes of ``ch`` (its colour's group)."""
     col = f"on color_{ch['colour']};"
@@ -218,6 +335,18 @@ def validate(files: dict[str, str]) -> None:
                                   f"of {plan['colour_budget']}")
     for ch in plan["channels"]:
         _trace(ch, table, layout)
+    _check_shared_colours(plan, table, layout)
+    _check_queues(plan)
+    want = {"input": plan["queues"]["input"], "output": plan["queues"]["output"]}
+    for i, ln in enumerate(pe.splitlines(), 1):
+        m = re.search(r"const f(in|out)_c(\d+) = @get_dsd\(fab\w+_dsd, .*@get_(input|output)_queue\((\d+)\)", ln)
+        if m and want[m.group(3)].get(m.group(2)) != int(m.group(4)):
+            _fail("pe_program.csl", i, f"{m.group(3)} queue {m.group(4)} for color_{m.group(2)}; plan.json records "
+                                       f"{want[m.group(3)].get(m.group(2))}")
+        m = re.search(r"@initialize_queue\(@get_(input|output)_queue\((\d+)\), \.\{ \.color = color_(\d+) \}\)", ln)
+        if m and want[m.group(1)].get(m.group(3)) != int(m.group(2)):
+            _fail("pe_program.csl", i, f"{m.group(1)} queue {m.group(2)} bound to color_{m.group(3)}; plan.json "
+                                       f"records {want[m.group(1)].get(m.group(3))}")
     routed = set(table.line)
     for i, ln in enumerate(pe.splitlines(), 1):
         for m in re.finditer(r"\.fabric_color = color_(\d+)", ln):

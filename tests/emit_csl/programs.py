@@ -13,6 +13,23 @@ void chain3(int n, float A[16][16], float x[16], float y[16], float z[16], float
   for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
 }'''
 
+JACOBI = '''
+void jacobi(int tsteps, int n, float A[14][14], float B[14][14]) {
+  for (int t = 0; t < tsteps; t++) {
+    for (int i = 1; i < n - 1; i++)
+      for (int j = 1; j < n - 1; j++)
+        B[i][j] = 0.2f * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
+    for (int i = 1; i < n - 1; i++)
+      for (int j = 1; j < n - 1; j++)
+        A[i][j] = 0.2f * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
+  }
+}'''
+
+
+def jacobi_halo(mesh: tuple[int, int], target: str):
+    op = mica.affine.from_c(JACOBI, params={"tsteps": 3, "n": 14})
+    return mica.compile_affine(op, mesh=mesh, target=target, schedule=mica.plans.halo(op, mesh))
+
 
 @lru_cache(maxsize=None)
 def program(name: str, target: str):
@@ -35,11 +52,17 @@ def program(name: str, target: str):
     if name == "matmul_cannon_partial":
         op = mica.ops.matmul(10, 9, 11)
         return mica.compile_affine(op, mesh=(3, 3), target=target, schedule=mica.plans.cannon(op, (3, 3)))
+    if name == "jacobi_halo":
+        # halo exchanges: lock-step sweeps, one-hop shifts on MeshIR colours 0..3 reused by every exchange
+        return jacobi_halo((3, 3), target)
+    if name == "jacobi_halo_5x4":
+        # past 3x3 (not golden): every core has neighbours on all four sides in both directions' parities
+        return jacobi_halo((5, 4), target)
     raise KeyError(name)
 
 
-GOLDEN = ("matmul_interleaved", "matmul_summa", "gemv_ktree", "two_ops")
-ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial")
+GOLDEN = ("matmul_interleaved", "matmul_summa", "gemv_ktree", "two_ops", "jacobi_halo")
+ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4")
 
 
 @lru_cache(maxsize=None)
