@@ -122,7 +122,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
     w, h = mp.mesh
     # Both the kernel library and the mesh are released when the run ends: a long-lived process running
     # many programs must not accumulate mapped libraries.
-    with load_kernels(compile_shared(km.source, name=f"kernels_{mp.name}")) as lib, \
+    with load_kernels(compile_shared(km.source, name=f"kernels_{mp.name}", native=True)) as lib, \
             NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
