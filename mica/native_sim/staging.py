@@ -26,8 +26,12 @@ def staged_load(array: np.ndarray, t: RegionTensor, region: Region, skew: Skew |
         raise SimError(f"cannot stage {t.name}: rank {array.ndim} arrays need rank {array.ndim + 2} boxes")
     tiles = [d.tile if (d.padded or d.coord) else min(d.tile, d.extent) for d in t.box]
     nblocks = [ceil(d.extent / tile) if d.coord else 1 for d, tile in zip(t.box, tiles)]
-    padded = np.zeros([nb * tile for nb, tile in zip(nblocks, tiles)], dtype=array.dtype)
-    padded[tuple(slice(0, n) for n in array.shape)] = array
+    shape = [nb * tile for nb, tile in zip(nblocks, tiles)]
+    if list(array.shape) == shape:                   # no padding: gather straight from the input
+        padded = np.ascontiguousarray(array)
+    else:
+        padded = np.zeros(shape, dtype=array.dtype)
+        padded[tuple(slice(0, n) for n in array.shape)] = array
     inter = [v for nb, tile in zip(nblocks, tiles) for v in (nb, tile)]
     rank = array.ndim
     blocks = padded.reshape(inter).transpose([2 * d for d in range(rank)] + [2 * d + 1 for d in range(rank)])
@@ -45,10 +49,13 @@ def staged_load(array: np.ndarray, t: RegionTensor, region: Region, skew: Skew |
         valid &= b < nb
         index.append(np.where(b < nb, b, 0))
     staged = np.ascontiguousarray(blocks[tuple(index)])
-    staged[~valid] = 0
+    if not valid.all():
+        staged[~valid] = 0
     box = oc.Box(t.offset, t.elem_bytes,
                  (oc.BoxDim(oc.AXIS_Y, 1, region.y1), oc.BoxDim(oc.AXIS_X, 1, region.x1),
                   *(oc.BoxDim.whole(tile) for tile in tiles)))
+    if region.x0 == 0 and region.y0 == 0:            # the region starts at core (0, 0): no shifted copy
+        return staged, box, oc.Rect(region.x0, region.x1, region.y0, region.y1)
     full = np.zeros((region.y1, region.x1, *tiles), dtype=array.dtype)
     full[region.y0:, region.x0:] = staged
     rect = oc.Rect(region.x0, region.x1, region.y0, region.y1)

@@ -620,6 +620,17 @@ typedef struct {
     int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
 } band_t;
 
+/* A pool thread and its routing scratch, lent to the chunk it runs. */
+typedef struct worker {
+    struct run *run;
+    int id;
+    pthread_t thread;
+    uint32_t *visited;
+    uint32_t stamp;
+    hop_t *stack;
+    size_t stack_cap;
+} worker_t;
+
 typedef struct run {
     mica_mesh *m;
     const int64_t *code;
@@ -643,10 +654,13 @@ typedef struct run {
     uint8_t *stage;
     size_t stage_cap;
     bool do_copy;
-    /* threads */
-    int nt, nt_op, phase;
+    /* threads: nt workers (the caller is worker 0) run the nt_op chunks of a phase, claiming them in
+     * order from next_chunk; chunk i has its own context t[i] (counters, traffic log, fault) */
+    int nt, nt_op, phase, n_chunks;
+    int next_chunk;
     bool quit, started;
     tctx *t;
+    struct worker *w;
     pthread_barrier_t bar;
     pthread_mutex_t gate_mu;
     pthread_cond_t gate_cv;
@@ -1096,7 +1110,7 @@ static void phase_compute(tctx *t, const band_t *b) {
  * ------------------------------------------------------------------------------------------------- */
 
 static void run_phase(run_t *r, tctx *t) {
-    band_t b = band_of(r, t->tid);
+    band_t b = band_of(r, t->tid);  /* chunk t->tid of nt_op */
     switch (r->phase) {
     case PH_SETUP: phase_setup(t, &b); break;
     case PH_ROUTE: phase_route(t, &b); break;
@@ -1106,36 +1120,75 @@ static void run_phase(run_t *r, tctx *t) {
     }
 }
 
+/* Runs chunk t of the current phase on worker w, lending it w's routing scratch. */
+static void run_chunk(run_t *r, worker_t *w, tctx *t) {
+    t->visited = w->visited;
+    t->stamp = w->stamp;
+    t->stack = w->stack;
+    t->stack_cap = w->stack_cap;
+    run_phase(r, t);
+    w->visited = t->visited;
+    w->stamp = t->stamp;
+    w->stack = t->stack;
+    w->stack_cap = t->stack_cap;
+    t->visited = NULL;
+    t->stack = NULL;
+    t->stack_cap = 0;
+}
+
+/* Claims and runs chunks of the current phase until none is left. Chunks are claimed dynamically, so
+ * a thread the OS delays (a busy machine) holds up at most one chunk; which thread runs a chunk never
+ * changes its result, since every chunk has its own context. */
+static void run_chunks(run_t *r, worker_t *w) {
+    int c;
+    while ((c = __atomic_fetch_add(&r->next_chunk, 1, __ATOMIC_RELAXED)) < r->nt_op) run_chunk(r, w, &r->t[c]);
+}
+
 static void *worker_main(void *arg) {
-    tctx *t = arg;
-    run_t *r = t->run;
+    worker_t *w = arg;
+    run_t *r = w->run;
     pthread_mutex_lock(&r->gate_mu);
     while (!r->started) pthread_cond_wait(&r->gate_cv, &r->gate_mu);
     pthread_mutex_unlock(&r->gate_mu);
     for (;;) {
         pthread_barrier_wait(&r->bar);
         if (r->quit) break;
-        run_phase(r, t);
+        run_chunks(r, w);
         pthread_barrier_wait(&r->bar);
     }
     return NULL;
 }
 
-/* Starts up to n-1 workers; the calling thread is thread 0. Fewer threads are fine (results do not
+/* Chunks per thread: the unit of dynamic load balancing of a phase. */
+#define CHUNKS_PER_THREAD 8
+
+/* Starts up to n-1 workers; the calling thread is worker 0. Fewer threads are fine (results do not
  * depend on the count). */
 static bool pool_start(run_t *r, int n) {
-    r->t = calloc((size_t)n, sizeof *r->t);
-    if (!r->t) return false;
-    for (int i = 0; i < n; ++i) {
+    r->n_chunks = n == 1 ? 1 : n * CHUNKS_PER_THREAD;
+    r->t = calloc((size_t)r->n_chunks, sizeof *r->t);
+    r->w = calloc((size_t)n, sizeof *r->w);
+    if (!r->t || !r->w) {
+        free(r->t);
+        free(r->w);
+        r->t = NULL;
+        r->w = NULL;
+        return false;
+    }
+    for (int i = 0; i < r->n_chunks; ++i) {
         r->t[i].run = r;
         r->t[i].tid = i;
         r->t[i].err_key = NO_FAULT;
+    }
+    for (int i = 0; i < n; ++i) {
+        r->w[i].run = r;
+        r->w[i].id = i;
     }
     r->nt = 1;
     if (n == 1) return true;
     pthread_mutex_init(&r->gate_mu, NULL);
     pthread_cond_init(&r->gate_cv, NULL);
-    while (r->nt < n && pthread_create(&r->t[r->nt].thread, NULL, worker_main, &r->t[r->nt]) == 0) r->nt++;
+    while (r->nt < n && pthread_create(&r->w[r->nt].thread, NULL, worker_main, &r->w[r->nt]) == 0) r->nt++;
     pthread_barrier_init(&r->bar, NULL, (unsigned)r->nt);
     pthread_mutex_lock(&r->gate_mu);
     r->started = true;
@@ -1149,35 +1202,41 @@ static void pool_stop(run_t *r, int n) {
     if (n > 1) {
         r->quit = true;
         if (r->nt > 1) pthread_barrier_wait(&r->bar);
-        for (int i = 1; i < r->nt; ++i) pthread_join(r->t[i].thread, NULL);
+        for (int i = 1; i < r->nt; ++i) pthread_join(r->w[i].thread, NULL);
         pthread_barrier_destroy(&r->bar);
         pthread_cond_destroy(&r->gate_cv);
         pthread_mutex_destroy(&r->gate_mu);
     }
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < r->n_chunks; ++i) {
         free(r->t[i].visited);
         free(r->t[i].stack);
         free(r->t[i].log);
     }
+    for (int i = 0; i < n; ++i) {
+        free(r->w[i].visited);
+        free(r->w[i].stack);
+    }
     free(r->t);
+    free(r->w);
 }
 
-/* Runs one phase of the current op on nt_op threads and waits for it. */
+/* Runs one phase of the current op, split into nt_op chunks, and waits for it. */
 static void dispatch(run_t *r, int phase) {
     r->phase = phase;
     r->best_key = NO_FAULT;
     for (int i = 0; i < r->nt_op; ++i) r->t[i].err_key = NO_FAULT;
-    if (r->nt_op == 1) {
-        run_phase(r, &r->t[0]);
+    if (r->nt_op == 1 || r->nt == 1) {
+        for (int i = 0; i < r->nt_op; ++i) run_chunk(r, &r->w[0], &r->t[i]);
         return;
     }
+    r->next_chunk = 0;
     pthread_barrier_wait(&r->bar);
-    run_phase(r, &r->t[0]);
+    run_chunks(r, &r->w[0]);
     pthread_barrier_wait(&r->bar);
 }
 
-/* Thread count for an op touching `cells` cells. */
-static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->nt; }
+/* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool. */
+static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->n_chunks; }
 
 /* Prefix naming the op and its loop iteration, e.g. "op 7 [v0=3, v1=0]". */
 static void op_prefix(const run_t *r, char *buf, size_t len) {
@@ -1404,7 +1463,7 @@ static int exec_compute(run_t *r, int64_t pos) {
     }
     if (!any) return 0;
     /* Kernel calls carry real work: split them over the threads whenever each gets a core or two. */
-    r->nt_op = cells >= 2 * (int64_t)r->nt ? r->nt : 1;
+    r->nt_op = cells >= 2 * (int64_t)r->n_chunks ? r->n_chunks : (cells >= 2 * (int64_t)r->nt ? r->nt : 1);
     dispatch(r, PH_COMPUTE);
     for (int i = 0; i < r->nt_op; ++i) r->m->totals.computes += r->t[i].computes;
     return 0;
