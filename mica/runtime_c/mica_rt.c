@@ -1,9 +1,10 @@
 /* MICA mesh emulator: implementation of mica_rt.h.
  *
  * Layout of the host state
- *   - Per-core bookkeeping arrays (arena size/offset, route table of n_colours x (rx, tx) bytes, the
- *     receive index of the running exchange per colour, traffic statistics). These are the only costs of
- *     a core that reserves nothing.
+ *   - Per-core bookkeeping arrays (arena size/offset, traffic statistics). These are the only costs of a
+ *     core that reserves nothing.
+ *   - Route tables ((rx, tx) bytes) and the receive index of the running exchange, stored as one plane of
+ *     n_cores entries per colour, allocated when an exchange first uses the colour.
  *   - One pooled, zeroed allocation holding every reserved arena (64-byte aligned, so that neighbouring
  *     arenas never share a cache line), made by mica_mesh_commit.
  *
@@ -157,8 +158,8 @@ struct mica_mesh {
     uint8_t *pool;
     uint32_t *arena_psum;  /* [(H+1)*(W+1)] prefix counts of cores with an arena */
     int64_t arena_max;
-    uint8_t *routes;       /* [core][colour][rx, tx] */
-    int32_t *recv_slot;    /* [core][colour] 1 + receive index in the running exchange, else 0 */
+    uint8_t **routes;      /* [colour] -> [core][rx, tx], a plane per colour, allocated on first use */
+    int32_t **recv_slot;   /* [colour] -> [core] 1 + receive index in the running exchange, else 0 */
     uint64_t *link_bytes;  /* [core*4 + link] */
     uint64_t *link_msgs;
     uint64_t *core_sent;   /* [core] */
@@ -190,8 +191,8 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->sram_bytes = sram_bytes;
     m->n_cores = (int64_t)n;
     m->arena_size = calloc(n, sizeof *m->arena_size);
-    m->routes = calloc(n * c * 2, 1);
-    m->recv_slot = calloc(n * c, sizeof *m->recv_slot);
+    m->routes = calloc(c, sizeof *m->routes);
+    m->recv_slot = calloc(c, sizeof *m->recv_slot);
     m->link_bytes = calloc(n * 4, sizeof *m->link_bytes);
     m->link_msgs = calloc(n * 4, sizeof *m->link_msgs);
     m->core_sent = calloc(n, sizeof *m->core_sent);
@@ -212,6 +213,10 @@ void mica_mesh_free(mica_mesh *m) {
     free(m->arena_off);
     free(m->pool_raw);
     free(m->arena_psum);
+    for (int32_t c = 0; m->routes && m->recv_slot && c < m->n_colours; ++c) {
+        free(m->routes[c]);
+        free(m->recv_slot[c]);
+    }
     free(m->routes);
     free(m->recv_slot);
     free(m->link_bytes);
@@ -294,6 +299,24 @@ oom:
 }
 
 static uint8_t *arena_of(const mica_mesh *m, int64_t core) { return m->pool + m->arena_off[core]; }
+
+/* Route tables and receive slots are stored by colour: one plane of n_cores entries per colour the
+ * program uses (a pass over a rectangle of routers on one colour reads contiguous bytes, and colours no
+ * exchange mentions cost nothing). Planes are allocated, zeroed, before the first exchange using them. */
+static uint8_t *route_at(const mica_mesh *m, int64_t core, int32_t colour) {
+    return m->routes[colour] + core * 2;
+}
+
+static int32_t *slot_at(const mica_mesh *m, int64_t core, int32_t colour) {
+    return m->recv_slot[colour] + core;
+}
+
+/* Allocates the planes of `colour` if needed; false if out of host memory. */
+static bool use_colour(mica_mesh *m, int32_t colour) {
+    if (!m->routes[colour]) m->routes[colour] = calloc((size_t)m->n_cores * 2, 1);
+    if (!m->recv_slot[colour]) m->recv_slot[colour] = calloc((size_t)m->n_cores, sizeof **m->recv_slot);
+    return m->routes[colour] && m->recv_slot[colour];
+}
 
 /* ---------------------------------------------------------------------------------------------------
  * Affine values, rectangles, boxes
@@ -759,7 +782,7 @@ static void setup_routes(tctx *t, const band_t *b) {
     for (int64_t i = 0; i < r->n_routes; ++i) {
         const route_e *e = &r->routes[i];
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            uint8_t *rt = m->routes + ((y * m->width + x) * m->n_colours + e->colour) * 2;
+            uint8_t *rt = route_at(m, y * m->width + x, e->colour);
             rt[0] = e->rx;
             rt[1] = e->tx;
         }
@@ -781,7 +804,7 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
         t->expected++;
-        int32_t *slot = &m->recv_slot[core * m->n_colours + e->colour];
+        int32_t *slot = slot_at(m, core, e->colour);
         if (*slot == 0) *slot = (int32_t)(j + 1);
     }
 }
@@ -842,7 +865,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
     const mica_mesh *m = r->m;
     const send_e *se = &r->sends[s];
     int64_t W = m->width, x = core % W, y = core / W;
-    int32_t j1 = m->recv_slot[core * m->n_colours + se->colour];
+    int32_t j1 = *slot_at(m, core, se->colour);
     if (j1 == 0) {
         fault(t, key,
               "message on colour %d from core (%lld,%lld) reached core (%lld,%lld) with no matching "
@@ -885,7 +908,7 @@ typedef struct {
  * Returns the tx set, or 0 after recording a fault. */
 static uint8_t enter_router(tctx *t, const msg_t *g, int64_t c, int in) {
     const mica_mesh *m = t->run->m;
-    const uint8_t *rt = m->routes + (c * m->n_colours + g->colour) * 2;
+    const uint8_t *rt = route_at(m, c, g->colour);
     long long x = c % m->width, y = c / m->width;
     if (!(rt[0] & in)) {
         if (in == MICA_RAMP)
@@ -1068,13 +1091,13 @@ static void clear_routes(tctx *t, const band_t *b) {
     for (int64_t i = 0; i < r->n_routes; ++i) {
         const route_e *e = &r->routes[i];
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            uint8_t *rt = m->routes + ((y * m->width + x) * m->n_colours + e->colour) * 2;
+            uint8_t *rt = route_at(m, y * m->width + x, e->colour);
             rt[0] = rt[1] = 0;
         }
     }
     for (int64_t j = 0; j < r->n_recvs; ++j) {
         const recv_e *e = &r->recvs[j];
-        FOR_BAND_CELLS(b, &e->rc, x, y) m->recv_slot[(y * m->width + x) * m->n_colours + e->colour] = 0;
+        FOR_BAND_CELLS(b, &e->rc, x, y) *slot_at(m, y * m->width + x, e->colour) = 0;
     }
 }
 
@@ -1303,6 +1326,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_routes; ++i, p += W_ROUTE) {
         route_e *e = &r->routes[i];
         e->colour = (int32_t)p[0];
+        if (!use_colour(r->m, e->colour)) return false;
         e->rx = (uint8_t)p[1];
         e->tx = (uint8_t)p[2];
         e->rc = eval_rect(p + 3, r->v, W, H);
@@ -1312,6 +1336,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_sends; ++i, p += W_SEND) {
         send_e *e = &r->sends[i];
         e->colour = (int32_t)p[0];
+        if (!use_colour(r->m, e->colour)) return false;
         e->max_hops = p[1];
         e->rc = eval_rect(p + 2, r->v, W, H);
         load_box(p + 2 + W_RECT, &e->box);
@@ -1322,6 +1347,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_recvs; ++i, p += W_RECV) {
         recv_e *e = &r->recvs[i];
         e->colour = (int32_t)p[0];
+        if (!use_colour(r->m, e->colour)) return false;
         e->rc = eval_rect(p + 1, r->v, W, H);
         load_box(p + 1 + W_RECT, &e->box);
         bbox_add(&r->bbox, &e->rc, &any);
