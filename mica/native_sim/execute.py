@@ -107,8 +107,11 @@ def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResult:
-    """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator."""
+def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: bool | None = None) -> RunResult:
+    """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator.
+
+    ``progress``: a progress bar on stderr for runs longer than a few seconds (None: only when stderr is
+    a terminal; see :class:`mica.native_sim.runtime.Progress`)."""
     program = compiled.program
     mp = compiled.mesh_program
     target = compiled.target
@@ -135,7 +138,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
             else:
                 mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
         try:
-            mesh.run(low.code, lib, scalars, threads)
+            mesh.run(low.code, lib, scalars, threads, progress=progress)
         except SimError as exc:
             raise SimError(_name_op(str(exc), low.op_names)) from None
         outputs = {}

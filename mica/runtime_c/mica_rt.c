@@ -165,6 +165,7 @@ struct mica_mesh {
     uint64_t *core_sent;   /* [core] */
     uint64_t *core_recv;
     mica_totals totals;
+    int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
 };
 
 mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
@@ -1495,6 +1496,34 @@ static int exec_compute(run_t *r, int64_t pos) {
     return 0;
 }
 
+/* Number of EXCHANGE and COMPUTE ops that running [pos, end) executes (loops multiplied out,
+ * saturating); the denominator of mica_progress. The code is validated. */
+static int64_t count_ops(const int64_t *code, int64_t pos, int64_t end) {
+    int64_t n = 0;
+    while (pos < end) {
+        const int64_t *w = code + pos;
+        if (w[0] == MICA_OP_LOOP) {
+            if (w[3] > 0) n = sat_add(n, sat_mul(w[2], count_ops(code, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + w[3])));
+            pos += W_LOOP_HEAD + w[3];
+        } else {
+            n = sat_add(n, 1);
+            pos += w[0] == MICA_OP_EXCHANGE ? W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV
+                                            : W_COMP_HEAD + w[2] * W_CENTRY;
+        }
+    }
+    return n;
+}
+
+/* One more op done (read by mica_progress from another thread). */
+static void progress_step(mica_mesh *m) {
+    __atomic_store_n(&m->progress_done, m->progress_done + 1, __ATOMIC_RELAXED);
+}
+
+void mica_progress(const mica_mesh *m, int64_t *done, int64_t *total) {
+    if (done) *done = m ? __atomic_load_n(&m->progress_done, __ATOMIC_RELAXED) : 0;
+    if (total) *total = m ? __atomic_load_n(&m->progress_total, __ATOMIC_RELAXED) : 0;
+}
+
 static int exec_block(run_t *r, int64_t pos, int64_t end) {
     while (pos < end) {
         const int64_t *w = r->code + pos;
@@ -1514,10 +1543,12 @@ static int exec_block(run_t *r, int64_t pos, int64_t end) {
         }
         case MICA_OP_EXCHANGE:
             if (exec_exchange(r, pos)) return 1;
+            progress_step(r->m);
             pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
             break;
         default:
             if (exec_compute(r, pos)) return 1;
+            progress_step(r->m);
             pos += W_COMP_HEAD + w[2] * W_CENTRY;
             break;
         }
@@ -1547,6 +1578,8 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     }
     vctx vc = {code, m, kernels, n_kernels, err, errlen};
     if (validate_block(&vc, 0, n_words, 0)) return 1;
+    __atomic_store_n(&m->progress_done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->progress_total, count_ops(code, 0, n_words), __ATOMIC_RELAXED);
 
     run_t *r = calloc(1, sizeof *r);
     if (!r || !pool_start(r, n_threads)) {

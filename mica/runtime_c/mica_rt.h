@@ -109,6 +109,11 @@ int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
                  int32_t n_kernels, const double *scalars, int32_t n_threads, char *err, int32_t errlen);
 
+/* Progress of the mica_run in flight on `m` (safe to call from another thread while it runs): the
+ * EXCHANGE and COMPUTE ops executed so far and the number it will execute (loops multiplied out). Both
+ * stay at their final values after the run returns. */
+void mica_progress(const mica_mesh *m, int64_t *done, int64_t *total);
+
 /* Statistics, accumulated over every run since mica_mesh_new (or mica_stats_reset). Arrays are owned by
  * the mesh: per link, index core*4 + MICA_LINK_*, core = y*width + x; per core, index core. */
 typedef struct {
