@@ -64,6 +64,7 @@ void mica_mesh_free(mica_mesh *m);
 int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t bytes,
                           char *err, int32_t errlen);
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+int64_t mica_mesh_host_bytes(const mica_mesh *m);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
@@ -263,6 +264,10 @@ class NativeMesh:
     def commit(self) -> None:
         """Allocates every reserved arena (zeroed)."""
         self._check(self._lib.mica_mesh_commit, self._mesh())
+
+    def host_bytes(self) -> int:
+        """Bytes of host memory the mesh holds (bookkeeping, reserved arenas, route planes in use)."""
+        return int(self._lib.mica_mesh_host_bytes(self._mesh()))
 
     # -- host copies ------------------------------------------------------------------------------
 

@@ -166,6 +166,7 @@ struct mica_mesh {
     uint64_t *core_recv;
     mica_totals totals;
     int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
+    int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
 };
 
 mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
@@ -201,6 +202,9 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     if (!m->arena_size || !m->routes || !m->recv_slot || !m->link_bytes || !m->link_msgs ||
         !m->core_sent || !m->core_recv)
         goto oom;
+    m->host_bytes = (int64_t)(sizeof *m + n * (sizeof *m->arena_size + 8 * sizeof *m->link_bytes +
+                                               sizeof *m->core_sent + sizeof *m->core_recv) +
+                              c * (sizeof *m->routes + sizeof *m->recv_slot));
     return m;
 oom:
     mica_mesh_free(m);
@@ -286,6 +290,8 @@ int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
                 (m->arena_size[y * W + x] > 0) + m->arena_psum[y * (W + 1) + x + 1] +
                 m->arena_psum[(y + 1) * (W + 1) + x] - m->arena_psum[y * (W + 1) + x];
     m->arena_max = biggest;
+    m->host_bytes += (int64_t)((size_t)n * sizeof *m->arena_off + (size_t)((W + 1) * (H + 1)) * sizeof *m->arena_psum) +
+                     (total > 0 ? total + ARENA_ALIGN : 0);
     m->totals.arena_bytes = (uint64_t)reserved;
     m->totals.arena_max = (uint64_t)biggest;
     m->committed = true;
@@ -314,10 +320,15 @@ static int32_t *slot_at(const mica_mesh *m, int64_t core, int32_t colour) {
 
 /* Allocates the planes of `colour` if needed; false if out of host memory. */
 static bool use_colour(mica_mesh *m, int32_t colour) {
-    if (!m->routes[colour]) m->routes[colour] = calloc((size_t)m->n_cores * 2, 1);
-    if (!m->recv_slot[colour]) m->recv_slot[colour] = calloc((size_t)m->n_cores, sizeof **m->recv_slot);
+    if (!m->routes[colour] && (m->routes[colour] = calloc((size_t)m->n_cores * 2, 1)))
+        m->host_bytes += m->n_cores * 2;
+    if (!m->recv_slot[colour] &&
+        (m->recv_slot[colour] = calloc((size_t)m->n_cores, sizeof **m->recv_slot)))
+        m->host_bytes += m->n_cores * (int64_t)sizeof **m->recv_slot;
     return m->routes[colour] && m->recv_slot[colour];
 }
+
+int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes : 0; }
 
 /* ---------------------------------------------------------------------------------------------------
  * Affine values, rectangles, boxes

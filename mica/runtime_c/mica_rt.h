@@ -97,6 +97,9 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
                           char *err, int32_t errlen);
 /* Allocates (zeroed) every reserved arena. */
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+/* Bytes of host memory the mesh holds: per-core bookkeeping, the arenas (as reserved, not the SRAM
+ * size), and the route planes of the colours used so far (scratch of a running mica_run not included). */
+int64_t mica_mesh_host_bytes(const mica_mesh *m);
 
 /* Copies a row-major host array of shape box.extent[0..rank) to (dir = 0) or from (dir = 1) the BOX
  * buffer of every core in RECT (evaluated with all loop variables = 0). Cores whose box is empty are
