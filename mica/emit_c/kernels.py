@@ -9,6 +9,20 @@ every access rewritten from the global array index to the offset in the core's r
 Only identifiers MICA made (buffer names are mangled to ``b<k>``, iterators are isl's ``c<k>``) and
 expressions rebuilt from the expression tree reach the C text.
 
+Contractions. A class whose statement is ``C[..i..j..] = C[..i..j..] (+|-) A[..i..k..] * B[..k..j..]``
+(any loop order; ``A*B + C`` too; C's index one loop per varying dim, so distinct (i, j) are distinct
+elements; A and B other buffers than C) and whose isl AST is a box -- perfectly nested unit-step loops
+whose bounds depend only on x, y, t, kb, under guards on those only -- is printed as one call of
+``mica_contract_<dtype>_<add|sub>(M, N, K, C, strides, A, strides, B, strides)``: a register-blocked
+micro-kernel the compiler writes itself (no BLAS). An MR x NR block of C stays in vector registers (GCC
+vector types, one shape per instruction set, chosen by the preprocessor: :data:`UK_CONFIGS`) while k runs
+over a unit-stride panel of B (packed, zero-padded, when B's j stride is not 1 or the block is partial);
+partial blocks go through a local tile of which only the valid part is stored. Every element of C sees its
+k updates in the original ascending order, each rounded as in the plain statement (a product, then a sum;
+``-ffp-contract=off``), so the result is bit-identical to the plain loop nest
+(tests/native/test_speed_scale.py checks it). The loop vectorizer stays off (build.py): the hand-written
+vectors need none. ``emit_kernel_module(mp, blocked=False)`` prints the plain nests.
+
 Public API: :func:`emit_kernel_module` -> :class:`KernelModule`.
 """
 

@@ -10,10 +10,12 @@
  *
  * Execution
  *   mica_run validates the whole op code first (a malformed program never runs partially), then
- *   interprets it on the calling thread. Each op is executed in phases; the work of a phase is split over
- *   a pool of threads by bands of the op's bounding box in row-major order, so every core is owned by
- *   exactly one thread within a phase, and threads meet at a barrier between phases. Small ops run on
- *   the calling thread alone.
+ *   interprets it on the calling thread. Each op is executed in phases; the work of a phase is split into
+ *   chunks (CHUNKS_PER_THREAD per thread): bands of the op's bounding box in row-major order, so every
+ *   core belongs to exactly one chunk within a phase. Each chunk has its own context (counters, traffic
+ *   log, fault); threads claim chunks dynamically (a thread the OS delays holds up one chunk, not a
+ *   1/n share of the phase) and meet at a barrier between phases. The chunking depends only on the thread
+ *   count given, and which thread runs a chunk changes nothing. Small ops run on the calling thread alone.
  *
  *   EXCHANGE   A  setup:  set routes, evaluate and bounds-check every send/receive box, mark expected
  *                         receives (owner thread of the receiving core)
