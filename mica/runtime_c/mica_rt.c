@@ -38,6 +38,7 @@
  *   arena contents nor statistics (its routes are cleared), so results, statistics and messages are
  *   bit-identical for any thread count, also after a fault.
  */
+#define _GNU_SOURCE /* MADV_HUGEPAGE, MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 
 #include "mica_rt.h"
@@ -49,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---------------------------------------------------------------------------------------------------
  * Word layout and limits
@@ -157,6 +159,7 @@ struct mica_mesh {
     int64_t *arena_size;   /* [core] reserved bytes, 0 = no arena */
     int64_t *arena_off;    /* [core] offset of the arena in pool (after commit) */
     void *pool_raw;        /* the allocation; pool is its 64-byte aligned start */
+    size_t pool_mapped;    /* bytes mapped with mmap (large pools), 0 when pool_raw is from calloc */
     uint8_t *pool;
     uint32_t *arena_psum;  /* [(H+1)*(W+1)] prefix counts of cores with an arena */
     int64_t arena_max;
@@ -218,7 +221,8 @@ void mica_mesh_free(mica_mesh *m) {
     if (!m) return;
     free(m->arena_size);
     free(m->arena_off);
-    free(m->pool_raw);
+    if (m->pool_mapped) munmap(m->pool_raw, m->pool_mapped);
+    else free(m->pool_raw);
     free(m->arena_psum);
     for (int32_t c = 0; m->routes && m->recv_slot && c < m->n_colours; ++c) {
         free(m->routes[c]);
@@ -257,6 +261,29 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
     return 0;
 }
 
+/* Large pools are mapped directly (zero pages on first touch) in multiples of 2 MB and marked for
+ * transparent huge pages: kernels sweep whole arenas core after core, so fewer page faults and TLB
+ * misses; the kernel zeroes each page once, so host memory still follows what the program touches. */
+#define POOL_MMAP_MIN (INT64_C(4) << 20)
+#define HUGE_PAGE (INT64_C(2) << 20)
+static bool pool_alloc(mica_mesh *m, size_t bytes) {
+    if ((int64_t)bytes >= POOL_MMAP_MIN) {
+        size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+            madvise(p, len, MADV_HUGEPAGE); /* advice only: a kernel without THP ignores it */
+#endif
+            m->pool_raw = p;
+            m->pool_mapped = len;
+            return true;
+        }
+    }
+    m->pool_raw = calloc(bytes, 1);
+    m->pool_mapped = 0;
+    return m->pool_raw != NULL;
+}
+
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
     if (!m) {
         set_err(err, errlen, "commit: no mesh");
@@ -281,8 +308,7 @@ int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
         biggest = max64(biggest, s);
     }
     if (total > 0) {
-        m->pool_raw = calloc((size_t)total + ARENA_ALIGN, 1);
-        if (!m->pool_raw) goto oom;
+        if (!pool_alloc(m, (size_t)total + ARENA_ALIGN)) goto oom;
         uintptr_t p = (uintptr_t)m->pool_raw;
         m->pool = (uint8_t *)m->pool_raw + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
     }
