@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,7 +129,8 @@ _WAFER_CHILD = textwrap.dedent("""
 def test_full_wafer(benchmark):
     """matmul 3000^3 f32 on mesh=(750, 994): end to end (compile + run) in a fresh process."""
     threads = default_threads()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH")] if p))
     out = {}
 
     def child():

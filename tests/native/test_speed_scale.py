@@ -213,3 +213,32 @@ def test_run_c_unmaps_its_reference_libraries():
         out = run_c(src(k), "f", {"A": np.ones(4)})["A"]
         np.testing.assert_array_equal(out, np.full(4, k + 1.0))
     assert _mappings() - before < 15             # ~5 mappings per library if they stayed open
+
+
+_WAFER_RSS_CHILD = """
+import json, resource, numpy as np, mica
+op = mica.ops.scaled_add((994, 750))
+p = mica.compile_affine(op, mesh=(750, 994))
+ins = {n: np.full(op.array(n).shape, 1.5, np.float32) for n in op.inputs}
+ins["alpha"] = 2.0
+out = p.run(ins, threads=2).outputs["C"]
+print(json.dumps({"ok": bool(np.all(out == 4.5)), "cores": p.mesh_program.region.cores,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def test_whole_wafer_with_tiny_buffers_stays_small():
+    """An elementwise op on all 745,500 cores of mesh=(750, 994), one element per core, in a fresh process:
+    its peak RSS is far below what SRAM-sized arenas (745,500 x 48 KB = 34 GB) would take."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH")] if p))
+    done = subprocess.run([sys.executable, "-c", _WAFER_RSS_CHILD], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["ok"] and got["cores"] == 750 * 994
+    assert got["rss_mb"] < 1024, got
