@@ -13,9 +13,10 @@
  *   interprets it on the calling thread. Each op is executed in phases; the work of a phase is split into
  *   chunks (CHUNKS_PER_THREAD per thread): bands of the op's bounding box in row-major order, so every
  *   core belongs to exactly one chunk within a phase. Each chunk has its own context (counters, traffic
- *   log, fault); threads claim chunks dynamically (a thread the OS delays holds up one chunk, not a
- *   1/n share of the phase) and meet at a barrier between phases. The chunking depends only on the thread
- *   count given, and which thread runs a chunk changes nothing. Small ops run on the calling thread alone.
+ *   log, fault); threads claim chunks dynamically and the calling thread waits for the phase's chunks
+ *   to be done, not for every thread to show up (a thread the OS delays holds up at most one chunk). The
+ *   chunking depends only on the thread count given, and which thread runs a chunk changes nothing.
+ *   Small ops run on the calling thread alone.
  *
  *   EXCHANGE   A  setup:  set routes, evaluate and bounds-check every send/receive box, mark expected
  *                         receives (owner thread of the receiving core)
@@ -720,13 +721,14 @@ typedef struct run {
     /* threads: nt workers (the caller is worker 0) run the nt_op chunks of a phase, claiming them in
      * order from next_chunk; chunk i has its own context t[i] (counters, traffic log, fault) */
     int nt, nt_op, phase, n_chunks;
-    int next_chunk;
-    bool quit, started;
+    uint64_t ticket;  /* (generation << 32) | (nt_op << 16) | next chunk: claimed with compare-and-swap */
+    int done;         /* chunks of the current generation finished (atomic) */
+    uint32_t gen;     /* generation of the last published phase (under mu) */
+    bool quit;        /* under mu */
     tctx *t;
     struct worker *w;
-    pthread_barrier_t bar;
-    pthread_mutex_t gate_mu;
-    pthread_cond_t gate_cv;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
     uint64_t best_key; /* smallest fault key of the current phase (atomic) */
     /* outcome */
     bool failed;
@@ -1199,30 +1201,46 @@ static void run_chunk(run_t *r, worker_t *w, tctx *t) {
     t->stack_cap = 0;
 }
 
-/* Claims and runs chunks of the current phase until none is left. Chunks are claimed dynamically, so
- * a thread the OS delays (a busy machine) holds up at most one chunk; which thread runs a chunk never
- * changes its result, since every chunk has its own context. */
+/* Claims and runs chunks of the published phase until none is left. Chunks are claimed dynamically
+ * from the ticket, which carries the generation and chunk count with the next index, so a claim never
+ * reads run state that the caller may be rewriting for a later phase; a successful claim (acquire)
+ * sees everything the caller published with the ticket (release). A thread the OS delays holds up at
+ * most the chunk it runs -- the phase ends when every chunk is done, whether or not every thread took
+ * part -- and which thread runs a chunk never changes its result (every chunk has its own context). */
 static void run_chunks(run_t *r, worker_t *w) {
-    int c;
-    while ((c = __atomic_fetch_add(&r->next_chunk, 1, __ATOMIC_RELAXED)) < r->nt_op) run_chunk(r, w, &r->t[c]);
+    uint64_t tk = __atomic_load_n(&r->ticket, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t idx = tk & 0xFFFF, n = (tk >> 16) & 0xFFFF;
+        if (idx >= n) return;
+        if (!__atomic_compare_exchange_n(&r->ticket, &tk, tk + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue; /* tk now holds the current ticket */
+        run_chunk(r, w, &r->t[idx]);
+        if (__atomic_add_fetch(&r->done, 1, __ATOMIC_ACQ_REL) == (int)n) {
+            pthread_mutex_lock(&r->mu);
+            pthread_cond_broadcast(&r->done_cv);
+            pthread_mutex_unlock(&r->mu);
+        }
+        tk = __atomic_load_n(&r->ticket, __ATOMIC_ACQUIRE);
+    }
 }
 
 static void *worker_main(void *arg) {
     worker_t *w = arg;
     run_t *r = w->run;
-    pthread_mutex_lock(&r->gate_mu);
-    while (!r->started) pthread_cond_wait(&r->gate_cv, &r->gate_mu);
-    pthread_mutex_unlock(&r->gate_mu);
+    uint32_t seen = 0;
     for (;;) {
-        pthread_barrier_wait(&r->bar);
-        if (r->quit) break;
+        pthread_mutex_lock(&r->mu);
+        while (!r->quit && r->gen == seen) pthread_cond_wait(&r->work_cv, &r->mu);
+        bool quit = r->quit;
+        seen = r->gen;
+        pthread_mutex_unlock(&r->mu);
+        if (quit) break;
         run_chunks(r, w);
-        pthread_barrier_wait(&r->bar);
     }
     return NULL;
 }
 
-/* Chunks per thread: the unit of dynamic load balancing of a phase. */
+/* Chunks per thread: the unit of dynamic load balancing of a phase (n_chunks < 2^16: see run_chunks). */
 #define CHUNKS_PER_THREAD 8
 
 /* Starts up to n-1 workers; the calling thread is worker 0. Fewer threads are fine (results do not
@@ -1249,26 +1267,24 @@ static bool pool_start(run_t *r, int n) {
     }
     r->nt = 1;
     if (n == 1) return true;
-    pthread_mutex_init(&r->gate_mu, NULL);
-    pthread_cond_init(&r->gate_cv, NULL);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->work_cv, NULL);
+    pthread_cond_init(&r->done_cv, NULL);
     while (r->nt < n && pthread_create(&r->w[r->nt].thread, NULL, worker_main, &r->w[r->nt]) == 0) r->nt++;
-    pthread_barrier_init(&r->bar, NULL, (unsigned)r->nt);
-    pthread_mutex_lock(&r->gate_mu);
-    r->started = true;
-    pthread_cond_broadcast(&r->gate_cv);
-    pthread_mutex_unlock(&r->gate_mu);
     return true;
 }
 
 static void pool_stop(run_t *r, int n) {
     if (!r->t) return;
     if (n > 1) {
+        pthread_mutex_lock(&r->mu);
         r->quit = true;
-        if (r->nt > 1) pthread_barrier_wait(&r->bar);
+        pthread_cond_broadcast(&r->work_cv);
+        pthread_mutex_unlock(&r->mu);
         for (int i = 1; i < r->nt; ++i) pthread_join(r->w[i].thread, NULL);
-        pthread_barrier_destroy(&r->bar);
-        pthread_cond_destroy(&r->gate_cv);
-        pthread_mutex_destroy(&r->gate_mu);
+        pthread_cond_destroy(&r->done_cv);
+        pthread_cond_destroy(&r->work_cv);
+        pthread_mutex_destroy(&r->mu);
     }
     for (int i = 0; i < r->n_chunks; ++i) {
         free(r->t[i].visited);
@@ -1292,10 +1308,19 @@ static void dispatch(run_t *r, int phase) {
         for (int i = 0; i < r->nt_op; ++i) run_chunk(r, &r->w[0], &r->t[i]);
         return;
     }
-    r->next_chunk = 0;
-    pthread_barrier_wait(&r->bar);
+    /* Publish: the phase's state above, then the ticket (release), then wake the workers. */
+    __atomic_store_n(&r->done, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&r->mu);
+    r->gen++;
+    __atomic_store_n(&r->ticket, ((uint64_t)r->gen << 32) | ((uint64_t)r->nt_op << 16), __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_mutex_unlock(&r->mu);
     run_chunks(r, &r->w[0]);
-    pthread_barrier_wait(&r->bar);
+    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < r->nt_op) {
+        pthread_mutex_lock(&r->mu);
+        while (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < r->nt_op) pthread_cond_wait(&r->done_cv, &r->mu);
+        pthread_mutex_unlock(&r->mu);
+    }
 }
 
 /* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool. */
