@@ -55,7 +55,8 @@ static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b 
 #: vectors per row (NV); MR*NV accumulators + NV panel vectors + 1 broadcast fit the vector registers
 #: (32 with AVX-512VL, 16 with AVX/AVX2 and SSE) and keep enough independent adds in flight. With AVX-512
 #: the block uses 256-bit vectors in all 32 registers: measured faster than 512-bit ones on AMD Zen 4
-#: (6x4x8 f32 ~100 GFLOP/s per core against ~78 for 8x2x16, 64^3 tiles, bench/test_emulator.py).
+#: (one core of the AMD EPYC this was tuned on, a standalone C loop calling the generated 64^3 f32 kernel
+#: on one hot arena: 6 rows x 4 vectors of 8 ~95-100 GFLOP/s, 8 x 2 of 16 ~75-78, 6 x 2 of 8 ~95).
 UK_CONFIGS = (("defined(__AVX512VL__)", 32, 6, 4), ("defined(__AVX__)", 32, 6, 2), (None, 16, 4, 2))
 
 #: Depth of the k-panels the contraction packs (bounds the packed buffers on the stack).
