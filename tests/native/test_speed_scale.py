@@ -242,3 +242,17 @@ def test_whole_wafer_with_tiny_buffers_stays_small():
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["ok"] and got["cores"] == 750 * 994
     assert got["rss_mb"] < 1024, got
+
+
+def test_native_arch_builds_have_their_own_cache_key(monkeypatch):
+    from mica.emit_c import build
+    src = "int mica_probe_native(void) { return 3; }"
+    if build.host_target(build.compiler()) is None:
+        pytest.skip("the C compiler cannot target the host CPU")
+    assert build.native_flags() == ("-march=native",)
+    native = build.compile_shared(src, name="probe_native", native=True)
+    plain = build.compile_shared(src, name="probe_native")
+    assert native != plain                       # -march=native and the host's target are in the key
+    monkeypatch.setenv(build.NATIVE_ENV, "0")
+    assert build.native_flags() == ()
+    assert build.compile_shared(src, name="probe_native", native=True) == plain
