@@ -366,6 +366,7 @@ int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes : 0;
 typedef struct {
     int64_t x0, x1, y0, y1; /* half-open bounding box, clamped to the mesh; x1 >= x0, y1 >= y0 */
     int64_t xs, xp, ys, yp; /* members: x = xp (mod xs), y = yp (mod ys); 0 <= xp < xs, 0 <= yp < ys */
+    int64_t fx, fy, nx;     /* first member column and row, members per row (set by eval_rect) */
 } irect;
 
 /* The first a' >= a with a' = p (mod s). */
@@ -417,10 +418,22 @@ static irect eval_rect(const int64_t *w, const int64_t *v, int64_t W, int64_t H)
     r.xp = ((eval_affine(st + 1, v) % r.xs) + r.xs) % r.xs;
     r.yp = ((eval_affine(ys + 1, v) % r.ys) + r.ys) % r.ys;
     if (rect_count(&r) == 0) r.x1 = r.x0, r.y1 = r.y0;
+    r.fx = align_up(r.x0, r.xs, r.xp);
+    r.fy = align_up(r.y0, r.ys, r.yp);
+    r.nx = count_members(r.x0, r.x1, r.xs, r.xp);
     return r;
 }
 
 static int64_t rect_area(const irect *r) { return (r->x1 - r->x0) * (r->y1 - r->y0); }
+
+/* Row-major index of member core (x, y) among the members of rc (from eval_rect): per-entry state
+ * arrays (receive counts and senders, staged payloads) hold one slot per member, so a strided rectangle
+ * (every 4th core of a ring's colour) costs its members, not its bounding box. */
+static int64_t cell_of(const irect *rc, int64_t x, int64_t y) {
+    int64_t cx = rc->xs == 1 ? x - rc->fx : (x - rc->fx) / rc->xs;
+    int64_t cy = rc->ys == 1 ? y - rc->fy : (y - rc->fy) / rc->ys;
+    return cy * rc->nx + cx;
+}
 
 static bool rects_meet(const irect *a, const irect *b) {
     return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1);
@@ -835,12 +848,12 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
     recv_e *e = &r->recvs[j];
-    int64_t w = e->rc.x1 - e->rc.x0, entry = r->n_routes + r->n_sends + j;
+    int64_t entry = r->n_routes + r->n_sends + j;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_SETUP, core, entry);
         if (moot(t, key)) return;
-        uint32_t *st = &e->count[(y - e->rc.y0) * w + (x - e->rc.x0)];
+        uint32_t *st = &e->count[cell_of(&e->rc, x, y)];
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         *st = NOT_EXPECTED;
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
@@ -926,7 +939,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
               (long long)x, (long long)y, (long long)want);
         return false;
     }
-    int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
+    int64_t idx = cell_of(&e->rc, x, y);
     if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0)
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
     else
@@ -1028,7 +1041,6 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
     const send_e *e = &r->sends[s];
-    int64_t w = e->rc.x1 - e->rc.x0;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
@@ -1036,7 +1048,7 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         if (bytes == 0) continue;
         if (e->staged)
-            memcpy(r->stage + e->stage_base + ((y - e->rc.y0) * w + (x - e->rc.x0)) * e->stage_slot,
+            memcpy(r->stage + e->stage_base + cell_of(&e->rc, x, y) * e->stage_slot,
                    arena_of(m, core) + e->box.offset, (size_t)bytes);
         t->messages++;
         if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT)) {
@@ -1063,11 +1075,10 @@ static void phase_route(tctx *t, const band_t *b) {
 static void check_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
     const recv_e *e = &r->recvs[j];
-    int64_t w = e->rc.x1 - e->rc.x0;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         uint64_t key = fault_key(PH_CHECK, y * r->m->width + x, r->n_routes + r->n_sends + j);
         if (moot(t, key)) return;
-        uint32_t n = e->count[(y - e->rc.y0) * w + (x - e->rc.x0)];
+        uint32_t n = e->count[cell_of(&e->rc, x, y)];
         if (n == 0)
             fault(t, key, "receive on colour %d at core (%lld,%lld) got no message (receive with no "
                   "matching send)", (int)e->colour, (long long)x, (long long)y);
@@ -1091,7 +1102,7 @@ static const uint8_t *payload_of(const run_t *r, uint64_t src) {
     const send_e *e = &r->sends[s];
     if (!e->staged) return arena_of(r->m, core) + e->box.offset;
     int64_t x = core % r->m->width, y = core / r->m->width;
-    int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
+    int64_t idx = cell_of(&e->rc, x, y);
     return r->stage + e->stage_base + idx * e->stage_slot;
 }
 
@@ -1099,9 +1110,8 @@ static void copy_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
     const recv_e *e = &r->recvs[j];
-    int64_t w = e->rc.x1 - e->rc.x0;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
-        int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
+        int64_t idx = cell_of(&e->rc, x, y);
         if (e->count[idx] != 1) continue;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         memcpy(arena_of(m, y * m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
@@ -1417,9 +1427,9 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         load_box(p + 1 + W_RECT, &e->box);
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
-        recv_cells += rect_area(&e->rc);
+        recv_cells += rect_count(&e->rc);
     }
-    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0};
+    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0};
     *cells = work;
     /* Per-receive state arrays, carved out of two shared scratch buffers. */
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
@@ -1429,7 +1439,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_recvs; ++i) {
         r->recvs[i].count = r->recv_count + off;
         r->recvs[i].src = r->recv_src + off;
-        off += rect_area(&r->recvs[i].rc);
+        off += rect_count(&r->recvs[i].rc);
     }
     return true;
 }
@@ -1449,7 +1459,7 @@ static bool plan_staging(run_t *r) {
         if (!e->staged) continue;
         e->stage_slot = min64(e->box.max_bytes, r->m->arena_max);
         e->stage_base = total;
-        total = sat_add(total, sat_mul(rect_area(&e->rc), e->stage_slot));
+        total = sat_add(total, sat_mul(rect_count(&e->rc), e->stage_slot));
     }
     return total < HOST_LIMIT && grow((void **)&r->stage, &r->stage_cap, (size_t)total, 1);
 }
