@@ -367,6 +367,7 @@ typedef struct {
     int64_t x0, x1, y0, y1; /* half-open bounding box, clamped to the mesh; x1 >= x0, y1 >= y0 */
     int64_t xs, xp, ys, yp; /* members: x = xp (mod xs), y = yp (mod ys); 0 <= xp < xs, 0 <= yp < ys */
     int64_t fx, fy, nx;     /* first member column and row, members per row (set by eval_rect) */
+    int xsh, ysh;           /* log2 of xs, ys when they are powers of two, else -1 */
 } irect;
 
 /* The first a' >= a with a' = p (mod s). */
@@ -421,6 +422,8 @@ static irect eval_rect(const int64_t *w, const int64_t *v, int64_t W, int64_t H)
     r.fx = align_up(r.x0, r.xs, r.xp);
     r.fy = align_up(r.y0, r.ys, r.yp);
     r.nx = count_members(r.x0, r.x1, r.xs, r.xp);
+    r.xsh = (r.xs & (r.xs - 1)) == 0 ? __builtin_ctzll((unsigned long long)r.xs) : -1;
+    r.ysh = (r.ys & (r.ys - 1)) == 0 ? __builtin_ctzll((unsigned long long)r.ys) : -1;
     return r;
 }
 
@@ -430,8 +433,8 @@ static int64_t rect_area(const irect *r) { return (r->x1 - r->x0) * (r->y1 - r->
  * arrays (receive counts and senders, staged payloads) hold one slot per member, so a strided rectangle
  * (every 4th core of a ring's colour) costs its members, not its bounding box. */
 static int64_t cell_of(const irect *rc, int64_t x, int64_t y) {
-    int64_t cx = rc->xs == 1 ? x - rc->fx : (x - rc->fx) / rc->xs;
-    int64_t cy = rc->ys == 1 ? y - rc->fy : (y - rc->fy) / rc->ys;
+    int64_t cx = rc->xsh >= 0 ? (x - rc->fx) >> rc->xsh : (x - rc->fx) / rc->xs;
+    int64_t cy = rc->ysh >= 0 ? (y - rc->fy) >> rc->ysh : (y - rc->fy) / rc->ys;
     return cy * rc->nx + cx;
 }
 
@@ -1429,7 +1432,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         work += rect_area(&e->rc);
         recv_cells += rect_count(&e->rc);
     }
-    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0};
+    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0};
     *cells = work;
     /* Per-receive state arrays, carved out of two shared scratch buffers. */
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
