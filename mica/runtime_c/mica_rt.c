@@ -967,25 +967,25 @@ typedef struct {
 static uint8_t enter_router(tctx *t, const msg_t *g, int64_t c, int in) {
     const mica_mesh *m = t->run->m;
     const uint8_t *rt = route_at(m, c, g->colour);
-    long long x = c % m->width, y = c / m->width;
+    const long long W = m->width; /* the core's (x, y) = (c % W, c / W), computed for messages only */
     if (!(rt[0] & in)) {
         if (in == MICA_RAMP)
             fault(t, g->key, "no route for colour %d at core (%lld,%lld): RAMP not in rx, so the core "
-                  "cannot send on it", g->colour, x, y);
+                  "cannot send on it", g->colour, c % W, c / W);
         else
             fault(t, g->key, "no route for colour %d arriving from %s at core (%lld,%lld) (message "
-                  "from core (%lld,%lld))", g->colour, dir_name(in), x, y, g->sx, g->sy);
+                  "from core (%lld,%lld))", g->colour, dir_name(in), c % W, c / W, g->sx, g->sy);
         return 0;
     }
     if (t->visited[c] == t->stamp) {
         fault(t, g->key, "message on colour %d from core (%lld,%lld) reaches core (%lld,%lld) twice "
-              "(route cycle)", g->colour, g->sx, g->sy, x, y);
+              "(route cycle)", g->colour, g->sx, g->sy, c % W, c / W);
         return 0;
     }
     t->visited[c] = t->stamp;
     if (rt[1] == 0)
         fault(t, g->key, "message on colour %d from core (%lld,%lld) is dropped at core (%lld,%lld): "
-              "empty tx set", g->colour, g->sx, g->sy, x, y);
+              "empty tx set", g->colour, g->sx, g->sy, c % W, c / W);
     return rt[1];
 }
 
