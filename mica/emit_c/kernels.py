@@ -15,7 +15,7 @@ elements; A and B other buffers than C) and whose isl AST is a box -- perfectly 
 whose bounds depend only on x, y, t, kb, under guards on those only -- is printed as one call of
 ``mica_contract_<dtype>_<add|sub>(M, N, K, C, strides, A, strides, B, strides)``: a register-blocked
 micro-kernel the compiler writes itself (no BLAS). An MR x NR block of C stays in vector registers (GCC
-vector types, one shape per instruction set, chosen by the preprocessor: :data:`UK_CONFIGS`) while k runs
+vector types, shapes per instruction set chosen by the preprocessor: :data:`UK_CONFIGS`) while k runs
 over a unit-stride panel of B (packed, zero-padded, when B's j stride is not 1 or the block is partial);
 partial blocks go through a local tile of which only the valid part is stored. Every element of C sees its
 k updates in the original ascending order, each rounded as in the plain statement (a product, then a sum;
@@ -51,13 +51,16 @@ static inline int64_t mica_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 """
 
-#: Register-block shapes of the contraction micro-kernel per instruction set: vector bytes, rows (MR) and
-#: vectors per row (NV); MR*NV accumulators + NV panel vectors + 1 broadcast fit the vector registers
-#: (32 with AVX-512VL, 16 with AVX/AVX2 and SSE) and keep enough independent adds in flight. With AVX-512
-#: the block uses 256-bit vectors in all 32 registers: measured faster than 512-bit ones on AMD Zen 4
-#: (one core of the AMD EPYC this was tuned on, a standalone C loop calling the generated 64^3 f32 kernel
-#: on one hot arena: 6 rows x 4 vectors of 8 ~95-100 GFLOP/s, 8 x 2 of 16 ~75-78, 6 x 2 of 8 ~95).
-UK_CONFIGS = (("defined(__AVX512VL__)", 32, 6, 4), ("defined(__AVX__)", 32, 6, 2), (None, 16, 4, 2))
+#: Register-block shapes of the contraction micro-kernel per instruction set, widest first: (vector bytes,
+#: rows MR, vectors per row NV); a block is MR x (NV vectors). MR*NV accumulators + NV panel vectors + 1
+#: broadcast fit the vector registers (32 with AVX-512, 16 with AVX/AVX2 and SSE). The dispatcher takes the
+#: widest shape whose NR = NV * lanes fits the block's width N. Measured on one core of the AMD EPYC
+#: (Zen 4) this was tuned on, a standalone C loop calling the generated 64^3 f32 kernel, GFLOP/s with a hot
+#: arena / cycling through 1,024 arenas (as the emulator does): 4 x 4 of 64 B 86 / 62, 6 x 4 of 32 B
+#: 100 / 42-46, 8 x 2 of 64 B 75 / 45, 6 x 2 of 32 B 95 / 42.
+UK_CONFIGS = (("defined(__AVX512F__)", ((64, 4, 4), (32, 6, 4), (32, 6, 2))),
+              ("defined(__AVX__)", ((32, 6, 2), (16, 6, 2))),
+              (None, ((16, 4, 2),)))
 
 #: Depth of the k-panels the contraction packs (bounds the packed buffers on the stack).
 UK_KC = 256
@@ -444,22 +447,24 @@ class _KernelPrinter:
 
 # -- register-blocked contractions -------------------------------------------------------------------
 
-def _micro_kernel_c(ct: str, dt: str, op: str, vb: int, mr: int, nv: int) -> list[str]:
-    """Straight-line C of the micro-kernel ``mica_uk_<dt>_<add|sub>``: an ``mr`` x ``nv`` vectors block
-    of C held in vector registers while k runs over a packed or unit-stride panel of B."""
+def _micro_kernel_c(ct: str, dt: str, op: str, vb: int, mr: int, nv: int, tag: str) -> list[str]:
+    """Straight-line C of the micro-kernel ``mica_uk_<dt>_<add|sub>_<tag>``: an ``mr`` x ``nv`` vectors
+    (of ``vb`` bytes) block of C held in vector registers while k runs over a packed or unit-stride panel
+    of B."""
     vl = vb // (4 if ct == "float" else 8)
-    name = f"mica_uk_{dt}_{op}"
+    name = f"mica_uk_{dt}_{op}_{tag}"
+    vt = f"mica_v{dt}_{vb}"
     sign = "+" if op == "add" else "-"
     acc = [[f"c{i}_{v}" for v in range(nv)] for i in range(mr)]
     out = [f"static inline __attribute__((always_inline)) void {name}(int64_t kc, const {ct} *restrict a, "
            f"int64_t asi, int64_t ask, const {ct} *restrict b, int64_t bsk, {ct} *restrict c, int64_t csi) {{",
-           f"  mica_v{dt} {', '.join(x for row in acc for x in row)};"]
+           f"  {vt} {', '.join(x for row in acc for x in row)};"]
     for i in range(mr):
         for v in range(nv):
             out.append(f"  memcpy(&{acc[i][v]}, c + {i} * csi + {v * vl}, sizeof {acc[i][v]});")
     out.append("  for (int64_t k = 0; k < kc; ++k) {")
     out.append(f"    const {ct} *ak = a + k * ask, *bk = b + k * bsk;")
-    out.append(f"    mica_v{dt} {', '.join(f'p{v}' for v in range(nv))};")
+    out.append(f"    {vt} {', '.join(f'p{v}' for v in range(nv))};")
     for v in range(nv):
         out.append(f"    memcpy(&p{v}, bk + {v * vl}, sizeof p{v});")
     for i in range(mr):
@@ -476,25 +481,15 @@ def _micro_kernel_c(ct: str, dt: str, op: str, vb: int, mr: int, nv: int) -> lis
     return out
 
 
-def _contract_driver_c(ct: str, dt: str, op: str) -> list[str]:
-    """C of ``mica_contract_<dt>_<op>``: C[M x N] (+|-)= A[M x K] * B[K x N] over strided operands, with
-    register blocks of MR x NR, B panels packed when they are not unit-stride or a block is partial, and
-    exact remainders. Every element of C sees its k updates in ascending order, each rounded as in the
-    plain kernel (a product, then a sum), so the results are bit-identical to the plain loop nest."""
-    sign = "+" if op == "add" else "-"
-    uk = f"mica_uk_{dt}_{op}"
-    return f"""static void __attribute__((unused)) mica_contract_{dt}_{op}(int64_t M, int64_t N, int64_t K,
+def _block_driver_c(ct: str, dt: str, op: str, mr: int, nr: int, tag: str) -> list[str]:
+    """C of ``mica_blocked_<dt>_<op>_<tag>``: C[M x N] (+|-)= A[M x K] * B[K x N] over strided operands in
+    ``mr`` x ``nr`` register blocks, B panels packed when they are not unit-stride or a block is partial,
+    exact remainders through a local tile of which only the valid part is stored."""
+    uk = f"mica_uk_{dt}_{op}_{tag}"
+    return f"""static void __attribute__((noinline)) mica_blocked_{dt}_{op}_{tag}(int64_t M, int64_t N, int64_t K,
     {ct} *restrict C, int64_t csi, int64_t csj, const {ct} *restrict A, int64_t asi, int64_t ask,
     const {ct} *restrict B, int64_t bsk, int64_t bsj) {{
-  enum {{ MR = MICA_MR_{dt}, NR = MICA_NR_{dt}, KC = {UK_KC} }};
-  if (M < 2 || 2 * N < NR) {{ /* too small to block: the plain nest, in the same order per element */
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < K; ++k) {{
-        const {ct} s = A[i * asi + k * ask];
-        for (int64_t j = 0; j < N; ++j) C[i * csi + j * csj] = C[i * csi + j * csj] {sign} s * B[k * bsk + j * bsj];
-      }}
-    return;
-  }}
+  enum {{ MR = {mr}, NR = {nr}, KC = {UK_KC} }};
   {ct} bp[KC * NR] __attribute__((aligned(64)));
   {ct} ap[KC * MR] __attribute__((aligned(64)));
   {ct} ct[MR * NR] __attribute__((aligned(64)));
@@ -531,25 +526,54 @@ def _contract_driver_c(ct: str, dt: str, op: str) -> list[str]:
 }}""".splitlines()
 
 
+def _contract_dispatch_c(ct: str, dt: str, op: str, nrs: list[int]) -> list[str]:
+    """C of ``mica_contract_<dt>_<op>``: the plain nest for blocks too small to block, else the widest
+    register-block shape whose NR fits N. Every element of C sees its k updates in ascending order, each
+    rounded as in the plain kernel (a product, then a sum), so every path is bit-identical to the plain
+    loop nest."""
+    sign = "+" if op == "add" else "-"
+    args = "M, N, K, C, csi, csj, A, asi, ask, B, bsk, bsj"
+    out = [f"static void __attribute__((unused)) mica_contract_{dt}_{op}(int64_t M, int64_t N, int64_t K,",
+           f"    {ct} *restrict C, int64_t csi, int64_t csj, const {ct} *restrict A, int64_t asi, int64_t ask,",
+           f"    const {ct} *restrict B, int64_t bsk, int64_t bsj) {{",
+           f"  if (M < 2 || 2 * N < {nrs[-1]}) {{ /* too small to block: the plain nest, same order per element */",
+           "    for (int64_t i = 0; i < M; ++i)",
+           "      for (int64_t k = 0; k < K; ++k) {",
+           f"        const {ct} s = A[i * asi + k * ask];",
+           f"        for (int64_t j = 0; j < N; ++j) C[i * csi + j * csj] = C[i * csi + j * csj] {sign} s * B[k * bsk + j * bsj];",
+           "      }",
+           "    return;",
+           "  }"]
+    for n, nr in enumerate(nrs):
+        cond = f"if (N >= {nr}) " if n < len(nrs) - 1 else ""
+        out.append(f"  {cond}{{ mica_blocked_{dt}_{op}_{n}({args}); return; }}")
+    out.append("}")
+    return out
+
+
 def contraction_support_c(dtypes: set[str]) -> str:
-    """The micro-kernels and drivers for contractions of ``dtypes`` (``f32``/``f64``), one register-block
-    shape per instruction set the host compiler targets (chosen by the preprocessor)."""
+    """The micro-kernels and drivers for contractions of ``dtypes`` (``f32``/``f64``): per instruction set
+    the host compiler targets (chosen by the preprocessor), the register-block shapes of
+    :data:`UK_CONFIGS`, widest first, and a dispatcher picking the widest that fits the block's width."""
     if not dtypes:
         return ""
     lines = ["#include <string.h>"]
-    for k, (cond, vb, mr, nv) in enumerate(UK_CONFIGS):
+    for k, (cond, shapes) in enumerate(UK_CONFIGS):
         lines.append(("#if " if k == 0 else "#elif ") + cond if cond else "#else")
         for dt in sorted(dtypes):
             ct = CTYPE[dt]
-            vl = vb // (4 if ct == "float" else 8)
-            lines += [f"typedef {ct} mica_v{dt} __attribute__((vector_size({vb})));",
-                      f"#define MICA_MR_{dt} {mr}", f"#define MICA_NR_{dt} {vl * nv}"]
+            size = 4 if ct == "float" else 8
+            for vb in sorted({vb for vb, _, _ in shapes}):
+                lines.append(f"typedef {ct} mica_v{dt}_{vb} __attribute__((vector_size({vb})));")
+            nrs = []
+            for n, (vb, mr, nv) in enumerate(shapes):
+                nrs.append(vb // size * nv)
+                for op in ("add", "sub"):
+                    lines += _micro_kernel_c(ct, dt, op, vb, mr, nv, str(n))
+                    lines += _block_driver_c(ct, dt, op, mr, nrs[-1], str(n))
             for op in ("add", "sub"):
-                lines += _micro_kernel_c(ct, dt, op, vb, mr, nv)
+                lines += _contract_dispatch_c(ct, dt, op, nrs)
     lines.append("#endif")
-    for dt in sorted(dtypes):
-        for op in ("add", "sub"):
-            lines += _contract_driver_c(CTYPE[dt], dt, op)
     return "\n".join(lines) + "\n"
 
 
