@@ -141,6 +141,23 @@ def test_machine_parallelism(benchmark):
     print(f"\nmachine: 2 threads of native spinning get {RESULTS['parallelism']:.2f} cores")
 
 
+def _cpu_split(fn) -> dict:
+    import resource
+
+    def cpu(who):
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+    runs = []
+    for _ in range(3):
+        p0, m0 = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_THREAD)
+        fn()
+        tot, main = cpu(resource.RUSAGE_SELF) - p0, cpu(resource.RUSAGE_THREAD) - m0
+        serial = max(0.0, main - (tot - main))
+        runs.append({"cpu_s": tot, "main_thread_cpu_s": main, "worker_cpu_s": tot - main,
+                     "projected_speedup_on_free_cores": tot / (serial + (tot - serial) / 2) if tot else 1.0})
+    return sorted(runs, key=lambda r: r["cpu_s"])[1]
+
+
 SCALING = {"compute-bound": (N, MESH), "exchange-bound": (512, (128, 128))}
 
 
@@ -155,6 +172,15 @@ def test_thread_scaling(benchmark, case, threads):
     benchmark.pedantic(lambda: p.run(ins, threads=threads), rounds=5, warmup_rounds=0)
     RESULTS[(case, threads)] = _median(benchmark)
     benchmark.extra_info["threads"] = threads
+    if threads == 2:
+        # CPU split of one run: the main thread does the serial part plus its chunks, the worker only
+        # chunks; serial ~ main - worker. A projection for 2 free cores (Amdahl), not a measurement:
+        # it ignores memory-bandwidth contention between the threads.
+        cpu = _cpu_split(lambda: p.run(ins, threads=2))
+        benchmark.extra_info.update(cpu)
+        print(f"\n{case}: CPU {cpu['cpu_s']:.3f} s, main thread {cpu['main_thread_cpu_s']:.3f} s, worker "
+              f"{cpu['worker_cpu_s']:.3f} s -> projected 2-over-1 speedup on 2 free cores "
+              f"{cpu['projected_speedup_on_free_cores']:.2f}")
     if (case, 1) in RESULTS and (case, 2) in RESULTS:
         s = RESULTS[(case, 1)] / RESULTS[(case, 2)]
         benchmark.extra_info["speedup_2_over_1"] = s
