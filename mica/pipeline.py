@@ -111,11 +111,12 @@ class CompiledProgram:
         from .emit import emit
         return emit(self, kind, out_dir)
 
-    def run(self, inputs, mesh=None, threads: int | None = None):
-        """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`."""
+    def run(self, inputs, mesh=None, threads: int | None = None, progress: bool | None = None):
+        """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`. ``progress``: a
+        progress bar on stderr for long runs (default: only when stderr is a terminal)."""
         from .native_sim.execute import execute
         prog = self.retarget(mesh) if mesh is not None else self
-        return execute(prog, inputs, threads=threads)
+        return execute(prog, inputs, threads=threads, progress=progress)
 
     def __str__(self) -> str:
         return f"{self.schedule}\n{self.cost}"

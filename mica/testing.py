@@ -15,7 +15,7 @@ library with cffi in ABI mode.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from contextlib import contextmanager
 
 import cffi
 import islpy as isl
@@ -34,11 +34,19 @@ NP_DTYPE = {"f64": np.float64, "f32": np.float32, "double": np.float64, "float":
 CTYPE = {"f64": "double", "f32": "float"}
 
 
-@lru_cache(maxsize=None)
+@contextmanager
 def _load(path: str, cdef: str):
+    """Opens the library at ``path`` for the duration of a ``with`` block and unmaps it (``dlclose``)
+    afterwards, so that a long-lived process checking many programs does not accumulate mapped libraries
+    (the compiled file stays in the cache; opening it again costs a ``dlopen``). Nothing from the library
+    outlives the block: the callers copy their results into numpy arrays they own."""
     ffi = cffi.FFI()
     ffi.cdef(cdef)
-    return ffi, ffi.dlopen(path)
+    lib = ffi.dlopen(path)
+    try:
+        yield ffi, lib
+    finally:
+        ffi.dlclose(lib)
 
 
 def _array_arg(name: str, value, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -107,9 +115,9 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
     proto = f"void {entry}({', '.join(decls) or 'void'})"
     text = f"{_math_prelude(source)}\n{source}\n\n{proto} {{ {fname}({', '.join(call_args)}); }}\n"
     path = compile_shared(text, name=f"ref_{fname}", flags=("-lm",))
-    ffi, lib = _load(str(path), proto + ";")
-    args = [ffi.from_buffer(v) if isinstance(v, np.ndarray) else v for v in values]
-    getattr(lib, entry)(*args)
+    with _load(str(path), proto + ";") as (ffi, lib):
+        args = [ffi.from_buffer(v) if isinstance(v, np.ndarray) else v for v in values]
+        getattr(lib, entry)(*args)
     written = written_names(fdef)
     for p in sig:
         if p.kind == "array" and p.name in written:
@@ -259,7 +267,6 @@ def run_program(program: Program, inputs: dict) -> dict[str, np.ndarray]:
         raise InputError(f"run_program needs a Program, got {type(program).__name__}")
     src = program_c(program)
     path = compile_shared(src, name=f"prog_{program.name}", flags=("-lm",))
-    ffi, lib = _load(str(path), "void mica_program(void **arrays, const double *scalars);")
     bufs = {}
     for a in program.arrays:
         dt = NP_DTYPE[a.dtype]
@@ -274,10 +281,11 @@ def run_program(program: Program, inputs: dict) -> dict[str, np.ndarray]:
         if n not in inputs:
             raise InputError(f"run_program: scalar {n!r} is missing")
         scal.append(float(_number(n, inputs[n])))
-    keep = [ffi.from_buffer(bufs[a.name]) for a in program.arrays]
-    ptrs = ffi.new("void *[]", [ffi.cast("void *", b) for b in keep] or [ffi.NULL])
-    sc = ffi.new("double[]", scal or [0.0])
-    lib.mica_program(ptrs, sc)
+    with _load(str(path), "void mica_program(void **arrays, const double *scalars);") as (ffi, lib):
+        keep = [ffi.from_buffer(bufs[a.name]) for a in program.arrays]
+        ptrs = ffi.new("void *[]", [ffi.cast("void *", b) for b in keep] or [ffi.NULL])
+        sc = ffi.new("double[]", scal or [0.0])
+        lib.mica_program(ptrs, sc)
     return {n: bufs[n] for n in program.outputs}
 
 

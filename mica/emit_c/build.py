@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
 import re
 import shutil
 import stat
@@ -45,8 +46,15 @@ FORMAT_VERSION = "mica-build-2"
 #: ``-fno-tree-loop-vectorize``: GCC 12.2's loop vectorizer vectorizes outer loops across a (1, 1)
 #: dependence and returns wrong results (tests/fuzz/found/gcc-o3-miscompile-standalone.c, a plain C
 #: reproducer). Correctness first: loop vectorization stays off (basic-block SLP vectorization stays on)
-#: until kernels are written so that the compiler needs no loop vectorizer (register-blocked micro-kernels).
-DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-fno-tree-loop-vectorize", "-std=c11", "-fPIC", "-shared", "-pthread", "-fno-strict-aliasing")
+#: until kernels are written so that the compiler needs no loop vectorizer (register-blocked micro-kernels:
+#: contractions are vectorized by hand in emit_c.kernels with GCC vector types, not by the loop vectorizer).
+#: ``-ffp-contract=off``: no fused multiply-adds behind the program's back (ISO C mode already implies it
+#: with GCC; spelled out because the blocked contractions promise results bit-identical to the plain loops).
+DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-fno-tree-loop-vectorize", "-ffp-contract=off", "-std=c11", "-fPIC",
+                                  "-shared", "-pthread", "-fno-strict-aliasing")
+
+#: Environment variable that turns off ``-march=native`` for generated kernels (``0``, ``no``, ``off``).
+NATIVE_ENV = "MICA_NATIVE_ARCH"
 
 #: Lines of compiler output quoted in an :class:`EmitError`.
 ERROR_LINES = 40
@@ -97,6 +105,30 @@ def runtime_abi() -> str:
         return "no-runtime-header"
 
 
+@functools.lru_cache(maxsize=None)
+def host_target(cc: str) -> str | None:
+    """What ``-march=native`` means for ``cc`` on this machine: the compiler's resolved target options
+    (``-march=native -Q --help=target``: the CPU model it detected and every instruction-set flag), or
+    None when the compiler cannot target the host. Part of the cache key of every library built with
+    ``-march=native``, so a cache shared between machines never hands one CPU's code to another."""
+    try:
+        done = subprocess.run([cc, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0 or not done.stdout:
+        return None
+    return f"{platform.machine()}\n{done.stdout}"
+
+
+def native_flags(cc: str | None = None) -> tuple[str, ...]:
+    """``("-march=native",)`` when the compiler supports it and ``$MICA_NATIVE_ARCH`` does not turn it
+    off, else ``()``."""
+    if os.environ.get(NATIVE_ENV, "").strip().lower() in ("0", "no", "off", "false"):
+        return ()
+    return ("-march=native",) if host_target(cc or compiler()) is not None else ()
+
+
 def cache_key(source: str, cc_version: str, flags: tuple[str, ...]) -> str:
     """SHA-256 (hex) of the inputs that determine a compiled library."""
     h = hashlib.sha256()
@@ -107,16 +139,20 @@ def cache_key(source: str, cc_version: str, flags: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def compile_shared(source: str, *, name: str, flags: tuple[str, ...] = ()) -> Path:
+def compile_shared(source: str, *, name: str, flags: tuple[str, ...] = (), native: bool = False) -> Path:
     """Compiles C ``source`` into a shared library and returns its path (cached by content).
 
     ``name`` only makes the file name readable; ``flags`` are extra compiler arguments (include
     directories, defines, libraries), placed after the source file so that ``-l`` options link.
+    ``native`` adds :func:`native_flags` (``-march=native``; the cache key then also covers
+    :func:`host_target`, the CPU the code is built for).
     Raises :class:`EmitError` if the compiler fails or the cache directory is unusable or not private.
     """
     cc = compiler()
-    extra = tuple(flags)
-    key = cache_key(source, compiler_version(cc), DEFAULT_FLAGS + extra)
+    arch = native_flags(cc) if native else ()
+    extra = arch + tuple(flags)
+    version = compiler_version(cc) + (f"\n{host_target(cc)}" if arch else "")
+    key = cache_key(source, version, DEFAULT_FLAGS + extra)
     directory = cache_dir()
     if not directory.is_dir():
         try:

@@ -171,8 +171,11 @@ def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResult:
-    """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator."""
+def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: bool | None = None) -> RunResult:
+    """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator.
+
+    ``progress``: a progress bar on stderr for runs longer than a few seconds (None: only when stderr is
+    a terminal; see :class:`mica.native_sim.runtime.Progress`)."""
     program = compiled.program
     mp = compiled.mesh_program
     target = compiled.target
@@ -187,7 +190,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
     # Both the kernel library and the mesh are released when the run ends: a long-lived process running
     # many programs must not accumulate mapped libraries.
     source = km.source + emit_work_module(mp, target, km.names)
-    with load_kernels(compile_shared(source, name=f"kernels_{mp.name}")) as lib, \
+    with load_kernels(compile_shared(source, name=f"kernels_{mp.name}", native=True)) as lib, \
             NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
         mesh.set_timing(target.hop_latency, target.link_bytes_per_cycle)
         r = mp.region
@@ -201,7 +204,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None) -> RunResu
             else:
                 mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
         try:
-            mesh.run(low.code, lib, scalars, threads)
+            mesh.run(low.code, lib, scalars, threads, progress=progress)
         except SimError as exc:
             raise SimError(_name_op(str(exc), low.op_names)) from None
         outputs = {}

@@ -19,7 +19,10 @@ reports raises :class:`mica.errors.SimError` with its one-line message.
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 import threading
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Sequence
@@ -77,6 +80,7 @@ void mica_mesh_free(mica_mesh *m);
 int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t bytes,
                           char *err, int32_t errlen);
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+int64_t mica_mesh_host_bytes(const mica_mesh *m);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
@@ -94,6 +98,7 @@ typedef struct {
     uint64_t arena_max;
 } mica_totals;
 
+void mica_progress(const mica_mesh *m, int64_t *done, int64_t *total);
 void mica_stats(const mica_mesh *m, mica_totals *out);
 const uint64_t *mica_link_bytes(const mica_mesh *m);
 const uint64_t *mica_link_messages(const mica_mesh *m);
@@ -299,6 +304,10 @@ class NativeMesh:
         """Allocates every reserved arena (zeroed)."""
         self._check(self._lib.mica_mesh_commit, self._mesh())
 
+    def host_bytes(self) -> int:
+        """Bytes of host memory the mesh holds (bookkeeping, reserved arenas, route planes in use)."""
+        return int(self._lib.mica_mesh_host_bytes(self._mesh()))
+
     # -- host copies ------------------------------------------------------------------------------
 
     def host_load(self, array: np.ndarray, box: Box, rect: RectLike) -> None:
@@ -335,8 +344,14 @@ class NativeMesh:
         kernels: KernelLib | None = None,
         scalars: Sequence[float] = (),
         threads: int = 1,
+        progress: bool | None = None,
     ) -> None:
-        """Runs an op code (see :func:`mica.native_sim.opcode.encode`) on ``threads`` threads."""
+        """Runs an op code (see :func:`mica.native_sim.opcode.encode`) on ``threads`` threads.
+
+        ``progress``: draw a progress bar on stderr once the run has taken :data:`PROGRESS_AFTER_S`
+        seconds (see :class:`Progress`); None (the default) means: when stderr is a terminal and
+        ``$MICA_PROGRESS`` is not ``0``.
+        """
         words = np.asarray(code)
         if words.ndim != 1 or not np.issubdtype(words.dtype, np.integer):
             raise SimError(f"op code must be a 1-D integer array, got {words.dtype} of shape {words.shape}")
@@ -349,12 +364,20 @@ class NativeMesh:
         table, count = (kernels.table, kernels.count) if kernels is not None else (ffi.NULL, 0)
         work = getattr(kernels, "work", None)
         self._lib.mica_set_work(self._mesh(), work if work is not None else ffi.NULL, count if work is not None else 0)
+        bar = Progress(self, enabled=progress)
         try:
-            self._check(
-                self._lib.mica_run, self._mesh(), code_ptr, words.size, table, count, scalar_buf, threads
-            )
+            with bar:
+                self._check(
+                    self._lib.mica_run, self._mesh(), code_ptr, words.size, table, count, scalar_buf, threads
+                )
         finally:
             self._lib.mica_set_work(self._mesh(), ffi.NULL, 0)
+
+    def progress(self) -> tuple[int, int]:
+        """(ops done, ops in all) of the run in flight, or of the last run."""
+        done, total = ffi.new("int64_t *"), ffi.new("int64_t *")
+        self._lib.mica_progress(self._mesh(), done, total)
+        return int(done[0]), int(total[0])
 
     # -- statistics -------------------------------------------------------------------------------
 
@@ -416,6 +439,89 @@ class NativeMesh:
         err = ffi.new("char[]", _ERR_LEN)
         if fn(*args, err, _ERR_LEN) != 0:
             raise SimError(_message(err))
+
+
+#: Seconds a run must last before its progress bar appears.
+PROGRESS_AFTER_S = 2.0
+#: Seconds between redraws of the progress bar.
+PROGRESS_EVERY_S = 0.5
+#: Environment variable: ``0`` turns the progress bar off, ``1`` turns it on even when stderr is no terminal.
+PROGRESS_ENV = "MICA_PROGRESS"
+
+
+def progress_wanted(enabled: bool | None = None, stream=None) -> bool:
+    """Whether a run draws a progress bar: ``enabled`` if given, else ``$MICA_PROGRESS`` (``0``/``1``) if
+    set, else whether ``stream`` (stderr) is a terminal."""
+    if enabled is not None:
+        return bool(enabled)
+    env = os.environ.get(PROGRESS_ENV, "").strip().lower()
+    if env in ("0", "no", "off", "false"):
+        return False
+    if env in ("1", "yes", "on", "true"):
+        return True
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class Progress:
+    """A progress bar on stderr for one :meth:`NativeMesh.run`, drawn by a watcher thread that polls the
+    runtime's op counter (``mica_progress``; the run itself releases the GIL). Nothing is drawn for runs
+    shorter than :data:`PROGRESS_AFTER_S`, or when :func:`progress_wanted` says no; the bar's line is
+    cleared when the run ends. Use as a context manager around the run."""
+
+    WIDTH = 30
+
+    def __init__(self, mesh: "NativeMesh", enabled: bool | None = None, stream=None):
+        self.mesh, self.stream = mesh, (sys.stderr if stream is None else stream)
+        self.enabled = progress_wanted(enabled, self.stream)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.drawn = 0                      # lines drawn (for tests)
+        self._t0 = 0.0
+
+    def __enter__(self) -> "Progress":
+        if self.enabled:
+            self._t0 = time.monotonic()
+            self._thread = threading.Thread(target=self._watch, name="mica-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            if self.drawn:
+                self._write("\r" + " " * (self.WIDTH + 60) + "\r")
+
+    def line(self, done: int, total: int, elapsed: float) -> str:
+        """The text of the bar for ``done`` of ``total`` ops after ``elapsed`` seconds."""
+        frac = min(1.0, done / total) if total > 0 else 0.0
+        fill = int(round(frac * self.WIDTH))
+        eta = f", ~{elapsed * (1 - frac) / frac:.0f} s left" if 0 < frac < 1 else ""
+        return (f"\rmica emulator [{'#' * fill}{'.' * (self.WIDTH - fill)}] {frac * 100:5.1f}% "
+                f"{done:,}/{total:,} ops, {elapsed:.0f} s{eta}")
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):       # a closed or broken stream: no bar, the run goes on
+            self._stop.set()
+
+    def _watch(self) -> None:
+        if self._stop.wait(PROGRESS_AFTER_S):
+            return
+        while not self._stop.is_set():
+            try:
+                done, total = self.mesh.progress()
+            except SimError:
+                return
+            self._write(self.line(done, total, time.monotonic() - self._t0))
+            self.drawn += 1
+            self._stop.wait(PROGRESS_EVERY_S)
 
 
 def _message(err) -> str:

@@ -76,6 +76,8 @@ def staged_load(array: np.ndarray, t: RegionTensor, region: Region, skew: Skew |
                             lambda d, c: d.tile * c + d.offset if d.coord else np.zeros_like(c))
     clipped = tuple(np.clip(g, 0, d.extent - 1) for g, d in zip(index, t.box))
     staged = np.where(valid, array[clipped], np.zeros((), dtype=array.dtype)).astype(array.dtype)
+    if region.x0 == 0 and region.y0 == 0:            # the region starts at core (0, 0): no shifted copy
+        return staged.reshape(region.y1, region.x1, -1), box, oc.Rect(region.x0, region.x1, region.y0, region.y1)
     full = np.zeros((region.y1, region.x1, *counts), dtype=array.dtype)
     full[region.y0:, region.x0:] = staged
     return full.reshape(region.y1, region.x1, -1), box, oc.Rect(region.x0, region.x1, region.y0, region.y1)

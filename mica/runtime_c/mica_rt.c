@@ -1,18 +1,22 @@
 /* MICA mesh emulator: implementation of mica_rt.h.
  *
  * Layout of the host state
- *   - Per-core bookkeeping arrays (arena size/offset, route table of n_colours x (rx, tx) bytes, the
- *     receive index of the running exchange per colour, traffic statistics). These are the only costs of
- *     a core that reserves nothing.
+ *   - Per-core bookkeeping arrays (arena size/offset, traffic statistics). These are the only costs of a
+ *     core that reserves nothing.
+ *   - Route tables ((rx, tx) bytes) and the receive index of the running exchange, stored as one plane of
+ *     n_cores entries per colour, allocated when an exchange first uses the colour.
  *   - One pooled, zeroed allocation holding every reserved arena (64-byte aligned, so that neighbouring
  *     arenas never share a cache line), made by mica_mesh_commit.
  *
  * Execution
  *   mica_run validates the whole op code first (a malformed program never runs partially), then
- *   interprets it on the calling thread. Each op is executed in phases; the work of a phase is split over
- *   a pool of threads by bands of the op's bounding box in row-major order, so every core is owned by
- *   exactly one thread within a phase, and threads meet at a barrier between phases. Small ops run on
- *   the calling thread alone.
+ *   interprets it on the calling thread. Each op is executed in phases; the work of a phase is split into
+ *   chunks (CHUNKS_PER_THREAD per thread): bands of the op's bounding box in row-major order, so every
+ *   core belongs to exactly one chunk within a phase. Each chunk has its own context (counters, traffic
+ *   log, fault); threads claim chunks dynamically and the calling thread waits for the phase's chunks
+ *   to be done, not for every thread to show up (a thread the OS delays holds up at most one chunk). The
+ *   chunking depends only on the thread count given, and which thread runs a chunk changes nothing.
+ *   Small ops run on the calling thread alone.
  *
  *   EXCHANGE   A  setup:  set routes, evaluate and bounds-check every send/receive box, mark expected
  *                         receives (owner thread of the receiving core)
@@ -46,6 +50,7 @@
  *   arena contents nor statistics (its routes are cleared), so results, statistics and messages are
  *   bit-identical for any thread count, also after a fault.
  */
+#define _GNU_SOURCE /* MADV_HUGEPAGE, MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 
 #include "mica_rt.h"
@@ -57,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---------------------------------------------------------------------------------------------------
  * Word layout and limits
@@ -184,11 +190,12 @@ struct mica_mesh {
     int64_t *arena_size;   /* [core] reserved bytes, 0 = no arena */
     int64_t *arena_off;    /* [core] offset of the arena in pool (after commit) */
     void *pool_raw;        /* the allocation; pool is its 64-byte aligned start */
+    size_t pool_mapped;    /* bytes mapped with mmap (large pools), 0 when pool_raw is from calloc */
     uint8_t *pool;
     uint32_t *arena_psum;  /* [(H+1)*(W+1)] prefix counts of cores with an arena */
     int64_t arena_max;
-    uint8_t *routes;       /* [core][colour][rx, tx] */
-    int32_t *recv_slot;    /* [core][colour] 1 + receive index in the running exchange, else 0 */
+    uint8_t **routes;      /* [colour] -> [core][rx, tx], a plane per colour, allocated on first use */
+    int32_t **recv_slot;   /* [colour] -> [core] 1 + receive index in the running exchange, else 0 */
     uint64_t *link_bytes;  /* [core*4 + link] */
     uint64_t *link_msgs;
     uint64_t *core_sent;   /* [core] */
@@ -203,6 +210,8 @@ struct mica_mesh {
                             that a message along a row or column walks consecutive entries) */
     uint64_t serial;     /* exchanges started */
     uint64_t contended, timed;
+    int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
+    int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
 };
 
 
@@ -243,8 +252,8 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->sram_bytes = sram_bytes;
     m->n_cores = (int64_t)n;
     m->arena_size = calloc(n, sizeof *m->arena_size);
-    m->routes = calloc(n * c * 2, 1);
-    m->recv_slot = calloc(n * c, sizeof *m->recv_slot);
+    m->routes = calloc(c, sizeof *m->routes);
+    m->recv_slot = calloc(c, sizeof *m->recv_slot);
     m->link_bytes = calloc(n * 4, sizeof *m->link_bytes);
     m->link_msgs = calloc(n * 4, sizeof *m->link_msgs);
     m->core_sent = calloc(n, sizeof *m->core_sent);
@@ -252,6 +261,9 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     if (!m->arena_size || !m->routes || !m->recv_slot || !m->link_bytes || !m->link_msgs ||
         !m->core_sent || !m->core_recv || !timing_alloc(m, n))
         goto oom;
+    m->host_bytes = (int64_t)(sizeof *m + n * (sizeof *m->arena_size + 8 * sizeof *m->link_bytes +
+                                               sizeof *m->core_sent + sizeof *m->core_recv) +
+                              c * (sizeof *m->routes + sizeof *m->recv_slot));
     return m;
 oom:
     mica_mesh_free(m);
@@ -263,8 +275,13 @@ void mica_mesh_free(mica_mesh *m) {
     if (!m) return;
     free(m->arena_size);
     free(m->arena_off);
-    free(m->pool_raw);
+    if (m->pool_mapped) munmap(m->pool_raw, m->pool_mapped);
+    else free(m->pool_raw);
     free(m->arena_psum);
+    for (int32_t c = 0; m->routes && m->recv_slot && c < m->n_colours; ++c) {
+        free(m->routes[c]);
+        free(m->recv_slot[c]);
+    }
     free(m->routes);
     free(m->recv_slot);
     free(m->link_bytes);
@@ -299,6 +316,29 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
     return 0;
 }
 
+/* Large pools are mapped directly (zero pages on first touch) in multiples of 2 MB and marked for
+ * transparent huge pages: kernels sweep whole arenas core after core, so fewer page faults and TLB
+ * misses; the kernel zeroes each page once, so host memory still follows what the program touches. */
+#define POOL_MMAP_MIN (INT64_C(4) << 20)
+#define HUGE_PAGE (INT64_C(2) << 20)
+static bool pool_alloc(mica_mesh *m, size_t bytes) {
+    if ((int64_t)bytes >= POOL_MMAP_MIN) {
+        size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+            madvise(p, len, MADV_HUGEPAGE); /* advice only: a kernel without THP ignores it */
+#endif
+            m->pool_raw = p;
+            m->pool_mapped = len;
+            return true;
+        }
+    }
+    m->pool_raw = calloc(bytes, 1);
+    m->pool_mapped = 0;
+    return m->pool_raw != NULL;
+}
+
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
     if (!m) {
         set_err(err, errlen, "commit: no mesh");
@@ -323,8 +363,7 @@ int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
         biggest = max64(biggest, s);
     }
     if (total > 0) {
-        m->pool_raw = calloc((size_t)total + ARENA_ALIGN, 1);
-        if (!m->pool_raw) goto oom;
+        if (!pool_alloc(m, (size_t)total + ARENA_ALIGN)) goto oom;
         uintptr_t p = (uintptr_t)m->pool_raw;
         m->pool = (uint8_t *)m->pool_raw + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
     }
@@ -334,6 +373,8 @@ int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
                 (m->arena_size[y * W + x] > 0) + m->arena_psum[y * (W + 1) + x + 1] +
                 m->arena_psum[(y + 1) * (W + 1) + x] - m->arena_psum[y * (W + 1) + x];
     m->arena_max = biggest;
+    m->host_bytes += (int64_t)((size_t)n * sizeof *m->arena_off + (size_t)((W + 1) * (H + 1)) * sizeof *m->arena_psum) +
+                     (total > 0 ? total + ARENA_ALIGN : 0);
     m->totals.arena_bytes = (uint64_t)reserved;
     m->totals.arena_max = (uint64_t)biggest;
     m->committed = true;
@@ -349,6 +390,29 @@ oom:
 
 static uint8_t *arena_of(const mica_mesh *m, int64_t core) { return m->pool + m->arena_off[core]; }
 
+/* Route tables and receive slots are stored by colour: one plane of n_cores entries per colour the
+ * program uses (a pass over a rectangle of routers on one colour reads contiguous bytes, and colours no
+ * exchange mentions cost nothing). Planes are allocated, zeroed, before the first exchange using them. */
+static uint8_t *route_at(const mica_mesh *m, int64_t core, int32_t colour) {
+    return m->routes[colour] + core * 2;
+}
+
+static int32_t *slot_at(const mica_mesh *m, int64_t core, int32_t colour) {
+    return m->recv_slot[colour] + core;
+}
+
+/* Allocates the planes of `colour` if needed; false if out of host memory. */
+static bool use_colour(mica_mesh *m, int32_t colour) {
+    if (!m->routes[colour] && (m->routes[colour] = calloc((size_t)m->n_cores * 2, 1)))
+        m->host_bytes += m->n_cores * 2;
+    if (!m->recv_slot[colour] &&
+        (m->recv_slot[colour] = calloc((size_t)m->n_cores, sizeof **m->recv_slot)))
+        m->host_bytes += m->n_cores * (int64_t)sizeof **m->recv_slot;
+    return m->routes[colour] && m->recv_slot[colour];
+}
+
+int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes : 0; }
+
 /* ---------------------------------------------------------------------------------------------------
  * Affine values, rectangles, boxes
  * ------------------------------------------------------------------------------------------------- */
@@ -356,6 +420,8 @@ static uint8_t *arena_of(const mica_mesh *m, int64_t core) { return m->pool + m-
 typedef struct {
     int64_t x0, x1, y0, y1; /* half-open bounding box, clamped to the mesh; x1 >= x0, y1 >= y0 */
     int64_t xs, xp, ys, yp; /* members: x = xp (mod xs), y = yp (mod ys); 0 <= xp < xs, 0 <= yp < ys */
+    int64_t fx, fy, nx;     /* first member column and row, members per row (set by eval_rect) */
+    int xsh, ysh;           /* log2 of xs, ys when they are powers of two, else -1 */
 } irect;
 
 /* The first a' >= a with a' = p (mod s). */
@@ -407,10 +473,24 @@ static irect eval_rect(const int64_t *w, const int64_t *v, int64_t W, int64_t H)
     r.xp = ((eval_affine(st + 1, v) % r.xs) + r.xs) % r.xs;
     r.yp = ((eval_affine(ys + 1, v) % r.ys) + r.ys) % r.ys;
     if (rect_count(&r) == 0) r.x1 = r.x0, r.y1 = r.y0;
+    r.fx = align_up(r.x0, r.xs, r.xp);
+    r.fy = align_up(r.y0, r.ys, r.yp);
+    r.nx = count_members(r.x0, r.x1, r.xs, r.xp);
+    r.xsh = (r.xs & (r.xs - 1)) == 0 ? __builtin_ctzll((unsigned long long)r.xs) : -1;
+    r.ysh = (r.ys & (r.ys - 1)) == 0 ? __builtin_ctzll((unsigned long long)r.ys) : -1;
     return r;
 }
 
 static int64_t rect_area(const irect *r) { return (r->x1 - r->x0) * (r->y1 - r->y0); }
+
+/* Row-major index of member core (x, y) among the members of rc (from eval_rect): per-entry state
+ * arrays (receive counts and senders, staged payloads) hold one slot per member, so a strided rectangle
+ * (every 4th core of a ring's colour) costs its members, not its bounding box. */
+static int64_t cell_of(const irect *rc, int64_t x, int64_t y) {
+    int64_t cx = rc->xsh >= 0 ? (x - rc->fx) >> rc->xsh : (x - rc->fx) / rc->xs;
+    int64_t cy = rc->ysh >= 0 ? (y - rc->fy) >> rc->ysh : (y - rc->fy) / rc->ys;
+    return cy * rc->nx + cx;
+}
 
 static bool rects_meet(const irect *a, const irect *b) {
     return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1);
@@ -687,6 +767,17 @@ typedef struct {
     int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
 } band_t;
 
+/* A pool thread and its routing scratch, lent to the chunk it runs. */
+typedef struct worker {
+    struct run *run;
+    int id;
+    pthread_t thread;
+    uint32_t *visited;
+    uint32_t stamp;
+    hop_t *stack;
+    size_t stack_cap;
+} worker_t;
+
 typedef struct run {
     mica_mesh *m;
     const int64_t *code;
@@ -712,13 +803,17 @@ typedef struct run {
     double *send_end, *recv_arrive;
     size_t send_end_cap, recv_arrive_cap;
     bool do_copy;
-    /* threads */
-    int nt, nt_op, phase;
-    bool quit, started;
+    /* threads: nt workers (the caller is worker 0) run the nt_op chunks of a phase, claiming them in
+     * order from next_chunk; chunk i has its own context t[i] (counters, traffic log, fault) */
+    int nt, nt_op, phase, n_chunks;
+    uint64_t ticket;  /* (generation << 32) | (nt_op << 16) | next chunk: claimed with compare-and-swap */
+    int done;         /* chunks of the current generation finished (atomic) */
+    uint32_t gen;     /* generation of the last published phase (under mu) */
+    bool quit;        /* under mu */
     tctx *t;
-    pthread_barrier_t bar;
-    pthread_mutex_t gate_mu;
-    pthread_cond_t gate_cv;
+    struct worker *w;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
     uint64_t best_key; /* smallest fault key of the current phase (atomic) */
     /* outcome */
     bool failed;
@@ -837,7 +932,7 @@ static void setup_routes(tctx *t, const band_t *b) {
     for (int64_t i = 0; i < r->n_routes; ++i) {
         const route_e *e = &r->routes[i];
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            uint8_t *rt = m->routes + ((y * m->width + x) * m->n_colours + e->colour) * 2;
+            uint8_t *rt = route_at(m, y * m->width + x, e->colour);
             rt[0] = e->rx;
             rt[1] = e->tx;
         }
@@ -848,19 +943,19 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
     recv_e *e = &r->recvs[j];
-    int64_t w = e->rc.x1 - e->rc.x0, entry = r->n_routes + r->n_sends + j;
+    int64_t entry = r->n_routes + r->n_sends + j;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_SETUP, core, entry);
         if (moot(t, key)) return;
-        uint32_t *st = &e->count[(y - e->rc.y0) * w + (x - e->rc.x0)];
+        uint32_t *st = &e->count[cell_of(&e->rc, x, y)];
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         *st = NOT_EXPECTED;
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
         t->expected++;
         x_touch(m, core);
-        int32_t *slot = &m->recv_slot[core * m->n_colours + e->colour];
+        int32_t *slot = slot_at(m, core, e->colour);
         if (*slot == 0) *slot = (int32_t)(j + 1);
     }
 }
@@ -979,7 +1074,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
     const mica_mesh *m = r->m;
     const send_e *se = &r->sends[s];
     int64_t W = m->width, x = core % W, y = core / W;
-    int32_t j1 = m->recv_slot[core * m->n_colours + se->colour];
+    int32_t j1 = *slot_at(m, core, se->colour);
     if (j1 == 0) {
         fault(t, key,
               "message on colour %d from core (%lld,%lld) reached core (%lld,%lld) with no matching "
@@ -998,7 +1093,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
               (long long)x, (long long)y, (long long)want);
         return false;
     }
-    int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
+    int64_t idx = cell_of(&e->rc, x, y);
     if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
         /* The receiver takes the stream in once it reaches the exchange itself. */
@@ -1025,26 +1120,26 @@ typedef struct {
  * Returns the tx set, or 0 after recording a fault. */
 static uint8_t enter_router(tctx *t, const msg_t *g, int64_t c, int in) {
     const mica_mesh *m = t->run->m;
-    const uint8_t *rt = m->routes + (c * m->n_colours + g->colour) * 2;
-    long long x = c % m->width, y = c / m->width;
+    const uint8_t *rt = route_at(m, c, g->colour);
+    const long long W = m->width; /* the core's (x, y) = (c % W, c / W), computed for messages only */
     if (!(rt[0] & in)) {
         if (in == MICA_RAMP)
             fault(t, g->key, "no route for colour %d at core (%lld,%lld): RAMP not in rx, so the core "
-                  "cannot send on it", g->colour, x, y);
+                  "cannot send on it", g->colour, c % W, c / W);
         else
             fault(t, g->key, "no route for colour %d arriving from %s at core (%lld,%lld) (message "
-                  "from core (%lld,%lld))", g->colour, dir_name(in), x, y, g->sx, g->sy);
+                  "from core (%lld,%lld))", g->colour, dir_name(in), c % W, c / W, g->sx, g->sy);
         return 0;
     }
     if (t->visited[c] == t->stamp) {
         fault(t, g->key, "message on colour %d from core (%lld,%lld) reaches core (%lld,%lld) twice "
-              "(route cycle)", g->colour, g->sx, g->sy, x, y);
+              "(route cycle)", g->colour, g->sx, g->sy, c % W, c / W);
         return 0;
     }
     t->visited[c] = t->stamp;
     if (rt[1] == 0)
         fault(t, g->key, "message on colour %d from core (%lld,%lld) is dropped at core (%lld,%lld): "
-              "empty tx set", g->colour, g->sx, g->sy, x, y);
+              "empty tx set", g->colour, g->sx, g->sy, c % W, c / W);
     return rt[1];
 }
 
@@ -1120,18 +1215,17 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
     const send_e *e = &r->sends[s];
-    int64_t w = e->rc.x1 - e->rc.x0;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
         if (moot(t, key)) return;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         if (bytes == 0) {
-            e->end[(y - e->rc.y0) * w + (x - e->rc.x0)] = -1.0;
+            e->end[cell_of(&e->rc, x, y)] = -1.0;
             continue;
         }
         if (e->staged)
-            memcpy(r->stage + e->stage_base + ((y - e->rc.y0) * w + (x - e->rc.x0)) * e->stage_slot,
+            memcpy(r->stage + e->stage_base + cell_of(&e->rc, x, y) * e->stage_slot,
                    arena_of(m, core) + e->box.offset, (size_t)bytes);
         t->messages++;
         size_t log0 = t->log_len;
@@ -1144,7 +1238,7 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
         double end;
         route_message(t, key, s, core, bytes, c->clock, &end);
-        e->end[(y - e->rc.y0) * w + (x - e->rc.x0)] = end;
+        e->end[cell_of(&e->rc, x, y)] = end;
         sender_done(c, end);
     }
 }
@@ -1167,11 +1261,10 @@ static void phase_route(tctx *t, const band_t *b) {
 static void check_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
     const recv_e *e = &r->recvs[j];
-    int64_t w = e->rc.x1 - e->rc.x0;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         uint64_t key = fault_key(PH_CHECK, y * r->m->width + x, r->n_routes + r->n_sends + j);
         if (moot(t, key)) return;
-        uint32_t n = e->count[(y - e->rc.y0) * w + (x - e->rc.x0)];
+        uint32_t n = e->count[cell_of(&e->rc, x, y)];
         if (n == 0)
             fault(t, key, "receive on colour %d at core (%lld,%lld) got no message (receive with no "
                   "matching send)", (int)e->colour, (long long)x, (long long)y);
@@ -1195,7 +1288,7 @@ static const uint8_t *payload_of(const run_t *r, uint64_t src) {
     const send_e *e = &r->sends[s];
     if (!e->staged) return arena_of(r->m, core) + e->box.offset;
     int64_t x = core % r->m->width, y = core / r->m->width;
-    int64_t idx = (y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0);
+    int64_t idx = cell_of(&e->rc, x, y);
     return r->stage + e->stage_base + idx * e->stage_slot;
 }
 
@@ -1203,9 +1296,8 @@ static void copy_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
     const recv_e *e = &r->recvs[j];
-    int64_t w = e->rc.x1 - e->rc.x0;
     FOR_BAND_CELLS(b, &e->rc, x, y) {
-        int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
+        int64_t idx = cell_of(&e->rc, x, y);
         if (e->count[idx] != 1) continue;
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         memcpy(arena_of(m, y * m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
@@ -1239,12 +1331,11 @@ static void finish_timing(tctx *t, const band_t *b) {
     mica_mesh *m = r->m;
     for (int64_t j = 0; j < r->n_recvs; ++j) {
         const recv_e *e = &r->recvs[j];
-        int64_t w = e->rc.x1 - e->rc.x0;
         double dur = -1.0;
         bool varies = false; /* box sizes vary between cores only along x or y axes */
         for (int d = 0; d < e->box.rank; ++d) varies |= e->box.axis[d] == 1 || e->box.axis[d] == 2;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            int64_t idx = (y - e->rc.y0) * w + (x - e->rc.x0);
+            int64_t idx = cell_of(&e->rc, x, y);
             if (e->count[idx] != 1) continue;
             int64_t core = y * m->width + x;
             if (dur < 0 || varies) dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
@@ -1262,13 +1353,13 @@ static void clear_routes(tctx *t, const band_t *b) {
     for (int64_t i = 0; i < r->n_routes; ++i) {
         const route_e *e = &r->routes[i];
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            uint8_t *rt = m->routes + ((y * m->width + x) * m->n_colours + e->colour) * 2;
+            uint8_t *rt = route_at(m, y * m->width + x, e->colour);
             rt[0] = rt[1] = 0;
         }
     }
     for (int64_t j = 0; j < r->n_recvs; ++j) {
         const recv_e *e = &r->recvs[j];
-        FOR_BAND_CELLS(b, &e->rc, x, y) m->recv_slot[(y * m->width + x) * m->n_colours + e->colour] = 0;
+        FOR_BAND_CELLS(b, &e->rc, x, y) *slot_at(m, y * m->width + x, e->colour) = 0;
     }
 }
 
@@ -1322,7 +1413,7 @@ static void phase_compute(tctx *t, const band_t *b) {
  * ------------------------------------------------------------------------------------------------- */
 
 static void run_phase(run_t *r, tctx *t) {
-    band_t b = band_of(r, t->tid);
+    band_t b = band_of(r, t->tid);  /* chunk t->tid of nt_op */
     switch (r->phase) {
     case PH_SETUP: phase_setup(t, &b); break;
     case PH_ROUTE: phase_route(t, &b); break;
@@ -1332,79 +1423,147 @@ static void run_phase(run_t *r, tctx *t) {
     }
 }
 
-static void *worker_main(void *arg) {
-    tctx *t = arg;
-    run_t *r = t->run;
-    pthread_mutex_lock(&r->gate_mu);
-    while (!r->started) pthread_cond_wait(&r->gate_cv, &r->gate_mu);
-    pthread_mutex_unlock(&r->gate_mu);
+/* Runs chunk t of the current phase on worker w, lending it w's routing scratch. */
+static void run_chunk(run_t *r, worker_t *w, tctx *t) {
+    t->visited = w->visited;
+    t->stamp = w->stamp;
+    t->stack = w->stack;
+    t->stack_cap = w->stack_cap;
+    run_phase(r, t);
+    w->visited = t->visited;
+    w->stamp = t->stamp;
+    w->stack = t->stack;
+    w->stack_cap = t->stack_cap;
+    t->visited = NULL;
+    t->stack = NULL;
+    t->stack_cap = 0;
+}
+
+/* Claims and runs chunks of the published phase until none is left. Chunks are claimed dynamically
+ * from the ticket, which carries the generation and chunk count with the next index, so a claim never
+ * reads run state that the caller may be rewriting for a later phase; a successful claim (acquire)
+ * sees everything the caller published with the ticket (release). A thread the OS delays holds up at
+ * most the chunk it runs -- the phase ends when every chunk is done, whether or not every thread took
+ * part -- and which thread runs a chunk never changes its result (every chunk has its own context). */
+static void run_chunks(run_t *r, worker_t *w) {
+    uint64_t tk = __atomic_load_n(&r->ticket, __ATOMIC_ACQUIRE);
     for (;;) {
-        pthread_barrier_wait(&r->bar);
-        if (r->quit) break;
-        run_phase(r, t);
-        pthread_barrier_wait(&r->bar);
+        uint64_t idx = tk & 0xFFFF, n = (tk >> 16) & 0xFFFF;
+        if (idx >= n) return;
+        if (!__atomic_compare_exchange_n(&r->ticket, &tk, tk + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue; /* tk now holds the current ticket */
+        run_chunk(r, w, &r->t[idx]);
+        if (__atomic_add_fetch(&r->done, 1, __ATOMIC_ACQ_REL) == (int)n) {
+            pthread_mutex_lock(&r->mu);
+            pthread_cond_broadcast(&r->done_cv);
+            pthread_mutex_unlock(&r->mu);
+        }
+        tk = __atomic_load_n(&r->ticket, __ATOMIC_ACQUIRE);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker_t *w = arg;
+    run_t *r = w->run;
+    uint32_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->quit && r->gen == seen) pthread_cond_wait(&r->work_cv, &r->mu);
+        bool quit = r->quit;
+        seen = r->gen;
+        pthread_mutex_unlock(&r->mu);
+        if (quit) break;
+        run_chunks(r, w);
     }
     return NULL;
 }
 
-/* Starts up to n-1 workers; the calling thread is thread 0. Fewer threads are fine (results do not
+/* Chunks per thread: the unit of dynamic load balancing of a phase (n_chunks < 2^16: see run_chunks). */
+#define CHUNKS_PER_THREAD 8
+
+/* Starts up to n-1 workers; the calling thread is worker 0. Fewer threads are fine (results do not
  * depend on the count). */
 static bool pool_start(run_t *r, int n) {
-    r->t = calloc((size_t)n, sizeof *r->t);
-    if (!r->t) return false;
-    for (int i = 0; i < n; ++i) {
+    r->n_chunks = n == 1 ? 1 : n * CHUNKS_PER_THREAD;
+    r->t = calloc((size_t)r->n_chunks, sizeof *r->t);
+    r->w = calloc((size_t)n, sizeof *r->w);
+    if (!r->t || !r->w) {
+        free(r->t);
+        free(r->w);
+        r->t = NULL;
+        r->w = NULL;
+        return false;
+    }
+    for (int i = 0; i < r->n_chunks; ++i) {
         r->t[i].run = r;
         r->t[i].tid = i;
         r->t[i].err_key = NO_FAULT;
     }
+    for (int i = 0; i < n; ++i) {
+        r->w[i].run = r;
+        r->w[i].id = i;
+    }
     r->nt = 1;
     if (n == 1) return true;
-    pthread_mutex_init(&r->gate_mu, NULL);
-    pthread_cond_init(&r->gate_cv, NULL);
-    while (r->nt < n && pthread_create(&r->t[r->nt].thread, NULL, worker_main, &r->t[r->nt]) == 0) r->nt++;
-    pthread_barrier_init(&r->bar, NULL, (unsigned)r->nt);
-    pthread_mutex_lock(&r->gate_mu);
-    r->started = true;
-    pthread_cond_broadcast(&r->gate_cv);
-    pthread_mutex_unlock(&r->gate_mu);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->work_cv, NULL);
+    pthread_cond_init(&r->done_cv, NULL);
+    while (r->nt < n && pthread_create(&r->w[r->nt].thread, NULL, worker_main, &r->w[r->nt]) == 0) r->nt++;
     return true;
 }
 
 static void pool_stop(run_t *r, int n) {
     if (!r->t) return;
     if (n > 1) {
+        pthread_mutex_lock(&r->mu);
         r->quit = true;
-        if (r->nt > 1) pthread_barrier_wait(&r->bar);
-        for (int i = 1; i < r->nt; ++i) pthread_join(r->t[i].thread, NULL);
-        pthread_barrier_destroy(&r->bar);
-        pthread_cond_destroy(&r->gate_cv);
-        pthread_mutex_destroy(&r->gate_mu);
+        pthread_cond_broadcast(&r->work_cv);
+        pthread_mutex_unlock(&r->mu);
+        for (int i = 1; i < r->nt; ++i) pthread_join(r->w[i].thread, NULL);
+        pthread_cond_destroy(&r->done_cv);
+        pthread_cond_destroy(&r->work_cv);
+        pthread_mutex_destroy(&r->mu);
     }
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < r->n_chunks; ++i) {
         free(r->t[i].visited);
         free(r->t[i].stack);
         free(r->t[i].log);
         free(r->t[i].msgs);
     }
+    for (int i = 0; i < n; ++i) {
+        free(r->w[i].visited);
+        free(r->w[i].stack);
+    }
     free(r->t);
+    free(r->w);
 }
 
-/* Runs one phase of the current op on nt_op threads and waits for it. */
+/* Runs one phase of the current op, split into nt_op chunks, and waits for it. */
 static void dispatch(run_t *r, int phase) {
     r->phase = phase;
     r->best_key = NO_FAULT;
     for (int i = 0; i < r->nt_op; ++i) r->t[i].err_key = NO_FAULT;
-    if (r->nt_op == 1) {
-        run_phase(r, &r->t[0]);
+    if (r->nt_op == 1 || r->nt == 1) {
+        for (int i = 0; i < r->nt_op; ++i) run_chunk(r, &r->w[0], &r->t[i]);
         return;
     }
-    pthread_barrier_wait(&r->bar);
-    run_phase(r, &r->t[0]);
-    pthread_barrier_wait(&r->bar);
+    /* Publish: the phase's state above, then the ticket (release), then wake the workers. */
+    __atomic_store_n(&r->done, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&r->mu);
+    r->gen++;
+    __atomic_store_n(&r->ticket, ((uint64_t)r->gen << 32) | ((uint64_t)r->nt_op << 16), __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&r->work_cv);
+    pthread_mutex_unlock(&r->mu);
+    run_chunks(r, &r->w[0]);
+    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < r->nt_op) {
+        pthread_mutex_lock(&r->mu);
+        while (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < r->nt_op) pthread_cond_wait(&r->done_cv, &r->mu);
+        pthread_mutex_unlock(&r->mu);
+    }
 }
 
-/* Thread count for an op touching `cells` cells. */
-static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->nt; }
+/* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool. */
+static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->n_chunks; }
 
 /* Prefix naming the op and its loop iteration, e.g. "op 7 [v0=3, v1=0]". */
 static void op_prefix(const run_t *r, char *buf, size_t len) {
@@ -1471,6 +1630,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_routes; ++i, p += W_ROUTE) {
         route_e *e = &r->routes[i];
         e->colour = (int32_t)p[0];
+        if (!use_colour(r->m, e->colour)) return false;
         e->rx = (uint8_t)p[1];
         e->tx = (uint8_t)p[2];
         e->rc = eval_rect(p + 3, r->v, W, H);
@@ -1480,6 +1640,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_sends; ++i, p += W_SEND) {
         send_e *e = &r->sends[i];
         e->colour = (int32_t)p[0];
+        if (!use_colour(r->m, e->colour)) return false;
         e->max_hops = p[1];
         e->rc = eval_rect(p + 2, r->v, W, H);
         load_box(p + 2 + W_RECT, &e->box);
@@ -1490,17 +1651,18 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     for (int64_t i = 0; i < r->n_recvs; ++i, p += W_RECV) {
         recv_e *e = &r->recvs[i];
         e->colour = (int32_t)p[0];
+        if (!use_colour(r->m, e->colour)) return false;
         e->rc = eval_rect(p + 1, r->v, W, H);
         load_box(p + 1 + W_RECT, &e->box);
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
-        recv_cells += rect_area(&e->rc);
+        recv_cells += rect_count(&e->rc);
     }
-    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0};
+    if (!any) r->bbox = (irect){0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0};
     *cells = work;
     /* Per-receive state arrays, carved out of two shared scratch buffers. */
     int64_t send_cells = 0;
-    for (int64_t i = 0; i < r->n_sends; ++i) send_cells += rect_area(&r->sends[i].rc);
+    for (int64_t i = 0; i < r->n_sends; ++i) send_cells += rect_count(&r->sends[i].rc);
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
         !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src) ||
         !grow((void **)&r->recv_arrive, &r->recv_arrive_cap, (size_t)recv_cells, sizeof *r->recv_arrive) ||
@@ -1511,12 +1673,12 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         r->recvs[i].count = r->recv_count + off;
         r->recvs[i].src = r->recv_src + off;
         r->recvs[i].arrive = r->recv_arrive + off;
-        off += rect_area(&r->recvs[i].rc);
+        off += rect_count(&r->recvs[i].rc);
     }
     off = 0;
     for (int64_t i = 0; i < r->n_sends; ++i) {
         r->sends[i].end = r->send_end + off;
-        off += rect_area(&r->sends[i].rc);
+        off += rect_count(&r->sends[i].rc);
     }
     return true;
 }
@@ -1536,7 +1698,7 @@ static bool plan_staging(run_t *r) {
         if (!e->staged) continue;
         e->stage_slot = min64(e->box.max_bytes, r->m->arena_max);
         e->stage_base = total;
-        total = sat_add(total, sat_mul(rect_area(&e->rc), e->stage_slot));
+        total = sat_add(total, sat_mul(rect_count(&e->rc), e->stage_slot));
     }
     return total < HOST_LIMIT && grow((void **)&r->stage, &r->stage_cap, (size_t)total, 1);
 }
@@ -1652,14 +1814,13 @@ static bool retime_shared(run_t *r) {
         const send_e *se = &r->sends[g->key & 0xFFFFFF];
         double dur = (double)g->bytes / m->link_bw;
         int64_t c = ev.core;
-        uint8_t tx = m->routes[(c * m->n_colours + se->colour) * 2 + 1];
+        uint8_t tx = route_at(m, c, se->colour)[1];
         if (tx & MICA_RAMP) {
-            int32_t j1 = m->recv_slot[c * m->n_colours + se->colour];
+            int32_t j1 = *slot_at(m, c, se->colour);
             recv_e *e = &r->recvs[j1 - 1]; /* phase B checked that the receive exists */
             int64_t x = c % W, y = c / W;
             double ready = m->cores[c].clock + dur;
-            e->arrive[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] =
-                ev.h + dur > ready ? ev.h + dur : ready;
+            e->arrive[cell_of(&e->rc, x, y)] = ev.h + dur > ready ? ev.h + dur : ready;
             if (ev.hops == 0 && ev.h + dur > g->inject_end) g->inject_end = ev.h + dur;
         }
         for (int k = 0; k < 4; ++k) {
@@ -1681,7 +1842,7 @@ static bool retime_shared(run_t *r) {
     for (size_t k = 0; k < nq; ++k) {
         send_e *e = &r->sends[q[k].key & 0xFFFFFF];
         int64_t core = (int64_t)(q[k].key >> 24), x = core % W, y = core / W;
-        e->end[(y - e->rc.y0) * (e->rc.x1 - e->rc.x0) + (x - e->rc.x0)] = q[k].inject_end;
+        e->end[cell_of(&e->rc, x, y)] = q[k].inject_end;
         sender_done(&m->cores[core], q[k].inject_end); /* contention only delays: a max suffices */
     }
     m->contended += nq;
@@ -1790,10 +1951,38 @@ static int exec_compute(run_t *r, int64_t pos) {
     }
     if (!any) return 0;
     /* Kernel calls carry real work: split them over the threads whenever each gets a core or two. */
-    r->nt_op = cells >= 2 * (int64_t)r->nt ? r->nt : 1;
+    r->nt_op = cells >= 2 * (int64_t)r->n_chunks ? r->n_chunks : (cells >= 2 * (int64_t)r->nt ? r->nt : 1);
     dispatch(r, PH_COMPUTE);
     for (int i = 0; i < r->nt_op; ++i) r->m->totals.computes += r->t[i].computes;
     return 0;
+}
+
+/* Number of EXCHANGE and COMPUTE ops that running [pos, end) executes (loops multiplied out,
+ * saturating); the denominator of mica_progress. The code is validated. */
+static int64_t count_ops(const int64_t *code, int64_t pos, int64_t end) {
+    int64_t n = 0;
+    while (pos < end) {
+        const int64_t *w = code + pos;
+        if (w[0] == MICA_OP_LOOP) {
+            if (w[3] > 0) n = sat_add(n, sat_mul(w[2], count_ops(code, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + w[3])));
+            pos += W_LOOP_HEAD + w[3];
+        } else {
+            n = sat_add(n, 1);
+            pos += w[0] == MICA_OP_EXCHANGE ? W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV
+                                            : W_COMP_HEAD + w[2] * W_CENTRY;
+        }
+    }
+    return n;
+}
+
+/* One more op done (read by mica_progress from another thread). */
+static void progress_step(mica_mesh *m) {
+    __atomic_store_n(&m->progress_done, m->progress_done + 1, __ATOMIC_RELAXED);
+}
+
+void mica_progress(const mica_mesh *m, int64_t *done, int64_t *total) {
+    if (done) *done = m ? __atomic_load_n(&m->progress_done, __ATOMIC_RELAXED) : 0;
+    if (total) *total = m ? __atomic_load_n(&m->progress_total, __ATOMIC_RELAXED) : 0;
 }
 
 static int exec_block(run_t *r, int64_t pos, int64_t end) {
@@ -1815,10 +2004,12 @@ static int exec_block(run_t *r, int64_t pos, int64_t end) {
         }
         case MICA_OP_EXCHANGE:
             if (exec_exchange(r, pos)) return 1;
+            progress_step(r->m);
             pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
             break;
         default:
             if (exec_compute(r, pos)) return 1;
+            progress_step(r->m);
             pos += W_COMP_HEAD + w[2] * W_CENTRY;
             break;
         }
@@ -1848,6 +2039,8 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     }
     vctx vc = {code, m, kernels, n_kernels, err, errlen};
     if (validate_block(&vc, 0, n_words, 0)) return 1;
+    __atomic_store_n(&m->progress_done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->progress_total, count_ops(code, 0, n_words), __ATOMIC_RELAXED);
 
     run_t *r = calloc(1, sizeof *r);
     if (!r || !pool_start(r, n_threads)) {

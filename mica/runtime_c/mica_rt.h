@@ -97,6 +97,9 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
                           char *err, int32_t errlen);
 /* Allocates (zeroed) every reserved arena. */
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+/* Bytes of host memory the mesh holds: per-core bookkeeping, the arenas (as reserved, not the SRAM
+ * size), and the route planes of the colours used so far (scratch of a running mica_run not included). */
+int64_t mica_mesh_host_bytes(const mica_mesh *m);
 
 /* Copies a row-major host array of shape box.extent[0..rank) to (dir = 0) or from (dir = 1) the BOX
  * buffer of every core in RECT (evaluated with all loop variables = 0). Cores whose box is empty are
@@ -108,6 +111,11 @@ int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box
  * program's scalar arguments. Returns 0 on success, nonzero with a message in err on a fault. */
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
                  int32_t n_kernels, const double *scalars, int32_t n_threads, char *err, int32_t errlen);
+
+/* Progress of the mica_run in flight on `m` (safe to call from another thread while it runs): the
+ * EXCHANGE and COMPUTE ops executed so far and the number it will execute (loops multiplied out). Both
+ * stay at their final values after the run returns. */
+void mica_progress(const mica_mesh *m, int64_t *done, int64_t *total);
 
 /* Statistics, accumulated over every run since mica_mesh_new (or mica_stats_reset). Arrays are owned by
  * the mesh: per link, index core*4 + MICA_LINK_*, core = y*width + x; per core, index core. */
