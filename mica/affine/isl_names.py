@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import islpy as isl
 
-from ..errors import AffineError, BudgetError, MicaError
+from ..errors import AffineError, BudgetError, MicaError, ScheduleError
 
 CTX = isl.DEFAULT_CONTEXT
 
@@ -59,7 +59,9 @@ def isl_budget(step: str, ops: int | None = None):
     except isl.Error as exc:
         if out_of_budget(exc):
             raise _budget_error(exc) from None
-        raise
+        # An isl failure is a MICA bug, but it still reaches the user as a MicaError naming the step.
+        raise ScheduleError(f"{step}: isl failed: {str(exc).splitlines()[0] if str(exc) else 'error'}",
+                            detail=str(exc)) from None
     finally:
         _steps.pop()
         CTX.set_max_operations(_steps[-1][1] if _steps else 0)

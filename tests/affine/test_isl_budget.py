@@ -40,6 +40,16 @@ def test_running_out_names_the_step_and_isl_recovers():
         _hard()
 
 
+def test_other_isl_failures_are_wrapped_with_the_step():
+    import islpy as isl
+    with pytest.raises(ScheduleError, match="my step: isl failed"):
+        with isl_budget("my step"):
+            a = iset("{ [i] : 0 <= i < 3 }")
+            b = iset("{ [i, j] : 0 <= i < 3 and 0 <= j < 2 }")
+            a.intersect(b)                  # spaces do not match: isl raises
+    assert isl.DEFAULT_CONTEXT.get_max_operations() == 0
+
+
 def test_nested_steps_name_the_innermost():
     with pytest.raises(BudgetError, match="inner"):
         with isl_budget("outer", 10**9):
