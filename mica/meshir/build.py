@@ -4,7 +4,10 @@
 
 1. sets the program region (the cores that get work) and every array's home :class:`RegionTensor`;
 2. asks :mod:`mica.comm.sets` for the communication plan of every read (local, row or column multicast),
-   adds receive buffers and :class:`Exchange` ops with routes from :mod:`mica.comm.routes`;
+   adds receive buffers and :class:`Exchange` ops with routes from :mod:`mica.comm.routes`; a read that
+   reaches into the neighbours' blocks is a halo (:mod:`mica.comm.halo`): the home gets ghost zones,
+   filled by the host load for read-only arrays and by strip exchanges just before the reading statement
+   for produced ones (:func:`halo_exchange`);
 3. turns every statement into a :class:`Kernel` whose domain is the instances a core runs at a step,
    split into region classes where tile extents are constant (interior, last partial row/column);
 4. combines reductions spread across cores with a chain of one-hop shifts towards coordinate 0;
