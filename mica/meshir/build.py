@@ -350,9 +350,14 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
             r = plan.root
             senders = (Rect.of((r,), (r.shifted(1),), across[0], across[1]) if axis == "x"
                        else Rect.of(across[0], across[1], (r,), (r.shifted(1),)))
+            # The routes reach every core of the line, also cores that hold data but need none of this
+            # panel (the region covers every home): the longest path is to the line's far end.
+            steps = step.steps if (step is not None and r.terms) else 1
+            roots = (r.evaluate({"t": 0}), r.evaluate({"t": steps - 1}))
+            reach = max(max(roots) - span[0], span[1] - 1 - min(roots))
             ops.append(Multicast(f"{plan.array}->{dst}", plan.array, plan.array, dst, axis, r, senders,
                                  b.region.rect, colour, multicast_routes(axis, r, span, across, colour),
-                                 plan.max_hops, plan.relation))
+                                 max(plan.max_hops, reach), plan.relation))
         return Exchange(name, tuple(ops))
 
     body: list = []

@@ -221,12 +221,14 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
              fixed_homes: dict | None = None) -> Candidate:
     """Builds and costs one candidate; a schedule that cannot be built is rejected with the reason."""
     from ..meshir.build import build_mesh_program
+    from ..meshir.verify import verify
     try:
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
                                     fixed_homes=fixed_homes)
             mp = build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
+            verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
         return Candidate(d, None, _short(exc))
