@@ -50,8 +50,13 @@ FORMAT_VERSION = "mica-build-2"
 #: contractions are vectorized by hand in emit_c.kernels with GCC vector types, not by the loop vectorizer).
 #: ``-ffp-contract=off``: no fused multiply-adds behind the program's back (ISO C mode already implies it
 #: with GCC; spelled out because the blocked contractions promise results bit-identical to the plain loops).
-DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-fno-tree-loop-vectorize", "-ffp-contract=off", "-std=c11", "-fPIC",
-                                  "-shared", "-pthread", "-fno-strict-aliasing")
+#: ``-fno-tree-loop-distribution``: GCC 12.2's loop distribution (on at -O3) miscompiles plain C where a
+#: statement reads an array that a later inner loop of the same body writes (fuzz bug 14,
+#: tests/fuzz/found/gcc-o3-loop-distribution-standalone.c): the natively compiled reference and MICA's
+#: kernels are built with the same flags, so both would be wrong alike.
+DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-fno-tree-loop-vectorize", "-fno-tree-loop-distribution",
+                                  "-ffp-contract=off", "-std=c11", "-fPIC", "-shared", "-pthread",
+                                  "-fno-strict-aliasing")
 
 #: Environment variable that turns off ``-march=native`` for generated kernels (``0``, ``no``, ``off``).
 NATIVE_ENV = "MICA_NATIVE_ARCH"

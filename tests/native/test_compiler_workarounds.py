@@ -30,3 +30,30 @@ def test_gcc_outer_loop_vectorizer_is_kept_off():
     prog = mica.affine.from_c(SRC)
     got = mica.compile_affine(prog, mesh=(2, 1), target="wormhole").run({"A": A}).outputs["A"]
     np.testing.assert_array_equal(got, want)
+
+
+DIST = """
+void kernel(int n, float beta, float A[5], float B[n + 1]) {
+  for (int i = 0; i < 3; i += 1) {
+    A[i + 2] += beta + A[i + 1] + (A[i] * B[i]);
+    for (int j = (i + 2 < 8 ? i + 2 : 8) - 1; j >= i; j--)
+      B[j + 2] = 1.5f;
+  }
+}"""
+
+
+def test_gcc_loop_distribution_is_kept_off():
+    """GCC 12.2 -O3's loop distribution reorders the store loop into B before the reads of B (wrong
+    results, fuzz bug 14); the reference and the kernels must both follow the C."""
+    A = np.array([0.85, 0.64, 0.5, 0.3, 0.2], np.float32)
+    B = np.array([0.04, 0.07, 0.5, 0.3, 0.2, 0.1, 0.9], np.float32)
+    a, b = A.copy(), B.copy()
+    for i in range(3):
+        a[i + 2] = np.float32(a[i + 2] + np.float32(np.float32(np.float32(0.7) + a[i + 1]) + np.float32(a[i] * b[i])))
+        for j in range(min(i + 2, 8) - 1, i - 1, -1):
+            b[j + 2] = np.float32(1.5)
+    ins = {"A": A, "B": B, "beta": float(np.float32(0.7))}
+    np.testing.assert_array_equal(run_c(DIST, "kernel", dict(ins), {"n": 6})["A"], a)
+    prog = mica.affine.from_c(DIST, params={"n": 6})
+    got = mica.compile_affine(prog, mesh=(1, 2), target="wormhole").run(ins).outputs["A"]
+    np.testing.assert_array_equal(got, a)
