@@ -34,7 +34,7 @@ from ..tiling.mapping import loop_extent, main_statement
 from ..tiling.schedule import Schedule
 from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_routes, shift_routes
 from ..comm.halo import check_covered, ghosted_box, halo_widths, held_map, merge_widths, strip_relation, strips
-from ..comm.sets import (CommPlan, box_constraints, box_map, classify, classify_ring, is_local, need_map,
+from ..comm.sets import (CommPlan, box_map, classify, classify_ring, is_local, need_map,
                          ownership_map, placement_constraints)
 from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
                  MeshProgram, Multicast, Rect, Region, RegionTensor, RingShift, Shift, Skew)
@@ -254,7 +254,6 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
             if acc.array in ring_arrays:
                 buffers[acc.ref] = ring_buffer(stmt, acc)
                 continue
-            home = b.tensors[acc.array]
             box, pins = b.home_box(acc.array)
             region = b.home_region(acc.array)
             arr = prog.array(acc.array)

@@ -146,6 +146,11 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
     iteration (counted once over all of them); one without it (a halo strip copy) runs whole every time."""
     k = mp.kernel(op.kernel)
     loop_vars = tuple(v for v, _ in scope)
+    parts = []                          # (domain, repeats per enclosing iterations, cycles per instance)
+    for part in k.statements:
+        dom = iset(part.domain)
+        repeats = prod(n for v, n in scope if dom.find_dim_by_name(isl.dim_type.param, "__" + v) < 0)
+        parts.append((dom, repeats, instance_cycles(mp, part, target)))
     best = 0.0
     for cls in k.classes:
         # Tiles are equal inside a class but the domain may clip them: the busiest core is at a corner
@@ -155,11 +160,9 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
                  for y in (r.y0, (r.y0 + r.y1 - 1) // 2, r.y1 - 1)}
         for x, y in sorted(cores):
             cycles = 0.0
-            for part in k.statements:
-                dom = iset(part.domain)
-                repeats = prod(n for v, n in scope if dom.find_dim_by_name(isl.dim_type.param, "__" + v) < 0)
+            for dom, repeats, per in parts:
                 n = count_points(dom, {"__x": x, "__y": y}, drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-                cycles += repeats * n * instance_cycles(mp, part, target)
+                cycles += repeats * n * per
             best = max(best, cycles)
     return best
 

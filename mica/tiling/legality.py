@@ -27,7 +27,7 @@ from functools import lru_cache
 import islpy as isl
 
 from ..affine.deps import dependences, reductions
-from ..affine.isl_names import imap, iset, umap
+from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
 from ..comm.sets import placement_map
