@@ -22,7 +22,8 @@ from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
 from .errors import MicaError
 from .meshir.build import build_mesh_program
-from .meshir.phases import build_phased, fixed_homes_after, operator_program, split_operators
+from .meshir.phases import (build_phased, fixed_homes_after, operator_program, phase_operators,
+                            split_operators)
 from .meshir.ir import MeshProgram
 from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
@@ -148,10 +149,7 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                if len(split_operators(op)) > 1:
-                    sched, report = search_operators(op, mesh, tgt)
-                else:
-                    sched, report = run_search(op, mesh, tgt)
+                sched, report = search_program(op, mesh, tgt)
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise
@@ -182,16 +180,39 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
 
 
+def search_program(op: Program, mesh, tgt: Target) -> tuple[Schedule, SearchReport | None]:
+    """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
+    fission lets spread over the mesh) through :func:`search_operators`."""
+    if len(split_operators(op)) > 1:
+        return search_operators(op, mesh, tgt)
+    splits = operator_splits(op)
+    try:
+        sched, report = run_search(op, mesh, tgt)
+    except MicaError:
+        if not splits:
+            raise
+        try:
+            return search_operators(op, mesh, tgt, splits)
+        except MicaError:
+            pass
+        raise
+    if sched.space or sched.step is not None or not splits:
+        return sched, report
+    try:
+        phased, phased_report = search_operators(op, mesh, tgt, splits)
+    except MicaError:
+        return sched, report
+    if not phased.phases:
+        return sched, report
+    return phased, phased_report
+
+
 def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
     """``sched``'s decisions re-instantiated for ``mesh`` (operator by operator for a phased schedule)."""
     if not sched.phases:
         return derive_schedule(op, mesh, like=sched)
-    ops = split_operators(op)
-    phases: list[Schedule] = []
-    for k, (stmts, p) in enumerate(zip(ops, sched.phases)):
-        sub = operator_program(op, stmts, k)
-        phases.append(derive_schedule(sub, mesh, like=p, fixed_homes=fixed_homes_after(op, ops[:k], phases)))
-    return sched.copy(mesh=mesh, phases=tuple(phases))
+    mapped, _ = map_operators(op, phase_operators(op, sched), mesh, None, like=sched)
+    return sched.copy(mesh=mesh, phases=mapped.phases)
 
 
 def build(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
@@ -201,37 +222,116 @@ def build(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
     return build_mesh_program(op, sched, tgt)
 
 
-def search_operators(op: Program, mesh, tgt: Target) -> tuple[Schedule, SearchReport | None]:
-    """A program of several operators: each operator searched in turn (arrays earlier operators left on
-    the mesh keep their layout), compared with the whole program on one core; the cheaper wins."""
-    ops = split_operators(op)
+def search_operators(op: Program, mesh, tgt: Target,
+                     splits: list[tuple[str, list]] | None = None) -> tuple[Schedule, SearchReport | None]:
+    """A program of several operators, mapped one after another (each searched by
+    :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
+
+    ``splits`` are the ways to cut ``op`` into operators, ``(name, [statements per operator])``; by
+    default the top-level loop nests and, when distributing the nests splits them further, the finest
+    legal fission. Each split is mapped in two orders:
+
+    * program order: every operator takes the layout of the arrays earlier operators left on the mesh
+      (inputs included, so each is loaded once);
+    * heaviest first: operators in decreasing order of work, each taking the layout chosen by the
+      heavier ones for the arrays the program writes (an intermediate is produced where its heaviest
+      consumer wants it); inputs are loaded once per layout.
+    """
+    if splits is None:
+        splits = operator_splits(op)
     one = derive_schedule(op, mesh, assignment=[], name="one-core")
-    one = one.copy(reasons=one.reasons + (f"{op.name} has {len(ops)} operators (top-level loop nests)",))
+    one_line = "one core"
     try:
         one_cost = estimate(build(op, one, tgt), tgt).total_cycles
-    except MicaError:
-        one_cost = float("inf")
-    phases, reports = [], []
-    try:
-        for k, stmts in enumerate(ops):
-            sub = operator_program(op, stmts, k)
-            s_k, r_k = run_search(sub, mesh, tgt, fixed_homes=fixed_homes_after(op, ops[:k], phases))
-            phases.append(s_k)
-            reports.append(r_k)
-        phased = Schedule(mesh, (), None, (), (), name="operators", phases=tuple(phases),
-                          reasons=(f"{len(ops)} operators mapped one after another",))
-        phased_cost = estimate(build(op, phased, tgt), tgt).total_cycles
     except MicaError as exc:
-        phased_cost = float("inf")
-        one = one.copy(reasons=one.reasons + (f"mapping the operators one after another failed: {exc}",))
-    if phased_cost < one_cost:
+        one_cost = float("inf")
+        one_line = f"one core: {str(exc).splitlines()[0][:200]}"
+    tried: list[tuple[float, str, Schedule | None, SearchReport | None]] = []
+    memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
+    for split_name, ops in splits:
+        for heaviest in (False, True):
+            how = f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
+            try:
+                phased, report = map_operators(op, ops, mesh, tgt, heaviest_first=heaviest, memo=memo)
+                phased = phased.copy(reasons=(f"{how}, one after another",))
+                cost = estimate(build(op, phased, tgt), tgt).total_cycles
+            except MicaError as exc:
+                tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+                continue
+            tried.append((cost, how, phased, report))
+            if len(ops) == 1:
+                break                    # one operator: the order does not matter
+    lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
+             for c, how, s, _ in tried]
+    lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")
+                 else f"  {'rejected':>21}  {one_line}")
+    best = min((t for t in tried if t[2] is not None), key=lambda t: t[0], default=None)
+    if best is not None and best[0] < one_cost:
+        cost, how, phased, report = best
         return phased.copy(reasons=phased.reasons + (
-            f"chosen: {phased_cost:,.0f} modelled cycles against {one_cost:,.0f} on one core",)), reports[-1]
+            f"chosen: {cost:,.0f} modelled cycles, the cheapest of:",) + tuple(lines)), report
     if one_cost == float("inf"):
         build(op, one, tgt)          # raises the plain reason (e.g. SRAM)
     return one.copy(reasons=one.reasons + (
-        f"chosen: one core ({one_cost:,.0f} modelled cycles) against {phased_cost:,.0f} for the operators "
-        f"spread over the mesh",)), None
+        f"{op.name} has {len(split_operators(op))} top-level loop nest(s); chosen: one core "
+        f"({one_cost:,.0f} modelled cycles), the cheapest of:",) + tuple(lines)), None
+
+
+def operator_splits(op: Program) -> list[tuple[str, list]]:
+    """The ways :func:`search_operators` cuts ``op``: its top-level loop nests, and the finest legal
+    fission of them when that differs."""
+    nests = split_operators(op)
+    fine = split_operators(op, fine=True)
+    splits = [("loop nests", nests)] if len(nests) > 1 else []
+    if [tuple(s.name for s in g) for g in fine] != [tuple(s.name for s in g) for g in nests]:
+        splits.append(("loop nests distributed", fine))
+    return splits
+
+
+HEAVIEST_FIRST = "operators-heaviest-first"
+
+
+def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_first: bool = False,
+                  like: Schedule | None = None, memo: dict | None = None) -> tuple[Schedule, SearchReport | None]:
+    """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
+    chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
+    heaviest operator's search. With ``like`` (a phased schedule), nothing is searched: every operator
+    keeps the decisions of its phase in ``like``, re-derived for ``mesh`` in ``like``'s order."""
+    if like is not None:
+        heaviest_first = like.name == HEAVIEST_FIRST
+    n = len(ops)
+    order = list(range(n))
+    written = frozenset(s.write.array for s in op.statements)
+    work = [sum(_instances(s) for s in g) for g in ops]
+    heaviest = min(order, key=lambda k: (-work[k], k))
+    if heaviest_first:
+        order.sort(key=lambda k: (-work[k], k))
+    phases: list[Schedule | None] = [None] * n
+    reports: dict[int, SearchReport] = {}
+    for k in order:
+        done = [j for j in range(n) if phases[j] is not None and (heaviest_first or j < k)]
+        fixed = fixed_homes_after(op, [ops[j] for j in done], [phases[j] for j in done],
+                                  arrays=written if heaviest_first else None)
+        resident = frozenset(s.write.array for g in ops[:k] for s in g)
+        sub = operator_program(op, ops[k], k)
+        if like is not None:
+            phases[k], reports[k] = derive_schedule(sub, mesh, like=like.phases[k], fixed_homes=fixed), None
+        else:
+            key = (tuple(s.name for s in ops[k]), frozenset(fixed.items()), resident)
+            if memo is None or key not in memo:
+                found = run_search(sub, mesh, tgt, fixed_homes=fixed, resident=resident)
+                if memo is None:
+                    memo = {}
+                memo[key] = found
+            phases[k], reports[k] = memo[key]
+    name = HEAVIEST_FIRST if heaviest_first else "operators"
+    return Schedule(mesh, (), None, (), (), name=name, phases=tuple(phases)), reports[heaviest]
+
+
+def _instances(stmt) -> int:
+    """How many times ``stmt`` runs (its domain's points)."""
+    v = stmt.domain_set.count_val()
+    return int(v.to_python()) if v.is_int() else 0
 
 
 def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:

@@ -198,11 +198,14 @@ class _Builder:
 
 
 def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
-                       resident: frozenset[str] = frozenset()) -> MeshProgram:
+                       resident: frozenset[str] = frozenset(),
+                       ghost_widths: dict[str, tuple[tuple[int, int], ...]] | None = None) -> MeshProgram:
     """The MeshIR of ``prog`` under ``sched`` on ``target`` (see the module docstring).
 
     ``resident`` names the arrays an earlier operator left on the mesh: they are not loaded from the
-    host, so their ghost zones could not be filled by the load (no halo on them when read-only).
+    host, so reads of their neighbours' blocks are halo exchanges before the read. ``ghost_widths``
+    gives homes ghost zones at least this wide (another operator of the program reads them with a halo,
+    and the home is shared), per array dimension ``(low, high)``.
 
     Raises :class:`ScheduleError` when the schedule could violate a dependence
     (:func:`mica.tiling.legality.check_legal`)."""
@@ -238,7 +241,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     post = [s for s in prog.statements[idx + 1:] if s not in in_step]
     body_main = in_step if step is not None else [main]
 
-    ghosts: dict[str, tuple[tuple[int, int], ...]] = {}     # array -> ghost widths of its home
+    # array -> ghost widths of its home
+    ghosts: dict[str, tuple[tuple[int, int], ...]] = {a: w for a, w in (ghost_widths or {}).items()
+                                                      if a in b.tensors and a not in ring_arrays}
 
     def plan_reads(stmt: Statement):
         """Buffers each access of ``stmt`` uses, the multicasts that fill receive buffers, and the ghost
@@ -278,11 +283,11 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                     if acc.array not in written:
                         raise plan_error from None
                     raise
-                if acc.array not in written and acc.array in resident:
-                    raise plan_error
                 ghosts[acc.array] = merge_widths(ghosts.get(acc.array, widths), widths)
                 buffers[acc.ref] = acc.array
-                if acc.array in written:
+                if acc.array in written or acc.array in resident:
+                    # Not from the host: an array this operator writes, or one an earlier operator left
+                    # on the mesh, gets its ghost zones from the neighbours just before the read.
                     halos[acc.array] = merge_widths(halos.get(acc.array, widths), widths)
                 continue
             if plan.kind == "local":

@@ -15,21 +15,45 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..affine.fission import fission, statement_graph
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.schedule import Schedule
+from ..comm.halo import merge_widths
 from .build import ALIGN, build_mesh_program
 from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram,
                  Multicast, Region, RegionTensor, RingShift, Shift)
 
 
-def split_operators(prog: Program) -> list[tuple[Statement, ...]]:
-    """The statements grouped by top-level loop nest (the first entry of their textual order)."""
+def split_operators(prog: Program, fine: bool = False) -> list[tuple[Statement, ...]]:
+    """The statements grouped by top-level loop nest (the first entry of their textual order); with
+    ``fine``, each nest further distributed into the finest legal sequence (:func:`mica.affine.fission.fission`)."""
     groups: dict[object, list[Statement]] = {}
     for s in prog.statements:
         groups.setdefault(s.order[0] if s.order else 0, []).append(s)
-    return [tuple(g) for g in groups.values()]
+    nests = [tuple(g) for g in groups.values()]
+    return fission(prog, nests) if fine else nests
+
+
+def phase_operators(prog: Program, sched: Schedule) -> list[tuple[Statement, ...]]:
+    """The operators a phased schedule maps: phase ``k`` runs the statements its ``local_order`` names.
+
+    Raises :class:`ScheduleError` unless every statement is in exactly one phase and every dependence of
+    ``prog`` runs from a phase to itself or a later one (running the phases in sequence is then legal)."""
+    groups = [tuple(prog.statement(n) for n, _ in p.local_order) for p in sched.phases]
+    names = [s.name for g in groups for s in g]
+    if sorted(names) != sorted(s.name for s in prog.statements):
+        raise ScheduleError(f"the phases of the schedule run statements {names}; {prog.name} has "
+                            f"{[s.name for s in prog.statements]}, each must run in exactly one phase")
+    phase_of = {s.name: k for k, g in enumerate(groups) for s in g}
+    for src, dsts in statement_graph(prog).items():
+        for dst in dsts:
+            if phase_of[dst] < phase_of[src]:
+                raise ScheduleError(
+                    f"phase {phase_of[dst]} runs {dst}, which depends on {src} of the later phase "
+                    f"{phase_of[src]}: the phases cannot run one after another")
+    return groups
 
 
 def operator_program(prog: Program, stmts: tuple[Statement, ...], k: int) -> Program:
@@ -76,9 +100,8 @@ def _rename_kernel(k: Kernel, buf, ker, prefix: str) -> Kernel:
 
 def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     """The merged MeshIR of every operator of ``prog`` under the phases of ``sched``."""
-    ops = split_operators(prog)
-    if len(ops) != len(sched.phases):
-        raise ScheduleError(f"{prog.name} has {len(ops)} operators, the schedule maps {len(sched.phases)}")
+    ops = phase_operators(prog, sched)
+    written = {s.write.array for s in prog.statements}
     homes: dict[str, RegionTensor] = {}          # array -> the buffer holding it between operators
     loaded: set[str] = set()
     tensors: dict[str, RegionTensor] = {}
@@ -89,9 +112,11 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     skew = None
     colours = 0
     x1 = y1 = 1
-    for k, (stmts, sub_sched) in enumerate(zip(ops, sched.phases)):
-        sub = operator_program(prog, stmts, k)
-        mp = build_mesh_program(sub, sub_sched, target, resident=frozenset(homes))
+    built = _build_operators(prog, ops, sched, target, {})
+    widths = shared_ghosts(built)
+    if widths:
+        built = _build_operators(prog, ops, sched, target, widths)
+    for k, mp in enumerate(built):
         if mp.skew is not None:
             if skew is not None and skew != mp.skew:
                 raise ScheduleError("two operators ring their panels differently; one skew per program")
@@ -101,6 +126,11 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
         for t in mp.tensors:
             shared = homes.get(t.array)
             if t.role in ("home", "partial") and t.name == t.array:
+                if shared is not None and shared.box != t.box and t.array not in written:
+                    # An array no operator writes may be loaded once per layout.
+                    names[t.name] = prefix + t.name
+                    tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
+                    continue
                 if shared is not None:
                     if shared.box != t.box:
                         raise ScheduleError(
@@ -154,12 +184,52 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
                        tuple(loads + body + stores), offset, tuple(n for n, _ in prog.scalars), colours, skew)
 
 
-def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: list[Schedule]) -> dict:
-    """The homes arrays produced (or loaded) by the operators mapped so far keep for the next ones."""
+def _build_operators(prog: Program, ops, sched: Schedule, target: Target, ghosts: dict) -> list[MeshProgram]:
+    """Each operator's MeshIR (arrays written by earlier operators resident; homes ghosted by ``ghosts``)."""
+    out = []
+    for k, (stmts, sub_sched) in enumerate(zip(ops, sched.phases)):
+        sub = operator_program(prog, stmts, k)
+        resident = frozenset(st.write.array for g in ops[:k] for st in g)
+        out.append(build_mesh_program(sub, sub_sched, target, resident=resident, ghost_widths=ghosts))
+    return out
+
+
+def _widths(t: RegionTensor) -> tuple[tuple[int, int], ...]:
+    """The ghost widths ``(low, high)`` per dimension of a home box (zero where it is not a window)."""
+    return tuple((-d.offset, d.span - d.tile + d.offset) if d.window else (0, 0) for d in t.box)
+
+
+def shared_ghosts(built: list[MeshProgram]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Arrays whose home some operator ghosts and another does not (or ghosts less), with the widths
+    every operator's home must then have, so that one home (the widest window) serves all of them.
+    Homes tiled differently are left alone (:func:`build_phased` refuses them)."""
+    homes: dict[str, list[RegionTensor]] = {}
+    for mp in built:
+        for t in mp.tensors:
+            if t.role == "home" and t.name == t.array:
+                homes.setdefault(t.array, []).append(t)
+    out = {}
+    for name, ts in homes.items():
+        tiling = {tuple((d.coord, d.tile, d.extent) for d in t.box) for t in ts}
+        if len(tiling) != 1 or len({t.box for t in ts}) == 1:
+            continue
+        widths = _widths(ts[0])
+        for t in ts[1:]:
+            widths = merge_widths(widths, _widths(t))
+        out[name] = widths
+    return out
+
+
+def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: list[Schedule],
+                      arrays: frozenset[str] | None = None) -> dict:
+    """The homes arrays produced (or loaded) by the operators mapped so far keep for the next ones
+    (only those named in ``arrays``, when given)."""
     from ..tiling.schedule import Home
     fixed = {}
     for stmts, s in zip(ops, scheds):
         touched = {a.array for st in stmts for a in st.accesses}
+        if arrays is not None:
+            touched &= arrays
         if not s.space and s.step is None:
             # A one-core operator leaves whole arrays on core (0, 0).
             for name in touched:

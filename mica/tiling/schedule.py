@@ -196,7 +196,8 @@ class Schedule:
 
     def explain(self) -> str:
         if self.phases:
-            return "\n".join(f"operator {i}: " + "\n  ".join(p.reasons) for i, p in enumerate(self.phases))
+            return "\n".join(list(self.reasons) + [f"operator {i}: " + "\n  ".join(p.reasons)
+                                                   for i, p in enumerate(self.phases)])
         return "\n".join(self.reasons)
 
     def __str__(self) -> str:

@@ -218,7 +218,7 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
 
 
 def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
-             fixed_homes: dict | None = None) -> Candidate:
+             fixed_homes: dict | None = None, resident: frozenset[str] | None = None) -> Candidate:
     """Builds and costs one candidate; a schedule that cannot be built is rejected with the reason."""
     from ..meshir.build import build_mesh_program
     from ..meshir.verify import verify
@@ -227,12 +227,16 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
                                     fixed_homes=fixed_homes)
-            mp = build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
+            mp = build_mesh_program(prog, sched, target, resident=_resident(fixed_homes, resident))
             verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
         return Candidate(d, None, _short(exc))
     return Candidate(d, cost.total_cycles, "", sched, cost)
+
+
+def _resident(fixed_homes: dict | None, resident: frozenset[str] | None) -> frozenset[str]:
+    return frozenset(fixed_homes or ()) if resident is None else resident
 
 
 def _short(exc: Exception) -> str:
@@ -246,8 +250,12 @@ def _short(exc: Exception) -> str:
 
 
 def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=None,
-           fixed_homes: dict | None = None) -> tuple[Schedule, SearchReport]:
+           fixed_homes: dict | None = None, resident: frozenset[str] | None = None
+           ) -> tuple[Schedule, SearchReport]:
     """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search.
+
+    ``fixed_homes`` are layouts other operators chose (see :func:`mica.meshir.phases.fixed_homes_after`);
+    ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``).
 
     Raises the first candidate's error when no candidate is feasible (e.g. the data cannot fit the SRAM
     at all on this mesh), so the user sees the most direct reason.
@@ -267,7 +275,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, "pruned: its compute and minimum latency exceed the best plan"))
         else:
-            c = evaluate(prog, mesh, target, d, fixed_homes)
+            c = evaluate(prog, mesh, target, d, fixed_homes, resident)
             results.append(c)
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)
@@ -285,7 +293,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
         sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
                                 skew=first.skew, reduce=first.reduce, group=first.group, name=first.name,
                                 fixed_homes=fixed_homes)
-        build_mesh_program(prog, sched, target, resident=frozenset(fixed_homes or ()))
+        build_mesh_program(prog, sched, target, resident=_resident(fixed_homes, resident))
         raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
                             detail="\n".join(c.rejected for c in results))
     best = min(feasible, key=lambda i: (results[i].cycles, i))

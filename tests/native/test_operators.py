@@ -105,3 +105,103 @@ def test_ktree_groups_accumulate_only_on_receivers(group):
     s = derive_schedule(op, (12, 4), reduce="tree", group=group)
     res = mica.compile_affine(op, mesh=(12, 4), schedule=s).run({"A": A, "x": x})
     np.testing.assert_allclose(res.outputs["y"], A.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
+
+
+ATAX = open(__file__.replace("native/test_operators.py", "frontend/kernels/atax.c")).read() \
+    .replace("19 + 0", "60").replace("23 + 0", "70")
+
+
+@pytest.mark.parametrize("mesh, target", [((8, 8), "wse2"), ((5, 3), "wormhole")])
+def test_atax_is_distributed_and_spread_over_the_mesh(mesh, target):
+    """atax's second nest holds tmp = A x and y += A^T tmp in one i loop: no mapping of the nest spreads
+    both, so the nest is distributed and each product gets its own layout."""
+    prog = mica.affine.from_c(ATAX, params={"m": 60, "n": 70})
+    compiled = mica.compile_affine(prog, mesh=mesh, target=target)
+    assert len(compiled.schedule.phases) == 3 and compiled.mesh_program.region.cores > 1
+    assert "loop nests distributed" in compiled.explain() and "one core" in compiled.explain()
+    rng = np.random.default_rng(0)
+    ins = {"A": rng.standard_normal((60, 70)), "x": rng.standard_normal(70)}
+    want = run_c(ATAX, "kernel_atax", dict(ins, y=np.zeros(70)), {"m": 60, "n": 70})
+    got = compiled.run(ins).outputs
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-9, atol=1e-9)
+    back = mica.Schedule.from_json(compiled.schedule.to_json())
+    assert mica.compile_affine(prog, mesh=mesh, target=target, schedule=back).meshir == compiled.meshir
+
+
+REORDER = '''
+void reo(int n, double a[4000], double b[4000], double x[4000]) {
+  for (int i = 0; i < n; i++) {
+    if (i > 0) a[i] = b[i - 1] + 1.0;
+    b[i] = x[i] * 2.0;
+  }
+}'''
+
+
+def test_fission_reorders_statements_and_exchanges_a_halo_of_produced_data():
+    """One core cannot hold the arrays; on the mesh S0 would read b[i - 1] before S1 writes it, so the
+    nest is distributed with S1 first, and S0 gets its neighbour's element of b by a halo exchange of
+    the home S1 left (widened by a ghost zone for that)."""
+    prog = mica.affine.from_c(REORDER, params={"n": 4000})
+    compiled = mica.compile_affine(prog, mesh=(16, 16))
+    assert [[n for n, _ in p.local_order] for p in compiled.schedule.phases] == [["S1"], ["S0"]]
+    assert "rejected  one core" in compiled.explain()
+    text = compiled.meshir
+    assert "exchange halo_S0_x" in text and "host_load b" not in text
+    rng = np.random.default_rng(0)
+    ins = {"a": rng.standard_normal(4000), "x": rng.standard_normal(4000)}
+    want = run_c(REORDER, "reo", dict(ins, b=np.zeros(4000)), {"n": 4000})
+    res = compiled.run(ins)
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(res.outputs[name], want[name])
+    res3 = compiled.run(ins, mesh=(5, 3))
+    np.testing.assert_array_equal(res3.outputs["a"], want["a"])
+
+
+GEMV2 = '''
+void gemv2(int n, double A[48][48], double x[48], double w[48], double y[48], double z[48]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) { z[i] = 0; for (int j = 0; j < n; j++) z[i] += A[i][j] * w[j]; }
+}'''
+
+
+def test_an_input_two_operators_lay_out_differently_is_loaded_once_per_layout():
+    from mica.meshir.phases import operator_program
+    prog = mica.affine.from_c(GEMV2, params={"n": 48})
+    ops = split_operators(prog)
+    first = derive_schedule(operator_program(prog, ops[0], 0), (4, 4), assignment=[("i", "x")])
+    second = derive_schedule(operator_program(prog, ops[1], 1), (4, 4), assignment=[("i", "y")])
+    assert first.home("A").dims[0][0] == "x" and second.home("A").dims[0][0] == "y"
+    sched = mica.Schedule((4, 4), (), None, (), (), name="operators", phases=(first, second))
+    compiled = mica.compile_affine(prog, mesh=(4, 4), schedule=sched)
+    text = compiled.meshir
+    assert "host_load A -> A on" in text and "host_load A -> p1_A on" in text
+    rng = np.random.default_rng(2)
+    ins = {"A": rng.standard_normal((48, 48)), "x": rng.standard_normal(48), "w": rng.standard_normal(48)}
+    want = run_c(GEMV2, "gemv2", dict(ins, y=np.zeros(48), z=np.zeros(48)), {"n": 48})
+    got = compiled.run(ins).outputs
+    for name in ("y", "z"):
+        np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
+    """Mapped in program order, ``y = 0`` fixes y's layout and y += A^T tmp must follow it; heaviest
+    first, the reduction chooses and the initialisation follows. Both are costed; the plan records
+    its order, so JSON and another mesh re-derive it the same way."""
+    from mica.pipeline import HEAVIEST_FIRST, map_operators
+    from mica.targets import get_target
+    prog = mica.affine.from_c(ATAX, params={"m": 60, "n": 70})
+    ops = split_operators(prog, fine=True)
+    tgt = get_target("wse2")
+    fwd, _ = map_operators(prog, ops, (8, 8), tgt)
+    heavy, _ = map_operators(prog, ops, (8, 8), tgt, heaviest_first=True)
+    assert fwd.name == "operators" and heavy.name == HEAVIEST_FIRST
+    # The heaviest operators search first and free; y = 0 takes the layout y += A^T tmp chose for y.
+    assert heavy.phases[0].home("y") == heavy.phases[2].home("y")
+    compiled = mica.compile_affine(prog, mesh=(8, 8), schedule=heavy)
+    again = compiled.retarget((4, 4))
+    assert again.schedule.name == HEAVIEST_FIRST
+    assert again.schedule.phases[0].home("y") == again.schedule.phases[2].home("y")
+    rng = np.random.default_rng(0)
+    ins = {"A": rng.standard_normal((60, 70)), "x": rng.standard_normal(70)}
+    want = run_c(ATAX, "kernel_atax", dict(ins, y=np.zeros(70)), {"m": 60, "n": 70})
+    np.testing.assert_allclose(again.run(ins).outputs["y"], want["y"], rtol=1e-9, atol=1e-9)
