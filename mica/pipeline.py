@@ -271,7 +271,13 @@ def search_operators(op: Program, mesh, tgt: Target,
         return phased.copy(reasons=phased.reasons + (
             f"chosen: {cost:,.0f} modelled cycles, the cheapest of:",) + tuple(lines)), report
     if one_cost == float("inf"):
-        build(op, one, tgt)          # raises the plain reason (e.g. SRAM)
+        try:
+            build(op, one, tgt)
+        except MicaError as exc:     # the plain reason (e.g. SRAM), with every way tried as detail
+            exc.detail = "\n".join(["ways tried:"] + lines + ([exc.detail] if exc.detail else []))
+            exc.args = (f"{exc.args[0]}; mapped operator by operator over the {mesh[0]}x{mesh[1]} mesh it "
+                        f"does not work either (the detail lists the ways tried)",)
+            raise
     return one.copy(reasons=one.reasons + (
         f"{op.name} has {len(split_operators(op))} top-level loop nest(s); chosen: one core "
         f"({one_cost:,.0f} modelled cycles), the cheapest of:",) + tuple(lines)), None
@@ -339,10 +345,12 @@ def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:
     fits_full = False
     if mesh != tgt.grid:
         try:
-            build_mesh_program(op, derive_schedule(op, tgt.grid), tgt)
+            build(op, derive_schedule(op, tgt.grid), tgt)
             fits_full = True
         except SramError:
             pass
+        except MicaError:
+            return                   # the default plan does not apply (several operators): no claim
     where = f"the full {tgt.grid[0]}x{tgt.grid[1]} grid"
     exc.args = (f"{exc.args[0]}; " + (f"it fits on {where}" if fits_full
                                       else f"it does not fit even on {where}"),)

@@ -542,7 +542,13 @@ def _strip_tensor(b: _Builder, array: str, box: tuple[BoxDim, ...], role: str) -
 
 def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     """Everything on core (0, 0), in the program's original order: one sequence kernel whose isl AST
-    interleaves the statements exactly as the source does. Legal for every program."""
+    interleaves the statements exactly as the source does. Legal for every program, but only with
+    every home whole on core (0, 0): a layout another operator fixed is refused."""
+    for h in sched.homes:
+        if any(a for a, _ in h.dims) or any(c for _, c in h.pin):
+            raise ScheduleError(f"a one-core plan keeps {h.array} whole on core (0, 0); the schedule lays it "
+                                f"out over the mesh ({', '.join(f'{a}/{t}' if a else 'whole' for a, t in h.dims)}), "
+                                f"as another operator left it")
     region = Region("work", 0, 1, 0, 1)
     tensors, offset = [], 0
     for arr in prog.arrays:

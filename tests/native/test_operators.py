@@ -205,3 +205,23 @@ def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
     ins = {"A": rng.standard_normal((60, 70)), "x": rng.standard_normal(70)}
     want = run_c(ATAX, "kernel_atax", dict(ins, y=np.zeros(70)), {"m": 60, "n": 70})
     np.testing.assert_allclose(again.run(ins).outputs["y"], want["y"], rtol=1e-9, atol=1e-9)
+
+
+def test_a_one_core_plan_cannot_honour_a_layout_another_operator_fixed():
+    from mica.meshir.build import build_mesh_program
+    from mica.meshir.phases import operator_program
+    from mica.targets import get_target
+    prog = mica.affine.from_c(GEMV2, params={"n": 48})
+    sub = operator_program(prog, split_operators(prog)[1], 1)
+    fixed = {"A": Home("A", (("x", 12), (None, 48)), (("y", 0),))}
+    sched = derive_schedule(sub, (4, 4), assignment=[], fixed_homes=fixed)
+    with pytest.raises(ScheduleError, match="one-core plan keeps A whole on core"):
+        build_mesh_program(sub, sched, get_target("wse2"))
+
+
+def test_nothing_fits_names_every_way_tried():
+    big = GEMV2.replace("48", "4096")
+    prog = mica.affine.from_c(big, params={"n": 4096})
+    with pytest.raises(mica.errors.SramError, match="operator by operator over the 4x4 mesh") as err:
+        mica.compile_affine(prog, mesh=(4, 4))
+    assert "heaviest first" in err.value.detail and "in program order" in err.value.detail
