@@ -485,8 +485,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     if offset > target.sram_bytes:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "") for t in laid)
         dbl = sum(t.alloc_bytes // 2 for t in laid if t.slots == 2)
-        why = (f"; the second slots of the double buffers take {dbl} of them (the single-buffered plan "
-               f"needs {offset - dbl})" if dbl else "")
+        why = (f"; the second slots of the double buffers take {dbl} of them" +
+               (f" (single-buffered it would fit: {offset - dbl} bytes)" if offset - dbl <= target.sram_bytes
+                else "") if dbl else "")
         raise SramError(
             f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core on the "
             f"interior class of region {b.region} (full tiles: {parts}){why}; target {target.name} has "

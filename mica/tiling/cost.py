@@ -297,20 +297,37 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
     comm = 0.0
     hidden = 0.0
     per_tensor: dict[str, float] = {}
-    step_compute: dict[int, float] = {}      # id(loop) -> compute cycles of one iteration of its body
+    # id(loop) -> (compute cycles of one busy iteration of its body, fraction of iterations that are busy)
+    step_compute: dict[int, tuple[float, float]] = {}
     ops = list(_walk_loops(mp.body))
+    prefetching = {id(lp) for op, _, loops in ops if isinstance(op, Exchange) and op.prefetch and loops
+                   for lp in loops[-1:]}
     for op, scope, loops in ops:
         if isinstance(op, Compute):
-            cy = _op_compute_cycles(mp, op, scope, target)
+            full = None
+            if loops and id(loops[-1]) in prefetching and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)) \
+                    and not _moves(op.rect):
+                # Double-buffered rings: a core's next panels travel while it computes, so no dependence
+                # chain carries a full block from core to core; each core runs its own blocks back to back
+                # (steps on the blocks past the end of a partial tiling are empty: nothing to hide behind).
+                full = _skewed_compute_cycles(mp, op, scope, target)
+                cy = _compute_cycles(mp, op, scope, target)
+            else:
+                cy = _op_compute_cycles(mp, op, scope, target)
             compute += cy
             # Its share of one iteration of every enclosing loop (the overlap a prefetch can hide behind).
             for d, lp in enumerate(loops):
-                step_compute[id(lp)] = step_compute.get(id(lp), 0.0) + cy / max(1, prod(n for _, n in scope[:d + 1]))
+                per = prod(n for _, n in scope[:d + 1]) or 1
+                step, busy = step_compute.get(id(lp), (0.0, 1.0))
+                if full is not None and d == len(loops) - 1 and full > 0:
+                    step_compute[id(lp)] = (step + full / per, min(busy, cy / full))
+                else:
+                    step_compute[id(lp)] = (step + cy / per, busy)
     for op, scope, loops in ops:
         if isinstance(op, Exchange):
             inner = scope[-1][0] if scope else None
             # A prefetched exchange after its loop's first active step hides behind one step's compute.
-            overlap = step_compute.get(id(loops[-1]), 0.0) if (op.prefetch and loops) else None
+            overlap = step_compute.get(id(loops[-1]), (0.0, 1.0)) if (op.prefetch and loops) else None
             wave = _wave_cycles(op, scope, target)
             per_wave = 0.0
             if overlap is not None and wave:
@@ -337,7 +354,8 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                         casts = {c.array for c in op.ops if isinstance(c, Multicast)}
                         costs = [(name, cy + (per_wave if name in casts and cy else 0.0)) for name, cy in costs]
                         full = max(cy for _, cy in costs)
-                        exposed = max(0.0, full - overlap)
+                        step, busy = overlap
+                        exposed = busy * max(0.0, full - step) + (1.0 - busy) * full
                         share = exposed / full if full else 0.0
                         comm += w * exposed
                         hidden += w * (full - exposed)
