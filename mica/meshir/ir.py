@@ -495,6 +495,15 @@ class MeshProgram:
                 return k
         raise MeshIRError(f"mesh program {self.name} has no kernel {name!r}")
 
+    def double_buffering(self) -> dict | None:
+        """What the program double-buffers (None when nothing): the prefetched exchanges and the
+        two-slot buffers — for back ends to record what they did with it."""
+        names = [op.name for op, _ in self.walk() if isinstance(op, Exchange) and op.prefetch]
+        if not names:
+            return None
+        return {"prefetched_exchanges": names,
+                "double_buffers": [t.name for t in self.tensors if t.slots == 2]}
+
     def walk(self):
         """Every op, depth first, with the loop variables in scope: yields (op, ((var, count), ...))."""
         def go(ops, scope):
