@@ -156,8 +156,8 @@ void mica_stats_reset(mica_mesh *m);
  * wait not covered by its longest transfer is idle time. Routers forward in hardware: no op-code route
  * passes a message through a core's processor, so no software relay cost arises.
  * A PREFETCH op is an exchange of a double-buffered program (payloads copied exactly as by EXCHANGE): a
- * core that has already computed in the same run of the innermost enclosing loop sends and takes in its
- * messages from the clock at the start of that compute (the exchange for step t+1 is issued when step t's
+ * core that has already computed in the same run of the innermost enclosing loop (or, outside loops, of
+ * the program) sends and takes in its messages from the clock at the start of that compute (the exchange for step t+1 is issued when step t's
  * compute starts, into a second buffer), and the wait moves to its next COMPUTE: a compute starts at the
  * latest of its clock and its pending completions; of that wait, up to the longest transfer is
  * communication and the rest idle. Elsewhere (a loop's first compute not yet run) it is timed as EXCHANGE.
