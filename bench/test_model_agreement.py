@@ -47,8 +47,9 @@ void mm2(int n, double A[96][96], double B[96][96], double C[96][96], double T[9
 }'''
 
 
-def _plan(op, mesh, plan, target="wse2"):
-    return mica.compile_affine(op, mesh=mesh, target=target, schedule=mica.plans.REFERENCE_PLANS[plan](op, mesh))
+def _plan(op, mesh, plan, target="wse2", buffers=1):
+    sched = mica.plans.REFERENCE_PLANS[plan](op, mesh, **({"buffers": buffers} if buffers != 1 else {}))
+    return mica.compile_affine(op, mesh=mesh, target=target, schedule=sched)
 
 
 def _one_core(op, mesh=(8, 8)):
@@ -66,6 +67,15 @@ CASES = {
     "matmul 512^3 cannon 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "cannon"),
     "matmul 512^3 interleaved 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "interleaved"),
     "matmul 500^3 interleaved 16x16": lambda: _plan(mica.ops.matmul(500, 500, 500), (16, 16), "interleaved"),
+    "matmul 512^3 summa+db 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "summa", buffers=2),
+    "matmul 512^3 cannon+db 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "cannon", buffers=2),
+    "matmul 512^3 interleaved+db 16x16": lambda: _plan(mica.ops.matmul(512, 512, 512), (16, 16), "interleaved",
+                                                       buffers=2),
+    "matmul 100^3 interleaved+db 32x32": lambda: _plan(mica.ops.matmul(100, 100, 100), (32, 32), "interleaved",
+                                                       buffers=2),
+    "matmul 96^3 summa+db 32x32": lambda: _plan(mica.ops.matmul(96, 96, 96), (32, 32), "summa", buffers=2),
+    "gemv batch 512x16x512 summa+db 16x16": lambda: _plan(mica.ops.matmul(512, 16, 512), (16, 16), "summa",
+                                                          buffers=2),
     "matmul 256^3 summa 8x8 wormhole": lambda: _plan(mica.ops.matmul(256, 256, 256), (8, 8), "summa", "wormhole"),
     "matmul 96^3 summa 32x32": lambda: _plan(mica.ops.matmul(96, 96, 96), (32, 32), "summa"),
     "matmul 96^3 cannon 32x32": lambda: _plan(mica.ops.matmul(96, 96, 96), (32, 32), "cannon"),

@@ -116,4 +116,17 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
                                                                                  st.region.y0, st.region.y1]}
                             for st in plan.stores]},
         "steps": [{"pc": s.pc, "kind": s.kind, "text": s.text} for s in plan.steps],
+        **_double_buffering(mp),
     }
+
+
+def _double_buffering(mp: ir.MeshProgram) -> dict:
+    """The ``double_buffering`` entry, only for a program whose MeshIR double-buffers (single-buffered
+    programs' records are unchanged): the CSL back end drops the double buffer and says so."""
+    db = mp.double_buffering()
+    if db is None:
+        return {}
+    return {"double_buffering": {**db, "emitted": False, "note": DROPPED_NOTE}}
+
+
+DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")

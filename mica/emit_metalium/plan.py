@@ -222,10 +222,18 @@ class MetalPlan:
                            "mcast_rect": list(t.mcast), "senders": t.senders, "receivers": t.receivers}
                           for t in self.transfers],
         }
+        db = mp.double_buffering()
+        if db is not None:
+            # Only for double-buffered MeshIR (single-buffered records are unchanged): CBs keep one page
+            # per panel here, so the double buffer is dropped, and the record says so.
+            doc["double_buffering"] = {**db, "emitted": False, "note": DROPPED_NOTE}
         # one line per step record: the step lists are long and read best as a table
         steps = ",\n  ".join(json.dumps(s, separators=(",", ":")) for s in expand(self, mp))
         text = json.dumps(doc, indent=1)
         return text[:-2] + f',\n "steps": [\n  {steps}\n ]\n}}'
+
+
+DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")
 
 
 def cb_name(tensor: str, kind: str = "tensor") -> str:

@@ -13,6 +13,11 @@
 4. combines reductions spread across cores with a chain of one-hop shifts towards coordinate 0;
 5. lays out each core's arena and checks it against the target's SRAM.
 
+With a double-buffered step (``StepMap.buffers == 2``) the step loop's exchanges of read-only panels —
+SUMMA multicasts and Cannon / interleaved ring shifts — are marked ``prefetch`` and their receive buffers
+get a second slot (counted in the arena). Halo strips (data the step writes) and reduction partials are
+never prefetched.
+
 Nothing here enumerates cores: the work is per array, per statement and per region class.
 """
 
@@ -36,10 +41,10 @@ from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_rou
 from ..comm.halo import check_covered, ghosted_box, halo_widths, held_map, merge_widths, strip_relation, strips
 from ..comm.sets import (CommPlan, box_map, classify, classify_ring, is_local, need_map,
                          ownership_map, placement_constraints)
-from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
+from .ir import (ARENA_ALIGN, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
                  MeshProgram, Multicast, Rect, Region, RegionTensor, RingShift, Shift, Skew)
 
-ALIGN = 16
+ALIGN = ARENA_ALIGN
 IDENTITY = {"+": 0.0, "*": 1.0}
 
 
@@ -386,7 +391,10 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                 k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, ident)
                 body.append(Compute(k.name, rg.rect))
 
-    def emit_statements(stmts: list[Statement], out: list, hoisted: list | None = None):
+    double = step is not None and step.buffers == 2
+    prefetched: list[str] = []          # exchanges marked as prefetched (double-buffered)
+
+    def emit_statements(stmts: list[Statement], out: list, hoisted: list | None = None, prefetch: bool = False):
         for s in stmts:
             buffers, moves, halos = plan_reads(s)
             out.extend(halo_exchange(b, s, halos))
@@ -395,18 +403,37 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
             if outside:
                 (hoisted if hoisted is not None else out).append(exchange(f"bring_{s.name}", outside))
             if in_loop:
-                out.append(exchange(f"step_{s.name}", in_loop))
+                x = exchange(f"step_{s.name}", in_loop)
+                if prefetch:
+                    # Multicast panels of read-only arrays (classify only plans those): the exchange for
+                    # step t+1 may travel while step t computes, into the second slot of each receive buffer.
+                    x = replace(x, prefetch=True)
+                    for _, dst in in_loop:
+                        b.tensors[dst] = replace(b.tensors[dst], slots=2)
+                    prefetched.append(x.name)
+                out.append(x)
             k = b.statement_kernel(s, buffers)
             out.append(Compute(k.name, b.compute_rect(s).rect))
 
     emit_statements(pre, body)
     if step is not None:
         loop_body: list = []
-        emit_statements(body_main, loop_body, hoisted=body)
+        emit_statements(body_main, loop_body, hoisted=body, prefetch=double)
         if rings:
             # Before every step but the first, each ring buffer takes the panel its successor used.
-            loop_body.insert(0, ring_exchange())
+            ring = ring_exchange()
+            if double:
+                # Ring arrays are read-only (checked above): a core forwards the panel it computes with
+                # while it computes, and receives the next one into its ring buffer's second slot.
+                ring = replace(ring, prefetch=True)
+                for name in rings:
+                    b.tensors[name] = replace(b.tensors[name], slots=2)
+                prefetched.append(ring.name)
+            loop_body.insert(0, ring)
         body.append(Loop("t", step.steps, tuple(loop_body)))
+        if double and not prefetched:
+            raise ScheduleError(f"schedule '{sched.name}' asks for double buffering, but step loop {step.loop} "
+                                f"receives no read-only panels to prefetch (everything it reads is local)")
     else:
         emit_statements(body_main, body)
 
@@ -458,14 +485,17 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     offset = 0
     laid = []
     for t in b.tensors.values():
-        laid.append(RegionTensor(t.name, t.array, t.dtype, t.elem_bytes, t.region, t.box, t.role,
-                                 t.ownership, offset))
-        offset += -(-t.max_bytes // ALIGN) * ALIGN
+        laid.append(replace(t, offset=offset))
+        offset += t.alloc_bytes                         # a double buffer reserves both slots
     if offset > target.sram_bytes:
-        parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in laid)
+        parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "") for t in laid)
+        dbl = sum(t.alloc_bytes // 2 for t in laid if t.slots == 2)
+        why = (f"; the second slots of the double buffers take {dbl} of them" +
+               (f" (single-buffered it would fit: {offset - dbl} bytes)" if offset - dbl <= target.sram_bytes
+                else "") if dbl else "")
         raise SramError(
             f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core on the "
-            f"interior class of region {b.region} (full tiles: {parts}); target {target.name} has "
+            f"interior class of region {b.region} (full tiles: {parts}){why}; target {target.name} has "
             f"{target.sram_bytes} bytes of SRAM per core")
     colours = max([sum(len(getattr(c, "groups", ())) or 1 for c in op.ops)
                    for op, _ in _walk(body) if isinstance(op, Exchange)] or [0])

@@ -27,6 +27,7 @@ from ..affine.expr import Aff, Expr
 from ..errors import MeshIRError
 
 DIRS = ("RAMP", "N", "E", "S", "W")
+ARENA_ALIGN = 16
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,12 @@ class RegionTensor:
     ``role`` is ``home`` (where the array lives; loaded from / stored to the host), ``recv`` (a received
     panel) or ``partial`` (a partial result combined across cores). ``ownership`` is the isl relation
     ``{ core[x, y] -> A[a...] }`` (with parameter ``t`` for buffers whose contents change per step).
+
+    ``slots = 2``: a double buffer — the box is held twice, one slot per step parity, so a prefetched
+    exchange (:class:`Exchange` ``prefetch``) fills the slot the running step does not read. The arena
+    reserves :attr:`alloc_bytes` (both slots, each aligned). The emulator runs the program in program
+    order (the exchange for step t+1 after step t's compute) and addresses only slot 0: the values are
+    those of the double-buffered program; its SRAM and timing are those of the double-buffered program.
     """
 
     name: str
@@ -218,10 +225,21 @@ class RegionTensor:
     role: str
     ownership: str
     offset: int = 0
+    slots: int = 1
+
+    def __post_init__(self):
+        if self.slots not in (1, 2):
+            raise MeshIRError(f"tensor {self.name}: slots must be 1 or 2 (a double buffer), got {self.slots}")
 
     @property
     def max_bytes(self) -> int:
+        """Bytes of one slot: the largest per-core box."""
         return self.elem_bytes * prod(d.alloc for d in self.box)
+
+    @property
+    def alloc_bytes(self) -> int:
+        """Bytes the arena reserves: every slot, each rounded up to the arena alignment."""
+        return -(-self.max_bytes // ARENA_ALIGN) * ARENA_ALIGN * self.slots
 
     def bytes_at(self, x: int, y: int, t: int = 0) -> int:
         env = {"x": x, "y": y, "t": t}
@@ -352,11 +370,19 @@ Comm = Union[Multicast, Shift, RingShift]
 @dataclass(frozen=True)
 class Exchange:
     """Communication ops that run together; their colours are distinct. With a ``guard``, the exchange
-    happens only at loop iterations where the guard is positive."""
+    happens only at loop iterations where the guard is positive.
+
+    ``prefetch``: the exchange is double-buffered. Inside its loop, the exchange of iteration t + 1 is
+    issued when a core starts iteration t's compute (the data it sends was already there: the verifier
+    checks that no compute of the loop writes a source or destination buffer), into the second slot of
+    each destination buffer (``slots = 2``); a core waits for the data only where iteration t + 1 first
+    uses it. At the loop's first iteration it overlaps nothing. Program order (and so every value) is
+    unchanged: only the timing model and the SRAM layout differ."""
 
     name: str
     ops: tuple[Comm, ...]
     guard: Lin | None = None
+    prefetch: bool = False
 
     def active(self, env: dict[str, int]) -> bool:
         return self.guard is None or self.guard.evaluate(env) > 0
@@ -468,6 +494,15 @@ class MeshProgram:
             if k.name == name:
                 return k
         raise MeshIRError(f"mesh program {self.name} has no kernel {name!r}")
+
+    def double_buffering(self) -> dict | None:
+        """What the program double-buffers (None when nothing): the prefetched exchanges and the
+        two-slot buffers — for back ends to record what they did with it."""
+        names = [op.name for op, _ in self.walk() if isinstance(op, Exchange) and op.prefetch]
+        if not names:
+            return None
+        return {"prefetched_exchanges": names,
+                "double_buffers": [t.name for t in self.tensors if t.slots == 2]}
 
     def walk(self):
         """Every op, depth first, with the loop variables in scope: yields (op, ((var, count), ...))."""

@@ -175,9 +175,9 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     laid = []
     for t in tensors.values():
         laid.append(replace(t, offset=offset))
-        offset += -(-t.max_bytes // ALIGN) * ALIGN
+        offset += t.alloc_bytes                     # a double buffer reserves both slots
     if offset > target.sram_bytes:
-        parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in laid)
+        parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "") for t in laid)
         raise SramError(f"{prog.name}: its operators need {offset} bytes per core together ({parts}); target "
                         f"{target.name} has {target.sram_bytes} bytes of SRAM per core")
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(kernels),

@@ -42,7 +42,9 @@ def _op_lines(op, indent: str) -> list[str]:
             out += _op_lines(sub, indent + "  ")
         return out
     if isinstance(op, Exchange):
-        out = [f"{indent}exchange {op.name}:"]
+        pre = (" prefetched: issued when the previous step's compute starts, into the second slots"
+               if op.prefetch else "")
+        out = [f"{indent}exchange {op.name}:{pre}"]
         for c in op.ops:
             if isinstance(c, Multicast):
                 out.append(f"{indent}  multicast {c.src} -> {c.dst} along {c.axis} from root "
@@ -64,7 +66,8 @@ def format_mesh_program(mp: MeshProgram, *, routes: bool = True) -> str:
     lines.append("tensors:")
     for t in mp.tensors:
         box = ", ".join(str(d) for d in t.box)
-        lines.append(f"  {t.name:<10} {t.role:<8} {t.dtype} [{box}] at +{t.offset}, <= {t.max_bytes} B")
+        slots = f" x 2 slots (double buffer, {t.alloc_bytes} B)" if t.slots == 2 else ""
+        lines.append(f"  {t.name:<10} {t.role:<8} {t.dtype} [{box}] at +{t.offset}, <= {t.max_bytes} B{slots}")
         lines.append(f"    owns {t.ownership}")
     lines.append("kernels:")
     lines += [_kernel_text(k) for k in mp.kernels]

@@ -6,6 +6,10 @@ exchange use distinct colours within the router budget; and the routes of each p
 on one line at the first, middle and last iteration of its loops, deliver exactly once to every receiver
 of that line within the declared hop bound and never leave the region. (The emulator re-checks every
 message of every step at run time.)
+
+A prefetched (double-buffered) exchange must be legal to overlap with the compute of its loop: it sits in a
+loop, no compute of that loop writes any of its source or destination buffers, no other exchange of the
+loop delivers into its sources or destinations, and every destination has a second slot (``slots = 2``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from itertools import product
 
 from ..errors import MeshIRError
 from ..targets import Target
-from .ir import Compute, Exchange, HostLoad, HostStore, MeshProgram, Multicast, RingShift, Shift
+from .ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 
 STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
 OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
@@ -94,8 +98,9 @@ def verify(mp: MeshProgram, target: Target) -> None:
     if r.x1 > w or r.y1 > h:
         raise MeshIRError(f"{mp.name}: region {r} is outside the {w}x{h} mesh")
     for t in mp.tensors:
-        if t.offset < 0 or t.offset + t.max_bytes > mp.arena_bytes:
-            raise MeshIRError(f"{mp.name}: tensor {t.name} [{t.offset}, +{t.max_bytes}) outside the arena")
+        if t.offset < 0 or t.offset + t.alloc_bytes > mp.arena_bytes:
+            raise MeshIRError(f"{mp.name}: tensor {t.name} [{t.offset}, +{t.alloc_bytes}) outside the arena")
+    _check_prefetch(mp)
     names = {t.name for t in mp.tensors}
     kernels = {k.name for k in mp.kernels}
     for k in mp.kernels:
@@ -135,3 +140,44 @@ def verify(mp: MeshProgram, target: Target) -> None:
                             continue
                         line = rows[0] if axis == "x" else cols[0]
                         _trace(mp, axis, part, env, line, f"exchange {op.name}, {c.name} at {env or 'once'}")
+
+
+def _loop_ops(op):
+    for sub in op.body:
+        yield sub
+        if isinstance(sub, Loop):
+            yield from _loop_ops(sub)
+
+
+def _check_prefetch(mp: MeshProgram) -> None:
+    """Raises :class:`MeshIRError` naming the exchange and buffer when a prefetched exchange could read
+    or overwrite data the compute it overlaps touches (see the module docstring)."""
+    def go(ops, loop):
+        for op in ops:
+            if isinstance(op, Loop):
+                go(op.body, op)
+            elif isinstance(op, Exchange) and op.prefetch:
+                if loop is None:
+                    raise MeshIRError(f"exchange {op.name} is prefetched but not inside a loop: there is no "
+                                      f"previous step whose compute it could overlap")
+                bufs = {b for c in op.ops for b in (c.src, c.dst)}
+                for sub in _loop_ops(loop):
+                    if isinstance(sub, Compute):
+                        k = mp.kernel(sub.kernel)
+                        hit = sorted(bufs & {p.write.buffer for p in k.statements})
+                        if hit:
+                            raise MeshIRError(
+                                f"exchange {op.name} is prefetched, but compute {k.name} of loop {loop.var} "
+                                f"writes {', '.join(hit)}: the data it sends or receives is not read-only "
+                                f"while the compute it overlaps runs")
+                    elif isinstance(sub, Exchange) and sub is not op:
+                        hit = sorted(bufs & {c.dst for c in sub.ops})
+                        if hit:
+                            raise MeshIRError(
+                                f"exchange {op.name} is prefetched, but exchange {sub.name} of loop "
+                                f"{loop.var} delivers into {', '.join(hit)}")
+                for c in op.ops:
+                    if mp.tensor(c.dst).slots != 2:
+                        raise MeshIRError(f"exchange {op.name} is prefetched into {c.dst}, which has no "
+                                          f"second slot (a double buffer needs slots = 2)")
+    go(mp.body, None)

@@ -124,8 +124,9 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
                     else:
                         sends.append(oc.Send(c.colour, c.max_hops, R(c.senders), src))
                         recvs.append(oc.Recv(c.colour, R(c.receivers), dst))
-                names.append(f"exchange {op.name} ({', '.join(c.name for c in op.ops)})")
-                out.append(oc.Exchange(len(names) - 1, tuple(routes), tuple(sends), tuple(recvs)))
+                names.append(f"exchange {op.name}{' (prefetched)' if op.prefetch else ''} "
+                             f"({', '.join(c.name for c in op.ops)})")
+                out.append(oc.Exchange(len(names) - 1, tuple(routes), tuple(sends), tuple(recvs), op.prefetch))
             elif isinstance(op, ir.Compute):
                 k = mp.kernel(op.kernel)
                 entries = tuple((km.index(cls.name), rect(clip(op.rect, cls.region), slots)) for cls in k.classes)

@@ -12,7 +12,7 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
     Route    colour rx tx Rect                                                     95 words
     Send     colour max_hops Rect Box                                             109 words
     Recv     colour Rect Box                                                      108 words
-    Exchange 2 op_id n_routes n_sends n_recvs, then the entries
+    Exchange 2 op_id n_routes n_sends n_recvs, then the entries (4 ...: a prefetched exchange)
     Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 93 words each
     Loop     1 slot count body_words, then the body
 
@@ -46,6 +46,7 @@ LINK_W = 3
 OP_LOOP = 1
 OP_EXCHANGE = 2
 OP_COMPUTE = 3
+OP_PREFETCH = 4  # an EXCHANGE issued when each core started its previous compute (double buffering)
 
 MAX_VARS = 4
 MAX_RANK = 4
@@ -383,12 +384,17 @@ class Recv:
 
 @dataclass(frozen=True)
 class Exchange:
-    """One bulk-synchronous communication step: routes, then sends routed to their receives."""
+    """One bulk-synchronous communication step: routes, then sends routed to their receives.
+
+    ``prefetch``: timed as double-buffered (opcode ``OP_PREFETCH``): inside a loop, messages depart at
+    the sender's clock at the start of its previous compute of the same loop, and a receiver waits for
+    them only at its next compute. Payloads are copied exactly as for a plain exchange."""
 
     op_id: int
     routes: tuple[Route, ...] = ()
     sends: tuple[Send, ...] = ()
     recvs: tuple[Recv, ...] = ()
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         _set(self, "op_id", _int(self.op_id, "op id"))
@@ -399,7 +405,8 @@ class Exchange:
             _set(self, name, items)
 
     def words(self) -> list[int]:
-        out = [OP_EXCHANGE, self.op_id, len(self.routes), len(self.sends), len(self.recvs)]
+        out = [OP_PREFETCH if self.prefetch else OP_EXCHANGE, self.op_id, len(self.routes), len(self.sends),
+               len(self.recvs)]
         for entry in (*self.routes, *self.sends, *self.recvs):
             out += entry.words()
         return out

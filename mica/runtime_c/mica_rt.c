@@ -180,6 +180,8 @@ typedef struct {
     double clock, comp, comm, idle;
     double x_end, x_comm;
     uint64_t x_mark;
+    double pre;       /* clock at the start of the core's last COMPUTE, run in loop run `pre_tag` */
+    uint64_t pre_tag;
 } mica_core_t;
 
 struct mica_mesh {
@@ -209,6 +211,7 @@ struct mica_mesh {
     mica_link_t *links;  /* [link * n_cores + core] reservations of the timing model (by direction, so
                             that a message along a row or column walks consecutive entries) */
     uint64_t serial;     /* exchanges started */
+    uint64_t tags;       /* loop runs started (tags of mica_core_t.pre) */
     uint64_t contended, timed;
     int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
     int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
@@ -676,6 +679,7 @@ static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
             break;
         }
         case MICA_OP_EXCHANGE:
+        case MICA_OP_PREFETCH:
             if (validate_exchange(c, pos, end)) return 1;
             pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
             break;
@@ -786,6 +790,8 @@ typedef struct run {
     int64_t v[MICA_MAX_VARS];
     int active[MICA_MAX_VARS]; /* loop slots in scope, outermost first */
     int depth;
+    uint64_t tag;  /* the running loop run (a fresh tag each time a LOOP op starts) */
+    bool prefetch; /* the running exchange is a PREFETCH op */
     int64_t op_id;
     /* the op being executed */
     route_e *routes;
@@ -910,10 +916,18 @@ static void x_commit(mica_mesh *m, int64_t core) {
     mica_core_t *c = &m->cores[core];
     if (c->x_mark == 0) return;
     c->x_mark = 0;
-    double elapsed = c->x_end - c->clock;
+    double elapsed = c->x_end - c->clock; /* <= 0 when a prefetched exchange hid behind compute */
+    if (elapsed <= 0) return;
+    double comm = c->x_comm < elapsed ? c->x_comm : elapsed;
     c->clock = c->x_end;
-    c->comm += c->x_comm;
-    c->idle += elapsed - c->x_comm;
+    c->comm += comm;
+    c->idle += elapsed - comm;
+}
+
+/* The clock a core sends and takes in messages of the running exchange from: the start of its last
+ * compute in this loop run for a PREFETCH op (issued when that compute started), else its clock. */
+static double x_start(const run_t *r, const mica_core_t *c) {
+    return r->prefetch && c->pre_tag == r->tag ? c->pre : c->clock;
 }
 
 /* Starts the exchange's timing scratch of a core that sends or receives in it (owner thread only). */
@@ -1097,7 +1111,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
     if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
         /* The receiver takes the stream in once it reaches the exchange itself. */
-        double ready = m->cores[core].clock + (double)bytes / m->link_bw;
+        double ready = x_start(r, &m->cores[core]) + (double)bytes / m->link_bw;
         e->arrive[idx] = arrive > ready ? arrive : ready;
     } else
         t->dup = true;
@@ -1205,10 +1219,11 @@ oom:
     fault(t, key, "out of host memory routing a message from core (%lld,%lld)", g.sx, g.sy);
 }
 
-/* A sender is busy until its message has left its router (a longer transfer if a link delayed it). */
-static void sender_done(mica_core_t *c, double end) {
+/* A sender is busy until its message has left its router (a longer transfer if a link delayed it);
+ * `t0` is when it started sending (x_start). */
+static void sender_done(mica_core_t *c, double end, double t0) {
     if (end > c->x_end) c->x_end = end;
-    if (end - c->clock > c->x_comm) c->x_comm = end - c->clock;
+    if (end - t0 > c->x_comm) c->x_comm = end - t0;
 }
 
 static void route_send(tctx *t, const band_t *b, int64_t s) {
@@ -1236,10 +1251,10 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         }
         t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
         mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
-        double end;
-        route_message(t, key, s, core, bytes, c->clock, &end);
+        double end, t0 = x_start(r, c);
+        route_message(t, key, s, core, bytes, t0, &end);
         e->end[cell_of(&e->rc, x, y)] = end;
-        sender_done(c, end);
+        sender_done(c, end, t0);
     }
 }
 
@@ -1401,6 +1416,8 @@ static void phase_compute(tctx *t, const band_t *b) {
                 int64_t core = y * m->width + x;
                 x_commit((mica_mesh *)m, core);
                 double cycles = work(x, y, r->v);
+                m->cores[core].pre = m->cores[core].clock; /* a later PREFETCH is issued from here */
+                m->cores[core].pre_tag = r->tag;
                 m->cores[core].clock += cycles;
                 m->cores[core].comp += cycles;
             }
@@ -1805,8 +1822,9 @@ static bool retime_shared(run_t *r) {
     uint64_t seq = 0;
     for (size_t k = 0; k < nq; ++k) {
         uint32_t core = (uint32_t)(q[k].key >> 24);
-        q[k].inject_end = m->cores[core].clock;
-        if (!heap_push(&heap, &nh, &hcap, (tev_t){m->cores[core].clock, k, seq++, core, 0})) goto oom_heap;
+        double t0 = x_start(r, &m->cores[core]);
+        q[k].inject_end = t0;
+        if (!heap_push(&heap, &nh, &hcap, (tev_t){t0, k, seq++, core, 0})) goto oom_heap;
     }
     while (nh > 0) {
         tev_t ev = heap_pop(heap, &nh);
@@ -1819,7 +1837,7 @@ static bool retime_shared(run_t *r) {
             int32_t j1 = *slot_at(m, c, se->colour);
             recv_e *e = &r->recvs[j1 - 1]; /* phase B checked that the receive exists */
             int64_t x = c % W, y = c / W;
-            double ready = m->cores[c].clock + dur;
+            double ready = x_start(r, &m->cores[c]) + dur;
             e->arrive[cell_of(&e->rc, x, y)] = ev.h + dur > ready ? ev.h + dur : ready;
             if (ev.hops == 0 && ev.h + dur > g->inject_end) g->inject_end = ev.h + dur;
         }
@@ -1843,7 +1861,7 @@ static bool retime_shared(run_t *r) {
         send_e *e = &r->sends[q[k].key & 0xFFFFFF];
         int64_t core = (int64_t)(q[k].key >> 24), x = core % W, y = core / W;
         e->end[cell_of(&e->rc, x, y)] = q[k].inject_end;
-        sender_done(&m->cores[core], q[k].inject_end); /* contention only delays: a max suffices */
+        sender_done(&m->cores[core], q[k].inject_end, x_start(r, &m->cores[core])); /* contention only delays */
     }
     m->contended += nq;
     free(heap);
@@ -1863,6 +1881,7 @@ static int exec_exchange(run_t *r, int64_t pos) {
         return 1;
     }
     plan_threads(r, cells);
+    r->prefetch = r->code[pos] == MICA_OP_PREFETCH;
     r->m->serial++;
     dispatch(r, PH_SETUP);
     if (!collect_fault(r)) {
@@ -1968,7 +1987,7 @@ static int64_t count_ops(const int64_t *code, int64_t pos, int64_t end) {
             pos += W_LOOP_HEAD + w[3];
         } else {
             n = sat_add(n, 1);
-            pos += w[0] == MICA_OP_EXCHANGE ? W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV
+            pos += w[0] == MICA_OP_EXCHANGE || w[0] == MICA_OP_PREFETCH ? W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV
                                             : W_COMP_HEAD + w[2] * W_CENTRY;
         }
     }
@@ -1993,16 +2012,20 @@ static int exec_block(run_t *r, int64_t pos, int64_t end) {
             int slot = (int)w[1];
             int64_t count = w[2], body = w[3];
             r->active[r->depth++] = slot;
+            uint64_t outer = r->tag;
+            r->tag = ++r->m->tags;
             for (int64_t i = 0; i < (body > 0 ? count : 0); ++i) { /* an empty body does nothing */
                 r->v[slot] = i;
                 if (exec_block(r, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + body)) return 1;
             }
+            r->tag = outer;
             r->v[slot] = 0;
             r->depth--;
             pos += W_LOOP_HEAD + body;
             break;
         }
         case MICA_OP_EXCHANGE:
+        case MICA_OP_PREFETCH:
             if (exec_exchange(r, pos)) return 1;
             progress_step(r->m);
             pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
@@ -2052,6 +2075,7 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     r->code = code;
     r->kernels = kernels;
     r->scalars = scalars;
+    r->tag = ++m->tags;
     int status = exec_block(r, 0, n_words);
     if (status) set_err(err, errlen, "%s", r->err);
     for (int64_t c = 0; c < m->n_cores; ++c) x_commit(m, c); /* clocks complete for the statistics */

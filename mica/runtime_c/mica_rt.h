@@ -37,6 +37,7 @@
 #define MICA_OP_LOOP     1
 #define MICA_OP_EXCHANGE 2
 #define MICA_OP_COMPUTE  3
+#define MICA_OP_PREFETCH 4  /* an EXCHANGE timed as double-buffered (same words; see the timing model) */
 
 #define MICA_MAX_VARS 4
 #define MICA_MAX_RANK 4
@@ -154,6 +155,12 @@ void mica_stats_reset(mica_mesh *m);
  * message has left its router. A core's clock after the exchange is the latest of these; the part of the
  * wait not covered by its longest transfer is idle time. Routers forward in hardware: no op-code route
  * passes a message through a core's processor, so no software relay cost arises.
+ * A PREFETCH op is an exchange of a double-buffered program (payloads copied exactly as by EXCHANGE): a
+ * core that has already computed in the same run of the innermost enclosing loop (or, outside loops, of
+ * the program) sends and takes in its messages from the clock at the start of that compute (the exchange for step t+1 is issued when step t's
+ * compute starts, into a second buffer), and the wait moves to its next COMPUTE: a compute starts at the
+ * latest of its clock and its pending completions; of that wait, up to the longest transfer is
+ * communication and the rest idle. Elsewhere (a loop's first compute not yet run) it is timed as EXCHANGE.
  * The timing results are bit-identical for any thread count.
  * ------------------------------------------------------------------------------------------------- */
 

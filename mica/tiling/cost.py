@@ -14,7 +14,12 @@
   adds up (a multicast root's move, a ring's mean hop distance, a shift's whole distance); the rest of
   the longest path is paid once, at the first step. Likewise a skewed plan's kernel pays its busiest
   block every step (the chain keeps its block from core to core).
-* Phases do not overlap (no double buffering yet): total = compute + communication.
+* Phases do not overlap, except a prefetched (double-buffered) exchange: the exchange for step t+1 is
+  issued when step t's compute starts, so after the loop's first active step it adds only what its
+  pattern's cycles exceed one step's compute, ``max(0, comm - compute per step)`` (a step costs about
+  max(compute, comm)); the first step pays its whole exchange (it overlaps nothing, as in the emulator).
+  Otherwise total = compute + communication. ``comm_cycles`` and ``per_tensor`` count the exposed
+  communication (what is on the critical path), the hidden part is ``hidden_cycles``.
 
 Everything is evaluated from closed forms at a few representative loop iterations, never per core and
 never per step.
@@ -30,7 +35,7 @@ from math import prod
 import islpy as isl
 
 from ..affine.isl_names import count_points, iset
-from ..meshir.ir import Compute, Exchange, MeshProgram, Multicast, RingShift, Shift
+from ..meshir.ir import Compute, Exchange, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
 
 
@@ -49,6 +54,7 @@ class Cost:
     colours: int
     colour_budget: int
     cores: int
+    hidden_cycles: float = 0.0
 
     @property
     def idle_cycles(self) -> float:
@@ -64,14 +70,17 @@ class Cost:
                 "compute_cycles": self.compute_cycles, "comm_cycles": self.comm_cycles,
                 "idle_cycles": self.idle_cycles, "per_tensor": dict(self.per_tensor),
                 "sram_bytes": self.sram_bytes, "sram_budget": self.sram_budget,
-                "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores}
+                "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores,
+                "hidden_cycles": self.hidden_cycles}
 
     def __str__(self) -> str:
         per = ", ".join(f"{n} {c:,.0f}" for n, c in self.per_tensor) or "none"
         return (f"modelled {self.total_cycles:,.0f} cycles = {self.seconds * 1e6:,.2f} us at "
                 f"{self.clock_ghz} GHz on {self.target} ({self.cores:,} cores)\n"
                 f"  compute {self.compute_cycles:,.0f} cycles, communication {self.comm_cycles:,.0f} "
-                f"cycles (idle while waiting {self.idle_cycles:,.0f})\n"
+                f"cycles (idle while waiting {self.idle_cycles:,.0f})"
+                + (f"; {self.hidden_cycles:,.0f} more hidden behind compute by double buffering"
+                   if self.hidden_cycles else "") + "\n"
                 f"  communication by tensor: {per}\n"
                 f"  SRAM {self.sram_bytes:,} of {self.sram_budget:,} B per core, "
                 f"colours {self.colours} of {self.colour_budget}")
@@ -265,20 +274,68 @@ def _representatives(scope):
     return [({var: 0}, 1), ({var: 1}, n - 2), ({var: n - 1}, 1)]
 
 
+def _op_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """Cycles one Compute adds over every iteration of its enclosing loops ``scope``."""
+    if scope and _moves(op.rect):
+        return _staged_compute_cycles(mp, op, scope, target)
+    if scope and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)):
+        return _skewed_compute_cycles(mp, op, scope, target)
+    return _compute_cycles(mp, op, scope, target)
+
+
+def _walk_loops(ops, scope=(), loops=()):
+    """Like :meth:`MeshProgram.walk`, with the enclosing :class:`Loop` records, outermost first."""
+    for op in ops:
+        yield op, scope, loops
+        if isinstance(op, Loop):
+            yield from _walk_loops(op.body, scope + ((op.var, op.count),), loops + (op,))
+
+
 def estimate(mp: MeshProgram, target: Target) -> Cost:
+    """The modelled cycles of ``mp`` on ``target`` (see the module docstring); pure, per core class."""
     compute = 0.0
     comm = 0.0
+    hidden = 0.0
     per_tensor: dict[str, float] = {}
-    for op, scope in mp.walk():
+    # id(loop) -> (compute cycles of one busy iteration of its body, fraction of iterations that are busy)
+    step_compute: dict[int, tuple[float, float]] = {}
+    ops = list(_walk_loops(mp.body))
+    prefetching = {id(lp) for op, _, loops in ops if isinstance(op, Exchange) and op.prefetch and loops
+                   for lp in loops[-1:]}
+    for op, scope, loops in ops:
         if isinstance(op, Compute):
-            if scope and _moves(op.rect):
-                compute += _staged_compute_cycles(mp, op, scope, target)
-            elif scope and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)):
-                compute += _skewed_compute_cycles(mp, op, scope, target)
+            full = None
+            if loops and id(loops[-1]) in prefetching and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)) \
+                    and not _moves(op.rect):
+                # Double-buffered rings: a core's next panels travel while it computes, so no dependence
+                # chain carries a full block from core to core; each core runs its own blocks back to back
+                # (steps on the blocks past the end of a partial tiling are empty: nothing to hide behind).
+                full = _skewed_compute_cycles(mp, op, scope, target)
+                cy = _compute_cycles(mp, op, scope, target)
             else:
-                compute += _compute_cycles(mp, op, scope, target)
-        elif isinstance(op, Exchange):
+                cy = _op_compute_cycles(mp, op, scope, target)
+            compute += cy
+            # Its share of one iteration of every enclosing loop (the overlap a prefetch can hide behind).
+            for d, lp in enumerate(loops):
+                per = prod(n for _, n in scope[:d + 1]) or 1
+                step, busy = step_compute.get(id(lp), (0.0, 1.0))
+                if full is not None and d == len(loops) - 1 and full > 0:
+                    step_compute[id(lp)] = (step + full / per, min(busy, cy / full))
+                else:
+                    step_compute[id(lp)] = (step + cy / per, busy)
+    for op, scope, loops in ops:
+        if isinstance(op, Exchange):
             inner = scope[-1][0] if scope else None
+            # A prefetched exchange after its loop's first active step hides behind one step's compute.
+            overlap = step_compute.get(id(loops[-1]), (0.0, 1.0)) if (op.prefetch and loops) else None
+            wave = _wave_cycles(op, scope, target)
+            per_wave = 0.0
+            if overlap is not None and wave:
+                # Spread the wave's extra latency over the later steps, which each hide behind compute.
+                var, n = scope[-1]
+                outer = {v: 0 for v, _ in scope[:-1]}
+                n_later = sum(op.active({**outer, var: t}) for t in range(n)) - 1
+                per_wave = wave / n_later if n_later > 0 else 0.0
             for env, weight in _representatives(scope):
                 if not op.active(env) or not op.ops:
                     continue
@@ -287,19 +344,32 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                 first = inner is None or not any(op.active({**env, inner: k}) for k in range(env[inner]))
                 later = _exchange_costs(mp, op, env, target, {**env, inner: env[inner] - 1}) \
                     if inner is not None and (weight > 1 or not first) else None
-                runs = [(_exchange_costs(mp, op, env, target, None), 1)] if first else []
+                # Only a step after the loop's first iteration has an earlier compute to hide behind.
+                runs = [(_exchange_costs(mp, op, env, target, None), 1, bool(inner and env[inner] > 0))] \
+                    if first else []
                 if later is not None:
-                    runs.append((later, weight - 1 if first else weight))
-                for costs, w in runs:
+                    runs.append((later, weight - 1 if first else weight, True))
+                for costs, w, hides in runs:
+                    if overlap is not None and hides:
+                        casts = {c.array for c in op.ops if isinstance(c, Multicast)}
+                        costs = [(name, cy + (per_wave if name in casts and cy else 0.0)) for name, cy in costs]
+                        full = max(cy for _, cy in costs)
+                        step, busy = overlap
+                        exposed = busy * max(0.0, full - step) + (1.0 - busy) * full
+                        share = exposed / full if full else 0.0
+                        comm += w * exposed
+                        hidden += w * (full - exposed)
+                        for name, cy in costs:
+                            per_tensor[name] = per_tensor.get(name, 0.0) + w * cy * share
+                        continue
                     comm += w * max(cy for _, cy in costs)
                     for name, cy in costs:
                         per_tensor[name] = per_tensor.get(name, 0.0) + w * cy
-            wave = _wave_cycles(op, scope, target)
-            if wave:
+            if wave and overlap is None:
                 comm += wave
                 for c in op.ops:
                     if isinstance(c, Multicast):
                         per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
     return Cost(target.name, target.clock_ghz, compute + comm, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
-                target.colours, mp.region.cores)
+                target.colours, mp.region.cores, hidden)

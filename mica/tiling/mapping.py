@@ -17,7 +17,7 @@ from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, reduction
 from ..affine.isl_names import int_bounds
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
-from .schedule import Home, Schedule, SpaceMap, StepMap
+from .schedule import Home, Schedule, SpaceMap, StepMap, with_buffers
 
 
 def main_statement(prog: Program) -> Statement:
@@ -105,7 +105,8 @@ def sweep_step(prog: Program, kinds: dict, like: Schedule | None = None) -> Step
 def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
-                    name: str = "derived", fixed_homes: dict[str, Home] | None = None) -> Schedule:
+                    name: str = "derived", fixed_homes: dict[str, Home] | None = None,
+                    buffers: int = 1) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
     The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
@@ -115,6 +116,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     With ``like``, every decision of that schedule is kept and only the tiles are recomputed for ``mesh``:
     the same plan on another mesh. ``fixed_homes`` pins the layout of arrays an earlier operator left on
     the mesh (a stepped loop then takes its tile from them, so their panels can be multicast in place).
+    ``buffers=2`` double-buffers the step loop's received panels (:func:`~mica.tiling.schedule.with_buffers`;
+    a :class:`ScheduleError` when there is no step loop to overlap).
     """
     fixed_homes = fixed_homes or {}
     width, height = mesh
@@ -127,6 +130,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         assignment = [(s.loop, s.axis) for s in like.space]
         skew = like.step.skew if like.step else "none"
         reduce, group, name = like.reduce, like.group, like.name
+        buffers = like.buffers
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
     if not assignment:
@@ -264,5 +268,6 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
     if like is not None:
         order = like.local_order
-    return Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
-                    homes=tuple(homes), reduce=reduce, group=group, name=name, reasons=tuple(reasons))
+    sched = Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
+                     homes=tuple(homes), reduce=reduce, group=group, name=name, reasons=tuple(reasons))
+    return with_buffers(sched, buffers) if buffers != 1 else sched

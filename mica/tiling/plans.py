@@ -12,6 +12,10 @@ benchmarked against the search's choice.
 * :func:`ktree` — a two-level tree: chains inside groups, then across the group roots (WaferLLM MeshGEMV);
 * :func:`halo` — a stencil's grid blocked over the mesh, its time loop in lock-step sweeps, and
   neighbours' edges exchanged into ghost zones before every statement that reads them.
+
+The stepped plans (SUMMA, Cannon, interleaved) take ``buffers=2`` for their double-buffered variant: the
+panels of step t+1 travel while step t computes, into a second receive slot
+(:func:`mica.tiling.schedule.with_buffers`); the plan's name gets a ``+db`` suffix.
 """
 
 from __future__ import annotations
@@ -23,16 +27,20 @@ from .mapping import derive_schedule
 from .schedule import Schedule
 
 
-def summa(prog: Program, mesh: tuple[int, int]) -> Schedule:
-    return derive_schedule(prog, mesh, skew="none", name="summa")
+def _named(name: str, buffers: int) -> str:
+    return name + ("+db" if buffers == 2 else "")
 
 
-def cannon(prog: Program, mesh: tuple[int, int]) -> Schedule:
-    return derive_schedule(prog, mesh, skew="cannon", name="cannon")
+def summa(prog: Program, mesh: tuple[int, int], buffers: int = 1) -> Schedule:
+    return derive_schedule(prog, mesh, skew="none", name=_named("summa", buffers), buffers=buffers)
 
 
-def interleaved(prog: Program, mesh: tuple[int, int]) -> Schedule:
-    return derive_schedule(prog, mesh, skew="interleaved", name="interleaved")
+def cannon(prog: Program, mesh: tuple[int, int], buffers: int = 1) -> Schedule:
+    return derive_schedule(prog, mesh, skew="cannon", name=_named("cannon", buffers), buffers=buffers)
+
+
+def interleaved(prog: Program, mesh: tuple[int, int], buffers: int = 1) -> Schedule:
+    return derive_schedule(prog, mesh, skew="interleaved", name=_named("interleaved", buffers), buffers=buffers)
 
 
 def chain(prog: Program, mesh: tuple[int, int]) -> Schedule:

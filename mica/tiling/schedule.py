@@ -48,6 +48,7 @@ class SpaceMap:
 
 
 SKEWS = ("none", "cannon", "interleaved")
+BUFFERS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,13 @@ class StepMap:
     and encloses every statement; each core runs its part of iteration ``t`` at step ``t`` (tile 1), the
     statements one after another, and produced data a statement reads from a neighbour arrives by a halo
     exchange just before it.
+
+    ``buffers=2``: double buffering of received panels. The read-only panels a step receives (multicast
+    SUMMA panels, ring-shifted Cannon/interleaved panels) get a second slot; the exchange for step t + 1
+    is issued when step t's compute starts, into the slot step t does not read, so communication hides
+    behind compute (a step costs about max(compute, communication) instead of their sum) at the price of
+    one more panel buffer per received array in every core's SRAM. A sweep's halo strips are data the
+    step writes and cannot be prefetched, so a sweep is single-buffered.
     """
 
     loop: str
@@ -73,6 +81,7 @@ class StepMap:
     steps: int
     skew: str = "none"
     sweep: bool = False
+    buffers: int = 1
 
     def __post_init__(self):
         if self.tile <= 0 or self.steps <= 0:
@@ -81,6 +90,12 @@ class StepMap:
             raise ScheduleError(f"step map of loop {self.loop!r}: skew must be one of {SKEWS}, got {self.skew!r}")
         if self.sweep and (self.tile != 1 or self.skew != "none"):
             raise ScheduleError(f"step map of loop {self.loop!r}: a sweep runs one iteration per step, unskewed")
+        if self.buffers not in BUFFERS:
+            raise ScheduleError(f"step map of loop {self.loop!r}: buffers must be 1 (single) or 2 (double "
+                                f"buffering of received panels), got {self.buffers!r}")
+        if self.sweep and self.buffers != 1:
+            raise ScheduleError(f"step map of loop {self.loop!r}: a sweep's halo strips are written by the step "
+                                f"itself and cannot be double-buffered (buffers must be 1)")
 
 
 @dataclass(frozen=True)
@@ -161,6 +176,11 @@ class Schedule:
     def copy(self, **kw) -> "Schedule":
         return replace(self, **kw)
 
+    @property
+    def buffers(self) -> int:
+        """Receive-buffer slots of the step loop's panels: 2 when double-buffered, else 1."""
+        return self.step.buffers if self.step is not None else 1
+
     # -- JSON ----------------------------------------------------------------------------------------
     def to_json(self) -> str:
         d = asdict(self)
@@ -210,6 +230,8 @@ class Schedule:
             lines.append(f"  loop {s.loop} -> mesh {s.axis}, tile {s.tile}")
         if self.step:
             skew = "" if self.step.skew == "none" else f", skewed ({self.step.skew} ring shifts)"
+            if self.step.buffers == 2:
+                skew += ", double-buffered panels (step t+1's exchange overlaps step t's compute)"
             if self.step.sweep:
                 lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} lock-step sweeps with halo exchanges")
             else:
@@ -223,3 +245,28 @@ class Schedule:
             pin = "".join(f" {a}={c}" for a, c in h.pin)
             lines.append(f"  home {h.array}[{dims}]{pin}")
         return "\n".join(lines)
+
+
+def with_buffers(sched: Schedule, buffers: int) -> Schedule:
+    """``sched`` with its step loop's panels single- (1) or double-buffered (2), and a reason saying so.
+
+    Preserves every other decision (mapping, tiles, homes, reductions, name). Raises
+    :class:`ScheduleError` when asking for double buffering of a schedule without a step loop (nothing
+    is exchanged per step) or with a sweep (its halo strips are written by the step)."""
+    if sched.phases:
+        return sched.copy(phases=tuple(with_buffers(p, buffers) if p.step is not None and not p.step.sweep
+                                       else p for p in sched.phases))
+    if sched.step is None:
+        if buffers == 1:
+            return sched
+        raise ScheduleError(f"schedule '{sched.name}' has no step loop: there are no per-step panels to "
+                            f"double-buffer")
+    if sched.step.buffers == buffers:
+        return sched
+    step = replace(sched.step, buffers=buffers)
+    reasons = tuple(r for r in sched.reasons if not r.startswith("double buffering"))
+    if buffers == 2:
+        reasons += (f"double buffering: the panels step {sched.step.loop} receives get a second slot; the "
+                    f"exchange for step t+1 is issued when step t's compute starts, so communication hides "
+                    f"behind compute",)
+    return sched.copy(step=step, reasons=reasons)

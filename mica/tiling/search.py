@@ -4,8 +4,9 @@ Three small pieces, in the spirit of TVM's meta-schedule protocols:
 
 * :func:`space` (the space generator) lists :class:`Decisions`: which loops go to which mesh axes, how
   many cores to use along each (sub-rectangles), how a step loop's panels move (SUMMA multicasts, Cannon
-  ring shifts, interleaved ≤2-hop ring shifts) and how reductions across cores combine (chain, or a
-  two-level tree with a group size);
+  ring shifts, interleaved ≤2-hop ring shifts), whether they are double-buffered (the next step's panels
+  travel while this step computes, at the price of a second receive slot in SRAM) and how reductions
+  across cores combine (chain, or a two-level tree with a group size);
 * :func:`evaluate` (the runner) turns decisions into a schedule, builds its MeshIR — which is where the
   SRAM budget, the colour budget and the legality of the communication are checked — and costs it;
 * :func:`search` (the strategy) tries every candidate, records why each loser lost or was rejected, and
@@ -42,6 +43,7 @@ class Decisions:
     skew: str = "none"
     reduce: str = "chain"
     group: int = 0
+    buffers: int = 1
 
     @property
     def name(self) -> str:
@@ -49,7 +51,7 @@ class Decisions:
             return "one-core"
         plan = {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
         red = "chain" if self.reduce == "chain" else f"ktree{self.group}"
-        return f"{plan}/{red}"
+        return f"{plan}{'+db' if self.buffers == 2 else ''}/{red}"
 
     def describe(self) -> str:
         space = ", ".join(f"{lp}->{ax}" for lp, ax in self.assignment) or "one core"
@@ -59,6 +61,8 @@ class Decisions:
             out += f" {self.skew} rings"
         if self.reduce == "tree":
             out += f" tree/{self.group}"
+        if self.buffers == 2:
+            out += " double-buffered"
         return out
 
 
@@ -146,14 +150,22 @@ def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
         for blocks in combos:
             skews = ["none"]
             if blocks.pop("ring", None):
-                skews = ["cannon", "interleaved"]
+                # Interleaved first: at equal modelled cycles (double-buffered rings whose shifts all hide
+                # behind compute) the plan whose every step is at most 2 hops wins the tie, not the one
+                # that sends across the whole line every step.
+                skews = ["interleaved", "cannon"]
             for skew in skews:
                 reductions = [("chain", 0)]
                 if reduced:
                     n = max(blocks[ax] for ax in reduced)
                     reductions += [("tree", g) for g in _group_options(n)]
                 for reduce, group in reductions:
-                    out.append(Decisions(tuple(assignment), tuple(sorted(blocks.items())), skew, reduce, group))
+                    base = Decisions(tuple(assignment), tuple(sorted(blocks.items())), skew, reduce, group)
+                    out.append(base)
+                    if leftover_reduction:
+                        # A stepped loop: its panels may be double-buffered (after the single-buffered
+                        # variant, which wins ties: it needs less SRAM).
+                        out.append(Decisions(base.assignment, base.blocks, skew, reduce, group, 2))
     return list(dict.fromkeys(out))
 
 
@@ -194,6 +206,8 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
         bx, by = cores.get("x", 1), cores.get("y", 1)
         if d.skew == "none":
             bound += (max(bx, by) - 1) * lat              # the first step's farthest multicast target
+        elif d.buffers == 2:
+            pass                                          # the first shift may hide behind step 0's compute
         elif d.skew == "cannon":
             bound += (bx - 1) * lat                       # the first shift waits for the wrap-around
         else:
@@ -226,12 +240,12 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
-                                    fixed_homes=fixed_homes)
+                                    fixed_homes=fixed_homes, buffers=d.buffers)
             mp = build_mesh_program(prog, sched, target, resident=_resident(fixed_homes, resident))
             verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
-        return Candidate(d, None, _short(exc))
+        return Candidate(d, None, _short(exc, d))
     return Candidate(d, cost.total_cycles, "", sched, cost)
 
 
@@ -239,9 +253,13 @@ def _resident(fixed_homes: dict | None, resident: frozenset[str] | None) -> froz
     return frozenset(fixed_homes or ()) if resident is None else resident
 
 
-def _short(exc: Exception) -> str:
+def _short(exc: Exception, d: Decisions | None = None) -> str:
     msg = str(exc)
     kind = type(exc).__name__
+    if "single-buffered it would fit" in msg:
+        return f"{kind}: the double buffers (a second slot per received panel) exceed the SRAM budget"
+    if d is not None and d.buffers == 2 and "no read-only panels to prefetch" in msg:
+        return f"{kind}: double buffering: the step loop receives no panels to prefetch"
     if "bytes of SRAM" in msg:
         return f"{kind}: per-core data exceeds the SRAM budget"
     if "colour" in msg:

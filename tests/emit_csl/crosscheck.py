@@ -60,7 +60,7 @@ def _decode(code, mesh, on_exchange):
                     block(pos + 4, pos + 4 + body)
                 v[slot] = 0
                 pos += 4 + body
-            elif kind == oc.OP_EXCHANGE:
+            elif kind in (oc.OP_EXCHANGE, oc.OP_PREFETCH):    # a prefetch moves the same data
                 op_id, nr, ns, nv = code[pos + 1:pos + 5]
                 p = pos + 5
                 routes, sends, recvs = {}, {}, {}

@@ -110,7 +110,7 @@ def emulator_transfers(prog):
             elif kind == oc.OP_COMPUTE:
                 _, n = words.take(2)
                 words.take(n * oc.WORDS_COMPUTE_ENTRY)
-            elif kind == oc.OP_EXCHANGE:
+            elif kind in (oc.OP_EXCHANGE, oc.OP_PREFETCH):    # a prefetch moves the same data
                 at = words.pos
                 _, nr, ns, nv = words.take(4)
                 routes = [(words.take()[0], words.take()[0], words.take()[0], words.rect()) for _ in range(nr)]
@@ -162,7 +162,7 @@ def _exchange_positions(code):
         elif kind == oc.OP_COMPUTE:
             _, n = words.take(2)
             words.take(n * oc.WORDS_COMPUTE_ENTRY)
-        elif kind == oc.OP_EXCHANGE:
+        elif kind in (oc.OP_EXCHANGE, oc.OP_PREFETCH):
             out.append(words.pos)
             _, nr, ns, nv = words.take(4)
             words.take(nr * oc.WORDS_ROUTE + ns * oc.WORDS_SEND + nv * oc.WORDS_RECV)

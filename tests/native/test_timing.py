@@ -189,9 +189,16 @@ def _halo2d(mesh):
     return mica.compile_affine(op, mesh=mesh, schedule=mica.plans.halo(op, mesh))
 
 
-def _matmul(plan, n=96, mesh=(4, 4), target="wse2"):
+def _matmul(plan, n=96, mesh=(4, 4), target="wse2", buffers=1):
     op = mica.ops.matmul(n, n, n)
-    return mica.compile_affine(op, mesh=mesh, target=target, schedule=mica.plans.REFERENCE_PLANS[plan](op, mesh))
+    return mica.compile_affine(op, mesh=mesh, target=target,
+                               schedule=mica.plans.REFERENCE_PLANS[plan](op, mesh, buffers=buffers))
+
+
+def _gemv_batch(buffers, mesh=(4, 4)):
+    """A batch of 4 gemvs (matmul 128x4x128): its vectors' panels are multicast step by step."""
+    op = mica.ops.matmul(128, 4, 128)
+    return mica.compile_affine(op, mesh=mesh, schedule=mica.plans.summa(op, mesh, buffers=buffers))
 
 
 def _gemv(plan, m=128, n=128, mesh=(8, 8)):
@@ -204,6 +211,10 @@ SMALL = {
     "matmul cannon 4x4": lambda: _matmul("cannon"),
     "matmul interleaved 4x4": lambda: _matmul("interleaved"),
     "matmul summa 4x4 wormhole": lambda: _matmul("summa", target="wormhole"),
+    "matmul summa+db 4x4": lambda: _matmul("summa", buffers=2),
+    "matmul cannon+db 4x4": lambda: _matmul("cannon", buffers=2),
+    "matmul interleaved+db 8x8": lambda: _matmul("interleaved", mesh=(8, 8), buffers=2),
+    "gemv batch summa+db 4x4": lambda: _gemv_batch(2),
     "gemv chain 8x8": lambda: _gemv("chain"),
     "gemv ktree 8x8": lambda: _gemv("ktree"),
     "add 64x64 4x4": lambda: mica.compile_affine(mica.ops.add((64, 64)), mesh=(4, 4)),
@@ -241,6 +252,7 @@ def runs():
 def test_model_and_emulator_agree_within_10_percent(runs, name):
     prog, res = runs[name]
     ratio = res.stats.cycles / prog.cost.total_cycles
+    print(f"\n{name}: model {prog.cost.total_cycles:,.0f} emulator {res.stats.cycles:,.0f} ratio {ratio:.3f}")
     assert 0.9 <= ratio <= 1.1, f"{name}: emulator {res.stats.cycles:,.0f} vs model {prog.cost.total_cycles:,.0f}"
     s = res.stats
     np.testing.assert_allclose(s.core_compute + s.core_comm + s.core_idle, s.core_clock, rtol=1e-12)
