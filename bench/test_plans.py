@@ -22,14 +22,18 @@ def test_square_matmul_plans(benchmark, side):
     except mica.SramError:
         pytest.skip(f"4096^3 does not fit WSE-2 SRAM on {side}x{side}")
     row = {"chosen": chosen.cost.total_cycles, "plan": chosen.search_report.best.decisions.describe()}
+    names = []
     for name in ("summa", "cannon", "interleaved"):
-        try:
-            ref = mica.compile_affine(op, mesh=mesh, schedule=mica.plans.REFERENCE_PLANS[name](op, mesh))
-            row[name] = ref.cost.total_cycles
-        except mica.SramError:
-            row[name] = None
+        for buffers in (1, 2):
+            key = name + ("+db" if buffers == 2 else "")
+            names.append(key)
+            try:
+                plan = mica.plans.REFERENCE_PLANS[name](op, mesh, buffers=buffers)
+                row[key] = mica.compile_affine(op, mesh=mesh, schedule=plan).cost.total_cycles
+            except mica.SramError:
+                row[key] = None
     benchmark.extra_info.update(row)
-    refs = {k: v for k, v in row.items() if k in ("summa", "cannon", "interleaved") and v}
+    refs = {k: v for k, v in row.items() if k in names and v}
     assert all(row["chosen"] <= v for v in refs.values())
     print(f"\n{side}x{side}: chosen {row['chosen']:,.0f} ({row['plan']}); " +
           ", ".join(f"{k} {v:,.0f} (x{v / row['chosen']:.2f})" for k, v in refs.items()))
