@@ -96,7 +96,7 @@ def _readme(plan) -> str:
         "- `plan.json`: what was emitted (channels, colours, routes, messages, buffers, queues, classes).",
         "",
         f"{len(plan.channels)} channel(s) on {len(plan.colours_used)} colour(s) (budget {plan.colour_budget}), "
-        f"{len(plan.classes)} region class(es), {sum(b.bytes for b in plan.buffers)} B of buffers per PE "
+        f"{len(plan.classes)} region class(es), {sum(b.alloc_bytes for b in plan.buffers)} B of buffers per PE "
         f"(SRAM {plan.sram_bytes} B).",
         "",
         "Not compiled here: the Cerebras SDK (cslc, cs_python) is not installable in MICA's environment; MICA "

@@ -33,8 +33,10 @@ class KernelPrinter:
     """Prints kernel class ``cls`` of ``kernel`` as ``fn <cls.name>() void``; ``dsds`` collects the
     (buffer, stride) memory DSDs its vector operations start from."""
 
-    def __init__(self, mp: MeshProgram, kernel: Kernel, cls: KernelClass, steps: int, dsds: dict):
+    def __init__(self, mp: MeshProgram, kernel: Kernel, cls: KernelClass, steps: int, dsds: dict,
+                 slotted: frozenset = frozenset()):
         self.mp, self.k, self.cls, self.steps, self.dsds = mp, kernel, cls, steps, dsds
+        self.slotted = slotted      # double buffers: read at the element offset slot_<name> (their current slot)
         self.by_name = {iset(p.domain).get_tuple_name(): p for p in kernel.statements}
         self.part = kernel.statements[0]
         self.lines: list[str] = []
@@ -73,6 +75,8 @@ class KernelPrinter:
             lo = (f" - {d.tile} * {d.coord}" + (f" - ({off})" if off else "")) if d.coord else ""
             mul = "" if st == 1 else f" * {st}" if isinstance(st, int) else f" * ({st})"
             terms.append(f"({_aff(ix, env)}{lo}){mul}")
+        if t.name in self.slotted:
+            terms.append(f"slot_{t.name}")
         return " + ".join(terms) or "0"
 
     # -- expressions ---------------------------------------------------------------------------------------
@@ -223,7 +227,7 @@ class KernelPrinter:
         def dsd(acc, s):
             t = self.mp.tensor(acc.buffer)
             name = f"dsd_{acc.buffer}_s{s}".replace("-", "m")
-            elems = boxes.alloc(t)
+            elems = boxes.alloc(t) * (2 if t.name in self.slotted else 1)
             self.dsds[name] = (acc.buffer, s, max(1, -(-elems // abs(s))), t.dtype)
             return f"@set_dsd_length(@increment_dsd_offset({name}, @as(i16, {self.offset(t, acc.index, woff_env)}), {ty}), " \
                    f"@as(u16, {n}))"
@@ -312,8 +316,9 @@ def _aff(a: Aff, env: dict[str, str]) -> str:
     return " + ".join(parts)
 
 
-def kernel_functions(mp: MeshProgram) -> tuple[list[tuple[str, str]], dict]:
-    """(class name, CSL function) for every kernel class, and the memory DSDs they use."""
+def kernel_functions(mp: MeshProgram, slotted: frozenset = frozenset()) -> tuple[list[tuple[str, str]], dict]:
+    """(class name, CSL function) for every kernel class, and the memory DSDs they use. ``slotted``: the
+    double buffers (two slots in one array), read at ``slot_<name>``."""
     steps_of: dict[str, int] = {}
     for op, scope in mp.walk():
         if hasattr(op, "kernel") and isinstance(op.kernel, str):
@@ -322,5 +327,5 @@ def kernel_functions(mp: MeshProgram) -> tuple[list[tuple[str, str]], dict]:
     out = []
     for k in mp.kernels:
         for cls in k.classes:
-            out.append((cls.name, KernelPrinter(mp, k, cls, steps_of.get(k.name, 1), dsds).function()))
+            out.append((cls.name, KernelPrinter(mp, k, cls, steps_of.get(k.name, 1), dsds, slotted).function()))
     return out, dsds

@@ -87,6 +87,14 @@ def _id_ranges(ids: list[int]) -> str:
                      for a, b, k in progressions(sorted(ids)))
 
 
+def _rel(dbl, plus: int = 0) -> str:
+    """The iteration of a double-buffered exchange counted from its first, plus ``plus`` (CSL text): the
+    slot parity."""
+    d, _, first = dbl
+    k = plus - first
+    return f"lv[{d}] + {k}" if k > 0 else f"lv[{d}] - {-k}" if k < 0 else f"lv[{d}]"
+
+
 def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     wse3 = plan.arch == "wse3"
     L: list[str] = []
@@ -112,8 +120,12 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     for b in plan.buffers:
         box = ", ".join((f"{c}/{tile}" if c else f":{min(tile, ext)}") + (" padded" if pad else "")
                         + (f" window {off:+d}..+{sp}" if sp else "") for c, tile, ext, pad, off, sp in b.dims)
-        add(f"// {b.name}: {b.role} {b.array}[{box}], {b.bytes} B")
-        add(f"var buf_{b.name}: [{b.elems}]{b.dtype} = @zeros([{b.elems}]{b.dtype});")
+        if b.slots == 1:
+            add(f"// {b.name}: {b.role} {b.array}[{box}], {b.bytes} B")
+        else:
+            add(f"// {b.name}: {b.role} {b.array}[{box}], {b.bytes} B x {b.slots} slots (double buffer: elements "
+                f"[0, {b.elems}) and [{b.elems}, {2 * b.elems}))")
+        add(f"var buf_{b.name}: [{b.alloc_elems}]{b.dtype} = @zeros([{b.alloc_elems}]{b.dtype});")
     for name in exported:
         b = next(x for x in plan.buffers if x.name == name)
         add(f"var buf_{name}_ptr: [*]{b.dtype} = &buf_{name};")
@@ -130,6 +142,9 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     add("var pending: u16 = 0;  // asynchronous operations of the current exchange still running")
     for buf, land in sorted(plan.landing.items()):
         add(f"var n_{land}: u16 = 0;  // elements received into buf_{land} by the current exchange")
+    for b in plan.buffers:
+        if b.slots == 2:
+            add(f"var slot_{b.name}: i32 = 0;  // element offset of the slot of buf_{b.name} computes read")
     if plan.rounds > 1:
         add(f"var lround: i32 = 0;  // round of an exchange into itself ({plan.rounds} rounds of landing chunks)")
     add("")
@@ -147,7 +162,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
             add(f"fn ring_pos(c: i32) i32 {{ if (urem(c, 2) == 0) {{ return udiv(c, 2); }} return {s.n - 1} - udiv(c, 2); }}")
         add(f"fn skew_block(x: i32, y: i32, t: i32) i32 {{ return pmod(t + ring_pos(x) + ring_pos(y), {s.n}); }}")
     add("")
-    funcs, dsds = kernel_functions(mp)
+    funcs, dsds = kernel_functions(mp, frozenset(plan.double.buffers))
     add("// ---- memory DSDs the vector operations start from (offset and length set per use) ----")
     for name, (buf, stride, extent, _ty) in sorted(dsds.items()):
         acc = f"buf_{buf}[i]" if stride == 1 else f"buf_{buf}[i * {stride}]"
@@ -156,7 +171,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     moved = sorted({c.src for c in plan.channels} | {c.dst for c in plan.channels} | set(plan.landing.values()))
     for name in moved:
         b = next(x for x in plan.buffers if x.name == name)
-        add(f"const mem_{name} = @get_dsd(mem1d_dsd, .{{ .tensor_access = |i|{{{b.elems}}} -> buf_{name}[i] }});")
+        add(f"const mem_{name} = @get_dsd(mem1d_dsd, .{{ .tensor_access = |i|{{{b.alloc_elems}}} -> buf_{name}[i] }});")
     add("")
     add("// ---- fabric DSDs: one per colour and direction; queues from the plan ----")
     ext_in: dict[int, int] = {}
@@ -189,6 +204,11 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         op = st.op
         slots = dict(st.slots)
         add(f"// MeshIR exchange {op.name}: {', '.join(c.name for c in op.ops)}")
+        dbl = plan.double.exchanges.get(xi)
+        if dbl is not None:
+            k = _rel(dbl)
+            add(f"// double-buffered: iteration lv[{dbl[0]}] receives into slot pmod({_rel(dbl, 1)}, 2) and sends a "
+                f"double buffer from slot pmod({k}, 2)")
         add(f"fn exchange_{xi}() void {{")
         fams = families(plan, xi)
         if any(len(f) > 1 or len({c.colour for c in f}) > 1 for f in fams.values()):
@@ -237,6 +257,11 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
                 if chunked and role == "send":
                     ty = mp.tensor(buf).dtype
                     memsrc = f"@increment_dsd_offset(mem_{buf}, @as(i16, lround * {plan.landing_chunk[buf]}), {ty})"
+                if dbl is not None and plan.double.buffers.get(buf) == xi:
+                    ty = mp.tensor(buf).dtype
+                    e = next(x.elems for x in plan.buffers if x.name == buf)
+                    memsrc = (f"@increment_dsd_offset(mem_{buf}, @as(i16, pmod({_rel(dbl, 1 if role == 'recv' else 0)}, 2) * {e}), "
+                              f"{ty})")
                 if role == "recv" and buf in plan.landing:
                     buf = plan.landing[buf]
                     memsrc = f"mem_{buf}"
@@ -326,6 +351,38 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
                 add("      }")
             else:
                 add(f"      pc = {st.pc + 1};")
+        elif st.kind == "prefetch":
+            dbl = plan.double.exchanges[st.exchange_index]
+            d, count, first = dbl
+            ind = "      "
+            if first:
+                add(f"      if (lv[{d}] >= {first}) {{  // the exchange runs from iteration {first} on")
+                ind = "        "
+            for b in plan.buffers:
+                if plan.double.buffers.get(b.name) == st.exchange_index:
+                    add(f"{ind}slot_{b.name} = pmod({_rel(dbl, 1)}, 2) * {b.elems};  // this step's {b.name} arrived there")
+            if first:
+                add("      }")
+            add(f"      if ({f'lv[{d}] + 1 >= {first} and ' if first > 1 else ''}lv[{d}] + 1 < {count}) {{")
+            add(f"        lv[{d}] += 1;  // the next step's exchange, into the other slots; joined at its step")
+            add(f"        exchange_{st.exchange_index}();")
+            add(f"        lv[{d}] -= 1;")
+            add("      }")
+            add(f"      pc = {st.pc + 1};")
+        elif st.exchange_index in plan.double.exchanges:
+            d, _, first = plan.double.exchanges[st.exchange_index]
+            add(f"      pc = {st.pc + 1};")
+            add("      @block(step_id);")
+            add("      pending += 1;  // a guard (prefetched operations may still be running)")
+            if first == 0:
+                add(f"      if (lv[{d}] == 0) {{")
+                add(f"        exchange_{st.exchange_index}();  // the first step's panels; later ones were prefetched")
+                add("      }")
+            else:
+                add(f"      // every iteration's panels (from {first} on) were prefetched in the iteration before")
+            add("      @activate(step_id);  // runs when unblocked: after the last completion")
+            add("      finish();")
+            add("      return;")
         else:
             add(f"      pc = {st.pc + 1};")
             add("      @block(step_id);")

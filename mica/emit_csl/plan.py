@@ -134,6 +134,15 @@ class Buffer:
     bytes: int
     role: str
     dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span) per dimension (boxes.dims)
+    slots: int = 1            # 2: a double buffer, ``slots`` boxes of ``elems`` one after the other
+
+    @property
+    def alloc_elems(self) -> int:
+        return self.elems * self.slots
+
+    @property
+    def alloc_bytes(self) -> int:
+        return self.bytes * self.slots
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,101 @@ class Step:
     target: int = 0
     slots: tuple[tuple[str, int], ...] = ()          # loop variable -> slot, in scope
     exchange_index: int = -1
+
+
+@dataclass(frozen=True)
+class DoubleBuffering:
+    """The prefetched MeshIR exchanges this back end emits double-buffered, and the rest.
+
+    ``exchanges``: exchange index -> (loop-variable slot, loop count, first iteration it runs at: its guard)
+    of the loop it prefetches in;
+    ``buffers``: two-slot buffer -> the exchange index that fills it; ``dropped``: exchange name -> why
+    it is emitted single-buffered (one slot per buffer, exchange completed before the step's compute).
+
+    Slot convention (per buffer, loop variable ``t`` of the exchange's loop, ``f`` its first iteration):
+    the exchange of iteration ``t`` receives into slot ``(t - f + 1) mod 2`` and sends a double-buffered
+    source (a ring shift's own buffer) from slot ``(t - f) mod 2``; computes read the slot the latest
+    completed exchange filled (``slot_<buffer>``, initially 0: what the host loaded)."""
+
+    exchanges: Mapping
+    buffers: Mapping
+    dropped: Mapping
+
+
+def double_buffering(mp: ir.MeshProgram) -> DoubleBuffering:
+    """Which prefetched exchanges of ``mp`` the CSL back end emits double-buffered. An exchange is
+    emitted single-buffered (and recorded as dropped, with the reason) when its loop holds another
+    exchange (their completion tasks and queues would overlap), when one of its double buffers is moved
+    by another exchange or stored to the host, when it sends a double buffer it does not also receive
+    into (no slot convention for it), or when it shifts a ring inside an outer loop of odd length (the
+    next outer iteration would find the ring in the other slot)."""
+    exchanges: dict[int, tuple[int, int]] = {}
+    buffers: dict[str, int] = {}
+    dropped: dict[str, str] = {}
+    found: list[tuple[int, ir.Exchange, tuple]] = []
+    xi = 0
+
+    def go(ops, scope: tuple):
+        nonlocal xi
+        for op in ops:
+            if isinstance(op, ir.Loop):
+                go(op.body, scope + ((op.var, op.count, op),))
+            elif isinstance(op, ir.Exchange):
+                found.append((xi, op, scope))
+                xi += 1
+    go(mp.body, ())
+    stored = {op.buffer for op in mp.body if isinstance(op, ir.HostStore)}
+    for i, op, scope in found:
+        if not op.prefetch:
+            continue
+        if not scope:
+            dropped[op.name] = "not inside a loop"
+            continue
+        var, count, loop = scope[-1]
+        dsts = {c.dst for c in op.ops}
+        srcs = {c.src for c in op.ops}
+        two = {n for n in dsts | srcs if mp.tensor(n).slots == 2}
+        others = [x for x in found if x[1] is not op and any(s[2] is loop for s in x[2])]
+        moved_elsewhere = sorted(n for n in two for _, x, _ in found if x is not op
+                                 for c in x.ops if n in (c.src, c.dst))
+        first = _first_active(op, var, count)
+        if first is None:
+            dropped[op.name] = (f"its guard ({op.guard} > 0) does not hold on a final run of iterations of loop "
+                                f"{var} alone (the slot parity counts active iterations)")
+        elif others:
+            dropped[op.name] = (f"loop {var} also holds exchange {others[0][1].name} (their asynchronous "
+                                f"operations would overlap)")
+        elif moved_elsewhere:
+            dropped[op.name] = f"its double buffer {moved_elsewhere[0]} is moved by another exchange too"
+        elif two & stored:
+            dropped[op.name] = f"its double buffer {sorted(two & stored)[0]} is stored to the host"
+        elif not dsts <= two:
+            dropped[op.name] = f"destination {sorted(dsts - two)[0]} has one slot"
+        elif (srcs & two) - dsts:
+            dropped[op.name] = f"it sends double buffer {sorted((srcs & two) - dsts)[0]} it does not receive into"
+        elif (srcs & two) and len(scope) > 1 and (count - first) % 2:
+            dropped[op.name] = (f"it shifts a ring {count - first} (odd) times in loop {var} inside loop "
+                                f"{scope[-2][0]} (the next outer iteration would start from the other slot)")
+        else:
+            exchanges[i] = (len(scope) - 1, count, first)
+            for n in two:
+                buffers[n] = i
+    ro = MappingProxyType
+    return DoubleBuffering(ro(exchanges), ro(buffers), ro(dropped))
+
+
+def _first_active(op: ir.Exchange, var: str, count: int) -> int | None:
+    """The first iteration of loop ``var`` at which ``op`` runs, when it runs at exactly the iterations
+    from there to the end of the loop (an unguarded exchange: 0); else None."""
+    if op.guard is None:
+        return 0
+    if any(v != var for v, _ in op.guard.terms):
+        return None
+    on = [op.active({var: t}) for t in range(count)]
+    if True not in on:
+        return None
+    first = on.index(True)
+    return first if all(on[first:]) else None
 
 
 @dataclass(frozen=True)
@@ -178,6 +282,7 @@ class CslPlan:
     kernel_classes: Mapping  # kernel name -> tuple of (class function name, Region)
     landing_chunk: Mapping = field(default_factory=lambda: MappingProxyType({}))  # buffer -> landing elements
     rounds: int = 1         # rounds of an exchange into itself (1: the landing buffer holds everything)
+    double: "DoubleBuffering | None" = None   # what of the MeshIR's double buffering is emitted
 
     @property
     def colours_used(self) -> tuple[int, ...]:
@@ -236,14 +341,15 @@ def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
     return n
 
 
-def _buffers(mp: ir.MeshProgram) -> tuple[Buffer, ...]:
+def _buffers(mp: ir.MeshProgram, double: DoubleBuffering) -> tuple[Buffer, ...]:
     out = []
     for t in mp.tensors:
         if t.dtype not in DTYPES:
             raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
                             f"(compile the program with f32 arrays)")
         elems = boxes.alloc(t)
-        out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t)))
+        out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t),
+                          2 if t.name in double.buffers else 1))
     spans = sorted((t.offset, t.offset + t.max_bytes, t.name) for t in mp.tensors)
     for (a0, a1, an), (b0, b1, bn) in zip(spans, spans[1:]):
         if b0 < a1:
@@ -252,7 +358,7 @@ def _buffers(mp: ir.MeshProgram) -> tuple[Buffer, ...]:
     return tuple(out)
 
 
-def _steps(mp: ir.MeshProgram) -> tuple[list[Step], list[ir.HostLoad], list[ir.HostStore], list]:
+def _steps(mp: ir.MeshProgram, double: DoubleBuffering) -> tuple[list[Step], list[ir.HostLoad], list[ir.HostStore], list]:
     body = list(mp.body)
     loads, stores = [], []
     while body and isinstance(body[0], ir.HostLoad):
@@ -287,7 +393,16 @@ def _steps(mp: ir.MeshProgram) -> tuple[list[Step], list[ir.HostLoad], list[ir.H
                 guard = f" when {op.guard} > 0" if op.guard is not None else ""
                 steps.append(Step(pc, "exchange", f"exchange {op.name} ({names}){guard}", op,
                                   slots=tuple(slots.items()), exchange_index=len(exchanges) - 1))
-                landed = sorted({c.dst for c in op.ops if c.src == c.dst})
+                xi = len(exchanges) - 1
+                landed = sorted({c.dst for c in op.ops if c.src == c.dst}) if xi not in double.exchanges else []
+                if xi in double.exchanges:
+                    how = (f"fetched here at {op_var(scope)} = 0, else prefetched" if double.exchanges[xi][2] == 0
+                           else "prefetched in the step before")
+                    steps[pc] = Step(pc, "exchange", f"exchange {op.name} ({names}){guard}: wait for this step's "
+                                     f"panels ({how})", op, slots=tuple(slots.items()), exchange_index=xi)
+                    steps.append(Step(pc + 1, "prefetch", f"prefetch exchange {op.name} of the next step into the "
+                                      f"other slots, overlapping this step's compute", op,
+                                      slots=tuple(slots.items()), exchange_index=xi))
                 if landed:
                     steps.append(Step(pc + 1, "land", f"exchange {op.name}: received {', '.join(landed)} "
                                       f"landed beside the buffer being sent; copy it in", op,
@@ -304,6 +419,10 @@ def _steps(mp: ir.MeshProgram) -> tuple[list[Step], list[ir.HostLoad], list[ir.H
             raise EmitError(f"CSL back end: host_store of {st.array} from ring buffer {st.buffer} (skewed blocks) "
                             f"is not supported")
     return steps, loads, stores, exchanges
+
+
+def op_var(scope) -> str:
+    return scope[-1][0]
 
 
 def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
@@ -495,18 +614,19 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     if target.name not in ("wse2", "wse3"):
         raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
     w, h = mp.mesh
-    buffers = _buffers(mp)
-    steps, loads, stores, exchanges = _steps(mp)
+    double = double_buffering(mp)
+    buffers = _buffers(mp, double)
+    steps, loads, stores, exchanges = _steps(mp, double)
     # A pattern that sends a buffer into the same buffer (ring shifts) receives into a landing buffer: the
     # emulator's exchange is bulk-synchronous, CSL's asynchronous send and receive are not. The landing
     # buffer holds the whole buffer when SRAM allows; otherwise the exchange runs in rounds of ``chunk``
     # elements (send chunk r, receive chunk r beside it, copy it in once chunk r has left).
     same = []
-    for op, _ in exchanges:
+    for xi, (op, _) in enumerate(exchanges):
         for c in op.ops:
-            if c.src == c.dst and c.dst not in same:
+            if c.src == c.dst and c.dst not in same and xi not in double.exchanges:
                 same.append(c.dst)
-    base = sum(b.bytes for b in buffers)
+    base = sum(b.alloc_bytes for b in buffers)
     sizes = {b.name: b for b in buffers}
     want = sum(sizes[n].bytes for n in same)
     chunk: dict[str, int] = {}
@@ -618,7 +738,7 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     ro = MappingProxyType
     return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
                    tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
-                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds)
+                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds, double)
 
 
 def _classes(mp, chans, in_queue, out_queue, kernel_classes) -> tuple:

@@ -98,8 +98,10 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
         "routers": _router_classes(plan),
         "exchanges": _exchanges(mp, plan),
         "buffers": [{"name": b.name, "array": b.array, "dtype": b.dtype, "elems": b.elems, "bytes": b.bytes,
-                     "role": b.role, "dims": [list(d) for d in b.dims]} for b in plan.buffers],
-        "buffer_bytes_total": sum(b.bytes for b in plan.buffers),
+                     "role": b.role, "dims": [list(d) for d in b.dims],
+                     **({"slots": b.slots, "alloc_bytes": b.alloc_bytes} if b.slots != 1 else {})}
+                    for b in plan.buffers],
+        "buffer_bytes_total": sum(b.alloc_bytes for b in plan.buffers),
         "landing": {b: {"buffer": l, "chunk_elems": plan.landing_chunk[b], "rounds": plan.rounds}
                     for b, l in sorted(plan.landing.items())},
         "queues": {"input": {str(k): v for k, v in sorted(plan.in_queue.items())},
@@ -116,17 +118,34 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
                                                                                  st.region.y0, st.region.y1]}
                             for st in plan.stores]},
         "steps": [{"pc": s.pc, "kind": s.kind, "text": s.text} for s in plan.steps],
-        **_double_buffering(mp),
+        **_double_buffering(mp, plan),
     }
 
 
-def _double_buffering(mp: ir.MeshProgram) -> dict:
+def _double_buffering(mp: ir.MeshProgram, plan: CslPlan) -> dict:
     """The ``double_buffering`` entry, only for a program whose MeshIR double-buffers (single-buffered
-    programs' records are unchanged): the CSL back end drops the double buffer and says so."""
+    programs' records are unchanged): ``emitted`` is true when every prefetched exchange is emitted
+    double-buffered; otherwise ``emitted_exchanges`` lists those that are and ``dropped`` says why each
+    of the others is not."""
     db = mp.double_buffering()
     if db is None:
         return {}
-    return {"double_buffering": {**db, "emitted": False, "note": DROPPED_NOTE}}
+    d = plan.double
+    names = [op.name for op, _ in mp.walk() if isinstance(op, ir.Exchange)]
+    done = [names[i] for i in sorted(d.exchanges)]
+    if not d.dropped:
+        return {"double_buffering": {**db, "emitted": True, "note": EMITTED_NOTE}}
+    return {"double_buffering": {**db, "emitted": False, "emitted_exchanges": done, "dropped": dict(d.dropped),
+                                 "note": PARTIAL_NOTE if done else DROPPED_NOTE}}
+
+
+EMITTED_NOTE = ("every prefetched exchange is emitted double-buffered: each two-slot buffer is one array of two "
+                "slots; step t+1's sends and receives start (asynchronous @mov) into the other slot right after "
+                "step t's panels arrived and before step t's compute, which reads slot slot_<buffer>; the next "
+                "step waits for them (activate/unblock join). Ring shifts need no landing buffer then.")
+PARTIAL_NOTE = ("the exchanges in emitted_exchanges are emitted double-buffered; those in dropped are emitted "
+                "single-buffered (each step's exchange completes before that step's compute, one slot), for "
+                "the reason given")
 
 
 DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")

@@ -14,8 +14,9 @@ Reads the files back (not the in-memory plan) and checks:
 * colours used by the PE program's fabric DSDs are declared and routed in the layout;
 * symbols: every symbol ``run.py`` touches (``get_id``, ``launch``) is exported by the layout and the PE
   program;
-* memory: the PE program's buffers (``var X: [n]T = @zeros(...)``) have the sizes ``plan.json`` records and
-  fit the target's SRAM together;
+* memory: the PE program's buffers (``var X: [n]T = @zeros(...)``) have the sizes ``plan.json`` records
+  (a double buffer: both slots, ``slots`` x ``bytes``; every double buffer of an emitted double-buffered
+  program has two) and fit the target's SRAM together;
 * names: no declaration repeats a name visible where it is made (CSL has no shadowing or redeclaration);
 * parameters: every ``param`` of the PE program gets a value in the layout's ``@set_tile_code`` and the
   layout passes nothing the PE program does not declare.
@@ -363,7 +364,18 @@ def validate(files: dict[str, str]) -> None:
             if sym not in exported_pe:
                 _fail("run.py", i, f"symbol {sym!r} is not exported by pe_program.csl")
     # memory
-    sizes = {b["name"]: b["bytes"] for b in plan["buffers"]}
+    sizes = {b["name"]: b.get("alloc_bytes", b["bytes"]) for b in plan["buffers"]}
+    for b in plan["buffers"]:
+        slots = b.get("slots", 1)
+        if slots not in (1, 2) or b.get("alloc_bytes", b["bytes"]) != slots * b["bytes"]:
+            _fail("plan.json", 0, f"buffer {b['name']}: {slots} slot(s) of {b['bytes']} B do not make its "
+                                  f"{b.get('alloc_bytes')} B")
+    double = plan.get("double_buffering", {})
+    want_two = set(double.get("double_buffers", ())) if double.get("emitted") else set()
+    for b in plan["buffers"]:
+        if b["name"] in want_two and b.get("slots", 1) != 2:
+            _fail("plan.json", 0, f"buffer {b['name']} is a double buffer of an emitted double-buffered "
+                                  f"program but has {b.get('slots', 1)} slot(s)")
     total = 0
     for i, ln in enumerate(pe.splitlines(), 1):
         m = _BUFFER.match(ln)

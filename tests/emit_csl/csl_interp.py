@@ -5,6 +5,13 @@ numpy. It models what the emitted code relies on -- tasks that run when activate
 asynchronous ``@mov32``/``@mov16`` between memory and fabric DSDs that activate a task when done, input
 streams per colour, DSD arithmetic -- not the hardware's timing or queue capacities (a send completes
 at once; a receive completes once its wavelets have arrived).
+
+Memory hazards of asynchronous moves are errors: from the moment an asynchronous receive is started until
+its wavelets land, no code may read or write the memory it fills; from the moment an asynchronous send is
+started until its completion task has run, no code may write the memory it reads (on hardware both run
+on a microthread while the core goes on). So a double buffer whose prefetch filled the slot the running
+step reads, or a send from memory a compute overwrites, fails here even when the numbers would happen
+to come out right in this interpreter's order of events.
 """
 
 from __future__ import annotations
@@ -83,9 +90,15 @@ class Machine:
             self.globals[name] = value
         elif target.data == "index":
             arr = self.eval(target.children[0])
-            arr[int(self.eval(target.children[1]))] = value
+            i = int(self.eval(target.children[1]))
+            self._touch(target.children[0], i, True)
+            arr[i] = value
         else:
             raise CslError(f"cannot assign to {target}")
+
+    def _touch(self, name_tok, i: int, write: bool):
+        if getattr(self, "inflight", None) and name_tok.__class__.__name__ == "Token":
+            self.hooks.check(self, str(name_tok), [i], write)
 
     # -- statements --------------------------------------------------------------------------------------
     def block(self, blk, scope=None):
@@ -186,7 +199,9 @@ class Machine:
         if k == "address":
             return self.eval(c[0])
         if k == "index":
-            return self.eval(c[0])[int(self.eval(c[1]))]
+            i = int(self.eval(c[1]))
+            self._touch(c[0], i, False)
+            return self.eval(c[0])[i]
         if k == "field":
             base = self.eval(c[0])
             return ("field", base, _tok(c[1]))
@@ -270,6 +285,7 @@ class Fabric:
             m = Machine(pe_tree, dict(params), self)
             m.core = (x, y)
             m.active, m.blocked, m.bound, m.done = set(), set(), {}, False
+            m.inflight = []              # asynchronous moves running: [kind, array, set of indices, task]
             self.cores[(x, y)] = m
             for blk in m.comptime:
                 m.block(blk)
@@ -363,6 +379,19 @@ class Fabric:
             return ("memcpy_params", vals[0])
         raise CslError(f"{base}.{name}")
 
+    # -- hazards of asynchronous moves ----------------------------------------------------------------
+    def check(self, m, arr: str, idx, write: bool, what: str = "code"):
+        """Raises when ``what`` reads (``write`` False) or writes ``arr[idx]`` while an asynchronous move
+        that conflicts is running on core ``m``."""
+        if not m.inflight:
+            return
+        idx = set(idx)
+        for kind, a, held, _ in m.inflight:
+            if a == arr and (write or kind == "recv") and idx & held:
+                raise CslError(f"core {m.core}: {what} {'writes' if write else 'reads'} {arr}"
+                               f"[{min(idx & held)}..] while an asynchronous {kind} of it is running "
+                               f"(pc {m.globals.get('pc')}, lv {[int(v) for v in m.globals.get('lv', [])]}; running: {[(k, a, min(h), t) for k, a, h, t in m.inflight]})")
+
     # -- data movement ----------------------------------------------------------------------------------
     def _arr(self, m, d):
         return m.globals[d["arr"]]
@@ -371,6 +400,11 @@ class Fabric:
         dst = ev[0]
         n = dst["length"]
         out = self._arr(m, dst)
+
+        self.check(m, dst["arr"], _dsd_elems(dst, n), True, f"@{op}")
+        for v in ev[1:]:
+            if isinstance(v, dict):
+                self.check(m, v["arr"], _dsd_elems(v, n), False, f"@{op}")
 
         def val(v):
             if isinstance(v, dict):
@@ -390,18 +424,28 @@ class Fabric:
         dst, src = ev[0], ev[1]
         opts = ev[2] if len(ev) > 2 else {}
         if dst["kind"] == "mem" and src["kind"] == "mem":
+            self.check(m, dst["arr"], _dsd_elems(dst), True, "@mov")
+            self.check(m, src["arr"], _dsd_elems(src, dst["length"]), False, "@mov")
             self._arr(m, dst)[_dsd_elems(dst)] = self._arr(m, src)[_dsd_elems(src, dst["length"])]
             return
         task = opts.get("activate")
         if dst["kind"] == "fout":
-            data = self._arr(m, src)[_dsd_elems(src, dst["length"])].copy()
+            idx = _dsd_elems(src, dst["length"])
+            self.check(m, src["arr"], idx, False, "an asynchronous send")
+            if task is not None:
+                m.inflight.append(["send", src["arr"], set(idx), task])
+            data = self._arr(m, src)[idx].copy()
             for cell in self.deliver(m.core, dst["colour"]):
                 self.streams.setdefault((*cell, dst["colour"]), []).extend(data.tolist())
             if task is not None:
                 m.active.add(task)
             return
         if src["kind"] == "fin":
-            self.pending.append((m, src["colour"], dst, task))
+            idx = _dsd_elems(dst)
+            self.check(m, dst["arr"], idx, True, "an asynchronous receive")
+            entry = ["recv", dst["arr"], set(idx), task]
+            m.inflight.append(entry)
+            self.pending.append((m, src["colour"], dst, task, entry))
             return
         raise CslError("mov between unsupported DSDs")
 
@@ -425,26 +469,33 @@ class Fabric:
         return out
 
     def step(self) -> bool:
+        """One round: run every task that is ready; only when none is, land the receives whose wavelets
+        are there. Receives thus complete as late as the program allows (the most adversarial legal
+        order): code that does not wait for a receive reads memory still being received, and fails."""
         progress = False
+        for m in self.cores.values():
+            ready = [t for t in sorted(m.active) if t not in m.blocked]
+            for t in ready:
+                m.active.discard(t)
+                m.inflight = [e for e in m.inflight if not (e[0] == "send" and e[3] == t)]   # a send is done
+                m.call(m.bound[t], [])
+                progress = True
+        if progress:
+            return True
         still = []
-        for m, colour, dst, task in self.pending:
+        for m, colour, dst, task, entry in self.pending:
             s = self.streams.get((*m.core, colour), [])
             n = dst["length"]
             if len(s) >= n:
                 self._arr(m, dst)[_dsd_elems(dst)] = s[:n]
                 del s[:n]
+                m.inflight.remove(entry)
                 if task is not None:
                     m.active.add(task)
                 progress = True
             else:
-                still.append((m, colour, dst, task))
+                still.append((m, colour, dst, task, entry))
         self.pending = still
-        for m in self.cores.values():
-            ready = [t for t in sorted(m.active) if t not in m.blocked]
-            for t in ready:
-                m.active.discard(t)
-                m.call(m.bound[t], [])
-                progress = True
         return progress
 
     def run(self, fn="main"):

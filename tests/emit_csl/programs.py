@@ -37,6 +37,12 @@ def program(name: str, target: str):
     gv = mica.ops.gemv(16, 16)
     if name == "matmul_interleaved":
         return mica.compile_affine(mm, mesh=(4, 4), target=target)
+    if name == "matmul_interleaved_single":
+        # the searched plan above double-buffers; this one keeps one slot (ring shifts land beside the buffer)
+        return mica.compile_affine(mm, mesh=(4, 4), target=target, schedule=mica.plans.interleaved(mm, (4, 4)))
+    if name == "matmul_summa_double":
+        mesh = (4, 4) if target == "wse2" else (2, 2)
+        return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh, buffers=2))
     if name == "matmul_summa":
         # WSE-3 binds each fabric queue to one colour for the whole program: a 4x4 SUMMA (a moving root,
         # one colour per root) needs 8 input queues on every core; 2x2 fits.
@@ -61,8 +67,8 @@ def program(name: str, target: str):
     raise KeyError(name)
 
 
-GOLDEN = ("matmul_interleaved", "matmul_summa", "gemv_ktree", "two_ops", "jacobi_halo")
-ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4")
+GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktree", "two_ops", "jacobi_halo")
+ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single")
 
 
 @lru_cache(maxsize=None)
