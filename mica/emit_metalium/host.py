@@ -160,7 +160,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
         seen[op.buffer] = op.region
         t = mp.tensor(op.buffer)
         r = op.region
-        pages = plan.tensor_cb(op.buffer).pages * r.cores
+        pages = plan.tensor_cb(op.buffer).slot_pages * r.cores
         L.append(f"    InterleavedBufferConfig cfg_{ident(op.buffer)}{{.device = device, .size = {pages * tb}, "
                  f".page_size = {tb}, .buffer_type = BufferType::DRAM}};")
         L.append(f"    std::shared_ptr<Buffer> dram_{ident(op.buffer)} = CreateBuffer(cfg_{ident(op.buffer)});  "
@@ -213,7 +213,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     for op in loads:
         t = mp.tensor(op.buffer)
         r = op.region
-        pages = plan.tensor_cb(op.buffer).pages
+        pages = plan.tensor_cb(op.buffer).slot_pages
         b = ident(op.buffer)
         L += [f"    {{  // host_load {op.array} -> {op.buffer} on {r}",
               f"        const Box box = {_box_c(t)};",
@@ -234,7 +234,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     for op in stores:
         t = mp.tensor(op.buffer)
         r = op.region
-        pages = plan.tensor_cb(op.buffer).pages
+        pages = plan.tensor_cb(op.buffer).slot_pages
         L += [f"    {{  // host_store {op.array} <- {op.buffer} from {r}",
               f"        const Box box = {_box_c(t)};",
               "        std::vector<float> staged;",

@@ -232,18 +232,26 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     for b in cc.loads:
         ld = loads[b]
         c = plan.tensor_cb(b)
-        lines += ["", f"    // MeshIR: host_load {ld.array} -> {b} on {ld.region}: this core's {c.pages} tile(s) are "
-                  f"pages [i * {c.pages}, (i + 1) * {c.pages}) of the staged DRAM buffer, i = its row-major index.",
+        lines += ["", f"    // MeshIR: host_load {ld.array} -> {b} on {ld.region}: this core's {c.slot_pages} tile(s) are "
+                  f"pages [i * {c.slot_pages}, (i + 1) * {c.slot_pages}) of the staged DRAM buffer, i = its row-major "
+                  f"index" + (" (into the first slot)." if c.slots > 1 else "."),
                   "    {",
                   f"        const InterleavedAddrGenFast<true> gen = {{.bank_base_address = dram_{ident(b)}, "
                   f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
-                  f"        const uint32_t first = {_core_index_c(ld.region)} * {c.pages};",
-                  f"        for (uint32_t i = 0; i < {c.pages}; ++i) {{",
+                  f"        const uint32_t first = {_core_index_c(ld.region)} * {c.slot_pages};",
+                  f"        for (uint32_t i = 0; i < {c.slot_pages}; ++i) {{",
                   f"            noc_async_read_tile(first + i, gen, get_write_ptr({c.name}) + i * tile_bytes);",
                   "        }", "        noc_async_read_barrier();", "    }"]
     lines += ["", "    // Hand every tensor to the compute kernel once; it rewrites them in place, tile by tile."]
     for c in plan.cbs:
-        if c.kind == "tensor":
+        if c.kind == "tensor" and c.slots > 1:
+            lines.append(f"    // double buffer {c.tensor}: one slot now (what was loaded, or zeros); each step's exchange "
+                         f"pushes the next")
+            lines.append(f"    uint32_t front_{c.name} = get_write_ptr({c.name});  // the slot compute reads (and a "
+                         f"ring sends)")
+            lines.append(f"    cb_reserve_back({c.name}, {c.slot_pages});")
+            lines.append(f"    cb_push_back({c.name}, {c.slot_pages});")
+        elif c.kind == "tensor":
             lines.append(f"    cb_reserve_back({c.name}, {c.pages});")
             lines.append(f"    cb_push_back({c.name}, {c.pages});")
     lines.append("")
@@ -251,14 +259,44 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     for t in plan.transfers:
         by_ex.setdefault(t.exchange, []).append(t)
 
+    ex_index = {id(ex): i for i, (ex, _) in enumerate((op, sc) for op, sc in mp.walk() if isinstance(op, Exchange))}
+    ex_by_index = {i: ex for ex, i in ((op, ex_index[id(op)]) for op, _ in mp.walk() if isinstance(op, Exchange))}
+    loop_var = {}
+    for op, scope in mp.walk():
+        if isinstance(op, Exchange) and plan.is_double(ex_index[id(op)]):
+            loop_var[ex_index[id(op)]] = scope[-1][0]
+    hosts = dict(plan.prefetch_at)
+
+    def double_cbs(ex: Exchange):
+        names = sorted({c.dst for c in ex.ops} | {c.src for c in ex.ops})
+        return [plan.tensor_cb(n) for n in names if plan.tensor_cb(n).slots > 1]
+
     def on_exchange(out, ex: Exchange, ind):
+        xi = ex_index[id(ex)]
+        if plan.is_double(xi):
+            _, count, first = plan.double.exchanges[xi]
+            v = cexpr.var_c(loop_var[xi])
+            out.append(f"{ind}// MeshIR: exchange {ex.name}, double-buffered: each step's tiles were received into the "
+                       f"next slot during the step before" + (f", except at {loop_var[xi]} = 0:" if first == 0 else ""))
+            if first == 0:
+                out.append(f"{ind}if ({v} == 0) {{")
+                exchange_body(out, ex, ind + "    ")
+                out.append(f"{ind}}}")
+            return
+        exchange_body(out, ex, ind)
+
+    def exchange_body(out, ex: Exchange, ind):
         ts = by_ex.get(ex.name, [])
+        dbl = double_cbs(ex) if plan.is_double(ex_index[id(ex)]) else []
         out.append(f"{ind}// MeshIR: exchange {ex.name} ({', '.join(c.name for c in ex.ops)})"
                    + (f", only where {ex.guard} > 0" if ex.guard is not None else ""))
         inner = ind
         if ex.guard is not None:
             out.append(f"{ind}if ({cexpr.lin_c(ex.guard)} > 0) {{")
             inner = ind + "    "
+        for c in dbl:
+            out.append(f"{inner}cb_reserve_back({c.name}, {c.slot_pages});  // the next slot of {c.tensor}: free once "
+                       f"compute popped it (every core, so slots stay in step across cores)")
         out.append(f"{inner}// phase 1: receivers free their buffer and signal their sender")
         for t in ts:
             out.append(f"{inner}if ({t.recv_when}) {{  // receive {t.op} (colour {t.colour}) from ({t.src[0]}, {t.src[1]})")
@@ -269,10 +307,11 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
             src = plan.cb(_cb_of(plan, t.src_cb))
             dst = plan.cb(_cb_of(plan, t.dst_cb))
             out.append(f"{inner}if ({t.send_when}) {{")
+            src_addr = f"front_{src.name}" if src.slots > 1 else f"get_read_ptr({src.name})"
             if t.kind == "unicast":
                 out.append(f"{inner}    // {t.pattern} {t.op} (colour {t.colour}): {t.tiles} tile(s), {t.noc_bytes} B "
                            f"to ({t.dst[0]}, {t.dst[1]})")
-                out.append(f"{inner}    mica_send_unicast(get_read_ptr({src.name}), get_write_ptr({dst.name}), "
+                out.append(f"{inner}    mica_send_unicast({src_addr}, get_write_ptr({dst.name}), "
                            f"{t.noc_bytes}, {t.ready}, {t.valid}, noc_x[{t.dst[0]}], noc_y[{t.dst[1]}]);")
             else:
                 x0, x1, y0, y1 = t.mcast
@@ -280,7 +319,7 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
                            f"to the cores [x0, x1) x [y0, y1)")
                 out.append(f"{inner}    const int32_t x0 = {x0}, x1 = {x1}, y0 = {y0}, y1 = {y1};")
                 out.append(f"{inner}    const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);")
-                out.append(f"{inner}    mica_send_multicast(get_read_ptr({src.name}), get_write_ptr({dst.name}), "
+                out.append(f"{inner}    mica_send_multicast({src_addr}, get_write_ptr({dst.name}), "
                            f"{t.noc_bytes}, {t.ready}, {t.valid}, noc_x[x0], noc_y[y0], noc_x[x1 - 1], "
                            f"noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);")
             out.append(f"{inner}}}")
@@ -296,6 +335,9 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
                 out.append(f"{inner}    mica_local_copy(get_write_ptr({dst.name}), get_write_ptr({tgt.name}), "
                            f"{t.noc_bytes}, my_noc_x, my_noc_y);")
             out.append(f"{inner}}}")
+        for c in dbl:
+            out.append(f"{inner}front_{c.name} = get_write_ptr({c.name});  // the slot just filled is the next front")
+            out.append(f"{inner}cb_push_back({c.name}, {c.slot_pages});")
         if ex.guard is not None:
             out.append(f"{ind}}}")
 
@@ -304,6 +346,22 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     steps = kernel_steps(mp)
 
     def on_compute(out, op: Compute, ind, scope):
+        xi = hosts.get(id(op))
+        if xi is not None:
+            _, count, first = plan.double.exchanges[xi]
+            v = cexpr.var_c(loop_var[xi])
+            ex = ex_by_index[xi]
+            out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}; while it runs, the next step's exchange "
+                       f"{ex.name} fills the other slots")
+            out += [f"{ind}cb_reserve_back(cb_tok_r2c, 1);", f"{ind}cb_push_back(cb_tok_r2c, 1);",
+                    f"{ind}if ({f'{v} + 1 >= {first} && ' if first > 1 else ''}{v} + 1 < {count}) {{",
+                    f"{ind}    const int32_t next = {v} + 1;",
+                    f"{ind}    {{",
+                    f"{ind}        const int32_t {v} = next;  // the exchange's expressions at the next step"]
+            exchange_body(out, ex, ind + "        ")
+            out += [f"{ind}    }}", f"{ind}}}", f"{ind}cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step",
+                    f"{ind}cb_pop_front(cb_tok_c2r, 1);"]
+            return
         if kinds[op.kernel] != "generic":
             out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
             return
@@ -424,10 +482,29 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     lines += ["    (void)my_x; (void)my_y;", "    // The tensors the reader loaded and handed over (pushed once)."]
     for c in plan.cbs:
         if c.kind == "tensor":
-            lines.append(f"    cb_wait_front({c.name}, {c.pages});")
+            lines.append(f"    cb_wait_front({c.name}, {c.slot_pages});" + ("  // double buffer: its first slot"
+                                                                            if c.slots > 1 else ""))
     lines.append("")
+    ex_index = {id(op): i for i, op in enumerate(op for op, _ in mp.walk() if isinstance(op, Exchange))}
+    loop_var = {ex_index[id(op)]: scope[-1][0] for op, scope in mp.walk()
+                if isinstance(op, Exchange) and plan.is_double(ex_index[id(op)])}
 
     def on_exchange(out, ex, ind):
+        xi = ex_index[id(ex)]
+        if plan.is_double(xi):
+            _, count, first = plan.double.exchanges[xi]
+            v = cexpr.var_c(loop_var[xi])
+            out.append(f"{ind}// MeshIR: exchange {ex.name} (double-buffered) runs on the reader: from step {first} on, "
+                       f"wait until this step's slot is there behind the old one, then release the old one")
+            out.append(f"{ind}if ({v} >= {first}) {{" if first else f"{ind}{{")
+            names = sorted({c.dst for c in ex.ops} | {c.src for c in ex.ops})
+            for n in names:
+                c = plan.tensor_cb(n)
+                if c.slots > 1:
+                    out.append(f"{ind}    cb_wait_front({c.name}, {2 * c.slot_pages});  // the old slot and this step's")
+                    out.append(f"{ind}    cb_pop_front({c.name}, {c.slot_pages});  // the old one: the reader may refill it")
+            out.append(f"{ind}}}")
+            return
         out.append(f"{ind}// MeshIR: exchange {ex.name} runs on the reader while this kernel waits for its turn")
 
     guards = dict(plan.guards)

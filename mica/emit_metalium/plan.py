@@ -35,6 +35,7 @@ from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgr
 from . import cexpr
 from .api import DATA_FORMATS, DEVICE_GRIDS, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION, tile_bytes
 from .classify import TileOp, box_domain_guard, classify, tile_grid
+from ..meshir.prefetch import DoubleBuffering, double_buffering
 
 STEP = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}
 
@@ -81,10 +82,16 @@ class CB:
     page_bytes: int
     pages: int
     data_format: str
+    slots: int = 1           # 2: a double buffer, two slots of ``slot_pages`` pages each
 
     @property
     def total_bytes(self) -> int:
         return self.page_bytes * self.pages
+
+    @property
+    def slot_pages(self) -> int:
+        """Pages of one slot: the tensor's per-core box as tiles."""
+        return self.pages // self.slots
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,11 @@ class MetalPlan:
     l1_bytes: int
     guards: tuple[tuple[str, str], ...] = ()    # (kernel class, C condition where it runs, '' = always)
     kernel_args: tuple[KernelArgs, ...] = ()
+    double: DoubleBuffering | None = None        # the prefetched exchanges emitted double-buffered
+    prefetch_at: tuple[tuple[int, int], ...] = ()  # (id of the Compute op that hosts it, exchange index)
+
+    def is_double(self, ex_index: int) -> bool:
+        return self.double is not None and ex_index in self.double.exchanges
 
     def args(self, path: str) -> "KernelArgs":
         for k in self.kernel_args:
@@ -206,7 +218,8 @@ class MetalPlan:
                               "kernel_classes": list(c.kernel_classes), "host_loads": list(c.loads),
                               "host_stores": list(c.stores)} for c in self.classes],
             "circular_buffers": [{"index": c.index, "name": c.name, "kind": c.kind, "tensor": c.tensor,
-                                  "page_bytes": c.page_bytes, "pages": c.pages, "data_format": c.data_format}
+                                  "page_bytes": c.page_bytes, "pages": c.pages, "data_format": c.data_format,
+                                  **({"slots": c.slots, "slot_pages": c.slot_pages} if c.slots != 1 else {})}
                                  for c in self.cbs],
             "semaphores": [{"id": s.index, "name": s.name, "op": s.op, "role": s.role} for s in self.sems],
             "kernels": {k.path: {"runtime_args": len(k.runtime), "runtime_arg_names": list(k.runtime),
@@ -224,15 +237,30 @@ class MetalPlan:
         }
         db = mp.double_buffering()
         if db is not None:
-            # Only for double-buffered MeshIR (single-buffered records are unchanged): CBs keep one page
-            # per panel here, so the double buffer is dropped, and the record says so.
-            doc["double_buffering"] = {**db, "emitted": False, "note": DROPPED_NOTE}
+            # Only for double-buffered MeshIR (single-buffered records are unchanged).
+            d = self.double
+            names = [ex.name for ex, _ in _exchanges(mp)]
+            done = [names[i] for i in sorted(d.exchanges)]
+            if not d.dropped:
+                doc["double_buffering"] = {**db, "emitted": True, "note": EMITTED_NOTE}
+            else:
+                doc["double_buffering"] = {**db, "emitted": False, "emitted_exchanges": done,
+                                           "dropped": dict(d.dropped), "note": PARTIAL_NOTE if done else DROPPED_NOTE}
         # one line per step record: the step lists are long and read best as a table
         steps = ",\n  ".join(json.dumps(s, separators=(",", ":")) for s in expand(self, mp))
         text = json.dumps(doc, indent=1)
         return text[:-2] + f',\n "steps": [\n  {steps}\n ]\n}}'
 
 
+EMITTED_NOTE = ("every prefetched exchange is emitted double-buffered: each two-slot buffer is a circular buffer of "
+                "two slots (slot_pages each); the reader reserves the next slot (cb_reserve_back blocks until "
+                "compute popped it), signals ready to its sender only then, receives step t+1's tiles while "
+                "compute works on step t, and pushes the slot; at each step the exchange runs, compute waits until "
+                "the new slot is there behind the old one and only then pops the old one. Ring shifts need no "
+                "landing buffer then.")
+PARTIAL_NOTE = ("the exchanges in emitted_exchanges are emitted double-buffered; those in dropped are emitted "
+                "single-buffered (each step's exchange completes before that step's compute, one page per "
+                "tile), for the reason given")
 DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")
 
 
@@ -317,13 +345,15 @@ def _exchanges(mp: MeshProgram):
     return [(op, scope) for op, scope in mp.walk() if isinstance(op, Exchange)]
 
 
-def _cbs(mp: MeshProgram, dtype: str) -> tuple[CB, ...]:
+def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]:
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
     loaded = [op.buffer for op, _ in mp.walk() if isinstance(op, HostLoad)]
     stored = [op.buffer for op, _ in mp.walk() if isinstance(op, HostStore)]
     landing = []
-    for ex, _ in _exchanges(mp):
+    for i, (ex, _) in enumerate(_exchanges(mp)):
+        if i in double.exchanges:
+            continue                    # sends one slot, receives into the other: nothing to land aside
         srcs = {c.src for c in ex.ops}
         for c in ex.ops:
             if c.dst in srcs and c.dst not in landing:
@@ -342,7 +372,8 @@ def _cbs(mp: MeshProgram, dtype: str) -> tuple[CB, ...]:
     for t in sorted(mp.tensors, key=lambda t: (0 if t.name in loaded else 1 if t.name in stored else 2)):
         start = 0 if t.name in loaded else 16 if t.name in stored else 24
         r, c = tile_grid(t)
-        out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, r * c, fmt))
+        k = 2 if t.name in double.buffers else 1
+        out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, k * r * c, fmt, k))
     for name in landing:
         r, c = tile_grid(mp.tensor(name))
         out.append(CB(take(24), cb_name(name, "landing"), "landing", name, tb, r * c, fmt))
@@ -474,7 +505,7 @@ def _check_fields(c) -> None:
                             f"rendering yet")
 
 
-def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transfer, ...]:
+def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str, double: DoubleBuffering) -> tuple[Transfer, ...]:
     w, h = mp.mesh
     wr = mp.region
     by_name = {c.name: c for c in cbs}
@@ -482,10 +513,10 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str) -> tuple[Transf
     for i, ex, j, c, scope in _comm_ops(mp):
         _check_fields(c)
         oid = op_ident(i, j, c)
-        srcs = {o.src for o in ex.ops}
+        srcs = {o.src for o in ex.ops} if i not in double.exchanges else set()
         dst_cb = by_name[cb_name(c.dst, "landing")] if c.dst in srcs else by_name[cb_name(c.dst)]
         src_cb = by_name[cb_name(c.src)]
-        tiles = src_cb.pages
+        tiles = src_cb.slot_pages
         common = dict(exchange=ex.name, op=c.name, src_buffer=c.src, dst_buffer=c.dst, src_cb=src_cb.index,
                       dst_cb=dst_cb.index, tiles=tiles, noc_bytes=tiles * tile_bytes(dtype),
                       ready="", valid="",
@@ -571,15 +602,79 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         tile_ops.append(op)
     tile_ops, guards = tuple(tile_ops), tuple(guards)
     _check_padding(mp, {o.kernel: o for o in tile_ops})
-    cbs = _cbs(mp, dtype)
+    kinds = {o.kernel: o.kind for o in tile_ops}
+    double = double_buffering(mp, lambda op, scope, two: _metal_reason(mp, kinds, op, scope, two))
+    cbs = _cbs(mp, dtype, double)
     w = mp.region
     from .api import L1_RESERVED_BYTES
     from ..targets import get_target
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
-    sems, transfers = _sems(mp, _transfers(mp, cbs, dtype))
+    sems, transfers = _sems(mp, _transfers(mp, cbs, dtype, double))
+    hosts = []
+    for i, (ex, scope) in enumerate(_exchanges(mp)):
+        if i in double.exchanges:
+            hosts.append((id(_host_compute(mp, ex)), i))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
-                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh))
+                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh), double,
+                     tuple(hosts))
+
+
+def _loop_of(mp: MeshProgram, ex: Exchange):
+    """The innermost loop whose body holds ``ex`` directly."""
+    def go(ops, loop):
+        for op in ops:
+            if op is ex:
+                return loop
+            if isinstance(op, Loop):
+                r = go(op.body, op)
+                if r is not None:
+                    return r
+        return None
+    return go(mp.body, None)
+
+
+def _host_compute(mp: MeshProgram, ex: Exchange):
+    """The first compute after ``ex`` in its loop's body: the reader issues the next step's exchange right
+    after handing that compute its turn (None when there is none)."""
+    loop = _loop_of(mp, ex)
+    if loop is None:
+        return None
+    body = list(loop.body)
+    for op in body[body.index(ex) + 1:]:
+        if isinstance(op, Compute):
+            return op
+    return None
+
+
+def _kernel_reads(mp: MeshProgram, name: str) -> set[str]:
+    k = mp.kernel(name)
+    return {a.buffer for p in (k.parts or (k,)) for a in p.reads}
+
+
+def _metal_reason(mp: MeshProgram, kinds: dict, ex: Exchange, scope, two: set) -> str | None:
+    """Why the Metalium back end leaves prefetched exchange ``ex`` single-buffered, or None. The double
+    buffer is a circular buffer the compute kernel pops at the exchange's place in its loop and reads at
+    its front: so every compute reading it must be a tile routine of the compute kernel, sit in the
+    exchange's loop body after it, and the reader needs a compute after the exchange to overlap with."""
+    host = _host_compute(mp, ex)
+    if host is None:
+        return "no compute follows it in its loop body (nothing to overlap the next step's exchange with)"
+    loop = _loop_of(mp, ex)
+    body = list(loop.body)
+    after = {id(op) for op in body[body.index(ex) + 1:]}
+    for op, _ in mp.walk():
+        if isinstance(op, Compute):
+            reads = _kernel_reads(mp, op.kernel) & two
+            if not reads:
+                continue
+            name = sorted(reads)[0]
+            if id(op) not in after:
+                return f"compute {op.kernel} reads double buffer {name} outside the step after the exchange"
+            if kinds.get(op.kernel) == "generic":
+                return (f"compute {op.kernel} reads double buffer {name} on the reader (generic path), which is "
+                        f"busy with the next step's exchange")
+    return None
 
 
 def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:

@@ -30,6 +30,23 @@ def _matmul_summa_blackhole():
     return mica.compile_affine(op, mesh=(5, 3), target="blackhole", schedule=mica.plans.summa(op, (5, 3)))
 
 
+def _matmul_summa_double():
+    op = mica.ops.matmul(64, 64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.summa(op, (4, 4), buffers=2))
+
+
+def _matmul_interleaved_double():
+    op = mica.ops.matmul(64, 64, 64)
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole",
+                               schedule=mica.plans.interleaved(op, (4, 4), buffers=2))
+
+
+def _matmul_cannon_double_partial():
+    # a Cannon ring (guarded: no shift at t = 0) on partial boxes of more than one tile
+    op = mica.ops.matmul(100, 70, 90)
+    return mica.compile_affine(op, mesh=(3, 3), target="wormhole", schedule=mica.plans.cannon(op, (3, 3), buffers=2))
+
+
 def _gemv_ktree():
     op = mica.ops.gemv(64, 64)
     return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.ktree(op, (4, 4)))
@@ -111,6 +128,9 @@ PROGRAMS = {
     "mm2_wormhole": _mm2,
     "matmul_partial_wormhole": _matmul_partial,
     "matmul_wse2_on_wormhole": _matmul_wse2,
+    "matmul_summa_double_wormhole": _matmul_summa_double,
+    "matmul_interleaved_double_wormhole": _matmul_interleaved_double,
+    "matmul_cannon_double_partial_wormhole": _matmul_cannon_double_partial,
 }
 
 if HAVE_HALO:
@@ -118,7 +138,7 @@ if HAVE_HALO:
 
 #: the programs with checked-in golden outputs
 GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",
-          "gemv_ktree_wormhole", "mm2_wormhole", "chain3_wormhole") + (("jacobi2d_wormhole",) if HAVE_HALO else ())
+          "gemv_ktree_wormhole", "mm2_wormhole", "chain3_wormhole", "matmul_summa_double_wormhole") + (("jacobi2d_wormhole",) if HAVE_HALO else ())
 
 
 @lru_cache(maxsize=None)

@@ -27,8 +27,10 @@ def unity_source(files: dict[str, str]) -> str:
     """One translation unit holding every kernel in its own namespace, registered under its path."""
     plan = json.loads(files["plan.json"])
     sem_id = {s["name"]: s["id"] for s in plan["semaphores"]}
+    streamed = sum(1 << c["index"] for c in plan["circular_buffers"] if c.get("slots", 1) > 1)
     out = ['#include "mica_tt_sim.hpp"', "#include <stdint.h>", '#include "kernels/mica_mesh.h"',
-           '#include "kernels/mica_dataflow.h"']
+           '#include "kernels/mica_dataflow.h"',
+           f"static const int streamed_ = (mica_sim::streamed_cbs = {streamed}u, 0);  // double buffers"]
     for path, k in sorted(plan["kernels"].items()):
         name = Path(path).stem
         ct = [str(sem_id[n]) for n in k["compile_arg_names"]] + ["0"]

@@ -232,16 +232,23 @@ def crosscheck(prog, files) -> list[str]:
     if link != tr.total_link_bytes:
         problems.append(f"Metalium's messages cross {link} link bytes, comm/ declares {tr.total_link_bytes}")
 
-    # 3. buffer sizes: every tensor's CB holds its whole box in tiles
+    # 3. buffer sizes: every tensor's CB holds its whole box in tiles (a double buffer: in each of its two
+    # slots, and exactly the MeshIR's double buffers have two when the record says they were emitted)
     cbs = {c["tensor"]: c for c in plan["circular_buffers"] if c["kind"] == "tensor"}
+    db = plan.get("double_buffering", {})
+    two = set(db.get("double_buffers", ())) if db.get("emitted") else set()
     for t in mp.tensors:
         c = cbs.get(t.name)
         dims = [getattr(d, "span", 0) or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent)) for d in t.box]
         rows, cols = (dims + [1, 1])[:2] if len(dims) <= 2 else (0, 0)
         want = ceil(rows / 32) * ceil(cols / 32)
-        if c is None or c["pages"] != want or c["page_bytes"] < 32 * 32 * t.elem_bytes:
+        slots = c.get("slots", 1) if c else 1
+        if c is not None and (slots != (2 if t.name in two else slots) or (t.slots == 1 and slots != 1)
+                              or c["pages"] != slots * c.get("slot_pages", c["pages"])):
+            problems.append(f"tensor {t.name}: CB {c} has {slots} slot(s); MeshIR has {t.slots}")
+        if c is None or c.get("slot_pages", c["pages"]) != want or c["page_bytes"] < 32 * 32 * t.elem_bytes:
             problems.append(f"tensor {t.name}: CB {c} does not hold {want} tile(s) of its box {dims}")
-        elif c["pages"] * c["page_bytes"] < t.max_bytes:
+        elif c.get("slot_pages", c["pages"]) * c["page_bytes"] < t.max_bytes:
             problems.append(f"tensor {t.name}: CB of {c['pages'] * c['page_bytes']} B < box of {t.max_bytes} B")
 
     # 4. the expressions plan.json was expanded from are the ones in every reader kernel

@@ -68,6 +68,27 @@ inline int face_index(int i, int j) { return ((i / 16) * 2 + j / 16) * 256 + (i 
 inline void to_rm(const float* t, float* rm) { for (int i = 0; i < 32; ++i) for (int j = 0; j < 32; ++j) rm[i * 32 + j] = t[face_index(i, j)]; }
 inline void from_rm(const float* rm, float* t) { for (int i = 0; i < 32; ++i) for (int j = 0; j < 32; ++j) t[face_index(i, j)] = rm[i * 32 + j]; }
 inline const float* front_tile(std::uint32_t cb, std::uint32_t i) { return (const float*)(l1() + ctx->rd[cb] + i * ctx->core->cb[cb].page); }
+// CBs used as streams (the tests set this from plan.json: double buffers): a NoC write into one of their pages
+// that is pushed and not yet popped -- a page the consumer may be reading -- aborts, naming core, CB and page.
+inline std::uint32_t streamed_cbs = 0;
+inline void check_noc_write(Core* c, std::uint32_t off, std::uint32_t size) {
+    for (int k = 0; k < 32; ++k) {
+        if (!(streamed_cbs >> k & 1u)) continue;
+        CB& b = c->cb[k];
+        if (!b.page || off + size <= b.base || off >= b.base + b.size) continue;
+        const std::uint32_t n = b.size / b.page, acked = b.acked.load(), held = b.received.load() - acked;
+        for (std::uint32_t j = 0; j < held; ++j) {
+            const std::uint32_t p0 = b.base + ((acked + j) % n) * b.page;
+            if (off < p0 + b.page && p0 < off + size) {
+                int idx = 0;
+                while (idx < (int)cores.size() && cores[idx] != c) ++idx;
+                std::fprintf(stderr, "NoC write into page %u of CB %d on core (%d,%d), pushed and not yet popped\n",
+                             (p0 - b.base) / b.page, k, idx % width, idx / width);
+                std::abort();
+            }
+        }
+    }
+}
 }  // namespace mica_sim
 
 // ---- kernel arguments ----
@@ -118,6 +139,8 @@ inline void noc_async_read(std::uint64_t src, std::uint32_t dst, std::uint32_t s
     std::memcpy(mica_sim::ptr(dst), noc_target(src), size);
 }
 inline void noc_async_write(std::uint32_t src, std::uint64_t dst, std::uint32_t size, std::uint8_t = 0) {
+    mica_sim::check_noc_write(mica_sim::at((std::uint32_t)(dst >> 56), (std::uint32_t)(dst >> 48) & 0xff),
+                              (std::uint32_t)(dst & 0xffffffffffull), size);
     std::memcpy(noc_target(dst), mica_sim::ptr(src), size);
     std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -128,6 +151,7 @@ inline void mica_sim_mcast(std::uint32_t src, std::uint64_t m, std::uint32_t siz
         for (std::uint32_t x = x0; x <= x1; ++x) {
             mica_sim::Core* c = mica_sim::at(x, y);
             if (c == mica_sim::ctx->core && !self) continue;
+            mica_sim::check_noc_write(c, off, size);
             std::memcpy(c->l1 + off, mica_sim::ptr(src), size);
             ++count;
         }

@@ -141,31 +141,27 @@ int main() {
     // core class c0: kernel classes p0_k_S0_0, p0_k_S1_0, p1_k_S2_0, p1_k_S3_0; host loads p0_B_ring, p0_A_ring, C; host stores T, D
     const CoreRangeSet class_c0(std::vector<CoreRange>{CoreRange(CoreCoord(0, 0), CoreCoord(3, 3))});
 
-    // Circular buffers: 37056 B per core.
-    // cb_p0_A_ring: tensor p0_A_ring, 1 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_0, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_0, 4096));
-    // cb_p0_B_ring: tensor p0_B_ring, 1 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_1, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_1, 4096));
+    // Circular buffers: 45248 B per core.
+    // cb_p0_A_ring: tensor p0_A_ring, 2 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_0, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_0, 4096));
+    // cb_p0_B_ring: tensor p0_B_ring, 2 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_1, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_1, 4096));
     // cb_C: tensor C, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_2, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_2, 4096));
     // cb_T: tensor T, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_16, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_16, 4096));
     // cb_D: tensor D, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_17, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_17, 4096));
-    // cb_p1_T_recv: tensor p1_T_recv, 1 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_24, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_24, 4096));
-    // cb_p1_C_recv: tensor p1_C_recv, 1 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_25, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_25, 4096));
-    // cb_p0_A_ring_landing: landing buffer of p0_A_ring, 1 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_26, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_26, 4096));
-    // cb_p0_B_ring_landing: landing buffer of p0_B_ring, 1 page(s) of 4096 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_27, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_27, 4096));
+    // cb_p1_T_recv: tensor p1_T_recv, 2 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_24, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_24, 4096));
+    // cb_p1_C_recv: tensor p1_C_recv, 2 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(8192, {{tt::CBIndex::c_25, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_25, 4096));
     // cb_tok_r2c: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_28, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_28, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_26, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_26, 32));
     // cb_tok_c2r: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_29, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_29, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_27, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_27, 32));
     // cb_tok_r2w: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_30, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_30, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_28, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_28, 32));
 
     // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core
     // both sends and receives; ops of the same geometry share).

@@ -16,16 +16,16 @@
 #include "mica_mesh.h"
 
 // Circular buffers (the host creates the same indices on the whole work region).
-constexpr uint32_t cb_p0_A_ring = 0;  // tensor p0_A_ring, 1 tile(s)
-constexpr uint32_t cb_p0_B_ring = 1;  // tensor p0_B_ring, 1 tile(s)
+constexpr uint32_t cb_p0_A_ring = 0;  // tensor p0_A_ring, 2 tile(s)
+constexpr uint32_t cb_p0_B_ring = 1;  // tensor p0_B_ring, 2 tile(s)
 constexpr uint32_t cb_C = 2;  // tensor C, 1 tile(s)
 constexpr uint32_t cb_T = 16;  // tensor T, 1 tile(s)
 constexpr uint32_t cb_D = 17;  // tensor D, 1 tile(s)
-constexpr uint32_t cb_p1_T_recv = 24;  // tensor p1_T_recv, 1 tile(s)
-constexpr uint32_t cb_p1_C_recv = 25;  // tensor p1_C_recv, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 28;  // turn token
-constexpr uint32_t cb_tok_c2r = 29;  // turn token
-constexpr uint32_t cb_tok_r2w = 30;  // turn token
+constexpr uint32_t cb_p1_T_recv = 24;  // tensor p1_T_recv, 2 tile(s)
+constexpr uint32_t cb_p1_C_recv = 25;  // tensor p1_C_recv, 2 tile(s)
+constexpr uint32_t cb_tok_r2c = 26;  // turn token
+constexpr uint32_t cb_tok_c2r = 27;  // turn token
+constexpr uint32_t cb_tok_r2w = 28;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
 namespace NAMESPACE {
@@ -126,13 +126,13 @@ void MAIN {
     const int32_t my_y = (int32_t)get_arg_val<uint32_t>(1);  // logical core y
     (void)my_x; (void)my_y;
     // The tensors the reader loaded and handed over (pushed once).
-    cb_wait_front(cb_p0_A_ring, 1);
-    cb_wait_front(cb_p0_B_ring, 1);
+    cb_wait_front(cb_p0_A_ring, 1);  // double buffer: its first slot
+    cb_wait_front(cb_p0_B_ring, 1);  // double buffer: its first slot
     cb_wait_front(cb_C, 1);
     cb_wait_front(cb_T, 1);
     cb_wait_front(cb_D, 1);
-    cb_wait_front(cb_p1_T_recv, 1);
-    cb_wait_front(cb_p1_C_recv, 1);
+    cb_wait_front(cb_p1_T_recv, 1);  // double buffer: its first slot
+    cb_wait_front(cb_p1_C_recv, 1);  // double buffer: its first slot
 
     // MeshIR: compute p0_k_S0 on [0:4, 0:4]
     cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
@@ -143,7 +143,13 @@ void MAIN {
     cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again
     cb_push_back(cb_tok_c2r, 1);
     for (int32_t v_t = 0; v_t < 4; ++v_t) {  // MeshIR: for t in 0..4
-        // MeshIR: exchange ring_shift runs on the reader while this kernel waits for its turn
+        // MeshIR: exchange ring_shift (double-buffered) runs on the reader: from step 1 on, wait until this step's slot is there behind the old one, then release the old one
+        if (v_t >= 1) {
+            cb_wait_front(cb_p0_A_ring, 2);  // the old slot and this step's
+            cb_pop_front(cb_p0_A_ring, 1);  // the old one: the reader may refill it
+            cb_wait_front(cb_p0_B_ring, 2);  // the old slot and this step's
+            cb_pop_front(cb_p0_B_ring, 1);  // the old one: the reader may refill it
+        }
         // MeshIR: compute p0_k_S1 on [0:4, 0:4]
         cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
         cb_pop_front(cb_tok_r2c, 1);
@@ -162,7 +168,13 @@ void MAIN {
     cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again
     cb_push_back(cb_tok_c2r, 1);
     for (int32_t v_t = 0; v_t < 4; ++v_t) {  // MeshIR: for t in 0..4
-        // MeshIR: exchange step_S3 runs on the reader while this kernel waits for its turn
+        // MeshIR: exchange step_S3 (double-buffered) runs on the reader: from step 0 on, wait until this step's slot is there behind the old one, then release the old one
+        {
+            cb_wait_front(cb_p1_C_recv, 2);  // the old slot and this step's
+            cb_pop_front(cb_p1_C_recv, 1);  // the old one: the reader may refill it
+            cb_wait_front(cb_p1_T_recv, 2);  // the old slot and this step's
+            cb_pop_front(cb_p1_T_recv, 1);  // the old one: the reader may refill it
+        }
         // MeshIR: compute p1_k_S3 on [0:4, 0:4]
         cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done
         cb_pop_front(cb_tok_r2c, 1);

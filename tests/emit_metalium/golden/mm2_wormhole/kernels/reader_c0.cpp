@@ -11,18 +11,16 @@
 #include "mica_dataflow.h"
 
 // Circular buffers (the host creates the same indices on the whole work region).
-constexpr uint32_t cb_p0_A_ring = 0;  // tensor p0_A_ring, 1 tile(s)
-constexpr uint32_t cb_p0_B_ring = 1;  // tensor p0_B_ring, 1 tile(s)
+constexpr uint32_t cb_p0_A_ring = 0;  // tensor p0_A_ring, 2 tile(s)
+constexpr uint32_t cb_p0_B_ring = 1;  // tensor p0_B_ring, 2 tile(s)
 constexpr uint32_t cb_C = 2;  // tensor C, 1 tile(s)
 constexpr uint32_t cb_T = 16;  // tensor T, 1 tile(s)
 constexpr uint32_t cb_D = 17;  // tensor D, 1 tile(s)
-constexpr uint32_t cb_p1_T_recv = 24;  // tensor p1_T_recv, 1 tile(s)
-constexpr uint32_t cb_p1_C_recv = 25;  // tensor p1_C_recv, 1 tile(s)
-constexpr uint32_t cb_p0_A_ring_landing = 26;  // landing buffer of p0_A_ring, 1 tile(s)
-constexpr uint32_t cb_p0_B_ring_landing = 27;  // landing buffer of p0_B_ring, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 28;  // turn token
-constexpr uint32_t cb_tok_c2r = 29;  // turn token
-constexpr uint32_t cb_tok_r2w = 30;  // turn token
+constexpr uint32_t cb_p1_T_recv = 24;  // tensor p1_T_recv, 2 tile(s)
+constexpr uint32_t cb_p1_C_recv = 25;  // tensor p1_C_recv, 2 tile(s)
+constexpr uint32_t cb_tok_r2c = 26;  // turn token
+constexpr uint32_t cb_tok_c2r = 27;  // turn token
+constexpr uint32_t cb_tok_r2w = 28;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
 // Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;
@@ -66,15 +64,15 @@ void kernel_main() {
     (void)my_noc_x; (void)my_noc_y;
 
     // Zero every tensor (tile padding must be zero: contractions run over whole tiles).
-    mica_zero_l1(get_write_ptr(cb_p0_A_ring), 1 * tile_bytes);
-    mica_zero_l1(get_write_ptr(cb_p0_B_ring), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_p0_A_ring), 2 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_p0_B_ring), 2 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_C), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_T), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_D), 1 * tile_bytes);
-    mica_zero_l1(get_write_ptr(cb_p1_T_recv), 1 * tile_bytes);
-    mica_zero_l1(get_write_ptr(cb_p1_C_recv), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_p1_T_recv), 2 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_p1_C_recv), 2 * tile_bytes);
 
-    // MeshIR: host_load B -> p0_B_ring on work[0:4, 0:4]: this core's 1 tile(s) are pages [i * 1, (i + 1) * 1) of the staged DRAM buffer, i = its row-major index.
+    // MeshIR: host_load B -> p0_B_ring on work[0:4, 0:4]: this core's 1 tile(s) are pages [i * 1, (i + 1) * 1) of the staged DRAM buffer, i = its row-major index (into the first slot).
     {
         const InterleavedAddrGenFast<true> gen = {.bank_base_address = dram_p0_B_ring, .page_size = tile_bytes, .data_format = get_dataformat(cb_p0_B_ring)};
         const uint32_t first = (uint32_t)((my_y - 0) * 4 + (my_x - 0)) * 1;
@@ -84,7 +82,7 @@ void kernel_main() {
         noc_async_read_barrier();
     }
 
-    // MeshIR: host_load A -> p0_A_ring on work[0:4, 0:4]: this core's 1 tile(s) are pages [i * 1, (i + 1) * 1) of the staged DRAM buffer, i = its row-major index.
+    // MeshIR: host_load A -> p0_A_ring on work[0:4, 0:4]: this core's 1 tile(s) are pages [i * 1, (i + 1) * 1) of the staged DRAM buffer, i = its row-major index (into the first slot).
     {
         const InterleavedAddrGenFast<true> gen = {.bank_base_address = dram_p0_A_ring, .page_size = tile_bytes, .data_format = get_dataformat(cb_p0_A_ring)};
         const uint32_t first = (uint32_t)((my_y - 0) * 4 + (my_x - 0)) * 1;
@@ -105,8 +103,12 @@ void kernel_main() {
     }
 
     // Hand every tensor to the compute kernel once; it rewrites them in place, tile by tile.
+    // double buffer p0_A_ring: one slot now (what was loaded, or zeros); each step's exchange pushes the next
+    uint32_t front_cb_p0_A_ring = get_write_ptr(cb_p0_A_ring);  // the slot compute reads (and a ring sends)
     cb_reserve_back(cb_p0_A_ring, 1);
     cb_push_back(cb_p0_A_ring, 1);
+    // double buffer p0_B_ring: one slot now (what was loaded, or zeros); each step's exchange pushes the next
+    uint32_t front_cb_p0_B_ring = get_write_ptr(cb_p0_B_ring);  // the slot compute reads (and a ring sends)
     cb_reserve_back(cb_p0_B_ring, 1);
     cb_push_back(cb_p0_B_ring, 1);
     cb_reserve_back(cb_C, 1);
@@ -115,148 +117,206 @@ void kernel_main() {
     cb_push_back(cb_T, 1);
     cb_reserve_back(cb_D, 1);
     cb_push_back(cb_D, 1);
+    // double buffer p1_T_recv: one slot now (what was loaded, or zeros); each step's exchange pushes the next
+    uint32_t front_cb_p1_T_recv = get_write_ptr(cb_p1_T_recv);  // the slot compute reads (and a ring sends)
     cb_reserve_back(cb_p1_T_recv, 1);
     cb_push_back(cb_p1_T_recv, 1);
+    // double buffer p1_C_recv: one slot now (what was loaded, or zeros); each step's exchange pushes the next
+    uint32_t front_cb_p1_C_recv = get_write_ptr(cb_p1_C_recv);  // the slot compute reads (and a ring sends)
     cb_reserve_back(cb_p1_C_recv, 1);
     cb_push_back(cb_p1_C_recv, 1);
 
     mica_compute_turn();  // MeshIR: compute p0_k_S0 on [0:4, 0:4]
     for (int32_t v_t = 0; v_t < 4; ++v_t) {  // MeshIR: for t in 0..4
-        // MeshIR: exchange ring_shift (A ring along x, B ring along y), only where t > 0
-        if (v_t > 0) {
-            // phase 1: receivers free their buffer and signal their sender
-            if (mica_in_rect(my_x, my_y, 0, 2, 0, 4, 4, 0, 1, 0)) {  // receive A ring along x (colour 0) from ((my_x + 2), my_y)
-                mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 2)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 3, 4, 0, 4, 4, 3, 1, 0)) {  // receive A ring along x (colour 1) from ((my_x - 2), my_y)
-                mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 2)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 2, 3, 0, 4, 1, (-1), 1, 0)) {  // receive A ring along x (colour 2) from ((my_x + 1), my_y)
-                mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 1)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 1, 2, 0, 4, 1, 1, 1, 0)) {  // receive A ring along x (colour 3) from ((my_x - 1), my_y)
-                mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 1)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 0, 2, 1, 0, 4, 0)) {  // receive B ring along y (colour 4) from (my_x, (my_y + 2))
-                mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 2)]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 3, 4, 1, 0, 4, 3)) {  // receive B ring along y (colour 5) from (my_x, (my_y - 2))
-                mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 2)]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 2, 3, 1, 0, 1, (-1))) {  // receive B ring along y (colour 6) from (my_x, (my_y + 1))
-                mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 1)]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 1, 2, 1, 0, 1, 1)) {  // receive B ring along y (colour 7) from (my_x, (my_y - 1))
-                mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 1)]);
-            }
-            // phase 2: senders wait for their receivers, write, raise valid
-            if (mica_in_rect(my_x, my_y, 2, 4, 0, 4, 4, 2, 1, 0)) {
-                // ring_shift/interleaved A ring along x (colour 0): 1 tile(s), 4096 B to ((my_x - 2), my_y)
-                mica_send_unicast(get_read_ptr(cb_p0_A_ring), get_write_ptr(cb_p0_A_ring_landing), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 2)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 1, 2, 0, 4, 4, 1, 1, 0)) {
-                // ring_shift/interleaved A ring along x (colour 1): 1 tile(s), 4096 B to ((my_x + 2), my_y)
-                mica_send_unicast(get_read_ptr(cb_p0_A_ring), get_write_ptr(cb_p0_A_ring_landing), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 2)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 3, 4, 0, 4, 1, 0, 1, 0)) {
-                // ring_shift/interleaved A ring along x (colour 2): 1 tile(s), 4096 B to ((my_x - 1), my_y)
-                mica_send_unicast(get_read_ptr(cb_p0_A_ring), get_write_ptr(cb_p0_A_ring_landing), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 1)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 1, 0, 4, 1, 0, 1, 0)) {
-                // ring_shift/interleaved A ring along x (colour 3): 1 tile(s), 4096 B to ((my_x + 1), my_y)
-                mica_send_unicast(get_read_ptr(cb_p0_A_ring), get_write_ptr(cb_p0_A_ring_landing), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 1)], noc_y[my_y]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 2, 4, 1, 0, 4, 2)) {
-                // ring_shift/interleaved B ring along y (colour 4): 1 tile(s), 4096 B to (my_x, (my_y - 2))
-                mica_send_unicast(get_read_ptr(cb_p0_B_ring), get_write_ptr(cb_p0_B_ring_landing), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 2)]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 1, 2, 1, 0, 4, 1)) {
-                // ring_shift/interleaved B ring along y (colour 5): 1 tile(s), 4096 B to (my_x, (my_y + 2))
-                mica_send_unicast(get_read_ptr(cb_p0_B_ring), get_write_ptr(cb_p0_B_ring_landing), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 2)]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 3, 4, 1, 0, 1, 0)) {
-                // ring_shift/interleaved B ring along y (colour 6): 1 tile(s), 4096 B to (my_x, (my_y - 1))
-                mica_send_unicast(get_read_ptr(cb_p0_B_ring), get_write_ptr(cb_p0_B_ring_landing), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 1)]);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 0, 1, 1, 0, 1, 0)) {
-                // ring_shift/interleaved B ring along y (colour 7): 1 tile(s), 4096 B to (my_x, (my_y + 1))
-                mica_send_unicast(get_read_ptr(cb_p0_B_ring), get_write_ptr(cb_p0_B_ring_landing), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 1)]);
-            }
-            // phase 3: receivers wait for their data
-            if (mica_in_rect(my_x, my_y, 0, 2, 0, 4, 4, 0, 1, 0)) {
-                mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
-                // p0_A_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_A_ring_landing), get_write_ptr(cb_p0_A_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 3, 4, 0, 4, 4, 3, 1, 0)) {
-                mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
-                // p0_A_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_A_ring_landing), get_write_ptr(cb_p0_A_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 2, 3, 0, 4, 1, (-1), 1, 0)) {
-                mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
-                // p0_A_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_A_ring_landing), get_write_ptr(cb_p0_A_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 1, 2, 0, 4, 1, 1, 1, 0)) {
-                mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
-                // p0_A_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_A_ring_landing), get_write_ptr(cb_p0_A_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 0, 2, 1, 0, 4, 0)) {
-                mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
-                // p0_B_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_B_ring_landing), get_write_ptr(cb_p0_B_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 3, 4, 1, 0, 4, 3)) {
-                mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
-                // p0_B_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_B_ring_landing), get_write_ptr(cb_p0_B_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 2, 3, 1, 0, 1, (-1))) {
-                mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
-                // p0_B_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_B_ring_landing), get_write_ptr(cb_p0_B_ring), 4096, my_noc_x, my_noc_y);
-            }
-            if (mica_in_rect(my_x, my_y, 0, 4, 1, 2, 1, 0, 1, 1)) {
-                mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
-                // p0_B_ring is also sent in this exchange: it landed aside, now copy it into place
-                mica_local_copy(get_write_ptr(cb_p0_B_ring_landing), get_write_ptr(cb_p0_B_ring), 4096, my_noc_x, my_noc_y);
+        // MeshIR: exchange ring_shift, double-buffered: each step's tiles were received into the next slot during the step before
+        // MeshIR: compute p0_k_S1 on [0:4, 0:4]; while it runs, the next step's exchange ring_shift fills the other slots
+        cb_reserve_back(cb_tok_r2c, 1);
+        cb_push_back(cb_tok_r2c, 1);
+        if (v_t + 1 < 4) {
+            const int32_t next = v_t + 1;
+            {
+                const int32_t v_t = next;  // the exchange's expressions at the next step
+                // MeshIR: exchange ring_shift (A ring along x, B ring along y), only where t > 0
+                if (v_t > 0) {
+                    cb_reserve_back(cb_p0_A_ring, 1);  // the next slot of p0_A_ring: free once compute popped it (every core, so slots stay in step across cores)
+                    cb_reserve_back(cb_p0_B_ring, 1);  // the next slot of p0_B_ring: free once compute popped it (every core, so slots stay in step across cores)
+                    // phase 1: receivers free their buffer and signal their sender
+                    if (mica_in_rect(my_x, my_y, 0, 2, 0, 4, 4, 0, 1, 0)) {  // receive A ring along x (colour 0) from ((my_x + 2), my_y)
+                        mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 2)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 3, 4, 0, 4, 4, 3, 1, 0)) {  // receive A ring along x (colour 1) from ((my_x - 2), my_y)
+                        mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 2)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 2, 3, 0, 4, 1, (-1), 1, 0)) {  // receive A ring along x (colour 2) from ((my_x + 1), my_y)
+                        mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 1)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 1, 2, 0, 4, 1, 1, 1, 0)) {  // receive A ring along x (colour 3) from ((my_x - 1), my_y)
+                        mica_recv_ready(sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 1)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 0, 2, 1, 0, 4, 0)) {  // receive B ring along y (colour 4) from (my_x, (my_y + 2))
+                        mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 2)]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 3, 4, 1, 0, 4, 3)) {  // receive B ring along y (colour 5) from (my_x, (my_y - 2))
+                        mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 2)]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 2, 3, 1, 0, 1, (-1))) {  // receive B ring along y (colour 6) from (my_x, (my_y + 1))
+                        mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 1)]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 1, 2, 1, 0, 1, 1)) {  // receive B ring along y (colour 7) from (my_x, (my_y - 1))
+                        mica_recv_ready(sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 1)]);
+                    }
+                    // phase 2: senders wait for their receivers, write, raise valid
+                    if (mica_in_rect(my_x, my_y, 2, 4, 0, 4, 4, 2, 1, 0)) {
+                        // ring_shift/interleaved A ring along x (colour 0): 1 tile(s), 4096 B to ((my_x - 2), my_y)
+                        mica_send_unicast(front_cb_p0_A_ring, get_write_ptr(cb_p0_A_ring), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 2)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 1, 2, 0, 4, 4, 1, 1, 0)) {
+                        // ring_shift/interleaved A ring along x (colour 1): 1 tile(s), 4096 B to ((my_x + 2), my_y)
+                        mica_send_unicast(front_cb_p0_A_ring, get_write_ptr(cb_p0_A_ring), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 2)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 3, 4, 0, 4, 1, 0, 1, 0)) {
+                        // ring_shift/interleaved A ring along x (colour 2): 1 tile(s), 4096 B to ((my_x - 1), my_y)
+                        mica_send_unicast(front_cb_p0_A_ring, get_write_ptr(cb_p0_A_ring), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x - 1)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 1, 0, 4, 1, 0, 1, 0)) {
+                        // ring_shift/interleaved A ring along x (colour 3): 1 tile(s), 4096 B to ((my_x + 1), my_y)
+                        mica_send_unicast(front_cb_p0_A_ring, get_write_ptr(cb_p0_A_ring), 4096, sem_x0_0_A_ring_along_x_ready, sem_x0_0_A_ring_along_x_valid, noc_x[(my_x + 1)], noc_y[my_y]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 2, 4, 1, 0, 4, 2)) {
+                        // ring_shift/interleaved B ring along y (colour 4): 1 tile(s), 4096 B to (my_x, (my_y - 2))
+                        mica_send_unicast(front_cb_p0_B_ring, get_write_ptr(cb_p0_B_ring), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 2)]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 1, 2, 1, 0, 4, 1)) {
+                        // ring_shift/interleaved B ring along y (colour 5): 1 tile(s), 4096 B to (my_x, (my_y + 2))
+                        mica_send_unicast(front_cb_p0_B_ring, get_write_ptr(cb_p0_B_ring), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 2)]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 3, 4, 1, 0, 1, 0)) {
+                        // ring_shift/interleaved B ring along y (colour 6): 1 tile(s), 4096 B to (my_x, (my_y - 1))
+                        mica_send_unicast(front_cb_p0_B_ring, get_write_ptr(cb_p0_B_ring), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y - 1)]);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 0, 1, 1, 0, 1, 0)) {
+                        // ring_shift/interleaved B ring along y (colour 7): 1 tile(s), 4096 B to (my_x, (my_y + 1))
+                        mica_send_unicast(front_cb_p0_B_ring, get_write_ptr(cb_p0_B_ring), 4096, sem_x0_1_B_ring_along_y_ready, sem_x0_1_B_ring_along_y_valid, noc_x[my_x], noc_y[(my_y + 1)]);
+                    }
+                    // phase 3: receivers wait for their data
+                    if (mica_in_rect(my_x, my_y, 0, 2, 0, 4, 4, 0, 1, 0)) {
+                        mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 3, 4, 0, 4, 4, 3, 1, 0)) {
+                        mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 2, 3, 0, 4, 1, (-1), 1, 0)) {
+                        mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 1, 2, 0, 4, 1, 1, 1, 0)) {
+                        mica_wait_valid(sem_x0_0_A_ring_along_x_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 0, 2, 1, 0, 4, 0)) {
+                        mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 3, 4, 1, 0, 4, 3)) {
+                        mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 2, 3, 1, 0, 1, (-1))) {
+                        mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
+                    }
+                    if (mica_in_rect(my_x, my_y, 0, 4, 1, 2, 1, 0, 1, 1)) {
+                        mica_wait_valid(sem_x0_1_B_ring_along_y_valid);
+                    }
+                    front_cb_p0_A_ring = get_write_ptr(cb_p0_A_ring);  // the slot just filled is the next front
+                    cb_push_back(cb_p0_A_ring, 1);
+                    front_cb_p0_B_ring = get_write_ptr(cb_p0_B_ring);  // the slot just filled is the next front
+                    cb_push_back(cb_p0_B_ring, 1);
+                }
             }
         }
-        mica_compute_turn();  // MeshIR: compute p0_k_S1 on [0:4, 0:4]
+        cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step
+        cb_pop_front(cb_tok_c2r, 1);
     }
     mica_compute_turn();  // MeshIR: compute p1_k_S2 on [0:4, 0:4]
     for (int32_t v_t = 0; v_t < 4; ++v_t) {  // MeshIR: for t in 0..4
-        // MeshIR: exchange step_S3 (T->T_recv, C->C_recv)
-        // phase 1: receivers free their buffer and signal their sender
-        if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * v_t)))) {  // receive T->T_recv (colour 0) from (v_t, my_y)
-            mica_recv_ready(sem_x1_0_T_to_T_recv_ready, sem_x1_0_T_to_T_recv_valid, noc_x[v_t], noc_y[my_y]);
+        // MeshIR: exchange step_S3, double-buffered: each step's tiles were received into the next slot during the step before, except at t = 0:
+        if (v_t == 0) {
+            // MeshIR: exchange step_S3 (T->T_recv, C->C_recv)
+            cb_reserve_back(cb_p1_C_recv, 1);  // the next slot of p1_C_recv: free once compute popped it (every core, so slots stay in step across cores)
+            cb_reserve_back(cb_p1_T_recv, 1);  // the next slot of p1_T_recv: free once compute popped it (every core, so slots stay in step across cores)
+            // phase 1: receivers free their buffer and signal their sender
+            if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * v_t)))) {  // receive T->T_recv (colour 0) from (v_t, my_y)
+                mica_recv_ready(sem_x1_0_T_to_T_recv_ready, sem_x1_0_T_to_T_recv_valid, noc_x[v_t], noc_y[my_y]);
+            }
+            if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * v_t), mica_positive(64 - 16 * my_x)))) {  // receive C->C_recv (colour 1) from (my_x, v_t)
+                mica_recv_ready(sem_x1_1_C_to_C_recv_ready, sem_x1_1_C_to_C_recv_valid, noc_x[my_x], noc_y[v_t]);
+            }
+            // phase 2: senders wait for their receivers, write, raise valid
+            if (mica_both(mica_both(mica_in_rect(my_x, my_y, v_t, (v_t + 1), 0, 4, 1, 0, 1, 0), mica_in_range(my_y, 0, 4, 1, 0)), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * my_x)))) {
+                // multicast T->T_recv (colour 0): 1 tile(s), 4096 B to the cores [x0, x1) x [y0, y1)
+                const int32_t x0 = 0, x1 = 4, y0 = my_y, y1 = (my_y + 1);
+                const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
+                mica_send_multicast(get_read_ptr(cb_T), get_write_ptr(cb_p1_T_recv), 4096, sem_x1_0_T_to_T_recv_ready, sem_x1_0_T_to_T_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
+            }
+            if (mica_both(mica_both(mica_in_rect(my_x, my_y, 0, 4, v_t, (v_t + 1), 1, 0, 1, 0), mica_in_range(my_x, 0, 4, 1, 0)), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * my_x)))) {
+                // multicast C->C_recv (colour 1): 1 tile(s), 4096 B to the cores [x0, x1) x [y0, y1)
+                const int32_t x0 = my_x, x1 = (my_x + 1), y0 = 0, y1 = 4;
+                const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
+                mica_send_multicast(get_read_ptr(cb_C), get_write_ptr(cb_p1_C_recv), 4096, sem_x1_1_C_to_C_recv_ready, sem_x1_1_C_to_C_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
+            }
+            // phase 3: receivers wait for their data
+            if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * v_t)))) {
+                mica_wait_valid(sem_x1_0_T_to_T_recv_valid);
+            }
+            if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * v_t), mica_positive(64 - 16 * my_x)))) {
+                mica_wait_valid(sem_x1_1_C_to_C_recv_valid);
+            }
+            front_cb_p1_C_recv = get_write_ptr(cb_p1_C_recv);  // the slot just filled is the next front
+            cb_push_back(cb_p1_C_recv, 1);
+            front_cb_p1_T_recv = get_write_ptr(cb_p1_T_recv);  // the slot just filled is the next front
+            cb_push_back(cb_p1_T_recv, 1);
         }
-        if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * v_t), mica_positive(64 - 16 * my_x)))) {  // receive C->C_recv (colour 1) from (my_x, v_t)
-            mica_recv_ready(sem_x1_1_C_to_C_recv_ready, sem_x1_1_C_to_C_recv_valid, noc_x[my_x], noc_y[v_t]);
+        // MeshIR: compute p1_k_S3 on [0:4, 0:4]; while it runs, the next step's exchange step_S3 fills the other slots
+        cb_reserve_back(cb_tok_r2c, 1);
+        cb_push_back(cb_tok_r2c, 1);
+        if (v_t + 1 < 4) {
+            const int32_t next = v_t + 1;
+            {
+                const int32_t v_t = next;  // the exchange's expressions at the next step
+                // MeshIR: exchange step_S3 (T->T_recv, C->C_recv)
+                cb_reserve_back(cb_p1_C_recv, 1);  // the next slot of p1_C_recv: free once compute popped it (every core, so slots stay in step across cores)
+                cb_reserve_back(cb_p1_T_recv, 1);  // the next slot of p1_T_recv: free once compute popped it (every core, so slots stay in step across cores)
+                // phase 1: receivers free their buffer and signal their sender
+                if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * v_t)))) {  // receive T->T_recv (colour 0) from (v_t, my_y)
+                    mica_recv_ready(sem_x1_0_T_to_T_recv_ready, sem_x1_0_T_to_T_recv_valid, noc_x[v_t], noc_y[my_y]);
+                }
+                if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * v_t), mica_positive(64 - 16 * my_x)))) {  // receive C->C_recv (colour 1) from (my_x, v_t)
+                    mica_recv_ready(sem_x1_1_C_to_C_recv_ready, sem_x1_1_C_to_C_recv_valid, noc_x[my_x], noc_y[v_t]);
+                }
+                // phase 2: senders wait for their receivers, write, raise valid
+                if (mica_both(mica_both(mica_in_rect(my_x, my_y, v_t, (v_t + 1), 0, 4, 1, 0, 1, 0), mica_in_range(my_y, 0, 4, 1, 0)), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * my_x)))) {
+                    // multicast T->T_recv (colour 0): 1 tile(s), 4096 B to the cores [x0, x1) x [y0, y1)
+                    const int32_t x0 = 0, x1 = 4, y0 = my_y, y1 = (my_y + 1);
+                    const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
+                    mica_send_multicast(get_read_ptr(cb_T), get_write_ptr(cb_p1_T_recv), 4096, sem_x1_0_T_to_T_recv_ready, sem_x1_0_T_to_T_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
+                }
+                if (mica_both(mica_both(mica_in_rect(my_x, my_y, 0, 4, v_t, (v_t + 1), 1, 0, 1, 0), mica_in_range(my_x, 0, 4, 1, 0)), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * my_x)))) {
+                    // multicast C->C_recv (colour 1): 1 tile(s), 4096 B to the cores [x0, x1) x [y0, y1)
+                    const int32_t x0 = my_x, x1 = (my_x + 1), y0 = 0, y1 = 4;
+                    const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
+                    mica_send_multicast(get_read_ptr(cb_C), get_write_ptr(cb_p1_C_recv), 4096, sem_x1_1_C_to_C_recv_ready, sem_x1_1_C_to_C_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
+                }
+                // phase 3: receivers wait for their data
+                if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * v_t)))) {
+                    mica_wait_valid(sem_x1_0_T_to_T_recv_valid);
+                }
+                if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * v_t), mica_positive(64 - 16 * my_x)))) {
+                    mica_wait_valid(sem_x1_1_C_to_C_recv_valid);
+                }
+                front_cb_p1_C_recv = get_write_ptr(cb_p1_C_recv);  // the slot just filled is the next front
+                cb_push_back(cb_p1_C_recv, 1);
+                front_cb_p1_T_recv = get_write_ptr(cb_p1_T_recv);  // the slot just filled is the next front
+                cb_push_back(cb_p1_T_recv, 1);
+            }
         }
-        // phase 2: senders wait for their receivers, write, raise valid
-        if (mica_both(mica_both(mica_in_rect(my_x, my_y, v_t, (v_t + 1), 0, 4, 1, 0, 1, 0), mica_in_range(my_y, 0, 4, 1, 0)), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * my_x)))) {
-            // multicast T->T_recv (colour 0): 1 tile(s), 4096 B to the cores [x0, x1) x [y0, y1)
-            const int32_t x0 = 0, x1 = 4, y0 = my_y, y1 = (my_y + 1);
-            const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
-            mica_send_multicast(get_read_ptr(cb_T), get_write_ptr(cb_p1_T_recv), 4096, sem_x1_0_T_to_T_recv_ready, sem_x1_0_T_to_T_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
-        }
-        if (mica_both(mica_both(mica_in_rect(my_x, my_y, 0, 4, v_t, (v_t + 1), 1, 0, 1, 0), mica_in_range(my_x, 0, 4, 1, 0)), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * my_x)))) {
-            // multicast C->C_recv (colour 1): 1 tile(s), 4096 B to the cores [x0, x1) x [y0, y1)
-            const int32_t x0 = my_x, x1 = (my_x + 1), y0 = 0, y1 = 4;
-            const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);
-            mica_send_multicast(get_read_ptr(cb_C), get_write_ptr(cb_p1_C_recv), 4096, sem_x1_1_C_to_C_recv_ready, sem_x1_1_C_to_C_recv_valid, noc_x[x0], noc_y[y0], noc_x[x1 - 1], noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);
-        }
-        // phase 3: receivers wait for their data
-        if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * my_y), mica_positive(64 - 16 * v_t)))) {
-            mica_wait_valid(sem_x1_0_T_to_T_recv_valid);
-        }
-        if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0), mica_both(mica_positive(64 - 16 * v_t), mica_positive(64 - 16 * my_x)))) {
-            mica_wait_valid(sem_x1_1_C_to_C_recv_valid);
-        }
-        mica_compute_turn();  // MeshIR: compute p1_k_S3 on [0:4, 0:4]
+        cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step
+        cb_pop_front(cb_tok_c2r, 1);
     }
 
     // Everything is computed and exchanged: the writer's turn.

@@ -10,16 +10,16 @@
 #include "mica_mesh.h"
 
 // Circular buffers (the host creates the same indices on the whole work region).
-constexpr uint32_t cb_p0_A_ring = 0;  // tensor p0_A_ring, 1 tile(s)
-constexpr uint32_t cb_p0_B_ring = 1;  // tensor p0_B_ring, 1 tile(s)
+constexpr uint32_t cb_p0_A_ring = 0;  // tensor p0_A_ring, 2 tile(s)
+constexpr uint32_t cb_p0_B_ring = 1;  // tensor p0_B_ring, 2 tile(s)
 constexpr uint32_t cb_C = 2;  // tensor C, 1 tile(s)
 constexpr uint32_t cb_T = 16;  // tensor T, 1 tile(s)
 constexpr uint32_t cb_D = 17;  // tensor D, 1 tile(s)
-constexpr uint32_t cb_p1_T_recv = 24;  // tensor p1_T_recv, 1 tile(s)
-constexpr uint32_t cb_p1_C_recv = 25;  // tensor p1_C_recv, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 28;  // turn token
-constexpr uint32_t cb_tok_c2r = 29;  // turn token
-constexpr uint32_t cb_tok_r2w = 30;  // turn token
+constexpr uint32_t cb_p1_T_recv = 24;  // tensor p1_T_recv, 2 tile(s)
+constexpr uint32_t cb_p1_C_recv = 25;  // tensor p1_C_recv, 2 tile(s)
+constexpr uint32_t cb_tok_r2c = 26;  // turn token
+constexpr uint32_t cb_tok_c2r = 27;  // turn token
+constexpr uint32_t cb_tok_r2w = 28;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
 void kernel_main() {
