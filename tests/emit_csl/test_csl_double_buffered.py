@@ -129,3 +129,18 @@ def test_double_buffers_that_do_not_fit_sram_are_refused_before_emission():
         prog = mica.compile_affine(mm, mesh=(4, 4), target="wse2",
                                    schedule=mica.plans.summa(mm, (4, 4), buffers=2))
         render(prog)
+
+
+def test_an_exchange_the_back_end_cannot_double_buffer_is_emitted_single_buffered_and_recorded(monkeypatch):
+    """The fallback: when the analysis leaves an exchange single-buffered (here forced, as a reason of
+    the back end's own would), the emitted CSL is exactly the single-buffered program and plan.json
+    names the exchange and the reason."""
+    import mica.emit_csl.plan as cplan
+    from mica.meshir import prefetch
+    monkeypatch.setattr(cplan, "double_buffering",
+                        lambda mp: prefetch.double_buffering(mp, extra=lambda op, scope, two: "forced for the test"))
+    single = render(_compile("interleaved", (4, 4), "wse2", (16, 16, 16), 1))
+    double = render(_compile("interleaved", (4, 4), "wse2", (16, 16, 16), 2))
+    assert {k for k in single if single[k] != double[k]} == {"plan.json"}
+    db = json.loads(double["plan.json"])["double_buffering"]
+    assert db["emitted"] is False and db["emitted_exchanges"] == [] and db["dropped"] == {"ring_shift": "forced for the test"}

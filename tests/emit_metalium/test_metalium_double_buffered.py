@@ -106,3 +106,17 @@ def test_l1_budget_counts_both_slots():
     validate(files, l1_bytes=rec["cb_bytes_per_core"])
     with pytest.raises(EmitError, match="circular buffers need"):
         validate(files, l1_bytes=rec["cb_bytes_per_core"] - 1)
+
+
+def test_an_exchange_left_single_buffered_is_emitted_as_before_and_recorded(monkeypatch):
+    import mica.emit_metalium.plan as mplan
+    from mica.meshir import prefetch
+    monkeypatch.setattr(mplan, "double_buffering",
+                        lambda mp, extra=None: prefetch.double_buffering(mp, extra=lambda *a: "forced for the test"))
+    mm = mica.ops.matmul(64, 64, 64)
+    single = render(mica.compile_affine(mm, mesh=(4, 4), target="wormhole", schedule=mica.plans.interleaved(mm, (4, 4))))
+    double = render(mica.compile_affine(mm, mesh=(4, 4), target="wormhole",
+                                        schedule=mica.plans.interleaved(mm, (4, 4), buffers=2)))
+    assert {k for k in single if single[k] != double[k]} == {"plan.json"}
+    db = json.loads(double["plan.json"])["double_buffering"]
+    assert db["emitted"] is False and db["dropped"] == {"ring_shift": "forced for the test"}
