@@ -28,8 +28,9 @@
  *              D  finish: on success copy payloads (owner thread of the receiving core) and replay the
  *                         traffic logs into the statistics; always clear the op's routes.
  *              Sends whose source bytes may be overwritten by a receive of the same op on the same core
- *              are copied to a staging buffer in phase B, so every message carries the bytes its box
- *              held at the start of the exchange.
+ *              are copied once, in an order where every reader takes them before they are overwritten
+ *              (a cycle, or a reader in another band, keeps the payload aside first: "Payload copies"),
+ *              so every message carries the bytes its box held at the start of the exchange.
  *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run.
  *
  * Timing model (mica_rt.h)
@@ -92,9 +93,17 @@
 #define PREFIX_LEN 128
 
 #define NOT_EXPECTED UINT32_MAX           /* receive-state value of a cell whose box is empty */
+#define NO_CELL (-1)                      /* end of a reader list */
 #define NO_FAULT UINT64_MAX
 
 enum { PH_SETUP = 1, PH_ROUTE = 2, PH_CHECK = 3, PH_FINISH = 4, PH_COMPUTE = 5 };
+
+/* Phase-D state of a receive cell (run_t.recv_state): see "Payload copies". */
+enum { COPY_PENDING = 0, COPY_BUSY = 1, COPY_DONE = 2 };
+/* Frame of copy_ordered: receive cell, its core, the staged send entry being scanned at that core and
+ * the cursor in its reader list (READERS_UNREAD before the list is read). */
+enum { F_CELL, F_CORE, F_SEND, F_READER, F_WORDS };
+#define READERS_UNREAD (-2)
 
 /* Traffic-log entry kinds (low 3 bits; the value is in the upper bits). 0..3 are MICA_LINK_*. */
 enum { LOG_RECV = 4, LOG_SENT = 5, LOG_BYTES = 6 };
@@ -705,9 +714,12 @@ typedef struct {
     int64_t max_hops;
     irect rc;
     box_t box;
-    bool staged;                    /* payload copied to the staging buffer in phase B */
+    bool staged;                    /* a receive of the op may overwrite its payload (plan_staging) */
     int64_t stage_base, stage_slot; /* staging area of this entry and bytes per cell */
     double *end;                    /* [cell of rc] modelled cycle the message has left its router */
+    /* For staged entries only (see "Payload copies" below): */
+    int64_t *readers;               /* [cell of rc] first receive cell reading its payload, or NO_CELL */
+    uint8_t *kept;                  /* [cell of rc] payload copied to its staging slot */
 } send_e;
 
 typedef struct {
@@ -717,6 +729,7 @@ typedef struct {
     uint32_t *count; /* [cell of rc] messages delivered, or NOT_EXPECTED */
     uint64_t *src;   /* [cell of rc] (sender core << 24) | send index of the first delivery */
     double *arrive;  /* [cell of rc] modelled cycle the message's tail arrives */
+    int64_t base;    /* index of cell 0 among the receive cells of the op (run_t.recv_next/state) */
 } recv_e;
 
 typedef struct {
@@ -737,6 +750,11 @@ typedef struct {
     bool contended; /* it shares a link with another message of the exchange */
 } tmsg_t;
 
+typedef struct {
+    int64_t bx0, by0, bw; /* bounding box origin and width */
+    int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
+} band_t;
+
 struct run;
 
 typedef struct {
@@ -753,6 +771,12 @@ typedef struct {
     tmsg_t *msgs;  /* messages routed in this op, in log order */
     size_t n_msgs, msgs_cap;
     bool shared;   /* some link carried a second message of this op */
+    band_t band;   /* the cells of the phase being run */
+    int64_t *reader_head; /* phase B: reader list deliver() adds to (a staged payload), or NULL */
+    bool cross;    /* phase B: the message being routed reached a receiver outside the band */
+    size_t linked; /* phase B: readers listed by this chunk */
+    int64_t *dfs;  /* phase D: the ordered-copy stack (copy_ordered) */
+    size_t dfs_cap;
     /* counters of the current op */
     uint64_t messages, deliveries, link_bytes, link_messages, max_hops, computes;
     uint64_t expected, matched;
@@ -761,11 +785,6 @@ typedef struct {
     uint64_t err_key;
     char err[MSG_LEN];
 } tctx;
-
-typedef struct {
-    int64_t bx0, by0, bw; /* bounding box origin and width */
-    int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
-} band_t;
 
 /* A pool thread and its routing scratch, lent to the chunk it runs. */
 typedef struct worker {
@@ -802,6 +821,9 @@ typedef struct run {
     size_t stage_cap;
     double *send_end, *recv_arrive;
     size_t send_end_cap, recv_arrive_cap;
+    int64_t *recv_next, *send_readers; /* reader lists of staged payloads (see "Payload copies") */
+    uint8_t *recv_state, *send_kept;
+    size_t recv_next_cap, send_readers_cap, recv_state_cap, send_kept_cap;
     bool do_copy;
     /* threads: nt workers (the caller is worker 0) run the nt_op chunks of a phase, claiming them in
      * order from next_chunk; chunk i has its own context t[i] (counters, traffic log, fault) */
@@ -870,6 +892,12 @@ static bool band_span(const band_t *b, const irect *rc, int64_t y, int64_t *xa, 
     *xa = max64(rc->x0, b->bx0 + max64(0, b->c0 - base));
     *xb = min64(rc->x1, b->bx0 + min64(b->bw, b->c1 - base));
     return *xa < *xb;
+}
+
+/* True when core (x, y), a cell of the op's bounding box, belongs to band b. */
+static bool in_band(const band_t *b, int64_t x, int64_t y) {
+    int64_t c = (y - b->by0) * b->bw + (x - b->bx0);
+    return c >= b->c0 && c < b->c1;
 }
 
 #define FOR_BAND_CELLS(b, rc, x, y)                                                              \
@@ -948,8 +976,10 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_SETUP, core, entry);
         if (moot(t, key)) return;
-        uint32_t *st = &e->count[cell_of(&e->rc, x, y)];
+        int64_t idx = cell_of(&e->rc, x, y);
+        uint32_t *st = &e->count[idx];
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        r->recv_state[e->base + idx] = COPY_PENDING;
         *st = NOT_EXPECTED;
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
@@ -1096,6 +1126,12 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
     int64_t idx = cell_of(&e->rc, x, y);
     if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
+        if (t->reader_head) { /* a staged payload: list its readers for the ordered copies of phase D */
+            r->recv_next[e->base + idx] = *t->reader_head;
+            *t->reader_head = e->base + idx;
+            t->cross |= !in_band(&t->band, x, y);
+            t->linked++;
+        }
         /* The receiver takes the stream in once it reaches the exchange itself. */
         double ready = m->cores[core].clock + (double)bytes / m->link_bw;
         e->arrive[idx] = arrive > ready ? arrive : ready;
@@ -1211,6 +1247,16 @@ static void sender_done(mica_core_t *c, double end) {
     if (end - c->clock > c->x_comm) c->x_comm = end - c->clock;
 }
 
+/* Copies the payload of cell idx of staged send e (at `core`) to its staging slot: readers take it
+ * from there, and receives into its box at that core may then run in any order. */
+static void keep_payload(run_t *r, const send_e *e, int64_t idx, int64_t core) {
+    int64_t x = core % r->m->width, y = core / r->m->width;
+    int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+    memcpy(r->stage + e->stage_base + idx * e->stage_slot, arena_of(r->m, core) + e->box.offset,
+           (size_t)bytes);
+    e->kept[idx] = 1;
+}
+
 static void route_send(tctx *t, const band_t *b, int64_t s) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
@@ -1219,14 +1265,15 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
         if (moot(t, key)) return;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL), idx = cell_of(&e->rc, x, y);
+        if (e->staged) {
+            e->readers[idx] = NO_CELL;
+            e->kept[idx] = 0;
+        }
         if (bytes == 0) {
-            e->end[cell_of(&e->rc, x, y)] = -1.0;
+            e->end[idx] = -1.0;
             continue;
         }
-        if (e->staged)
-            memcpy(r->stage + e->stage_base + cell_of(&e->rc, x, y) * e->stage_slot,
-                   arena_of(m, core) + e->box.offset, (size_t)bytes);
         t->messages++;
         size_t log0 = t->log_len;
         if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT) ||
@@ -1237,10 +1284,25 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
         mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
         double end;
+        t->reader_head = e->staged ? &e->readers[idx] : NULL;
+        t->cross = false;
         route_message(t, key, s, core, bytes, c->clock, &end);
-        e->end[cell_of(&e->rc, x, y)] = end;
+        t->reader_head = NULL;
+        /* Phase D orders the copies within a band; a payload read in another band is kept aside now
+         * (no arena changes before phase D, so it still holds the bytes of the exchange's start). */
+        if (t->cross) keep_payload(r, e, idx, core);
+        e->end[idx] = end;
         sender_done(c, end);
     }
+}
+
+/* Phase D cannot fail (a failing op must change nothing), so phase B reserves the stack of
+ * copy_ordered: its frames are one receive cell of the band and readers of payloads in place, all
+ * listed by this chunk (a payload with a reader in another band is kept aside). */
+static void reserve_copy_stack(tctx *t, const band_t *b) {
+    if (!grow((void **)&t->dfs, &t->dfs_cap, (t->linked + 1) * F_WORDS, sizeof *t->dfs))
+        fault(t, fault_key(PH_ROUTE, b->by0 * t->run->m->width + b->bx0, 0),
+              "out of host memory ordering payload copies");
 }
 
 static void phase_route(tctx *t, const band_t *b) {
@@ -1251,7 +1313,9 @@ static void phase_route(tctx *t, const band_t *b) {
     t->log_len = 0;
     t->n_msgs = 0;
     t->shared = false;
+    t->linked = 0;
     for (int64_t s = 0; s < r->n_sends; ++s) route_send(t, b, s);
+    reserve_copy_stack(t, b);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -1282,6 +1346,18 @@ static void phase_check(tctx *t, const band_t *b) {
  * EXCHANGE phase D: payload copies, statistics, route clearing
  * ------------------------------------------------------------------------------------------------- */
 
+/* Payload copies
+ *
+ * Every receive gets the bytes its sender's box held at the start of the exchange. A send box that a
+ * receive of the same op may overwrite on the same core (a ring shift moves a tile in place: a "staged"
+ * send, see plan_staging) must be read by all of its receivers before that receive writes it. Rather
+ * than copying every such payload aside and back (two copies per message), phase D orders the copies:
+ * before receive cell R at core d is written, every reader of a staged payload still in place at d is
+ * completed first (depth first); a reader that is itself waiting for R -- a ring, a swap -- closes a
+ * cycle, and only then is the payload at d kept aside (keep_payload), once per cycle. The bands of a
+ * phase run in parallel, so a payload with a reader in another band is kept aside in phase B already;
+ * within a band the order is deterministic, and the bytes each receive gets do not depend on it. */
+
 /* The bytes that the send recorded in `src` injected (its box as at the start of the exchange). */
 static const uint8_t *payload_of(const run_t *r, uint64_t src) {
     int64_t s = (int64_t)(src & 0xFFFFFF), core = (int64_t)(src >> 24);
@@ -1289,18 +1365,95 @@ static const uint8_t *payload_of(const run_t *r, uint64_t src) {
     if (!e->staged) return arena_of(r->m, core) + e->box.offset;
     int64_t x = core % r->m->width, y = core / r->m->width;
     int64_t idx = cell_of(&e->rc, x, y);
+    if (!e->kept[idx]) return arena_of(r->m, core) + e->box.offset;
     return r->stage + e->stage_base + idx * e->stage_slot;
 }
 
-static void copy_recv(tctx *t, const band_t *b, int64_t j) {
-    run_t *r = t->run;
-    const mica_mesh *m = r->m;
+/* The receive entry holding receive cell g (an index among the op's receive cells) and its core. */
+static int64_t recv_cell(const run_t *r, int64_t g, int64_t *core) {
+    int64_t j = 0;
+    while (j + 1 < r->n_recvs && r->recvs[j + 1].base <= g) ++j;
+    const irect *rc = &r->recvs[j].rc;
+    int64_t idx = g - r->recvs[j].base;
+    *core = (rc->fy + idx / rc->nx * rc->ys) * r->m->width + rc->fx + idx % rc->nx * rc->xs;
+    return j;
+}
+
+/* Cell of send e at core (x, y) when e is a member there, else -1. */
+static int64_t send_cell_at(const send_e *e, int64_t x, int64_t y) {
+    const irect *rc = &e->rc;
+    if (x < rc->x0 || x >= rc->x1 || y < rc->y0 || y >= rc->y1) return -1;
+    if ((x - rc->xp) % rc->xs != 0 || (y - rc->yp) % rc->ys != 0) return -1;
+    return cell_of(rc, x, y);
+}
+
+static void copy_cell(run_t *r, int64_t g) {
+    int64_t core, j = recv_cell(r, g, &core);
     const recv_e *e = &r->recvs[j];
+    int64_t x = core % r->m->width, y = core / r->m->width;
+    int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+    memcpy(arena_of(r->m, core) + e->box.offset, payload_of(r, e->src[g - e->base]), (size_t)bytes);
+}
+
+
+/* The next reader that must complete before the receive of frame f may write its core: a pending
+ * receive cell, or NO_CELL when none is left (payloads closing a cycle have been kept aside). */
+static int64_t next_reader(run_t *r, int64_t *f) {
+    int64_t x = f[F_CORE] % r->m->width, y = f[F_CORE] / r->m->width;
+    for (; f[F_SEND] < r->n_sends; f[F_SEND]++, f[F_READER] = READERS_UNREAD) {
+        send_e *e = &r->sends[f[F_SEND]];
+        if (!e->staged) continue;
+        int64_t idx = send_cell_at(e, x, y);
+        if (idx < 0 || e->kept[idx]) continue;
+        if (f[F_READER] == READERS_UNREAD) f[F_READER] = e->readers[idx];
+        for (; f[F_READER] != NO_CELL; f[F_READER] = r->recv_next[f[F_READER]]) {
+            uint8_t st = r->recv_state[f[F_READER]];
+            if (st == COPY_PENDING) return f[F_READER];
+            if (st == COPY_BUSY) { /* that reader waits for this receive: a cycle */
+                keep_payload(r, e, idx, f[F_CORE]);
+                break;
+            }
+        }
+    }
+    return NO_CELL;
+}
+
+/* Pushes a frame; phase B reserved room for every frame (see reserve_copy_stack). */
+static void dfs_push(tctx *t, size_t *sp, int64_t g) {
+    int64_t *f = &t->dfs[*sp * F_WORDS];
+    f[F_CELL] = g;
+    recv_cell(t->run, g, &f[F_CORE]);
+    f[F_SEND] = 0;
+    f[F_READER] = READERS_UNREAD;
+    t->run->recv_state[g] = COPY_BUSY;
+    ++*sp;
+}
+
+/* Copies the payload of receive cell g, after the readers of what it overwrites (depth first, with
+ * an explicit stack: a ring of a whole mesh row is one chain). */
+static void copy_ordered(tctx *t, int64_t g) {
+    run_t *r = t->run;
+    size_t sp = 0;
+    if (r->recv_state[g] != COPY_PENDING) return;
+    dfs_push(t, &sp, g);
+    while (sp > 0) {
+        int64_t *f = &t->dfs[(sp - 1) * F_WORDS];
+        int64_t next = next_reader(r, f);
+        if (next != NO_CELL) {
+            dfs_push(t, &sp, next);
+            continue;
+        }
+        copy_cell(r, f[F_CELL]);
+        r->recv_state[f[F_CELL]] = COPY_DONE;
+        --sp;
+    }
+}
+
+static void copy_recv(tctx *t, const band_t *b, int64_t j) {
+    const recv_e *e = &t->run->recvs[j];
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t idx = cell_of(&e->rc, x, y);
-        if (e->count[idx] != 1) continue;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-        memcpy(arena_of(m, y * m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
+        if (e->count[idx] == 1) copy_ordered(t, e->base + idx);
     }
 }
 
@@ -1414,6 +1567,7 @@ static void phase_compute(tctx *t, const band_t *b) {
 
 static void run_phase(run_t *r, tctx *t) {
     band_t b = band_of(r, t->tid);  /* chunk t->tid of nt_op */
+    t->band = b;
     switch (r->phase) {
     case PH_SETUP: phase_setup(t, &b); break;
     case PH_ROUTE: phase_route(t, &b); break;
@@ -1529,6 +1683,7 @@ static void pool_stop(run_t *r, int n) {
         free(r->t[i].stack);
         free(r->t[i].log);
         free(r->t[i].msgs);
+        free(r->t[i].dfs);
     }
     for (int i = 0; i < n; ++i) {
         free(r->w[i].visited);
@@ -1666,18 +1821,25 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
         !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src) ||
         !grow((void **)&r->recv_arrive, &r->recv_arrive_cap, (size_t)recv_cells, sizeof *r->recv_arrive) ||
-        !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end))
+        !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end) ||
+        !grow((void **)&r->recv_next, &r->recv_next_cap, (size_t)recv_cells, sizeof *r->recv_next) ||
+        !grow((void **)&r->recv_state, &r->recv_state_cap, (size_t)recv_cells, sizeof *r->recv_state) ||
+        !grow((void **)&r->send_readers, &r->send_readers_cap, (size_t)send_cells, sizeof *r->send_readers) ||
+        !grow((void **)&r->send_kept, &r->send_kept_cap, (size_t)send_cells, sizeof *r->send_kept))
         return false;
     int64_t off = 0;
     for (int64_t i = 0; i < r->n_recvs; ++i) {
         r->recvs[i].count = r->recv_count + off;
         r->recvs[i].src = r->recv_src + off;
         r->recvs[i].arrive = r->recv_arrive + off;
+        r->recvs[i].base = off;
         off += rect_count(&r->recvs[i].rc);
     }
     off = 0;
     for (int64_t i = 0; i < r->n_sends; ++i) {
         r->sends[i].end = r->send_end + off;
+        r->sends[i].readers = r->send_readers + off;
+        r->sends[i].kept = r->send_kept + off;
         off += rect_count(&r->sends[i].rc);
     }
     return true;
@@ -2065,6 +2227,10 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     free(r->stage);
     free(r->send_end);
     free(r->recv_arrive);
+    free(r->recv_next);
+    free(r->recv_state);
+    free(r->send_readers);
+    free(r->send_kept);
     free(r);
     return status ? 1 : 0;
 }
