@@ -100,9 +100,10 @@ enum { PH_SETUP = 1, PH_ROUTE = 2, PH_CHECK = 3, PH_FINISH = 4, PH_COMPUTE = 5 }
 
 /* Phase-D state of a receive cell (run_t.recv_state): see "Payload copies". */
 enum { COPY_PENDING = 0, COPY_BUSY = 1, COPY_DONE = 2 };
-/* Frame of copy_ordered: receive cell, its core, the staged send entry being scanned at that core and
- * the cursor in its reader list (READERS_UNREAD before the list is read). */
-enum { F_CELL, F_CORE, F_SEND, F_READER, F_WORDS };
+/* Frame of copy_ordered: receive cell, its entry and core (x, y), the position in the list of sends
+ * that receive may overwrite (run_t.clobbers) being checked at that core, and the cursor in that
+ * payload's reader list (READERS_UNREAD before the list is read). */
+enum { F_CELL, F_RECV, F_X, F_Y, F_CLOBBER, F_READER, F_WORDS };
 #define READERS_UNREAD (-2)
 
 /* Traffic-log entry kinds (low 3 bits; the value is in the upper bits). 0..3 are MICA_LINK_*. */
@@ -501,8 +502,25 @@ static int64_t cell_of(const irect *rc, int64_t x, int64_t y) {
     return cy * rc->nx + cx;
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Whether x = pa (mod sa) and x = pb (mod sb) have a common solution. */
+static bool phases_meet(int64_t sa, int64_t pa, int64_t sb, int64_t pb) {
+    return (pa - pb) % gcd64(sa, sb) == 0;
+}
+
+/* False when no core belongs to both rectangles; true when some may (their bounding boxes meet and
+ * their strides and phases are compatible: rings on strided colours rarely share a core). */
 static bool rects_meet(const irect *a, const irect *b) {
-    return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1);
+    return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1) &&
+           phases_meet(a->xs, a->xp, b->xs, b->xp) && phases_meet(a->ys, a->yp, b->ys, b->yp);
 }
 
 typedef struct {
@@ -715,6 +733,7 @@ typedef struct {
     irect rc;
     box_t box;
     bool staged;                    /* a receive of the op may overwrite its payload (plan_staging) */
+    bool ordered;                   /* staged and large: copied once, in order (see "Payload copies") */
     int64_t stage_base, stage_slot; /* staging area of this entry and bytes per cell */
     double *end;                    /* [cell of rc] modelled cycle the message has left its router */
     /* For staged entries only (see "Payload copies" below): */
@@ -730,6 +749,7 @@ typedef struct {
     uint64_t *src;   /* [cell of rc] (sender core << 24) | send index of the first delivery */
     double *arrive;  /* [cell of rc] modelled cycle the message's tail arrives */
     int64_t base;    /* index of cell 0 among the receive cells of the op (run_t.recv_next/state) */
+    bool ordered;    /* it may overwrite an ordered send's payload: its copies wait for their readers */
 } recv_e;
 
 typedef struct {
@@ -822,6 +842,10 @@ typedef struct run {
     double *send_end, *recv_arrive;
     size_t send_end_cap, recv_arrive_cap;
     int64_t *recv_next, *send_readers; /* reader lists of staged payloads (see "Payload copies") */
+    int64_t *clobbers, *clobber0;      /* sends receive j may overwrite: clobbers[clobber0[j]..[j+1]) */
+    size_t clobbers_cap, clobber0_cap;
+    uint32_t *recv_entry;              /* [receive cell] its receive entry */
+    size_t recv_entry_cap;
     uint8_t *recv_state, *send_kept;
     size_t recv_next_cap, send_readers_cap, recv_state_cap, send_kept_cap;
     bool do_copy;
@@ -841,6 +865,9 @@ typedef struct run {
     bool failed;
     char err[MSG_LEN + PREFIX_LEN + 2];
 } run_t;
+
+/* True when the chunks of the running phase run one after the other on the calling thread. */
+static bool one_thread(const run_t *r) { return r->nt == 1 || r->nt_op == 1; }
 
 static uint64_t fault_key(int phase, int64_t core, int64_t entry) {
     return ((uint64_t)phase << 58) | ((uint64_t)core << 24) | (uint64_t)entry;
@@ -980,6 +1007,7 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         uint32_t *st = &e->count[idx];
         int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
         r->recv_state[e->base + idx] = COPY_PENDING;
+        r->recv_entry[e->base + idx] = (uint32_t)j;
         *st = NOT_EXPECTED;
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
@@ -1230,7 +1258,7 @@ static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, in
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
             if (!log_push(t, (uint64_t)c, k)) goto oom; /* logged before reserving: see links_undo */
-            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, t->run->nt_op == 1);
+            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, one_thread(t->run));
             if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
             if (!stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
@@ -1274,6 +1302,7 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
             e->end[idx] = -1.0;
             continue;
         }
+        if (e->staged && !e->ordered) keep_payload(r, e, idx, core);
         t->messages++;
         size_t log0 = t->log_len;
         if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT) ||
@@ -1284,7 +1313,7 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
         mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
         double end;
-        t->reader_head = e->staged ? &e->readers[idx] : NULL;
+        t->reader_head = e->ordered ? &e->readers[idx] : NULL;
         t->cross = false;
         route_message(t, key, s, core, bytes, c->clock, &end);
         t->reader_head = NULL;
@@ -1356,7 +1385,13 @@ static void phase_check(tctx *t, const band_t *b) {
  * completed first (depth first); a reader that is itself waiting for R -- a ring, a swap -- closes a
  * cycle, and only then is the payload at d kept aside (keep_payload), once per cycle. The bands of a
  * phase run in parallel, so a payload with a reader in another band is kept aside in phase B already;
- * within a band the order is deterministic, and the bytes each receive gets do not depend on it. */
+ * within a band the order is deterministic, and the bytes each receive gets do not depend on it.
+ * Ordering costs more than copying a small payload twice: staged payloads under ORDERED_COPY_MIN
+ * bytes are all kept aside in phase B (the receives that may overwrite only those copy in any order). */
+
+/* Smallest staged payload (box bytes) whose copies are ordered rather than kept aside: measured on the
+ * interleaved ring of matmul 512^3 on 128x128 (64-byte tiles), ordering cost 20% more than copying. */
+#define ORDERED_COPY_MIN 1024
 
 /* The bytes that the send recorded in `src` injected (its box as at the start of the exchange). */
 static const uint8_t *payload_of(const run_t *r, uint64_t src) {
@@ -1370,47 +1405,48 @@ static const uint8_t *payload_of(const run_t *r, uint64_t src) {
 }
 
 /* The receive entry holding receive cell g (an index among the op's receive cells) and its core. */
-static int64_t recv_cell(const run_t *r, int64_t g, int64_t *core) {
-    int64_t j = 0;
-    while (j + 1 < r->n_recvs && r->recvs[j + 1].base <= g) ++j;
+static int64_t recv_cell(const run_t *r, int64_t g, int64_t *x, int64_t *y) {
+    int64_t j = r->recv_entry[g];
     const irect *rc = &r->recvs[j].rc;
     int64_t idx = g - r->recvs[j].base;
-    *core = (rc->fy + idx / rc->nx * rc->ys) * r->m->width + rc->fx + idx % rc->nx * rc->xs;
+    *x = rc->fx + idx % rc->nx * rc->xs;
+    *y = rc->fy + idx / rc->nx * rc->ys;
     return j;
+}
+
+/* Whether a coordinate lies on a rectangle's stride (a mask for powers of two, as cell_of shifts). */
+static bool on_stride(int64_t c, int64_t first, int64_t stride, int shift) {
+    return shift >= 0 ? ((c - first) & (stride - 1)) == 0 : (c - first) % stride == 0;
 }
 
 /* Cell of send e at core (x, y) when e is a member there, else -1. */
 static int64_t send_cell_at(const send_e *e, int64_t x, int64_t y) {
     const irect *rc = &e->rc;
-    if (x < rc->x0 || x >= rc->x1 || y < rc->y0 || y >= rc->y1) return -1;
-    if ((x - rc->xp) % rc->xs != 0 || (y - rc->yp) % rc->ys != 0) return -1;
+    if (x < rc->fx || x >= rc->x1 || y < rc->fy || y >= rc->y1) return -1;
+    if (!on_stride(x, rc->fx, rc->xs, rc->xsh) || !on_stride(y, rc->fy, rc->ys, rc->ysh)) return -1;
     return cell_of(rc, x, y);
 }
 
-static void copy_cell(run_t *r, int64_t g) {
-    int64_t core, j = recv_cell(r, g, &core);
-    const recv_e *e = &r->recvs[j];
-    int64_t x = core % r->m->width, y = core / r->m->width;
+/* Copies into cell idx of receive e, at core (x, y), the payload it got. */
+static void copy_payload(run_t *r, const recv_e *e, int64_t idx, int64_t x, int64_t y) {
     int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-    memcpy(arena_of(r->m, core) + e->box.offset, payload_of(r, e->src[g - e->base]), (size_t)bytes);
+    memcpy(arena_of(r->m, y * r->m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
+    r->recv_state[e->base + idx] = COPY_DONE;
 }
-
 
 /* The next reader that must complete before the receive of frame f may write its core: a pending
  * receive cell, or NO_CELL when none is left (payloads closing a cycle have been kept aside). */
 static int64_t next_reader(run_t *r, int64_t *f) {
-    int64_t x = f[F_CORE] % r->m->width, y = f[F_CORE] / r->m->width;
-    for (; f[F_SEND] < r->n_sends; f[F_SEND]++, f[F_READER] = READERS_UNREAD) {
-        send_e *e = &r->sends[f[F_SEND]];
-        if (!e->staged) continue;
-        int64_t idx = send_cell_at(e, x, y);
+    for (const int64_t end = r->clobber0[f[F_RECV] + 1]; f[F_CLOBBER] < end; f[F_CLOBBER]++, f[F_READER] = READERS_UNREAD) {
+        const send_e *e = &r->sends[r->clobbers[f[F_CLOBBER]]];
+        int64_t idx = send_cell_at(e, f[F_X], f[F_Y]);
         if (idx < 0 || e->kept[idx]) continue;
         if (f[F_READER] == READERS_UNREAD) f[F_READER] = e->readers[idx];
         for (; f[F_READER] != NO_CELL; f[F_READER] = r->recv_next[f[F_READER]]) {
             uint8_t st = r->recv_state[f[F_READER]];
             if (st == COPY_PENDING) return f[F_READER];
             if (st == COPY_BUSY) { /* that reader waits for this receive: a cycle */
-                keep_payload(r, e, idx, f[F_CORE]);
+                keep_payload(r, e, idx, f[F_Y] * r->m->width + f[F_X]);
                 break;
             }
         }
@@ -1422,8 +1458,8 @@ static int64_t next_reader(run_t *r, int64_t *f) {
 static void dfs_push(tctx *t, size_t *sp, int64_t g) {
     int64_t *f = &t->dfs[*sp * F_WORDS];
     f[F_CELL] = g;
-    recv_cell(t->run, g, &f[F_CORE]);
-    f[F_SEND] = 0;
+    f[F_RECV] = recv_cell(t->run, g, &f[F_X], &f[F_Y]);
+    f[F_CLOBBER] = t->run->clobber0[f[F_RECV]];
     f[F_READER] = READERS_UNREAD;
     t->run->recv_state[g] = COPY_BUSY;
     ++*sp;
@@ -1443,33 +1479,44 @@ static void copy_ordered(tctx *t, int64_t g) {
             dfs_push(t, &sp, next);
             continue;
         }
-        copy_cell(r, f[F_CELL]);
-        r->recv_state[f[F_CELL]] = COPY_DONE;
+        const recv_e *e = &r->recvs[f[F_RECV]];
+        copy_payload(r, e, f[F_CELL] - e->base, f[F_X], f[F_Y]);
         --sp;
     }
 }
 
+/* Copies the payloads of receive j's cells in band b (an ordered copy may have done some already). */
 static void copy_recv(tctx *t, const band_t *b, int64_t j) {
-    const recv_e *e = &t->run->recvs[j];
+    run_t *r = t->run;
+    const recv_e *e = &r->recvs[j];
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t idx = cell_of(&e->rc, x, y);
-        if (e->count[idx] == 1) copy_ordered(t, e->base + idx);
+        if (e->count[idx] != 1) continue;
+        if (e->ordered) copy_ordered(t, e->base + idx);
+        else if (r->recv_state[e->base + idx] == COPY_PENDING) copy_payload(r, e, idx, x, y);
     }
+}
+
+/* Adds `v` to a counter other chunks of the phase may be adding to (plainly when no other thread runs). */
+static void count_add(uint64_t *counter, uint64_t v, bool alone) {
+    if (alone) *counter += v;
+    else __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
 }
 
 static void replay_log(tctx *t) {
     mica_mesh *m = t->run->m;
+    const bool alone = one_thread(t->run);
     uint64_t bytes = 0;
     for (size_t i = 0; i < t->log_len; ++i) {
         uint64_t v = t->log[i] >> 3;
         int kind = (int)(t->log[i] & 7);
         if (kind < 4) {
-            __atomic_fetch_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
+            count_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, alone);
+            count_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, alone);
         } else if (kind == LOG_RECV) {
-            __atomic_fetch_add(&m->core_recv[v], bytes, __ATOMIC_RELAXED);
+            count_add(&m->core_recv[v], bytes, alone);
         } else if (kind == LOG_SENT) {
-            __atomic_fetch_add(&m->core_sent[v], bytes, __ATOMIC_RELAXED);
+            count_add(&m->core_sent[v], bytes, alone);
         } else {
             bytes = v;
         }
@@ -1799,7 +1846,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         e->max_hops = p[1];
         e->rc = eval_rect(p + 2, r->v, W, H);
         load_box(p + 2 + W_RECT, &e->box);
-        e->staged = false;
+        e->staged = e->ordered = false;
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
     }
@@ -1824,6 +1871,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end) ||
         !grow((void **)&r->recv_next, &r->recv_next_cap, (size_t)recv_cells, sizeof *r->recv_next) ||
         !grow((void **)&r->recv_state, &r->recv_state_cap, (size_t)recv_cells, sizeof *r->recv_state) ||
+        !grow((void **)&r->recv_entry, &r->recv_entry_cap, (size_t)recv_cells, sizeof *r->recv_entry) ||
         !grow((void **)&r->send_readers, &r->send_readers_cap, (size_t)send_cells, sizeof *r->send_readers) ||
         !grow((void **)&r->send_kept, &r->send_kept_cap, (size_t)send_cells, sizeof *r->send_kept))
         return false;
@@ -1845,18 +1893,45 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     return true;
 }
 
+/* Whether receive v may overwrite, on some core, bytes that send e sends from there. */
+static bool may_overwrite(const recv_e *v, const send_e *e) {
+    int64_t a0 = e->box.offset, a1 = a0 + e->box.max_bytes;
+    int64_t b0 = v->box.offset, b1 = b0 + v->box.max_bytes;
+    return a0 < b1 && b0 < a1 && rects_meet(&e->rc, &v->rc);
+}
+
+/* Lists, per receive, the ordered sends it may overwrite (run_t.clobbers); marks every send it may
+ * overwrite staged. */
+static bool plan_clobbers(run_t *r) {
+    size_t n = 0;
+    if (!grow((void **)&r->clobber0, &r->clobber0_cap, (size_t)r->n_recvs + 1, sizeof *r->clobber0))
+        return false;
+    for (int64_t j = 0; j < r->n_recvs; ++j) {
+        recv_e *v = &r->recvs[j];
+        r->clobber0[j] = (int64_t)n;
+        v->ordered = false;
+        for (int64_t s = 0; s < r->n_sends; ++s) {
+            send_e *e = &r->sends[s];
+            if (!may_overwrite(v, e)) continue;
+            e->staged = true;
+            e->ordered = e->box.max_bytes >= ORDERED_COPY_MIN;
+            if (!e->ordered) continue;
+            if (!grow((void **)&r->clobbers, &r->clobbers_cap, n + 1, sizeof *r->clobbers)) return false;
+            r->clobbers[n++] = s;
+            v->ordered = true;
+        }
+    }
+    r->clobber0[r->n_recvs] = (int64_t)n;
+    return true;
+}
+
 /* Marks the sends whose source bytes a receive of the same op may overwrite on the same core, and
  * sizes the staging buffer for them. False if out of host memory. */
 static bool plan_staging(run_t *r) {
     int64_t total = 0;
+    if (!plan_clobbers(r)) return false;
     for (int64_t s = 0; s < r->n_sends; ++s) {
         send_e *e = &r->sends[s];
-        int64_t a0 = e->box.offset, a1 = a0 + e->box.max_bytes;
-        for (int64_t j = 0; j < r->n_recvs && !e->staged; ++j) {
-            const recv_e *v = &r->recvs[j];
-            int64_t b0 = v->box.offset, b1 = b0 + v->box.max_bytes;
-            e->staged = a0 < b1 && b0 < a1 && rects_meet(&e->rc, &v->rc);
-        }
         if (!e->staged) continue;
         e->stage_slot = min64(e->box.max_bytes, r->m->arena_max);
         e->stage_base = total;
@@ -2231,6 +2306,9 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     free(r->recv_state);
     free(r->send_readers);
     free(r->send_kept);
+    free(r->clobbers);
+    free(r->clobber0);
+    free(r->recv_entry);
     free(r);
     return status ? 1 : 0;
 }

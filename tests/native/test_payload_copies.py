@@ -1,10 +1,12 @@
 """In-place exchanges: the order of the emulator's payload copies (mica_rt.c, "Payload copies").
 
-A send box that a receive of the same exchange overwrites on the same core is copied once, in an order
-where every reader takes it before it is overwritten; only a cycle (a ring, a swap) or a reader in
-another thread's band keeps the payload aside. Whatever the order and thread count, every receive must
-get the bytes its sender's box held at the start of the exchange. The meshes here have more than 1,024
-cores, so that the exchanges are split into bands (several per thread) and cycles cross band edges.
+A send box of 1 KB or more that a receive of the same exchange overwrites on the same core is copied
+once, in an order where every reader takes it before it is overwritten; only a cycle (a ring, a swap) or
+a reader in another thread's band keeps the payload aside. Smaller ones are all kept aside first. Whatever
+the order and thread count, every receive must get the bytes its sender's box held at the start of the
+exchange: each test runs with payloads of both kinds (N int64 per core: 24 B and 1,280 B). The meshes
+here have more than 1,024 cores, so that the exchanges are split into bands (several per thread) and
+cycles cross band edges.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from mica.native_sim.opcode import (
 from mica.native_sim.runtime import NativeMesh
 
 THREADS = (1, 2, 3, 7)
+#: int64 per core: a payload under and one over the runtime's ORDERED_COPY_MIN (1,024 bytes)
+SIZES = (3, 160)
 
 
 def per_core(offset: int, n: int, width: int, height: int) -> Box:
@@ -83,11 +87,11 @@ def snake_moved(data: np.ndarray) -> np.ndarray:
 
 
 def run_all(width, height, program, n):
-    """(arena values, stats) after `program` on every thread count of THREADS."""
+    """(values before, values after, stats) of `program` on every thread count of THREADS."""
     out = []
     for threads in THREADS:
-        with NativeMesh(width, height, 8, 1024) as mesh:
-            mesh.reserve((0, width, 0, height), 64)
+        with NativeMesh(width, height, 8, 8 * n + 64) as mesh:
+            mesh.reserve((0, width, 0, height), 8 * n + 64)
             mesh.commit()
             data = load(mesh, n)
             mesh.run(program, threads=threads)
@@ -95,50 +99,56 @@ def run_all(width, height, program, n):
     return out
 
 
+@pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("width, height", [(48, 24), (37, 30)])
-def test_ring_cycles_in_place(width, height):
+def test_ring_cycles_in_place(width, height, n):
     """Each pair of rows rotates by one core in place: a cycle of 2 * width copies that crosses bands."""
-    box = Box(0, 8, (BoxDim.whole(3),))
-    runs = run_all(width, height, encode([snake(width, height, box, box)]), 3)
+    box = Box(0, 8, (BoxDim.whole(n),))
+    runs = run_all(width, height, encode([snake(width, height, box, box)]), n)
     for data, got, stats in runs:
         np.testing.assert_array_equal(got, snake_moved(data))
         assert stats == runs[0][2]
     assert runs[0][2].messages == width * height
 
 
-def test_ring_into_an_overlapping_box():
-    """Send int64s [0, 2) of each core, receive them into [1, 3): the box a receive writes overlaps
+@pytest.mark.parametrize("n", SIZES)
+def test_ring_into_an_overlapping_box(n):
+    """Send int64s [0, n-1) of each core, receive them into [1, n): the box a receive writes overlaps
     the one its core sends, without being the same."""
     width, height = 40, 28
-    program = encode([snake(width, height, Box(0, 8, (BoxDim.whole(2),)), Box(8, 8, (BoxDim.whole(2),)))])
-    for data, got, stats in run_all(width, height, program, 3):
+    box = (BoxDim.whole(n - 1),)
+    program = encode([snake(width, height, Box(0, 8, box), Box(8, 8, box))])
+    for data, got, stats in run_all(width, height, program, n):
         want = data.copy()
-        want[..., 1:3] = snake_moved(data)[..., 0:2]
+        want[..., 1:] = snake_moved(data)[..., :-1]
         np.testing.assert_array_equal(got, want)
 
 
-def test_two_rings_over_one_buffer():
-    """The snake rotates int64 0 in place while, in the same op, int64 1 of the even rows goes one hop
-    south into int64 2 of the odd rows: a payload no receive overwrites, next to staged ones."""
+@pytest.mark.parametrize("n", SIZES)
+def test_ring_next_to_a_plain_send(n):
+    """The snake rotates int64s [0, n-2) in place while, in the same op, int64 n-2 of the even rows goes
+    one hop south into int64 n-1 of the odd rows: a payload no receive overwrites, next to staged ones."""
     width, height = 36, 32
-    snake_ops = snake(width, height, Box(0, 8, ()), Box(0, 8, ()))
+    ring = Box(0, 8, (BoxDim.whole(n - 2),))
+    snake_ops = snake(width, height, ring, ring)
     extra = hop(6, SOUTH, Rect(1, width - 1, 0, height, ys=2, yp=0), Rect(1, width - 1, 0, height, ys=2, yp=1),
-                Box(8, 8, ()), Box(16, 8, ()))
+                Box(8 * (n - 2), 8, ()), Box(8 * (n - 1), 8, ()))
     program = encode([Exchange(1, snake_ops.routes + extra[0], snake_ops.sends + extra[1],
                                snake_ops.recvs + extra[2])])
-    for data, got, stats in run_all(width, height, program, 3):
+    for data, got, stats in run_all(width, height, program, n):
         want = data.copy()
-        want[..., 0] = snake_moved(data[..., :1])[..., 0]
-        want[1::2, 1:width - 1, 2] = data[0::2, 1:width - 1, 1]
+        want[..., :n - 2] = snake_moved(data[..., :n - 2])
+        want[1::2, 1:width - 1, n - 1] = data[0::2, 1:width - 1, n - 2]
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("root", [0, 17, 63])
-def test_multicast_in_place_includes_the_root(root):
+def test_multicast_in_place_includes_the_root(root, n):
     """Every row's root sends its value to the whole row, itself included, into the box it sends
     from: all readers take the payload before the root's own receive overwrites it."""
     width, height = 64, 20
-    box = Box(0, 8, ())
+    box = Box(0, 8, (BoxDim.whole(n),))
     routes = (Route(0, EAST, WEST | RAMP, Rect(1, root + 1, 0, height)),
               Route(0, WEST, EAST | RAMP, Rect(root, width - 1, 0, height)),
               Route(0, EAST, RAMP, Rect(0, 1, 0, height)),
@@ -147,7 +157,7 @@ def test_multicast_in_place_includes_the_root(root):
                     Rect(root, root + 1, 0, height)))
     program = encode([Exchange(1, routes, (Send(0, width, Rect(root, root + 1, 0, height), box),),
                                (Recv(0, Rect(0, width, 0, height), box),))])
-    runs = run_all(width, height, program, 1)
+    runs = run_all(width, height, program, n)
     for data, got, stats in runs:
-        np.testing.assert_array_equal(got[..., 0], np.repeat(data[:, root:root + 1, 0], width, axis=1))
+        np.testing.assert_array_equal(got, np.repeat(data[:, root:root + 1], width, axis=1))
         assert stats == runs[0][2]
