@@ -65,6 +65,24 @@ UK_CONFIGS = (("defined(__AVX512F__)", ((64, 4, 4), (32, 6, 4), (32, 6, 2))),
 #: Depth of the k-panels the contraction packs (bounds the packed buffers on the stack).
 UK_KC = 256
 
+#: The prefetch hint of mica_rt.h: the emulator names the arena of the core this thread runs next, and
+#: the next blocked contraction pulls it towards the cache (L2: locality 1) a slice per register block,
+#: while it computes. Measured with the 64^3 f32 kernel over 1,024 arenas (one core of the Zen 4 this was
+#: tuned on, CPU time): 64 GFLOP/s without, 75 with; issuing the whole arena's prefetches at once before
+#: the call instead was slower than none.
+PREFETCH_HINT_C = """\
+static _Thread_local const char *mica_next_arena;
+static _Thread_local int64_t mica_next_bytes;
+void mica_prefetch_hint(const uint8_t *next, int64_t bytes) {
+  mica_next_arena = (const char *)next;
+  mica_next_bytes = next ? bytes : 0;
+}
+/* Prefetches the bytes [*at, *at + slice) of the next arena (at most up to its end). */
+static inline void mica_prefetch_slice(const char *next, int64_t bytes, int64_t slice, int64_t *at) {
+  const int64_t end = *at + slice < bytes ? *at + slice : bytes;
+  for (; *at < end; *at += 64) __builtin_prefetch(next + *at, 0, 1);
+}"""
+
 
 @dataclass(frozen=True)
 class KernelModule:
@@ -495,6 +513,14 @@ def _block_driver_c(ct: str, dt: str, op: str, mr: int, nr: int, tag: str) -> li
   {ct} bp[KC * NR] __attribute__((aligned(64)));
   {ct} ap[KC * MR] __attribute__((aligned(64)));
   {ct} ct[MR * NR] __attribute__((aligned(64)));
+  /* the next core's arena (mica_rt.h prefetch hint), taken by this call: a slice per register block */
+  const char *pf = mica_next_arena;
+  const int64_t pf_bytes = mica_next_bytes;
+  const int64_t pf_blocks = ((K + KC - 1) / KC) * ((N + NR - 1) / NR) * ((M + MR - 1) / MR);
+  const int64_t pf_slice = pf_blocks > 0 ? (pf_bytes / pf_blocks + 64) & ~(int64_t)63 : 0;
+  int64_t pf_at = 0;
+  mica_next_arena = 0;
+  mica_next_bytes = 0;
   for (int64_t k0 = 0; k0 < K; k0 += KC) {{
     const int64_t kc = K - k0 < KC ? K - k0 : KC;
     for (int64_t j0 = 0; j0 < N; j0 += NR) {{
@@ -511,6 +537,7 @@ def _block_driver_c(ct: str, dt: str, op: str, mr: int, nr: int, tag: str) -> li
         const int64_t mr = M - i0 < MR ? M - i0 : MR;
         {ct} *cq = C + i0 * csi + j0 * csj;
         const {ct} *aq = A + i0 * asi + k0 * ask;
+        if (pf) mica_prefetch_slice(pf, pf_bytes, pf_slice, &pf_at);
         if (mr == MR && nr == NR && csj == 1) {{
           {uk}(kc, aq, asi, ask, bpan, bst, cq, csi);
         }} else {{ /* a partial or strided block: through a local tile; only its valid part is stored */
@@ -559,7 +586,7 @@ def contraction_support_c(dtypes: set[str]) -> str:
     :data:`UK_CONFIGS`, widest first, and a dispatcher picking the widest that fits the block's width."""
     if not dtypes:
         return ""
-    lines = ["#include <string.h>"]
+    lines = ["#include <string.h>", PREFETCH_HINT_C]
     for k, (cond, shapes) in enumerate(UK_CONFIGS):
         lines.append(("#if " if k == 0 else "#elif ") + cond if cond else "#else")
         for dt in sorted(dtypes):

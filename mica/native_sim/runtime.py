@@ -51,6 +51,9 @@ typedef struct {
 void mica_timing(const mica_mesh *m, mica_timing_totals *out);
 void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
 mica_work_fn mica_work_get(int32_t i);
+typedef void (*mica_prefetch_fn)(const uint8_t *next, int64_t bytes);
+void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint);
+void mica_prefetch_hint(const uint8_t *next, int64_t bytes);
 """
 
 _CDEF = """
@@ -164,6 +167,7 @@ class KernelLib:
                 raise EmitError(f"kernel module {self.path} has no kernel {i}")
             self.table[i] = fn
         self.work = self._work_table(count)
+        self.prefetch = self._prefetch_hint()
 
     def _work_table(self, count: int):
         """The module's timing work functions (``mica_work_get``), or None when it exports none."""
@@ -176,6 +180,13 @@ class KernelLib:
             work[i] = getter(i)
         return work
 
+    def _prefetch_hint(self):
+        """The module's ``mica_prefetch_hint`` (mica_rt.h), or None when it exports none."""
+        try:
+            return ffi.cast("mica_prefetch_fn", self._lib.mica_prefetch_hint)
+        except AttributeError:
+            return None
+
     def __len__(self) -> int:
         return self.count
 
@@ -185,6 +196,7 @@ class KernelLib:
         if lib is not None:
             self.table = None
             self.work = None
+            self.prefetch = None
             self.count = 0
             ffi.dlclose(lib)
 
@@ -364,6 +376,8 @@ class NativeMesh:
         table, count = (kernels.table, kernels.count) if kernels is not None else (ffi.NULL, 0)
         work = getattr(kernels, "work", None)
         self._lib.mica_set_work(self._mesh(), work if work is not None else ffi.NULL, count if work is not None else 0)
+        hint = getattr(kernels, "prefetch", None)
+        self._lib.mica_set_prefetch(self._mesh(), hint if hint is not None else ffi.NULL)
         bar = Progress(self, enabled=progress)
         try:
             with bar:
@@ -372,6 +386,7 @@ class NativeMesh:
                 )
         finally:
             self._lib.mica_set_work(self._mesh(), ffi.NULL, 0)
+            self._lib.mica_set_prefetch(self._mesh(), ffi.NULL)
 
     def progress(self) -> tuple[int, int]:
         """(ops done, ops in all) of the run in flight, or of the last run."""

@@ -215,6 +215,7 @@ struct mica_mesh {
     double hop_latency, link_bw;
     mica_work_fn *work;
     int32_t n_work;
+    mica_prefetch_fn prefetch; /* the kernel module's prefetch hint, or NULL */
     mica_core_t *cores;  /* [core] clocks and the running exchange's scratch */
     mica_link_t *links;  /* [link * n_cores + core] reservations of the timing model (by direction, so
                             that a message along a row or column walks consecutive entries) */
@@ -1586,26 +1587,40 @@ static void phase_finish(tctx *t, const band_t *b) {
  * COMPUTE
  * ------------------------------------------------------------------------------------------------- */
 
+/* Calls the kernel of compute entry e at `core`, then advances the core's clock by its work; `next` is
+ * the core this chunk runs next (-1: none), passed to the kernel module's prefetch hint. */
+static void compute_cell(tctx *t, const comp_e *e, int64_t core, int64_t next) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    int64_t x = core % m->width, y = core / m->width;
+    if (m->prefetch)
+        m->prefetch(next >= 0 ? arena_of(m, next) : NULL, next >= 0 ? m->arena_size[next] : 0);
+    r->kernels[e->kernel](arena_of(m, core), x, y, r->v, r->scalars);
+    t->computes++;
+    mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
+    if (!work) return;
+    x_commit(m, core);
+    double cycles = work(x, y, r->v);
+    m->cores[core].clock += cycles;
+    m->cores[core].comp += cycles;
+}
+
+/* Runs the kernels of band b, each cell once its successor is known (for the prefetch hint). */
 static void phase_compute(tctx *t, const band_t *b) {
     run_t *r = t->run;
-    const mica_mesh *m = r->m;
+    const int64_t W = r->m->width;
     t->computes = 0;
-    for (int64_t i = 0; i < r->n_comps; ++i) {
+    const comp_e *pe = NULL; /* the cell waiting for its successor: entry and core */
+    int64_t pcore = -1;
+    for (int64_t i = 0; i < r->n_comps; ++i) { /* entries in order: a core's calls keep theirs */
         const comp_e *e = &r->comps[i];
-        mica_kernel_fn fn = r->kernels[e->kernel];
-        mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            fn(arena_of(m, y * m->width + x), x, y, r->v, r->scalars);
-            t->computes++;
-            if (work) {
-                int64_t core = y * m->width + x;
-                x_commit((mica_mesh *)m, core);
-                double cycles = work(x, y, r->v);
-                m->cores[core].clock += cycles;
-                m->cores[core].comp += cycles;
-            }
+            if (pe) compute_cell(t, pe, pcore, y * W + x);
+            pe = e;
+            pcore = y * W + x;
         }
     }
+    if (pe) compute_cell(t, pe, pcore, -1);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -2422,6 +2437,10 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
     m->hop_latency = hop_latency;
     m->link_bw = link_bytes_per_cycle;
     return 0;
+}
+
+void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint) {
+    if (m) m->prefetch = hint;
 }
 
 void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work) {

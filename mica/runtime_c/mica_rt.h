@@ -167,6 +167,22 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
  * valid while mica_run uses it; pass NULL, 0 to clear. */
 void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);
 
+/* ---------------------------------------------------------------------------------------------------
+ * Prefetch hint (performance only)
+ *
+ * A kernel call finds its core's arena cold in the host's caches: the emulator sweeps every arena in
+ * turn. A kernel module may export `void mica_prefetch_hint(const uint8_t *next, int64_t bytes)`; the
+ * emulator then calls it on the thread about to run a kernel, just before the call, with the arena (and
+ * its size) of the core that thread runs next in the same phase, or NULL and 0 when there is none, so
+ * that the kernel can pull that arena towards the cache while it computes. It must change nothing but
+ * timing on the host.
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef void (*mica_prefetch_fn)(const uint8_t *next, int64_t bytes);
+
+/* The kernel module's prefetch hint (NULL: none); must stay valid while mica_run uses it. */
+void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint);
+
 typedef struct {
     double cycles;                /* the latest core's clock */
     uint64_t contended_messages;  /* messages that shared a link with another message of their exchange */
