@@ -798,6 +798,8 @@ typedef struct {
     size_t linked; /* phase B: readers listed by this chunk */
     int64_t *dfs;  /* phase D: the ordered-copy stack (copy_ordered) */
     size_t dfs_cap;
+    uint64_t *foreign; /* phase D: (log entry, bytes) pairs for other bands' cores (replay_log) */
+    size_t n_foreign, foreign_cap;
     /* counters of the current op */
     uint64_t messages, deliveries, link_bytes, link_messages, max_hops, computes;
     uint64_t expected, matched;
@@ -925,7 +927,16 @@ static bool band_span(const band_t *b, const irect *rc, int64_t y, int64_t *xa, 
 /* True when core (x, y), a cell of the op's bounding box, belongs to band b. */
 static bool in_band(const band_t *b, int64_t x, int64_t y) {
     int64_t c = (y - b->by0) * b->bw + (x - b->bx0);
-    return c >= b->c0 && c < b->c1;
+    return x >= b->bx0 && x < b->bx0 + b->bw && c >= b->c0 && c < b->c1;
+}
+
+/* in_band for a core index of a mesh W wide (no division when the bounding box spans whole rows). */
+static bool core_in_band(const band_t *b, int64_t core, int64_t W) {
+    if (b->bx0 == 0 && b->bw == W) {
+        int64_t c = core - b->by0 * W;
+        return c >= b->c0 && c < b->c1;
+    }
+    return in_band(b, core % W, core / W);
 }
 
 #define FOR_BAND_CELLS(b, rc, x, y)                                                              \
@@ -1498,30 +1509,53 @@ static void copy_recv(tctx *t, const band_t *b, int64_t j) {
     }
 }
 
-/* Adds `v` to a counter other chunks of the phase may be adding to (plainly when no other thread runs). */
-static void count_add(uint64_t *counter, uint64_t v, bool alone) {
-    if (alone) *counter += v;
-    else __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
+/* Adds one traffic-log entry (a link, receive or send of `bytes`) to the statistics; `alone`: no other
+ * thread adds to the same counters meanwhile. */
+static void count_entry(mica_mesh *m, uint64_t entry, uint64_t bytes, bool alone) {
+    uint64_t v = entry >> 3;
+    int kind = (int)(entry & 7);
+    uint64_t *a = kind < 4 ? &m->link_bytes[v * 4 + (uint64_t)kind] : kind == LOG_RECV ? &m->core_recv[v]
+                                                                                  : &m->core_sent[v];
+    if (alone) {
+        *a += bytes;
+        if (kind < 4) m->link_msgs[v * 4 + (uint64_t)kind]++;
+        return;
+    }
+    __atomic_fetch_add(a, bytes, __ATOMIC_RELAXED);
+    if (kind < 4) __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
 }
 
+/* Replays the chunk's traffic log into the statistics. Several threads: the counters of the chunk's own
+ * cores are only this chunk's to add to (plain adds); entries for other cores (a message crossing into
+ * another band) are deferred to replay_foreign, which runs once every chunk is done. */
 static void replay_log(tctx *t) {
     mica_mesh *m = t->run->m;
     const bool alone = one_thread(t->run);
+    const int64_t W = m->width;
     uint64_t bytes = 0;
+    t->n_foreign = 0;
     for (size_t i = 0; i < t->log_len; ++i) {
-        uint64_t v = t->log[i] >> 3;
-        int kind = (int)(t->log[i] & 7);
-        if (kind < 4) {
-            count_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, alone);
-            count_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, alone);
-        } else if (kind == LOG_RECV) {
-            count_add(&m->core_recv[v], bytes, alone);
-        } else if (kind == LOG_SENT) {
-            count_add(&m->core_sent[v], bytes, alone);
+        uint64_t e = t->log[i];
+        if ((e & 7) == LOG_BYTES) {
+            bytes = e >> 3;
+            continue;
+        }
+        if (alone || core_in_band(&t->band, (int64_t)(e >> 3), W)) {
+            count_entry(m, e, bytes, true);
+        } else if (grow((void **)&t->foreign, &t->foreign_cap, t->n_foreign + 2, sizeof *t->foreign)) {
+            t->foreign[t->n_foreign++] = e;
+            t->foreign[t->n_foreign++] = bytes;
         } else {
-            bytes = v;
+            count_entry(m, e, bytes, false); /* no room to defer: an atomic add is as exact */
         }
     }
+}
+
+/* The entries replay_log deferred (serial: after the phase). */
+static void replay_foreign(run_t *r) {
+    for (int i = 0; i < r->nt_op; ++i)
+        for (size_t k = 0; k < r->t[i].n_foreign; k += 2)
+            count_entry(r->m, r->t[i].foreign[k], r->t[i].foreign[k + 1], true);
 }
 
 /* Completes the timing of every core that received in the exchange (cells of band b): its latest
@@ -1746,6 +1780,7 @@ static void pool_stop(run_t *r, int n) {
         free(r->t[i].log);
         free(r->t[i].msgs);
         free(r->t[i].dfs);
+        free(r->t[i].foreign);
     }
     for (int i = 0; i < n; ++i) {
         free(r->w[i].visited);
@@ -2147,6 +2182,7 @@ static int exec_exchange(run_t *r, int64_t pos) {
         links_undo(r);
         return 1;
     }
+    replay_foreign(r);
     merge_exchange_stats(r);
     return 0;
 }
