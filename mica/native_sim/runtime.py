@@ -84,6 +84,9 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
                           char *err, int32_t errlen);
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
 int64_t mica_mesh_host_bytes(const mica_mesh *m);
+int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
+                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
+                         int64_t n_cells, char *err, int32_t errlen);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
@@ -343,6 +346,27 @@ class NativeMesh:
         rect_words = ffi.new("int64_t[]", as_rect(rect).words())
         host = ffi.from_buffer(array, require_writable=direction == 1) if array.nbytes else ffi.NULL
         self._check(self._lib.mica_host_copy, self._mesh(), direction, host, box_words, rect_words)
+
+    def host_gather(self, array: np.ndarray, counts: Sequence[int], offset: int, rect: RectLike,
+                    origins: np.ndarray) -> None:
+        """Loads every member core of ``rect`` (row-major) with a buffer at arena byte ``offset`` of
+        ``counts`` elements, taken from ``array`` from global index ``origins[cell]`` on (one row of
+        ``len(counts)`` indices per core); elements outside ``array`` are zero (``mica_host_gather``)."""
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise SimError("host data must be a C-contiguous numpy array")
+        rank = array.ndim
+        if len(counts) != rank:
+            raise SimError(f"buffer rank {len(counts)} differs from the array's {rank}")
+        origins = np.ascontiguousarray(origins, dtype=np.int64)
+        if origins.ndim != 2 or origins.shape[1] != rank:
+            raise SimError(f"origins must be shaped (cores, {rank}), got {origins.shape}")
+        shape = ffi.new("int64_t[]", [int(s) for s in array.shape] or [0])
+        cnt = ffi.new("int64_t[]", [int(c) for c in counts] or [0])
+        rect_words = ffi.new("int64_t[]", as_rect(rect).words())
+        host = ffi.from_buffer(array) if array.nbytes else ffi.NULL
+        org = ffi.from_buffer("int64_t[]", origins) if origins.size else ffi.NULL
+        self._check(self._lib.mica_host_gather, self._mesh(), host, array.dtype.itemsize, rank, shape, cnt,
+                    int(offset), rect_words, org, origins.shape[0])
 
     def set_timing(self, hop_latency: float, link_bytes_per_cycle: float) -> None:
         """The link model of the timing model: cycles per hop and bytes per cycle per link."""

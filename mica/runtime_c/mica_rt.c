@@ -2391,6 +2391,101 @@ static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *
     }
 }
 
+/* Loads one core's buffer (counts[] elements per dim, row-major, at dst) from the row-major host array of
+ * `shape` (hstride[]: bytes per step of each dim) starting at global index origin[]; elements outside
+ * the array are zero. Rows (the last dim) are copied as one run between their zero margins. */
+static void gather_block(uint8_t *dst, const uint8_t *host, int64_t elem, int rank, const int64_t *shape,
+                         const int64_t *hstride, const int64_t *counts, const int64_t *origin) {
+    const int last = rank - 1;
+    const int64_t n = counts[last], lo = origin[last];
+    const int64_t a = clamp64(-lo, 0, n), b = clamp64(shape[last] - lo, a, n); /* valid [a, b) of a row */
+    int64_t idx[MICA_MAX_RANK] = {0};
+    for (;;) {
+        bool inside = true;
+        int64_t h = 0;
+        for (int d = 0; d < last; ++d) {
+            int64_t g = origin[d] + idx[d];
+            inside &= g >= 0 && g < shape[d];
+            h += g * hstride[d];
+        }
+        if (inside && b > a) {
+            memset(dst, 0, (size_t)(a * elem));
+            memcpy(dst + a * elem, host + h + (lo + a) * elem, (size_t)((b - a) * elem));
+            memset(dst + b * elem, 0, (size_t)((n - b) * elem));
+        } else {
+            memset(dst, 0, (size_t)(n * elem));
+        }
+        dst += n * elem;
+        int d = last - 1;
+        while (d >= 0 && ++idx[d] == counts[d]) idx[d--] = 0;
+        if (d < 0) return;
+    }
+}
+
+/* Checks the arguments of mica_host_gather; returns NULL or the problem. */
+static const char *check_gather(int64_t elem, int32_t rank, const int64_t *shape, const int64_t *counts,
+                                int64_t offset, int64_t *buffer_bytes) {
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return "element size not 1, 2, 4 or 8";
+    if (rank < 1 || rank > MICA_MAX_RANK) return "rank not in 1..4";
+    if (offset < 0 || offset > BOX_LIMIT) return "buffer offset out of range";
+    int64_t bytes = elem, host = elem;
+    for (int d = 0; d < rank; ++d) {
+        if (counts[d] < 0 || shape[d] < 0) return "negative buffer count or array extent";
+        bytes = sat_mul(bytes, counts[d]);
+        host = sat_mul(host, shape[d]);
+    }
+    if (bytes > BOX_LIMIT) return "buffer larger than 2^48 bytes";
+    if (host > HOST_LIMIT) return "host array too large";
+    *buffer_bytes = bytes;
+    return NULL;
+}
+
+int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
+                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
+                         int64_t n_cells, char *err, int32_t errlen) {
+    if (!m || !shape || !counts || !rect) {
+        set_err(err, errlen, "host gather: missing mesh, shape, counts or rect");
+        return 1;
+    }
+    if (!m->committed) {
+        set_err(err, errlen, "host gather: the mesh is not committed");
+        return 1;
+    }
+    int64_t bytes = 0;
+    const char *why = check_gather(elem, rank, shape, counts, offset, &bytes);
+    if (why) {
+        set_err(err, errlen, "host gather: %s", why);
+        return 1;
+    }
+    static const int64_t zero[MICA_MAX_VARS] = {0};
+    irect rc = eval_rect(rect, zero, m->width, m->height);
+    if (n_cells != rect_count(&rc) || (n_cells > 0 && !origins) || (n_cells > 0 && bytes > 0 && !host)) {
+        set_err(err, errlen, "host gather: %lld origins for %lld cores, or no host buffer", (long long)n_cells,
+                (long long)rect_count(&rc));
+        return 1;
+    }
+    FOR_RECT_CELLS(&rc, x, y) { /* check every core before copying anything */
+        int64_t core = y * m->width + x;
+        if (bytes == 0 || offset + bytes <= m->arena_size[core]) continue;
+        set_err(err, errlen, "host gather: buffer at core (%lld,%lld) spans bytes [%lld,%lld) outside the "
+                "core's %lld-byte arena", (long long)x, (long long)y, (long long)offset,
+                (long long)(offset + bytes), (long long)m->arena_size[core]);
+        return 1;
+    }
+    if (bytes == 0) return 0;
+    int64_t hstride[MICA_MAX_RANK], step = elem;
+    for (int d = rank - 1; d >= 0; --d) {
+        hstride[d] = step;
+        step *= shape[d];
+    }
+    const int64_t *org = origins;
+    FOR_RECT_CELLS(&rc, x, y) {
+        gather_block(arena_of(m, y * m->width + x) + offset, host, elem, rank, shape, hstride, counts, org);
+        org += rank;
+    }
+    return 0;
+}
+
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen) {
     if (!m || !box || !rect) {

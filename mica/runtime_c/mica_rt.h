@@ -107,6 +107,15 @@ int64_t mica_mesh_host_bytes(const mica_mesh *m);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 
+/* Loads into every core of RECT (all loop variables 0), row-major over its member cores, a buffer at
+ * arena byte `offset` of counts[0..rank) elements of `elem` bytes (row-major), taken from the row-major
+ * host array of shape[0..rank) from global index origins[cell * rank + d] on (origins may be negative
+ * or past the array: the elements outside it are zero). `n_cells` must be the number of member cores.
+ * For buffers that are not a plain block of the array (ring tiles of a skewed step, windows). */
+int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
+                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
+                         int64_t n_cells, char *err, int32_t errlen);
+
 /* Runs an op code with `n_threads` threads (>= 1). `kernels` holds the kernel table, `scalars` the
  * program's scalar arguments. Returns 0 on success, nonzero with a message in err on a fault. */
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
