@@ -1814,8 +1814,17 @@ static void dispatch(run_t *r, int phase) {
     }
 }
 
-/* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool. */
-static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->n_chunks; }
+/* Chunks per thread of an exchange with ordered copies: a payload read in another band costs a second
+ * copy (see "Payload copies"), and taller bands have fewer edges (rows of a band are whole rows of the
+ * op's bounding box, so a column shift crosses one edge per band). */
+#define ORDERED_CHUNKS_PER_THREAD 2
+
+/* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool (fewer for
+ * an exchange with ordered copies). */
+static void plan_threads(run_t *r, int64_t cells, bool ordered) {
+    r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->n_chunks;
+    if (ordered && r->nt_op > ORDERED_CHUNKS_PER_THREAD * r->nt) r->nt_op = ORDERED_CHUNKS_PER_THREAD * r->nt;
+}
 
 /* Prefix naming the op and its loop iteration, e.g. "op 7 [v0=3, v1=0]". */
 static void op_prefix(const run_t *r, char *buf, size_t len) {
@@ -1973,6 +1982,13 @@ static bool plan_clobbers(run_t *r) {
     }
     r->clobber0[r->n_recvs] = (int64_t)n;
     return true;
+}
+
+/* Whether some payload of the op is copied in order (plan_staging has run). */
+static bool has_ordered(const run_t *r) {
+    for (int64_t s = 0; s < r->n_sends; ++s)
+        if (r->sends[s].ordered) return true;
+    return false;
 }
 
 /* Marks the sends whose source bytes a receive of the same op may overwrite on the same core, and
@@ -2143,39 +2159,39 @@ oom:
     return false;
 }
 
+/* Phases B and C of an exchange, and the re-timing of messages that share links. */
+static void route_and_check(run_t *r) {
+    dispatch(r, PH_ROUTE);
+    if (collect_fault(r)) return;
+    uint64_t expected = 0, matched = 0;
+    bool dup = false, shared = false;
+    for (int i = 0; i < r->nt_op; ++i) {
+        expected += r->t[i].expected;
+        matched += r->t[i].matched;
+        dup |= r->t[i].dup;
+        shared |= r->t[i].shared;
+    }
+    if (dup || matched != expected) {
+        dispatch(r, PH_CHECK);
+        if (collect_fault(r)) return;
+    }
+    if (shared && !retime_shared(r)) run_fail(r, "out of host memory timing messages that share links");
+}
+
 static int exec_exchange(run_t *r, int64_t pos) {
     int64_t cells;
     if (!load_exchange(r, r->code + pos, &cells)) {
         run_fail(r, "out of host memory decoding the exchange");
         return 1;
     }
-    plan_threads(r, cells);
+    if (!plan_staging(r)) { /* before anything changed: nothing to undo */
+        run_fail(r, "out of host memory for the staging buffer");
+        return 1;
+    }
+    plan_threads(r, cells, has_ordered(r));
     r->m->serial++;
     dispatch(r, PH_SETUP);
-    if (!collect_fault(r)) {
-        if (!plan_staging(r)) {
-            run_fail(r, "out of host memory for the staging buffer");
-        } else {
-            dispatch(r, PH_ROUTE);
-            if (!collect_fault(r)) {
-                uint64_t expected = 0, matched = 0;
-                bool dup = false;
-                for (int i = 0; i < r->nt_op; ++i) {
-                    expected += r->t[i].expected;
-                    matched += r->t[i].matched;
-                    dup |= r->t[i].dup;
-                }
-                if (dup || matched != expected) {
-                    dispatch(r, PH_CHECK);
-                    collect_fault(r);
-                }
-                bool shared = false;
-                for (int i = 0; i < r->nt_op; ++i) shared |= r->t[i].shared;
-                if (!r->failed && shared && !retime_shared(r))
-                    run_fail(r, "out of host memory timing messages that share links");
-            }
-        }
-    }
+    if (!collect_fault(r)) route_and_check(r);
     r->do_copy = !r->failed;
     dispatch(r, PH_FINISH);
     if (r->failed) {
