@@ -55,10 +55,12 @@ static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b 
 #: rows MR, vectors per row NV); a block is MR x (NV vectors). MR*NV accumulators + NV panel vectors + 1
 #: broadcast fit the vector registers (32 with AVX-512, 16 with AVX/AVX2 and SSE). The dispatcher takes the
 #: widest shape whose NR = NV * lanes fits the block's width N. Measured on one core of the AMD EPYC
-#: (Zen 4) this was tuned on, a standalone C loop calling the generated 64^3 f32 kernel, GFLOP/s with a hot
-#: arena / cycling through 1,024 arenas (as the emulator does): 4 x 4 of 64 B 86 / 62, 6 x 4 of 32 B
-#: 100 / 42-46, 8 x 2 of 64 B 75 / 45, 6 x 2 of 32 B 95 / 42.
-UK_CONFIGS = (("defined(__AVX512F__)", ((64, 4, 4), (32, 6, 4), (32, 6, 2))),
+#: (Zen 4) this was tuned on, a standalone C loop calling the generated 64^3 f32 kernel, GFLOP/s (CPU
+#: time) cycling through 1,024 arenas as the emulator does, with the prefetch hint naming the next one
+#: (without it / hot arena): 8 x 2 of 32 B 93 (50 / 97), 6 x 4 of 32 B 89 (51 / 98), 4 x 4 of 64 B 78
+#: (62-70 / 86-90), 8 x 2 of 64 B 70, 6 x 4 of 64 B 72, 4 x 4 of 32 B 81, 7 x 3 and 8 x 3 of 32 B 54.
+#: (Zen 4 splits 64-byte vectors in two halves: 32-byte ones issue as fast and keep more blocks in flight.)
+UK_CONFIGS = (("defined(__AVX512F__)", ((32, 8, 2), (16, 8, 2))),
               ("defined(__AVX__)", ((32, 6, 2), (16, 6, 2))),
               (None, ((16, 4, 2),)))
 
