@@ -526,6 +526,7 @@ static bool rects_meet(const irect *a, const irect *b) {
 
 typedef struct {
     int64_t offset, elem, max_bytes;
+    int64_t fixed; /* its size in bytes at every core of the running op (box_fix), or -1 */
     int rank;
     int axis[MICA_MAX_RANK];
     int64_t tile[MICA_MAX_RANK], extent[MICA_MAX_RANK];
@@ -554,6 +555,7 @@ static void load_box(const int64_t *w, box_t *b) {
     b->offset = w[0];
     b->elem = w[1];
     b->rank = (int)w[2];
+    b->fixed = -1;
     b->max_bytes = b->elem;
     for (int d = 0; d < b->rank; ++d) {
         b->axis[d] = (int)w[3 + 3 * d];
@@ -580,6 +582,19 @@ static int64_t box_at(const box_t *b, int64_t x, int64_t y, const int64_t *v, in
         bytes *= e;
     }
     return bytes;
+}
+
+/* Records the box's size when it is the same at every core for loop values v (no x or y axis): the
+ * exchange phases ask for it per message. */
+static void box_fix(box_t *b, const int64_t *v) {
+    for (int d = 0; d < b->rank; ++d)
+        if (b->axis[d] == 1 || b->axis[d] == 2) return;
+    b->fixed = box_at(b, 0, 0, v, NULL, NULL);
+}
+
+/* box_at's size alone, from box_fix's record when there is one. */
+static int64_t box_bytes(const box_t *b, int64_t x, int64_t y, const int64_t *v) {
+    return b->fixed >= 0 ? b->fixed : box_at(b, x, y, v, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -1017,7 +1032,7 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         if (moot(t, key)) return;
         int64_t idx = cell_of(&e->rc, x, y);
         uint32_t *st = &e->count[idx];
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        int64_t bytes = box_bytes(&e->box, x, y, r->v);
         r->recv_state[e->base + idx] = COPY_PENDING;
         r->recv_entry[e->base + idx] = (uint32_t)j;
         *st = NOT_EXPECTED;
@@ -1037,7 +1052,7 @@ static void setup_send(tctx *t, const band_t *b, int64_t s) {
         int64_t core = y * r->m->width + x;
         uint64_t key = fault_key(PH_SETUP, core, r->n_routes + s);
         if (moot(t, key)) return;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        int64_t bytes = box_bytes(&e->box, x, y, r->v);
         if (bytes && box_fits(t, key, "send", e->colour, core, &e->box, bytes)) x_touch(r->m, core);
     }
 }
@@ -1154,7 +1169,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     recv_e *e = &r->recvs[j1 - 1];
-    int64_t want = box_at(&e->box, x, y, r->v, NULL, NULL);
+    int64_t want = box_bytes(&e->box, x, y, r->v);
     if (want != bytes) {
         fault(t, key,
               "message on colour %d from core (%lld,%lld) has %lld bytes but the receive at core "
@@ -1164,7 +1179,8 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     int64_t idx = cell_of(&e->rc, x, y);
-    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
+    uint32_t before = one_thread(r) ? e->count[idx]++ : __atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED);
+    if (before == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
         if (t->reader_head) { /* a staged payload: list its readers for the ordered copies of phase D */
             r->recv_next[e->base + idx] = *t->reader_head;
@@ -1291,7 +1307,7 @@ static void sender_done(mica_core_t *c, double end) {
  * from there, and receives into its box at that core may then run in any order. */
 static void keep_payload(run_t *r, const send_e *e, int64_t idx, int64_t core) {
     int64_t x = core % r->m->width, y = core / r->m->width;
-    int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+    int64_t bytes = box_bytes(&e->box, x, y, r->v);
     memcpy(r->stage + e->stage_base + idx * e->stage_slot, arena_of(r->m, core) + e->box.offset,
            (size_t)bytes);
     e->kept[idx] = 1;
@@ -1305,7 +1321,7 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
         if (moot(t, key)) return;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL), idx = cell_of(&e->rc, x, y);
+        int64_t bytes = box_bytes(&e->box, x, y, r->v), idx = cell_of(&e->rc, x, y);
         if (e->staged) {
             e->readers[idx] = NO_CELL;
             e->kept[idx] = 0;
@@ -1441,7 +1457,7 @@ static int64_t send_cell_at(const send_e *e, int64_t x, int64_t y) {
 
 /* Copies into cell idx of receive e, at core (x, y), the payload it got. */
 static void copy_payload(run_t *r, const recv_e *e, int64_t idx, int64_t x, int64_t y) {
-    int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+    int64_t bytes = box_bytes(&e->box, x, y, r->v);
     memcpy(arena_of(r->m, y * r->m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
     r->recv_state[e->base + idx] = COPY_DONE;
 }
@@ -1573,7 +1589,7 @@ static void finish_timing(tctx *t, const band_t *b) {
             int64_t idx = cell_of(&e->rc, x, y);
             if (e->count[idx] != 1) continue;
             int64_t core = y * m->width + x;
-            if (dur < 0 || varies) dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
+            if (dur < 0 || varies) dur = (double)box_bytes(&e->box, x, y, r->v) / m->link_bw;
             double end = e->arrive[idx];
             mica_core_t *c = &m->cores[core];
             if (end > c->x_end) c->x_end = end;
@@ -1905,6 +1921,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         e->max_hops = p[1];
         e->rc = eval_rect(p + 2, r->v, W, H);
         load_box(p + 2 + W_RECT, &e->box);
+        box_fix(&e->box, r->v);
         e->staged = e->ordered = false;
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
@@ -1915,6 +1932,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         if (!use_colour(r->m, e->colour)) return false;
         e->rc = eval_rect(p + 1, r->v, W, H);
         load_box(p + 1 + W_RECT, &e->box);
+        box_fix(&e->box, r->v);
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
         recv_cells += rect_count(&e->rc);
