@@ -194,6 +194,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
     with load_kernels(compile_shared(source, name=f"kernels_{mp.name}", native=True)) as lib, \
             NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
         mesh.set_timing(target.hop_latency, target.link_bytes_per_cycle)
+        mesh.set_host_threads(threads)
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
         mesh.commit()

@@ -87,6 +87,7 @@ int64_t mica_mesh_host_bytes(const mica_mesh *m);
 int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
                          const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
                          int64_t n_cells, char *err, int32_t errlen);
+void mica_set_host_threads(mica_mesh *m, int32_t n);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
@@ -318,6 +319,10 @@ class NativeMesh:
     def commit(self) -> None:
         """Allocates every reserved arena (zeroed)."""
         self._check(self._lib.mica_mesh_commit, self._mesh())
+
+    def set_host_threads(self, threads: int) -> None:
+        """Threads the large host copies (``host_load``, ``host_store``, ``host_gather``) use."""
+        self._lib.mica_set_host_threads(self._mesh(), max(1, min(int(threads), 256)))
 
     def host_bytes(self) -> int:
         """Bytes of host memory the mesh holds (bookkeeping, reserved arenas, route planes in use)."""

@@ -223,6 +223,7 @@ struct mica_mesh {
     uint64_t contended, timed;
     int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
     int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
+    int32_t host_threads;  /* threads of large host copies (mica_set_host_threads) */
 };
 
 
@@ -262,6 +263,7 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->n_colours = n_colours;
     m->sram_bytes = sram_bytes;
     m->n_cores = (int64_t)n;
+    m->host_threads = 1;
     m->arena_size = calloc(n, sizeof *m->arena_size);
     m->routes = calloc(c, sizeof *m->routes);
     m->recv_slot = calloc(c, sizeof *m->recv_slot);
@@ -2402,6 +2404,64 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
  * Host copies
  * ------------------------------------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------------------------------------
+ * Host copies on several threads: the rows of the rectangle are split into contiguous parts, one per
+ * thread (each copies different cores and different bytes of the host array, so the result is the
+ * same); the pages of a fresh pool are then faulted in, and zeroed by the OS, in parallel too.
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Below this many bytes a host copy stays on the calling thread (a thread costs tens of microseconds). */
+#define HOST_PARALLEL_MIN (INT64_C(4) << 20)
+
+typedef struct host_job {
+    mica_mesh *m;
+    const irect *rc;
+    int32_t dir;                  /* mica_host_copy's direction */
+    void *host;
+    const box_t *box;             /* mica_host_copy */
+    const int64_t *hstride;
+    const int64_t *shape, *counts, *origins; /* mica_host_gather */
+    int rank;
+} host_job_t;
+
+typedef struct {
+    const host_job_t *job;
+    void (*rows)(const host_job_t *, int64_t, int64_t);
+    int64_t y0, y1;
+    pthread_t thread;
+} host_part_t;
+
+static void *host_part_main(void *arg) {
+    host_part_t *p = arg;
+    p->rows(p->job, p->y0, p->y1);
+    return NULL;
+}
+
+/* Runs rows(job, ya, yb) over the member rows of job->rc, split over the mesh's host threads when the
+ * copy moves at least HOST_PARALLEL_MIN bytes (a thread that cannot start leaves its part to the
+ * caller). */
+static void host_parallel(const mica_mesh *m, const host_job_t *job,
+                          void (*rows)(const host_job_t *, int64_t, int64_t), int64_t bytes) {
+    const irect *rc = job->rc;
+    int n = bytes >= HOST_PARALLEL_MIN ? m->host_threads : 1;
+    host_part_t parts[MAX_THREADS];
+    int64_t y = rc->y0, h = rc->y1 - rc->y0;
+    for (int i = 0; i < n; ++i) {
+        parts[i] = (host_part_t){job, rows, y, rc->y0 + h * (i + 1) / n, 0};
+        y = parts[i].y1;
+    }
+    bool started[MAX_THREADS] = {false};
+    for (int i = 1; i < n; ++i) started[i] = pthread_create(&parts[i].thread, NULL, host_part_main, &parts[i]) == 0;
+    rows(job, parts[0].y0, parts[0].y1);
+    for (int i = 1; i < n; ++i) {
+        if (started[i]) pthread_join(parts[i].thread, NULL);
+        else rows(job, parts[i].y0, parts[i].y1);
+    }
+}
+
+/* Member rows [ya, yb) of job->rc: the first member row at or after ya. */
+#define FOR_JOB_ROWS(rc, ya, yb, y) for (int64_t y = align_up((ya), (rc)->ys, (rc)->yp); y < (yb); y += (rc)->ys)
+
 /* Copies one core's packed box to/from its place in the row-major host array. */
 static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *core, const box_t *b,
                        const int64_t *lo, const int64_t *ext) {
@@ -2453,6 +2513,17 @@ static void gather_block(uint8_t *dst, const uint8_t *host, int64_t elem, int ra
         int d = last - 1;
         while (d >= 0 && ++idx[d] == counts[d]) idx[d--] = 0;
         if (d < 0) return;
+    }
+}
+
+/* mica_host_gather's loads of the member rows [ya, yb) (origins row-major over the members). */
+static void gather_rows(const host_job_t *j, int64_t ya, int64_t yb) {
+    const irect *rc = j->rc;
+    FOR_JOB_ROWS(rc, ya, yb, y) {
+        const int64_t *org = j->origins + ((y - rc->fy) / rc->ys) * rc->nx * j->rank;
+        for (int64_t x = rc->fx; x < rc->x1; x += rc->xs, org += j->rank)
+            gather_block(arena_of(j->m, y * j->m->width + x) + j->box->offset, j->host, j->box->elem, j->rank,
+                         j->shape, j->hstride, j->counts, org);
     }
 }
 
@@ -2512,12 +2583,26 @@ int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t r
         hstride[d] = step;
         step *= shape[d];
     }
-    const int64_t *org = origins;
-    FOR_RECT_CELLS(&rc, x, y) {
-        gather_block(arena_of(m, y * m->width + x) + offset, host, elem, rank, shape, hstride, counts, org);
-        org += rank;
-    }
+    box_t buf = {0};
+    buf.offset = offset;
+    buf.elem = elem;
+    host_job_t job = {m, &rc, 0, (void *)host, &buf, hstride, shape, counts, origins, rank};
+    host_parallel(m, &job, gather_rows, sat_mul(n_cells, bytes));
     return 0;
+}
+
+static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *core, const box_t *b,
+                       const int64_t *lo, const int64_t *ext);
+
+/* mica_host_copy's copies of the member rows [ya, yb). */
+static void copy_rows(const host_job_t *j, int64_t ya, int64_t yb) {
+    static const int64_t zero[MICA_MAX_VARS] = {0};
+    int64_t lo[MICA_MAX_RANK], ext[MICA_MAX_RANK];
+    FOR_JOB_ROWS(j->rc, ya, yb, y)
+        for (int64_t x = j->rc->fx; x < j->rc->x1; x += j->rc->xs)
+            if (box_at(j->box, x, y, zero, lo, ext))
+                copy_block(j->dir, j->host, j->hstride, arena_of(j->m, y * j->m->width + x) + j->box->offset,
+                           j->box, lo, ext);
 }
 
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
@@ -2568,9 +2653,8 @@ int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box
         set_err(err, errlen, "host copy: no host buffer");
         return 1;
     }
-    FOR_RECT_CELLS(&rc, x, y)
-            if (box_at(&b, x, y, zero, lo, ext))
-                copy_block(dir, host, hstride, arena_of(m, y * m->width + x) + b.offset, &b, lo, ext);
+    host_job_t job = {m, &rc, dir, host, &b, hstride, NULL, NULL, NULL, 0};
+    host_parallel(m, &job, copy_rows, sat_mul(rect_count(&rc), b.max_bytes));
     return 0;
 }
 
@@ -2602,6 +2686,10 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
     m->hop_latency = hop_latency;
     m->link_bw = link_bytes_per_cycle;
     return 0;
+}
+
+void mica_set_host_threads(mica_mesh *m, int32_t n) {
+    if (m) m->host_threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
 void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint) {

@@ -116,6 +116,9 @@ int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t r
                          const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
                          int64_t n_cells, char *err, int32_t errlen);
 
+/* Threads of the host copies above when they move 4 MB or more (default 1; the result is the same). */
+void mica_set_host_threads(mica_mesh *m, int32_t n);
+
 /* Runs an op code with `n_threads` threads (>= 1). `kernels` holds the kernel table, `scalars` the
  * program's scalar arguments. Returns 0 on success, nonzero with a message in err on a fault. */
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,

@@ -87,3 +87,30 @@ def test_gather_checks_its_arguments():
         for k in range(12):
             r0 = origins[k, 0]
             np.testing.assert_array_equal(got[k], padded[r0 + 1:r0 + 3, 4:8])
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_large_host_copies_on_several_threads_match_one(threads):
+    """Copies of 4 MB and more are split over the host threads by rows: every byte as with one thread
+    (loads, gathers with origins past the array, stores), on a strided rectangle too."""
+    w, h, arena = 72, 60, 8192
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((h, w, arena // 8)).astype(np.float64)
+    box = Box(0, 8, (BoxDim(AXIS_Y, 1, h), BoxDim(AXIS_X, 1, w), BoxDim.whole(arena // 8)))
+    strided = Rect(1, w, 0, h, xs=3, xp=1, ys=2, yp=1)
+    grid = np.arange(h * w * 8, dtype=np.float32).reshape(h * 4, w * 2)
+    n_cells = len(range(1, w, 3)) * len(range(1, h, 2))
+    origins = np.stack([np.arange(n_cells) % 37 * 4 - 3, np.arange(n_cells) % 11 * 8 + 5], axis=1)
+    results = []
+    for t in (1, threads):
+        with NativeMesh(w, h, 1, arena) as mesh:
+            mesh.reserve((0, w, 0, h), arena)
+            mesh.commit()
+            mesh.set_host_threads(t)
+            mesh.host_load(data, box, (0, w, 0, h))
+            mesh.host_gather(grid, (48, 32), 1024, strided, origins)       # 6 KB per core, 4.4 MB
+            out = mesh.host_store(box, (0, w, 0, h), data.shape, np.float64)
+            results.append(out)
+    assert results[0].nbytes >= 4 << 20
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not np.array_equal(results[0], data)          # the gather changed some cores' bytes
