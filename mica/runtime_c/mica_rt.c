@@ -16,7 +16,7 @@
  *   log, fault); threads claim chunks dynamically and the calling thread waits for the phase's chunks
  *   to be done, not for every thread to show up (a thread the OS delays holds up at most one chunk). The
  *   chunking depends only on the thread count given, and which thread runs a chunk changes nothing.
- *   Small ops run on the calling thread alone.
+ *   Small ops run on the calling thread alone; exchanges with ordered copies use fewer, taller bands.
  *
  *   EXCHANGE   A  setup:  set routes, evaluate and bounds-check every send/receive box, mark expected
  *                         receives (owner thread of the receiving core)
@@ -26,12 +26,16 @@
  *              C  check:  only when the delivery count disagrees with the expected count: find the
  *                         receive that got no message or more than one
  *              D  finish: on success copy payloads (owner thread of the receiving core) and replay the
- *                         traffic logs into the statistics; always clear the op's routes.
+ *                         traffic logs into the statistics (each chunk the counters of its own cores;
+ *                         entries of other bands' cores after the phase, serially); always clear the
+ *                         op's routes.
  *              Sends whose source bytes may be overwritten by a receive of the same op on the same core
  *              are copied once, in an order where every reader takes them before they are overwritten
  *              (a cycle, or a reader in another band, keeps the payload aside first: "Payload copies"),
  *              so every message carries the bytes its box held at the start of the exchange.
- *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run.
+ *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run;
+ *              before each call the kernel module's prefetch hint (if any) learns the next arena.
+ *   Host copies of 4 MB or more are split by rows over the host threads (mica_set_host_threads).
  *
  * Timing model (mica_rt.h)
  *   Each core has a mica_core_t (clock, compute / communication / idle cycles, and the pending result of
