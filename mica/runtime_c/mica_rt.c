@@ -1185,7 +1185,8 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     int64_t idx = cell_of(&e->rc, x, y);
-    uint32_t before = one_thread(r) ? e->count[idx]++ : __atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED);
+    uint32_t before = one_thread(r) ? e->count[idx]++
+                                    : __atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED);
     if (before == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
         if (t->reader_head) { /* a staged payload: list its readers for the ordered copies of phase D */
@@ -1471,7 +1472,8 @@ static void copy_payload(run_t *r, const recv_e *e, int64_t idx, int64_t x, int6
 /* The next reader that must complete before the receive of frame f may write its core: a pending
  * receive cell, or NO_CELL when none is left (payloads closing a cycle have been kept aside). */
 static int64_t next_reader(run_t *r, int64_t *f) {
-    for (const int64_t end = r->clobber0[f[F_RECV] + 1]; f[F_CLOBBER] < end; f[F_CLOBBER]++, f[F_READER] = READERS_UNREAD) {
+    const int64_t end = r->clobber0[f[F_RECV] + 1];
+    for (; f[F_CLOBBER] < end; f[F_CLOBBER]++, f[F_READER] = READERS_UNREAD) {
         const send_e *e = &r->sends[r->clobbers[f[F_CLOBBER]]];
         int64_t idx = send_cell_at(e, f[F_X], f[F_Y]);
         if (idx < 0 || e->kept[idx]) continue;
@@ -2455,7 +2457,8 @@ static void host_parallel(const mica_mesh *m, const host_job_t *job,
         y = parts[i].y1;
     }
     bool started[MAX_THREADS] = {false};
-    for (int i = 1; i < n; ++i) started[i] = pthread_create(&parts[i].thread, NULL, host_part_main, &parts[i]) == 0;
+    for (int i = 1; i < n; ++i)
+        started[i] = pthread_create(&parts[i].thread, NULL, host_part_main, &parts[i]) == 0;
     rows(job, parts[0].y0, parts[0].y1);
     for (int i = 1; i < n; ++i) {
         if (started[i]) pthread_join(parts[i].thread, NULL);
