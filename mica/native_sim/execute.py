@@ -8,6 +8,8 @@ that own it, runs, and reads every output back from its owners.
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -19,7 +21,7 @@ from ..errors import InputError, SimError
 from ..targets import Target
 from .lower import box, lower, rect
 from .runtime import MeshStats, NativeMesh, load_kernels
-from .staging import needs_staging, staged_load, staged_store
+from .staging import load_staged, needs_staging, staged_store
 
 NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
 
@@ -185,22 +187,21 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     km = compiled.kernel_module
-    low = lower(mp, km)
+    low, source = _prepared(mp, km, target)
     w, h = mp.mesh
     # Both the kernel library and the mesh are released when the run ends: a long-lived process running
     # many programs must not accumulate mapped libraries.
-    source = km.source + emit_work_module(mp, target, km.names)
     with load_kernels(compile_shared(source, name=f"kernels_{mp.name}", native=True)) as lib, \
             NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
         mesh.set_timing(target.hop_latency, target.link_bytes_per_cycle)
+        mesh.set_host_threads(threads)
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
         mesh.commit()
         for ld in low.loads:
             t = mp.tensor(ld.buffer)
             if needs_staging(t):
-                tiles, tbox, trect = staged_load(arrays[ld.array], t, ld.region, mp.skew)
-                mesh.host_load(tiles, tbox, trect)
+                load_staged(mesh, arrays[ld.array], t, ld.region, mp.skew)
             else:
                 mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
         try:
@@ -218,6 +219,30 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
                                                 NP_DTYPE[arr.dtype])
         stats = mesh.stats()
     return RunResult(outputs, RunStats(stats, (w, h), threads, target))
+
+
+#: Lowered op code and kernel-module source of the programs run last: ids of (mesh program, kernel
+#: module, target) -> (weak references to the three, Lowered, source). Running a program again (a benchmark,
+#: a parameter sweep) then costs no lowering and no work-function generation (milliseconds each).
+_PREPARED: dict = {}
+_PREPARED_MAX = 8
+_PREPARED_LOCK = threading.Lock()
+
+
+def _prepared(mp, km, target):
+    """(lowered op code, kernel module source with its work functions) of ``mp`` with ``km``."""
+    key = (id(mp), id(km), id(target))
+    with _PREPARED_LOCK:
+        hit = _PREPARED.get(key)
+        if hit is not None and hit[0]() is mp and hit[1]() is km and hit[2]() is target:
+            return hit[3], hit[4]
+    low = lower(mp, km)
+    source = km.source + emit_work_module(mp, target, km.names)
+    with _PREPARED_LOCK:
+        while len(_PREPARED) >= _PREPARED_MAX:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[key] = (weakref.ref(mp), weakref.ref(km), weakref.ref(target), low, source)
+    return low, source
 
 
 def _name_op(message: str, names: tuple[str, ...]) -> str:

@@ -51,6 +51,9 @@ typedef struct {
 void mica_timing(const mica_mesh *m, mica_timing_totals *out);
 void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
 mica_work_fn mica_work_get(int32_t i);
+typedef void (*mica_prefetch_fn)(const uint8_t *next, int64_t bytes);
+void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint);
+void mica_prefetch_hint(const uint8_t *next, int64_t bytes);
 """
 
 _CDEF = """
@@ -81,6 +84,10 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
                           char *err, int32_t errlen);
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
 int64_t mica_mesh_host_bytes(const mica_mesh *m);
+int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
+                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
+                         int64_t n_cells, char *err, int32_t errlen);
+void mica_set_host_threads(mica_mesh *m, int32_t n);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
@@ -164,6 +171,7 @@ class KernelLib:
                 raise EmitError(f"kernel module {self.path} has no kernel {i}")
             self.table[i] = fn
         self.work = self._work_table(count)
+        self.prefetch = self._prefetch_hint()
 
     def _work_table(self, count: int):
         """The module's timing work functions (``mica_work_get``), or None when it exports none."""
@@ -176,6 +184,13 @@ class KernelLib:
             work[i] = getter(i)
         return work
 
+    def _prefetch_hint(self):
+        """The module's ``mica_prefetch_hint`` (mica_rt.h), or None when it exports none."""
+        try:
+            return ffi.cast("mica_prefetch_fn", self._lib.mica_prefetch_hint)
+        except AttributeError:
+            return None
+
     def __len__(self) -> int:
         return self.count
 
@@ -185,6 +200,7 @@ class KernelLib:
         if lib is not None:
             self.table = None
             self.work = None
+            self.prefetch = None
             self.count = 0
             ffi.dlclose(lib)
 
@@ -304,6 +320,10 @@ class NativeMesh:
         """Allocates every reserved arena (zeroed)."""
         self._check(self._lib.mica_mesh_commit, self._mesh())
 
+    def set_host_threads(self, threads: int) -> None:
+        """Threads the large host copies (``host_load``, ``host_store``, ``host_gather``) use."""
+        self._lib.mica_set_host_threads(self._mesh(), max(1, min(int(threads), 256)))
+
     def host_bytes(self) -> int:
         """Bytes of host memory the mesh holds (bookkeeping, reserved arenas, route planes in use)."""
         return int(self._lib.mica_mesh_host_bytes(self._mesh()))
@@ -331,6 +351,27 @@ class NativeMesh:
         rect_words = ffi.new("int64_t[]", as_rect(rect).words())
         host = ffi.from_buffer(array, require_writable=direction == 1) if array.nbytes else ffi.NULL
         self._check(self._lib.mica_host_copy, self._mesh(), direction, host, box_words, rect_words)
+
+    def host_gather(self, array: np.ndarray, counts: Sequence[int], offset: int, rect: RectLike,
+                    origins: np.ndarray) -> None:
+        """Loads every member core of ``rect`` (row-major) with a buffer at arena byte ``offset`` of
+        ``counts`` elements, taken from ``array`` from global index ``origins[cell]`` on (one row of
+        ``len(counts)`` indices per core); elements outside ``array`` are zero (``mica_host_gather``)."""
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise SimError("host data must be a C-contiguous numpy array")
+        rank = array.ndim
+        if len(counts) != rank:
+            raise SimError(f"buffer rank {len(counts)} differs from the array's {rank}")
+        origins = np.ascontiguousarray(origins, dtype=np.int64)
+        if origins.ndim != 2 or origins.shape[1] != rank:
+            raise SimError(f"origins must be shaped (cores, {rank}), got {origins.shape}")
+        shape = ffi.new("int64_t[]", [int(s) for s in array.shape] or [0])
+        cnt = ffi.new("int64_t[]", [int(c) for c in counts] or [0])
+        rect_words = ffi.new("int64_t[]", as_rect(rect).words())
+        host = ffi.from_buffer(array) if array.nbytes else ffi.NULL
+        org = ffi.from_buffer("int64_t[]", origins) if origins.size else ffi.NULL
+        self._check(self._lib.mica_host_gather, self._mesh(), host, array.dtype.itemsize, rank, shape, cnt,
+                    int(offset), rect_words, org, origins.shape[0])
 
     def set_timing(self, hop_latency: float, link_bytes_per_cycle: float) -> None:
         """The link model of the timing model: cycles per hop and bytes per cycle per link."""
@@ -364,6 +405,8 @@ class NativeMesh:
         table, count = (kernels.table, kernels.count) if kernels is not None else (ffi.NULL, 0)
         work = getattr(kernels, "work", None)
         self._lib.mica_set_work(self._mesh(), work if work is not None else ffi.NULL, count if work is not None else 0)
+        hint = getattr(kernels, "prefetch", None)
+        self._lib.mica_set_prefetch(self._mesh(), hint if hint is not None else ffi.NULL)
         bar = Progress(self, enabled=progress)
         try:
             with bar:
@@ -372,6 +415,7 @@ class NativeMesh:
                 )
         finally:
             self._lib.mica_set_work(self._mesh(), ffi.NULL, 0)
+            self._lib.mica_set_prefetch(self._mesh(), ffi.NULL)
 
     def progress(self) -> tuple[int, int]:
         """(ops done, ops in all) of the run in flight, or of the last run."""

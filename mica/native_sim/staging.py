@@ -2,7 +2,9 @@
 
 A ring buffer of a skewed step holds, on core (x, y), block ``kb(x, y, 0)`` of the stepped dimension,
 padded to full tiles; a home with ghost zones holds a window around the core's block (its neighbours'
-edges too). :func:`staged_load` builds, with numpy, the array of every core's buffer
+edges too). :func:`load_staged` has the emulator copy every core's buffer straight from the array
+(``mica_host_gather``: the global index each buffer starts at, per core; zeros outside the array);
+:func:`staged_load` builds the same contents with numpy, as the array of every core's buffer
 (``[height, width, alloc...]``) and the op-code box that copies entry ``[y, x]`` to core (x, y);
 :func:`staged_store` reads every core's buffer back the same way and keeps, of each, the block the core
 owns (``[tile*c, tile*c + tile)`` along each distributed dimension).
@@ -88,6 +90,27 @@ def _block_gather(array: np.ndarray, t: RegionTensor, xs, ys, skew, counts) -> n
     if not valid.all():
         staged[~valid] = 0
     return staged
+
+
+def staged_origins(t: RegionTensor, region: Region, skew: Skew | None) -> np.ndarray:
+    """``[cores, rank]``: for every core of ``region`` (row-major), the global index its buffer starts at
+    along each dimension -- ``tile*c + offset`` for a window, ``alloc*c`` for a padded block (c the core's
+    coordinate, ``kb`` for a skewed step), 0 without a coordinate."""
+    counts = _counts(t)
+    ys, xs = _grid(region)
+    windows = any(d.window for d in t.box)
+    cols = []
+    for d, n in zip(t.box, counts):
+        c = _coord(d, xs, ys, skew)
+        cols.append((d.tile * c + d.offset if windows else n * c) if d.coord else np.zeros_like(c))
+    return np.stack([np.asarray(v, dtype=np.int64).ravel() for v in cols], axis=1)
+
+
+def load_staged(mesh, array: np.ndarray, t: RegionTensor, region: Region, skew: Skew | None) -> None:
+    """Loads every core of ``region`` with its buffer of ``array`` (as :func:`staged_load` builds it),
+    copied by the emulator straight from the array: no host-side copy of every buffer."""
+    mesh.host_gather(np.ascontiguousarray(array), _counts(t), t.offset,
+                     oc.Rect(region.x0, region.x1, region.y0, region.y1), staged_origins(t, region, skew))
 
 
 def staged_load(array: np.ndarray, t: RegionTensor, region: Region, skew: Skew | None):

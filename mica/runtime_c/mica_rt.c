@@ -16,7 +16,7 @@
  *   log, fault); threads claim chunks dynamically and the calling thread waits for the phase's chunks
  *   to be done, not for every thread to show up (a thread the OS delays holds up at most one chunk). The
  *   chunking depends only on the thread count given, and which thread runs a chunk changes nothing.
- *   Small ops run on the calling thread alone.
+ *   Small ops run on the calling thread alone; exchanges with ordered copies use fewer, taller bands.
  *
  *   EXCHANGE   A  setup:  set routes, evaluate and bounds-check every send/receive box, mark expected
  *                         receives (owner thread of the receiving core)
@@ -26,11 +26,16 @@
  *              C  check:  only when the delivery count disagrees with the expected count: find the
  *                         receive that got no message or more than one
  *              D  finish: on success copy payloads (owner thread of the receiving core) and replay the
- *                         traffic logs into the statistics; always clear the op's routes.
+ *                         traffic logs into the statistics (each chunk the counters of its own cores;
+ *                         entries of other bands' cores after the phase, serially); always clear the
+ *                         op's routes.
  *              Sends whose source bytes may be overwritten by a receive of the same op on the same core
- *              are copied to a staging buffer in phase B, so every message carries the bytes its box
- *              held at the start of the exchange.
- *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run.
+ *              are copied once, in an order where every reader takes them before they are overwritten
+ *              (a cycle, or a reader in another band, keeps the payload aside first: "Payload copies"),
+ *              so every message carries the bytes its box held at the start of the exchange.
+ *   COMPUTE    arena coverage is checked in O(1) per rectangle with a prefix sum, then kernels run;
+ *              before each call the kernel module's prefetch hint (if any) learns the next arena.
+ *   Host copies of 4 MB or more are split by rows over the host threads (mica_set_host_threads).
  *
  * Timing model (mica_rt.h)
  *   Each core has a mica_core_t (clock, compute / communication / idle cycles, and the pending result of
@@ -92,9 +97,18 @@
 #define PREFIX_LEN 128
 
 #define NOT_EXPECTED UINT32_MAX           /* receive-state value of a cell whose box is empty */
+#define NO_CELL (-1)                      /* end of a reader list */
 #define NO_FAULT UINT64_MAX
 
 enum { PH_SETUP = 1, PH_ROUTE = 2, PH_CHECK = 3, PH_FINISH = 4, PH_COMPUTE = 5 };
+
+/* Phase-D state of a receive cell (run_t.recv_state): see "Payload copies". */
+enum { COPY_PENDING = 0, COPY_BUSY = 1, COPY_DONE = 2 };
+/* Frame of copy_ordered: receive cell, its entry and core (x, y), the position in the list of sends
+ * that receive may overwrite (run_t.clobbers) being checked at that core, and the cursor in that
+ * payload's reader list (READERS_UNREAD before the list is read). */
+enum { F_CELL, F_RECV, F_X, F_Y, F_CLOBBER, F_READER, F_WORDS };
+#define READERS_UNREAD (-2)
 
 /* Traffic-log entry kinds (low 3 bits; the value is in the upper bits). 0..3 are MICA_LINK_*. */
 enum { LOG_RECV = 4, LOG_SENT = 5, LOG_BYTES = 6 };
@@ -207,6 +221,7 @@ struct mica_mesh {
     double hop_latency, link_bw;
     mica_work_fn *work;
     int32_t n_work;
+    mica_prefetch_fn prefetch; /* the kernel module's prefetch hint, or NULL */
     mica_core_t *cores;  /* [core] clocks and the running exchange's scratch */
     mica_link_t *links;  /* [link * n_cores + core] reservations of the timing model (by direction, so
                             that a message along a row or column walks consecutive entries) */
@@ -215,6 +230,7 @@ struct mica_mesh {
     uint64_t contended, timed;
     int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
     int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
+    int32_t host_threads;  /* threads of large host copies (mica_set_host_threads) */
 };
 
 
@@ -254,6 +270,7 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->n_colours = n_colours;
     m->sram_bytes = sram_bytes;
     m->n_cores = (int64_t)n;
+    m->host_threads = 1;
     m->arena_size = calloc(n, sizeof *m->arena_size);
     m->routes = calloc(c, sizeof *m->routes);
     m->recv_slot = calloc(c, sizeof *m->recv_slot);
@@ -495,12 +512,30 @@ static int64_t cell_of(const irect *rc, int64_t x, int64_t y) {
     return cy * rc->nx + cx;
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Whether x = pa (mod sa) and x = pb (mod sb) have a common solution. */
+static bool phases_meet(int64_t sa, int64_t pa, int64_t sb, int64_t pb) {
+    return (pa - pb) % gcd64(sa, sb) == 0;
+}
+
+/* False when no core belongs to both rectangles; true when some may (their bounding boxes meet and
+ * their strides and phases are compatible: rings on strided colours rarely share a core). */
 static bool rects_meet(const irect *a, const irect *b) {
-    return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1);
+    return max64(a->x0, b->x0) < min64(a->x1, b->x1) && max64(a->y0, b->y0) < min64(a->y1, b->y1) &&
+           phases_meet(a->xs, a->xp, b->xs, b->xp) && phases_meet(a->ys, a->yp, b->ys, b->yp);
 }
 
 typedef struct {
     int64_t offset, elem, max_bytes;
+    int64_t fixed; /* its size in bytes at every core of the running op (box_fix), or -1 */
     int rank;
     int axis[MICA_MAX_RANK];
     int64_t tile[MICA_MAX_RANK], extent[MICA_MAX_RANK];
@@ -529,6 +564,7 @@ static void load_box(const int64_t *w, box_t *b) {
     b->offset = w[0];
     b->elem = w[1];
     b->rank = (int)w[2];
+    b->fixed = -1;
     b->max_bytes = b->elem;
     for (int d = 0; d < b->rank; ++d) {
         b->axis[d] = (int)w[3 + 3 * d];
@@ -555,6 +591,19 @@ static int64_t box_at(const box_t *b, int64_t x, int64_t y, const int64_t *v, in
         bytes *= e;
     }
     return bytes;
+}
+
+/* Records the box's size when it is the same at every core for loop values v (no x or y axis): the
+ * exchange phases ask for it per message. */
+static void box_fix(box_t *b, const int64_t *v) {
+    for (int d = 0; d < b->rank; ++d)
+        if (b->axis[d] == 1 || b->axis[d] == 2) return;
+    b->fixed = box_at(b, 0, 0, v, NULL, NULL);
+}
+
+/* box_at's size alone, from box_fix's record when there is one. */
+static int64_t box_bytes(const box_t *b, int64_t x, int64_t y, const int64_t *v) {
+    return b->fixed >= 0 ? b->fixed : box_at(b, x, y, v, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -709,9 +758,13 @@ typedef struct {
     int64_t max_hops;
     irect rc;
     box_t box;
-    bool staged;                    /* payload copied to the staging buffer in phase B */
+    bool staged;                    /* a receive of the op may overwrite its payload (plan_staging) */
+    bool ordered;                   /* staged and large: copied once, in order (see "Payload copies") */
     int64_t stage_base, stage_slot; /* staging area of this entry and bytes per cell */
     double *end;                    /* [cell of rc] modelled cycle the message has left its router */
+    /* For staged entries only (see "Payload copies" below): */
+    int64_t *readers;               /* [cell of rc] first receive cell reading its payload, or NO_CELL */
+    uint8_t *kept;                  /* [cell of rc] payload copied to its staging slot */
 } send_e;
 
 typedef struct {
@@ -721,6 +774,8 @@ typedef struct {
     uint32_t *count; /* [cell of rc] messages delivered, or NOT_EXPECTED */
     uint64_t *src;   /* [cell of rc] (sender core << 24) | send index of the first delivery */
     double *arrive;  /* [cell of rc] modelled cycle the message's tail arrives */
+    int64_t base;    /* index of cell 0 among the receive cells of the op (run_t.recv_next/state) */
+    bool ordered;    /* it may overwrite an ordered send's payload: its copies wait for their readers */
 } recv_e;
 
 typedef struct {
@@ -741,6 +796,11 @@ typedef struct {
     bool contended; /* it shares a link with another message of the exchange */
 } tmsg_t;
 
+typedef struct {
+    int64_t bx0, by0, bw; /* bounding box origin and width */
+    int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
+} band_t;
+
 struct run;
 
 typedef struct {
@@ -757,6 +817,14 @@ typedef struct {
     tmsg_t *msgs;  /* messages routed in this op, in log order */
     size_t n_msgs, msgs_cap;
     bool shared;   /* some link carried a second message of this op */
+    band_t band;   /* the cells of the phase being run */
+    int64_t *reader_head; /* phase B: reader list deliver() adds to (a staged payload), or NULL */
+    bool cross;    /* phase B: the message being routed reached a receiver outside the band */
+    size_t linked; /* phase B: readers listed by this chunk */
+    int64_t *dfs;  /* phase D: the ordered-copy stack (copy_ordered) */
+    size_t dfs_cap;
+    uint64_t *foreign; /* phase D: (log entry, bytes) pairs for other bands' cores (replay_log) */
+    size_t n_foreign, foreign_cap;
     /* counters of the current op */
     uint64_t messages, deliveries, link_bytes, link_messages, max_hops, computes;
     uint64_t expected, matched;
@@ -765,11 +833,6 @@ typedef struct {
     uint64_t err_key;
     char err[MSG_LEN];
 } tctx;
-
-typedef struct {
-    int64_t bx0, by0, bw; /* bounding box origin and width */
-    int64_t c0, c1;       /* this thread's cells, row-major indices into the bounding box */
-} band_t;
 
 /* A pool thread and its routing scratch, lent to the chunk it runs. */
 typedef struct worker {
@@ -808,6 +871,13 @@ typedef struct run {
     size_t stage_cap;
     double *send_end, *recv_arrive;
     size_t send_end_cap, recv_arrive_cap;
+    int64_t *recv_next, *send_readers; /* reader lists of staged payloads (see "Payload copies") */
+    int64_t *clobbers, *clobber0;      /* sends receive j may overwrite: clobbers[clobber0[j]..[j+1]) */
+    size_t clobbers_cap, clobber0_cap;
+    uint32_t *recv_entry;              /* [receive cell] its receive entry */
+    size_t recv_entry_cap;
+    uint8_t *recv_state, *send_kept;
+    size_t recv_next_cap, send_readers_cap, recv_state_cap, send_kept_cap;
     bool do_copy;
     /* threads: nt workers (the caller is worker 0) run the nt_op chunks of a phase, claiming them in
      * order from next_chunk; chunk i has its own context t[i] (counters, traffic log, fault) */
@@ -825,6 +895,9 @@ typedef struct run {
     bool failed;
     char err[MSG_LEN + PREFIX_LEN + 2];
 } run_t;
+
+/* True when the chunks of the running phase run one after the other on the calling thread. */
+static bool one_thread(const run_t *r) { return r->nt == 1 || r->nt_op == 1; }
 
 static uint64_t fault_key(int phase, int64_t core, int64_t entry) {
     return ((uint64_t)phase << 58) | ((uint64_t)core << 24) | (uint64_t)entry;
@@ -876,6 +949,21 @@ static bool band_span(const band_t *b, const irect *rc, int64_t y, int64_t *xa, 
     *xa = max64(rc->x0, b->bx0 + max64(0, b->c0 - base));
     *xb = min64(rc->x1, b->bx0 + min64(b->bw, b->c1 - base));
     return *xa < *xb;
+}
+
+/* True when core (x, y), a cell of the op's bounding box, belongs to band b. */
+static bool in_band(const band_t *b, int64_t x, int64_t y) {
+    int64_t c = (y - b->by0) * b->bw + (x - b->bx0);
+    return x >= b->bx0 && x < b->bx0 + b->bw && c >= b->c0 && c < b->c1;
+}
+
+/* in_band for a core index of a mesh W wide (no division when the bounding box spans whole rows). */
+static bool core_in_band(const band_t *b, int64_t core, int64_t W) {
+    if (b->bx0 == 0 && b->bw == W) {
+        int64_t c = core - b->by0 * W;
+        return c >= b->c0 && c < b->c1;
+    }
+    return in_band(b, core % W, core / W);
 }
 
 #define FOR_BAND_CELLS(b, rc, x, y)                                                              \
@@ -962,8 +1050,11 @@ static void setup_recv(tctx *t, const band_t *b, int64_t j) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_SETUP, core, entry);
         if (moot(t, key)) return;
-        uint32_t *st = &e->count[cell_of(&e->rc, x, y)];
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        int64_t idx = cell_of(&e->rc, x, y);
+        uint32_t *st = &e->count[idx];
+        int64_t bytes = box_bytes(&e->box, x, y, r->v);
+        r->recv_state[e->base + idx] = COPY_PENDING;
+        r->recv_entry[e->base + idx] = (uint32_t)j;
         *st = NOT_EXPECTED;
         if (bytes == 0 || !box_fits(t, key, "receive", e->colour, core, &e->box, bytes)) continue;
         *st = 0;
@@ -981,7 +1072,7 @@ static void setup_send(tctx *t, const band_t *b, int64_t s) {
         int64_t core = y * r->m->width + x;
         uint64_t key = fault_key(PH_SETUP, core, r->n_routes + s);
         if (moot(t, key)) return;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        int64_t bytes = box_bytes(&e->box, x, y, r->v);
         if (bytes && box_fits(t, key, "send", e->colour, core, &e->box, bytes)) x_touch(r->m, core);
     }
 }
@@ -1098,7 +1189,7 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     recv_e *e = &r->recvs[j1 - 1];
-    int64_t want = box_at(&e->box, x, y, r->v, NULL, NULL);
+    int64_t want = box_bytes(&e->box, x, y, r->v);
     if (want != bytes) {
         fault(t, key,
               "message on colour %d from core (%lld,%lld) has %lld bytes but the receive at core "
@@ -1108,8 +1199,16 @@ static bool deliver(tctx *t, uint64_t key, int64_t s, int64_t src_core, int64_t 
         return false;
     }
     int64_t idx = cell_of(&e->rc, x, y);
-    if (__atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED) == 0) {
+    uint32_t before = one_thread(r) ? e->count[idx]++
+                                    : __atomic_fetch_add(&e->count[idx], 1, __ATOMIC_RELAXED);
+    if (before == 0) {
         e->src[idx] = ((uint64_t)src_core << 24) | (uint64_t)s;
+        if (t->reader_head) { /* a staged payload: list its readers for the ordered copies of phase D */
+            r->recv_next[e->base + idx] = *t->reader_head;
+            *t->reader_head = e->base + idx;
+            t->cross |= !in_band(&t->band, x, y);
+            t->linked++;
+        }
         /* The receiver takes the stream in once it reaches the exchange itself. */
         double ready = x_start(r, &m->cores[core]) + (double)bytes / m->link_bw;
         e->arrive[idx] = arrive > ready ? arrive : ready;
@@ -1208,7 +1307,7 @@ static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, in
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
             if (!log_push(t, (uint64_t)c, k)) goto oom; /* logged before reserving: see links_undo */
-            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, t->run->nt_op == 1);
+            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, one_thread(t->run));
             if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
             if (!stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
@@ -1226,6 +1325,16 @@ static void sender_done(mica_core_t *c, double end, double t0) {
     if (end - t0 > c->x_comm) c->x_comm = end - t0;
 }
 
+/* Copies the payload of cell idx of staged send e (at `core`) to its staging slot: readers take it
+ * from there, and receives into its box at that core may then run in any order. */
+static void keep_payload(run_t *r, const send_e *e, int64_t idx, int64_t core) {
+    int64_t x = core % r->m->width, y = core / r->m->width;
+    int64_t bytes = box_bytes(&e->box, x, y, r->v);
+    memcpy(r->stage + e->stage_base + idx * e->stage_slot, arena_of(r->m, core) + e->box.offset,
+           (size_t)bytes);
+    e->kept[idx] = 1;
+}
+
 static void route_send(tctx *t, const band_t *b, int64_t s) {
     run_t *r = t->run;
     const mica_mesh *m = r->m;
@@ -1234,14 +1343,16 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         int64_t core = y * m->width + x;
         uint64_t key = fault_key(PH_ROUTE, core, r->n_routes + s);
         if (moot(t, key)) return;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
+        int64_t bytes = box_bytes(&e->box, x, y, r->v), idx = cell_of(&e->rc, x, y);
+        if (e->staged) {
+            e->readers[idx] = NO_CELL;
+            e->kept[idx] = 0;
+        }
         if (bytes == 0) {
-            e->end[cell_of(&e->rc, x, y)] = -1.0;
+            e->end[idx] = -1.0;
             continue;
         }
-        if (e->staged)
-            memcpy(r->stage + e->stage_base + cell_of(&e->rc, x, y) * e->stage_slot,
-                   arena_of(m, core) + e->box.offset, (size_t)bytes);
+        if (e->staged && !e->ordered) keep_payload(r, e, idx, core);
         t->messages++;
         size_t log0 = t->log_len;
         if (!log_push(t, (uint64_t)bytes, LOG_BYTES) || !log_push(t, (uint64_t)core, LOG_SENT) ||
@@ -1252,10 +1363,25 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
         t->msgs[t->n_msgs++] = (tmsg_t){(uint32_t)core, (uint32_t)s, log0, false};
         mica_core_t *c = &m->cores[core]; /* owned by this thread: touched in phase A */
         double end, t0 = x_start(r, c);
+        t->reader_head = e->ordered ? &e->readers[idx] : NULL;
+        t->cross = false;
         route_message(t, key, s, core, bytes, t0, &end);
-        e->end[cell_of(&e->rc, x, y)] = end;
+        t->reader_head = NULL;
+        /* Phase D orders the copies within a band; a payload read in another band is kept aside now
+         * (no arena changes before phase D, so it still holds the bytes of the exchange's start). */
+        if (t->cross) keep_payload(r, e, idx, core);
+        e->end[idx] = end;
         sender_done(c, end, t0);
     }
+}
+
+/* Phase D cannot fail (a failing op must change nothing), so phase B reserves the stack of
+ * copy_ordered: its frames are one receive cell of the band and readers of payloads in place, all
+ * listed by this chunk (a payload with a reader in another band is kept aside). */
+static void reserve_copy_stack(tctx *t, const band_t *b) {
+    if (!grow((void **)&t->dfs, &t->dfs_cap, (t->linked + 1) * F_WORDS, sizeof *t->dfs))
+        fault(t, fault_key(PH_ROUTE, b->by0 * t->run->m->width + b->bx0, 0),
+              "out of host memory ordering payload copies");
 }
 
 static void phase_route(tctx *t, const band_t *b) {
@@ -1266,7 +1392,9 @@ static void phase_route(tctx *t, const band_t *b) {
     t->log_len = 0;
     t->n_msgs = 0;
     t->shared = false;
+    t->linked = 0;
     for (int64_t s = 0; s < r->n_sends; ++s) route_send(t, b, s);
+    reserve_copy_stack(t, b);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -1297,6 +1425,24 @@ static void phase_check(tctx *t, const band_t *b) {
  * EXCHANGE phase D: payload copies, statistics, route clearing
  * ------------------------------------------------------------------------------------------------- */
 
+/* Payload copies
+ *
+ * Every receive gets the bytes its sender's box held at the start of the exchange. A send box that a
+ * receive of the same op may overwrite on the same core (a ring shift moves a tile in place: a "staged"
+ * send, see plan_staging) must be read by all of its receivers before that receive writes it. Rather
+ * than copying every such payload aside and back (two copies per message), phase D orders the copies:
+ * before receive cell R at core d is written, every reader of a staged payload still in place at d is
+ * completed first (depth first); a reader that is itself waiting for R -- a ring, a swap -- closes a
+ * cycle, and only then is the payload at d kept aside (keep_payload), once per cycle. The bands of a
+ * phase run in parallel, so a payload with a reader in another band is kept aside in phase B already;
+ * within a band the order is deterministic, and the bytes each receive gets do not depend on it.
+ * Ordering costs more than copying a small payload twice: staged payloads under ORDERED_COPY_MIN
+ * bytes are all kept aside in phase B (the receives that may overwrite only those copy in any order). */
+
+/* Smallest staged payload (box bytes) whose copies are ordered rather than kept aside: measured on the
+ * interleaved ring of matmul 512^3 on 128x128 (64-byte tiles), ordering cost 20% more than copying. */
+#define ORDERED_COPY_MIN 1024
+
 /* The bytes that the send recorded in `src` injected (its box as at the start of the exchange). */
 static const uint8_t *payload_of(const run_t *r, uint64_t src) {
     int64_t s = (int64_t)(src & 0xFFFFFF), core = (int64_t)(src >> 24);
@@ -1304,38 +1450,151 @@ static const uint8_t *payload_of(const run_t *r, uint64_t src) {
     if (!e->staged) return arena_of(r->m, core) + e->box.offset;
     int64_t x = core % r->m->width, y = core / r->m->width;
     int64_t idx = cell_of(&e->rc, x, y);
+    if (!e->kept[idx]) return arena_of(r->m, core) + e->box.offset;
     return r->stage + e->stage_base + idx * e->stage_slot;
 }
 
+/* The receive entry holding receive cell g (an index among the op's receive cells) and its core. */
+static int64_t recv_cell(const run_t *r, int64_t g, int64_t *x, int64_t *y) {
+    int64_t j = r->recv_entry[g];
+    const irect *rc = &r->recvs[j].rc;
+    int64_t idx = g - r->recvs[j].base;
+    *x = rc->fx + idx % rc->nx * rc->xs;
+    *y = rc->fy + idx / rc->nx * rc->ys;
+    return j;
+}
+
+/* Whether a coordinate lies on a rectangle's stride (a mask for powers of two, as cell_of shifts). */
+static bool on_stride(int64_t c, int64_t first, int64_t stride, int shift) {
+    return shift >= 0 ? ((c - first) & (stride - 1)) == 0 : (c - first) % stride == 0;
+}
+
+/* Cell of send e at core (x, y) when e is a member there, else -1. */
+static int64_t send_cell_at(const send_e *e, int64_t x, int64_t y) {
+    const irect *rc = &e->rc;
+    if (x < rc->fx || x >= rc->x1 || y < rc->fy || y >= rc->y1) return -1;
+    if (!on_stride(x, rc->fx, rc->xs, rc->xsh) || !on_stride(y, rc->fy, rc->ys, rc->ysh)) return -1;
+    return cell_of(rc, x, y);
+}
+
+/* Copies into cell idx of receive e, at core (x, y), the payload it got. */
+static void copy_payload(run_t *r, const recv_e *e, int64_t idx, int64_t x, int64_t y) {
+    int64_t bytes = box_bytes(&e->box, x, y, r->v);
+    memcpy(arena_of(r->m, y * r->m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
+    r->recv_state[e->base + idx] = COPY_DONE;
+}
+
+/* The next reader that must complete before the receive of frame f may write its core: a pending
+ * receive cell, or NO_CELL when none is left (payloads closing a cycle have been kept aside). */
+static int64_t next_reader(run_t *r, int64_t *f) {
+    const int64_t end = r->clobber0[f[F_RECV] + 1];
+    for (; f[F_CLOBBER] < end; f[F_CLOBBER]++, f[F_READER] = READERS_UNREAD) {
+        const send_e *e = &r->sends[r->clobbers[f[F_CLOBBER]]];
+        int64_t idx = send_cell_at(e, f[F_X], f[F_Y]);
+        if (idx < 0 || e->kept[idx]) continue;
+        if (f[F_READER] == READERS_UNREAD) f[F_READER] = e->readers[idx];
+        for (; f[F_READER] != NO_CELL; f[F_READER] = r->recv_next[f[F_READER]]) {
+            uint8_t st = r->recv_state[f[F_READER]];
+            if (st == COPY_PENDING) return f[F_READER];
+            if (st == COPY_BUSY) { /* that reader waits for this receive: a cycle */
+                keep_payload(r, e, idx, f[F_Y] * r->m->width + f[F_X]);
+                break;
+            }
+        }
+    }
+    return NO_CELL;
+}
+
+/* Pushes a frame; phase B reserved room for every frame (see reserve_copy_stack). */
+static void dfs_push(tctx *t, size_t *sp, int64_t g) {
+    int64_t *f = &t->dfs[*sp * F_WORDS];
+    f[F_CELL] = g;
+    f[F_RECV] = recv_cell(t->run, g, &f[F_X], &f[F_Y]);
+    f[F_CLOBBER] = t->run->clobber0[f[F_RECV]];
+    f[F_READER] = READERS_UNREAD;
+    t->run->recv_state[g] = COPY_BUSY;
+    ++*sp;
+}
+
+/* Copies the payload of receive cell g, after the readers of what it overwrites (depth first, with
+ * an explicit stack: a ring of a whole mesh row is one chain). */
+static void copy_ordered(tctx *t, int64_t g) {
+    run_t *r = t->run;
+    size_t sp = 0;
+    if (r->recv_state[g] != COPY_PENDING) return;
+    dfs_push(t, &sp, g);
+    while (sp > 0) {
+        int64_t *f = &t->dfs[(sp - 1) * F_WORDS];
+        int64_t next = next_reader(r, f);
+        if (next != NO_CELL) {
+            dfs_push(t, &sp, next);
+            continue;
+        }
+        const recv_e *e = &r->recvs[f[F_RECV]];
+        copy_payload(r, e, f[F_CELL] - e->base, f[F_X], f[F_Y]);
+        --sp;
+    }
+}
+
+/* Copies the payloads of receive j's cells in band b (an ordered copy may have done some already). */
 static void copy_recv(tctx *t, const band_t *b, int64_t j) {
     run_t *r = t->run;
-    const mica_mesh *m = r->m;
     const recv_e *e = &r->recvs[j];
     FOR_BAND_CELLS(b, &e->rc, x, y) {
         int64_t idx = cell_of(&e->rc, x, y);
         if (e->count[idx] != 1) continue;
-        int64_t bytes = box_at(&e->box, x, y, r->v, NULL, NULL);
-        memcpy(arena_of(m, y * m->width + x) + e->box.offset, payload_of(r, e->src[idx]), (size_t)bytes);
+        if (e->ordered) copy_ordered(t, e->base + idx);
+        else if (r->recv_state[e->base + idx] == COPY_PENDING) copy_payload(r, e, idx, x, y);
     }
 }
 
+/* Adds one traffic-log entry (a link, receive or send of `bytes`) to the statistics; `alone`: no other
+ * thread adds to the same counters meanwhile. */
+static void count_entry(mica_mesh *m, uint64_t entry, uint64_t bytes, bool alone) {
+    uint64_t v = entry >> 3;
+    int kind = (int)(entry & 7);
+    uint64_t *a = kind < 4 ? &m->link_bytes[v * 4 + (uint64_t)kind] : kind == LOG_RECV ? &m->core_recv[v]
+                                                                                  : &m->core_sent[v];
+    if (alone) {
+        *a += bytes;
+        if (kind < 4) m->link_msgs[v * 4 + (uint64_t)kind]++;
+        return;
+    }
+    __atomic_fetch_add(a, bytes, __ATOMIC_RELAXED);
+    if (kind < 4) __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
+}
+
+/* Replays the chunk's traffic log into the statistics. Several threads: the counters of the chunk's own
+ * cores are only this chunk's to add to (plain adds); entries for other cores (a message crossing into
+ * another band) are deferred to replay_foreign, which runs once every chunk is done. */
 static void replay_log(tctx *t) {
     mica_mesh *m = t->run->m;
+    const bool alone = one_thread(t->run);
+    const int64_t W = m->width;
     uint64_t bytes = 0;
+    t->n_foreign = 0;
     for (size_t i = 0; i < t->log_len; ++i) {
-        uint64_t v = t->log[i] >> 3;
-        int kind = (int)(t->log[i] & 7);
-        if (kind < 4) {
-            __atomic_fetch_add(&m->link_bytes[v * 4 + (uint64_t)kind], bytes, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&m->link_msgs[v * 4 + (uint64_t)kind], 1, __ATOMIC_RELAXED);
-        } else if (kind == LOG_RECV) {
-            __atomic_fetch_add(&m->core_recv[v], bytes, __ATOMIC_RELAXED);
-        } else if (kind == LOG_SENT) {
-            __atomic_fetch_add(&m->core_sent[v], bytes, __ATOMIC_RELAXED);
+        uint64_t e = t->log[i];
+        if ((e & 7) == LOG_BYTES) {
+            bytes = e >> 3;
+            continue;
+        }
+        if (alone || core_in_band(&t->band, (int64_t)(e >> 3), W)) {
+            count_entry(m, e, bytes, true);
+        } else if (grow((void **)&t->foreign, &t->foreign_cap, t->n_foreign + 2, sizeof *t->foreign)) {
+            t->foreign[t->n_foreign++] = e;
+            t->foreign[t->n_foreign++] = bytes;
         } else {
-            bytes = v;
+            count_entry(m, e, bytes, false); /* no room to defer: an atomic add is as exact */
         }
     }
+}
+
+/* The entries replay_log deferred (serial: after the phase). */
+static void replay_foreign(run_t *r) {
+    for (int i = 0; i < r->nt_op; ++i)
+        for (size_t k = 0; k < r->t[i].n_foreign; k += 2)
+            count_entry(r->m, r->t[i].foreign[k], r->t[i].foreign[k + 1], true);
 }
 
 /* Completes the timing of every core that received in the exchange (cells of band b): its latest
@@ -1353,7 +1612,7 @@ static void finish_timing(tctx *t, const band_t *b) {
             int64_t idx = cell_of(&e->rc, x, y);
             if (e->count[idx] != 1) continue;
             int64_t core = y * m->width + x;
-            if (dur < 0 || varies) dur = (double)box_at(&e->box, x, y, r->v, NULL, NULL) / m->link_bw;
+            if (dur < 0 || varies) dur = (double)box_bytes(&e->box, x, y, r->v) / m->link_bw;
             double end = e->arrive[idx];
             mica_core_t *c = &m->cores[core];
             if (end > c->x_end) c->x_end = end;
@@ -1401,28 +1660,42 @@ static void phase_finish(tctx *t, const band_t *b) {
  * COMPUTE
  * ------------------------------------------------------------------------------------------------- */
 
+/* Calls the kernel of compute entry e at `core`, then advances the core's clock by its work; `next` is
+ * the core this chunk runs next (-1: none), passed to the kernel module's prefetch hint. */
+static void compute_cell(tctx *t, const comp_e *e, int64_t core, int64_t next) {
+    run_t *r = t->run;
+    mica_mesh *m = r->m;
+    int64_t x = core % m->width, y = core / m->width;
+    if (m->prefetch)
+        m->prefetch(next >= 0 ? arena_of(m, next) : NULL, next >= 0 ? m->arena_size[next] : 0);
+    r->kernels[e->kernel](arena_of(m, core), x, y, r->v, r->scalars);
+    t->computes++;
+    mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
+    if (!work) return;
+    x_commit(m, core);
+    double cycles = work(x, y, r->v);
+    m->cores[core].pre = m->cores[core].clock; /* a later PREFETCH is issued from here */
+    m->cores[core].pre_tag = r->tag;
+    m->cores[core].clock += cycles;
+    m->cores[core].comp += cycles;
+}
+
+/* Runs the kernels of band b, each cell once its successor is known (for the prefetch hint). */
 static void phase_compute(tctx *t, const band_t *b) {
     run_t *r = t->run;
-    const mica_mesh *m = r->m;
+    const int64_t W = r->m->width;
     t->computes = 0;
-    for (int64_t i = 0; i < r->n_comps; ++i) {
+    const comp_e *pe = NULL; /* the cell waiting for its successor: entry and core */
+    int64_t pcore = -1;
+    for (int64_t i = 0; i < r->n_comps; ++i) { /* entries in order: a core's calls keep theirs */
         const comp_e *e = &r->comps[i];
-        mica_kernel_fn fn = r->kernels[e->kernel];
-        mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
         FOR_BAND_CELLS(b, &e->rc, x, y) {
-            fn(arena_of(m, y * m->width + x), x, y, r->v, r->scalars);
-            t->computes++;
-            if (work) {
-                int64_t core = y * m->width + x;
-                x_commit((mica_mesh *)m, core);
-                double cycles = work(x, y, r->v);
-                m->cores[core].pre = m->cores[core].clock; /* a later PREFETCH is issued from here */
-                m->cores[core].pre_tag = r->tag;
-                m->cores[core].clock += cycles;
-                m->cores[core].comp += cycles;
-            }
+            if (pe) compute_cell(t, pe, pcore, y * W + x);
+            pe = e;
+            pcore = y * W + x;
         }
     }
+    if (pe) compute_cell(t, pe, pcore, -1);
 }
 
 /* ---------------------------------------------------------------------------------------------------
@@ -1431,6 +1704,7 @@ static void phase_compute(tctx *t, const band_t *b) {
 
 static void run_phase(run_t *r, tctx *t) {
     band_t b = band_of(r, t->tid);  /* chunk t->tid of nt_op */
+    t->band = b;
     switch (r->phase) {
     case PH_SETUP: phase_setup(t, &b); break;
     case PH_ROUTE: phase_route(t, &b); break;
@@ -1546,6 +1820,8 @@ static void pool_stop(run_t *r, int n) {
         free(r->t[i].stack);
         free(r->t[i].log);
         free(r->t[i].msgs);
+        free(r->t[i].dfs);
+        free(r->t[i].foreign);
     }
     for (int i = 0; i < n; ++i) {
         free(r->w[i].visited);
@@ -1579,8 +1855,17 @@ static void dispatch(run_t *r, int phase) {
     }
 }
 
-/* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool. */
-static void plan_threads(run_t *r, int64_t cells) { r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->n_chunks; }
+/* Chunks per thread of an exchange with ordered copies: a payload read in another band costs a second
+ * copy (see "Payload copies"), and taller bands have fewer edges (rows of a band are whole rows of the
+ * op's bounding box, so a column shift crosses one edge per band). */
+#define ORDERED_CHUNKS_PER_THREAD 2
+
+/* Chunk count for an op touching `cells` cells: 1 for small ops, else every chunk of the pool (fewer for
+ * an exchange with ordered copies). */
+static void plan_threads(run_t *r, int64_t cells, bool ordered) {
+    r->nt_op = cells < SMALL_OP_CELLS ? 1 : r->n_chunks;
+    if (ordered && r->nt_op > ORDERED_CHUNKS_PER_THREAD * r->nt) r->nt_op = ORDERED_CHUNKS_PER_THREAD * r->nt;
+}
 
 /* Prefix naming the op and its loop iteration, e.g. "op 7 [v0=3, v1=0]". */
 static void op_prefix(const run_t *r, char *buf, size_t len) {
@@ -1661,7 +1946,8 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         e->max_hops = p[1];
         e->rc = eval_rect(p + 2, r->v, W, H);
         load_box(p + 2 + W_RECT, &e->box);
-        e->staged = false;
+        box_fix(&e->box, r->v);
+        e->staged = e->ordered = false;
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
     }
@@ -1671,6 +1957,7 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
         if (!use_colour(r->m, e->colour)) return false;
         e->rc = eval_rect(p + 1, r->v, W, H);
         load_box(p + 1 + W_RECT, &e->box);
+        box_fix(&e->box, r->v);
         bbox_add(&r->bbox, &e->rc, &any);
         work += rect_area(&e->rc);
         recv_cells += rect_count(&e->rc);
@@ -1683,35 +1970,77 @@ static bool load_exchange(run_t *r, const int64_t *w, int64_t *cells) {
     if (!grow((void **)&r->recv_count, &r->recv_count_cap, (size_t)recv_cells, sizeof *r->recv_count) ||
         !grow((void **)&r->recv_src, &r->recv_src_cap, (size_t)recv_cells, sizeof *r->recv_src) ||
         !grow((void **)&r->recv_arrive, &r->recv_arrive_cap, (size_t)recv_cells, sizeof *r->recv_arrive) ||
-        !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end))
+        !grow((void **)&r->send_end, &r->send_end_cap, (size_t)send_cells, sizeof *r->send_end) ||
+        !grow((void **)&r->recv_next, &r->recv_next_cap, (size_t)recv_cells, sizeof *r->recv_next) ||
+        !grow((void **)&r->recv_state, &r->recv_state_cap, (size_t)recv_cells, sizeof *r->recv_state) ||
+        !grow((void **)&r->recv_entry, &r->recv_entry_cap, (size_t)recv_cells, sizeof *r->recv_entry) ||
+        !grow((void **)&r->send_readers, &r->send_readers_cap, (size_t)send_cells, sizeof *r->send_readers) ||
+        !grow((void **)&r->send_kept, &r->send_kept_cap, (size_t)send_cells, sizeof *r->send_kept))
         return false;
     int64_t off = 0;
     for (int64_t i = 0; i < r->n_recvs; ++i) {
         r->recvs[i].count = r->recv_count + off;
         r->recvs[i].src = r->recv_src + off;
         r->recvs[i].arrive = r->recv_arrive + off;
+        r->recvs[i].base = off;
         off += rect_count(&r->recvs[i].rc);
     }
     off = 0;
     for (int64_t i = 0; i < r->n_sends; ++i) {
         r->sends[i].end = r->send_end + off;
+        r->sends[i].readers = r->send_readers + off;
+        r->sends[i].kept = r->send_kept + off;
         off += rect_count(&r->sends[i].rc);
     }
     return true;
+}
+
+/* Whether receive v may overwrite, on some core, bytes that send e sends from there. */
+static bool may_overwrite(const recv_e *v, const send_e *e) {
+    int64_t a0 = e->box.offset, a1 = a0 + e->box.max_bytes;
+    int64_t b0 = v->box.offset, b1 = b0 + v->box.max_bytes;
+    return a0 < b1 && b0 < a1 && rects_meet(&e->rc, &v->rc);
+}
+
+/* Lists, per receive, the ordered sends it may overwrite (run_t.clobbers); marks every send it may
+ * overwrite staged. */
+static bool plan_clobbers(run_t *r) {
+    size_t n = 0;
+    if (!grow((void **)&r->clobber0, &r->clobber0_cap, (size_t)r->n_recvs + 1, sizeof *r->clobber0))
+        return false;
+    for (int64_t j = 0; j < r->n_recvs; ++j) {
+        recv_e *v = &r->recvs[j];
+        r->clobber0[j] = (int64_t)n;
+        v->ordered = false;
+        for (int64_t s = 0; s < r->n_sends; ++s) {
+            send_e *e = &r->sends[s];
+            if (!may_overwrite(v, e)) continue;
+            e->staged = true;
+            e->ordered = e->box.max_bytes >= ORDERED_COPY_MIN;
+            if (!e->ordered) continue;
+            if (!grow((void **)&r->clobbers, &r->clobbers_cap, n + 1, sizeof *r->clobbers)) return false;
+            r->clobbers[n++] = s;
+            v->ordered = true;
+        }
+    }
+    r->clobber0[r->n_recvs] = (int64_t)n;
+    return true;
+}
+
+/* Whether some payload of the op is copied in order (plan_staging has run). */
+static bool has_ordered(const run_t *r) {
+    for (int64_t s = 0; s < r->n_sends; ++s)
+        if (r->sends[s].ordered) return true;
+    return false;
 }
 
 /* Marks the sends whose source bytes a receive of the same op may overwrite on the same core, and
  * sizes the staging buffer for them. False if out of host memory. */
 static bool plan_staging(run_t *r) {
     int64_t total = 0;
+    if (!plan_clobbers(r)) return false;
     for (int64_t s = 0; s < r->n_sends; ++s) {
         send_e *e = &r->sends[s];
-        int64_t a0 = e->box.offset, a1 = a0 + e->box.max_bytes;
-        for (int64_t j = 0; j < r->n_recvs && !e->staged; ++j) {
-            const recv_e *v = &r->recvs[j];
-            int64_t b0 = v->box.offset, b1 = b0 + v->box.max_bytes;
-            e->staged = a0 < b1 && b0 < a1 && rects_meet(&e->rc, &v->rc);
-        }
         if (!e->staged) continue;
         e->stage_slot = min64(e->box.max_bytes, r->m->arena_max);
         e->stage_base = total;
@@ -1874,46 +2203,47 @@ oom:
     return false;
 }
 
+/* Phases B and C of an exchange, and the re-timing of messages that share links. */
+static void route_and_check(run_t *r) {
+    dispatch(r, PH_ROUTE);
+    if (collect_fault(r)) return;
+    uint64_t expected = 0, matched = 0;
+    bool dup = false, shared = false;
+    for (int i = 0; i < r->nt_op; ++i) {
+        expected += r->t[i].expected;
+        matched += r->t[i].matched;
+        dup |= r->t[i].dup;
+        shared |= r->t[i].shared;
+    }
+    if (dup || matched != expected) {
+        dispatch(r, PH_CHECK);
+        if (collect_fault(r)) return;
+    }
+    if (shared && !retime_shared(r)) run_fail(r, "out of host memory timing messages that share links");
+}
+
 static int exec_exchange(run_t *r, int64_t pos) {
     int64_t cells;
     if (!load_exchange(r, r->code + pos, &cells)) {
         run_fail(r, "out of host memory decoding the exchange");
         return 1;
     }
-    plan_threads(r, cells);
+    if (!plan_staging(r)) { /* before anything changed: nothing to undo */
+        run_fail(r, "out of host memory for the staging buffer");
+        return 1;
+    }
+    plan_threads(r, cells, has_ordered(r));
     r->prefetch = r->code[pos] == MICA_OP_PREFETCH;
     r->m->serial++;
     dispatch(r, PH_SETUP);
-    if (!collect_fault(r)) {
-        if (!plan_staging(r)) {
-            run_fail(r, "out of host memory for the staging buffer");
-        } else {
-            dispatch(r, PH_ROUTE);
-            if (!collect_fault(r)) {
-                uint64_t expected = 0, matched = 0;
-                bool dup = false;
-                for (int i = 0; i < r->nt_op; ++i) {
-                    expected += r->t[i].expected;
-                    matched += r->t[i].matched;
-                    dup |= r->t[i].dup;
-                }
-                if (dup || matched != expected) {
-                    dispatch(r, PH_CHECK);
-                    collect_fault(r);
-                }
-                bool shared = false;
-                for (int i = 0; i < r->nt_op; ++i) shared |= r->t[i].shared;
-                if (!r->failed && shared && !retime_shared(r))
-                    run_fail(r, "out of host memory timing messages that share links");
-            }
-        }
-    }
+    if (!collect_fault(r)) route_and_check(r);
     r->do_copy = !r->failed;
     dispatch(r, PH_FINISH);
     if (r->failed) {
         links_undo(r);
         return 1;
     }
+    replay_foreign(r);
     merge_exchange_stats(r);
     return 0;
 }
@@ -2089,6 +2419,13 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
     free(r->stage);
     free(r->send_end);
     free(r->recv_arrive);
+    free(r->recv_next);
+    free(r->recv_state);
+    free(r->send_readers);
+    free(r->send_kept);
+    free(r->clobbers);
+    free(r->clobber0);
+    free(r->recv_entry);
     free(r);
     return status ? 1 : 0;
 }
@@ -2096,6 +2433,65 @@ int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel
 /* ---------------------------------------------------------------------------------------------------
  * Host copies
  * ------------------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------------------
+ * Host copies on several threads: the rows of the rectangle are split into contiguous parts, one per
+ * thread (each copies different cores and different bytes of the host array, so the result is the
+ * same); the pages of a fresh pool are then faulted in, and zeroed by the OS, in parallel too.
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Below this many bytes a host copy stays on the calling thread (a thread costs tens of microseconds). */
+#define HOST_PARALLEL_MIN (INT64_C(4) << 20)
+
+typedef struct host_job {
+    mica_mesh *m;
+    const irect *rc;
+    int32_t dir;                  /* mica_host_copy's direction */
+    void *host;
+    const box_t *box;             /* mica_host_copy */
+    const int64_t *hstride;
+    const int64_t *shape, *counts, *origins; /* mica_host_gather */
+    int rank;
+} host_job_t;
+
+typedef struct {
+    const host_job_t *job;
+    void (*rows)(const host_job_t *, int64_t, int64_t);
+    int64_t y0, y1;
+    pthread_t thread;
+} host_part_t;
+
+static void *host_part_main(void *arg) {
+    host_part_t *p = arg;
+    p->rows(p->job, p->y0, p->y1);
+    return NULL;
+}
+
+/* Runs rows(job, ya, yb) over the member rows of job->rc, split over the mesh's host threads when the
+ * copy moves at least HOST_PARALLEL_MIN bytes (a thread that cannot start leaves its part to the
+ * caller). */
+static void host_parallel(const mica_mesh *m, const host_job_t *job,
+                          void (*rows)(const host_job_t *, int64_t, int64_t), int64_t bytes) {
+    const irect *rc = job->rc;
+    int n = bytes >= HOST_PARALLEL_MIN ? m->host_threads : 1;
+    host_part_t parts[MAX_THREADS];
+    int64_t y = rc->y0, h = rc->y1 - rc->y0;
+    for (int i = 0; i < n; ++i) {
+        parts[i] = (host_part_t){job, rows, y, rc->y0 + h * (i + 1) / n, 0};
+        y = parts[i].y1;
+    }
+    bool started[MAX_THREADS] = {false};
+    for (int i = 1; i < n; ++i)
+        started[i] = pthread_create(&parts[i].thread, NULL, host_part_main, &parts[i]) == 0;
+    rows(job, parts[0].y0, parts[0].y1);
+    for (int i = 1; i < n; ++i) {
+        if (started[i]) pthread_join(parts[i].thread, NULL);
+        else rows(job, parts[i].y0, parts[i].y1);
+    }
+}
+
+/* Member rows [ya, yb) of job->rc: the first member row at or after ya. */
+#define FOR_JOB_ROWS(rc, ya, yb, y) for (int64_t y = align_up((ya), (rc)->ys, (rc)->yp); y < (yb); y += (rc)->ys)
 
 /* Copies one core's packed box to/from its place in the row-major host array. */
 static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *core, const box_t *b,
@@ -2118,6 +2514,126 @@ static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *
         while (d >= 0 && ++idx[d] == ext[d]) idx[d--] = 0;
         if (d < 0) return;
     }
+}
+
+/* Loads one core's buffer (counts[] elements per dim, row-major, at dst) from the row-major host array of
+ * `shape` (hstride[]: bytes per step of each dim) starting at global index origin[]; elements outside
+ * the array are zero. Rows (the last dim) are copied as one run between their zero margins. */
+static void gather_block(uint8_t *dst, const uint8_t *host, int64_t elem, int rank, const int64_t *shape,
+                         const int64_t *hstride, const int64_t *counts, const int64_t *origin) {
+    const int last = rank - 1;
+    const int64_t n = counts[last], lo = origin[last];
+    const int64_t a = clamp64(-lo, 0, n), b = clamp64(shape[last] - lo, a, n); /* valid [a, b) of a row */
+    int64_t idx[MICA_MAX_RANK] = {0};
+    for (;;) {
+        bool inside = true;
+        int64_t h = 0;
+        for (int d = 0; d < last; ++d) {
+            int64_t g = origin[d] + idx[d];
+            inside &= g >= 0 && g < shape[d];
+            h += g * hstride[d];
+        }
+        if (inside && b > a) {
+            memset(dst, 0, (size_t)(a * elem));
+            memcpy(dst + a * elem, host + h + (lo + a) * elem, (size_t)((b - a) * elem));
+            memset(dst + b * elem, 0, (size_t)((n - b) * elem));
+        } else {
+            memset(dst, 0, (size_t)(n * elem));
+        }
+        dst += n * elem;
+        int d = last - 1;
+        while (d >= 0 && ++idx[d] == counts[d]) idx[d--] = 0;
+        if (d < 0) return;
+    }
+}
+
+/* mica_host_gather's loads of the member rows [ya, yb) (origins row-major over the members). */
+static void gather_rows(const host_job_t *j, int64_t ya, int64_t yb) {
+    const irect *rc = j->rc;
+    FOR_JOB_ROWS(rc, ya, yb, y) {
+        const int64_t *org = j->origins + ((y - rc->fy) / rc->ys) * rc->nx * j->rank;
+        for (int64_t x = rc->fx; x < rc->x1; x += rc->xs, org += j->rank)
+            gather_block(arena_of(j->m, y * j->m->width + x) + j->box->offset, j->host, j->box->elem, j->rank,
+                         j->shape, j->hstride, j->counts, org);
+    }
+}
+
+/* Checks the arguments of mica_host_gather; returns NULL or the problem. */
+static const char *check_gather(int64_t elem, int32_t rank, const int64_t *shape, const int64_t *counts,
+                                int64_t offset, int64_t *buffer_bytes) {
+    if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return "element size not 1, 2, 4 or 8";
+    if (rank < 1 || rank > MICA_MAX_RANK) return "rank not in 1..4";
+    if (offset < 0 || offset > BOX_LIMIT) return "buffer offset out of range";
+    int64_t bytes = elem, host = elem;
+    for (int d = 0; d < rank; ++d) {
+        if (counts[d] < 0 || shape[d] < 0) return "negative buffer count or array extent";
+        bytes = sat_mul(bytes, counts[d]);
+        host = sat_mul(host, shape[d]);
+    }
+    if (bytes > BOX_LIMIT) return "buffer larger than 2^48 bytes";
+    if (host > HOST_LIMIT) return "host array too large";
+    *buffer_bytes = bytes;
+    return NULL;
+}
+
+int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
+                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
+                         int64_t n_cells, char *err, int32_t errlen) {
+    if (!m || !shape || !counts || !rect) {
+        set_err(err, errlen, "host gather: missing mesh, shape, counts or rect");
+        return 1;
+    }
+    if (!m->committed) {
+        set_err(err, errlen, "host gather: the mesh is not committed");
+        return 1;
+    }
+    int64_t bytes = 0;
+    const char *why = check_gather(elem, rank, shape, counts, offset, &bytes);
+    if (why) {
+        set_err(err, errlen, "host gather: %s", why);
+        return 1;
+    }
+    static const int64_t zero[MICA_MAX_VARS] = {0};
+    irect rc = eval_rect(rect, zero, m->width, m->height);
+    if (n_cells != rect_count(&rc) || (n_cells > 0 && !origins) || (n_cells > 0 && bytes > 0 && !host)) {
+        set_err(err, errlen, "host gather: %lld origins for %lld cores, or no host buffer", (long long)n_cells,
+                (long long)rect_count(&rc));
+        return 1;
+    }
+    FOR_RECT_CELLS(&rc, x, y) { /* check every core before copying anything */
+        int64_t core = y * m->width + x;
+        if (bytes == 0 || offset + bytes <= m->arena_size[core]) continue;
+        set_err(err, errlen, "host gather: buffer at core (%lld,%lld) spans bytes [%lld,%lld) outside the "
+                "core's %lld-byte arena", (long long)x, (long long)y, (long long)offset,
+                (long long)(offset + bytes), (long long)m->arena_size[core]);
+        return 1;
+    }
+    if (bytes == 0) return 0;
+    int64_t hstride[MICA_MAX_RANK], step = elem;
+    for (int d = rank - 1; d >= 0; --d) {
+        hstride[d] = step;
+        step *= shape[d];
+    }
+    box_t buf = {0};
+    buf.offset = offset;
+    buf.elem = elem;
+    host_job_t job = {m, &rc, 0, (void *)host, &buf, hstride, shape, counts, origins, rank};
+    host_parallel(m, &job, gather_rows, sat_mul(n_cells, bytes));
+    return 0;
+}
+
+static void copy_block(int dir, uint8_t *host, const int64_t *hstride, uint8_t *core, const box_t *b,
+                       const int64_t *lo, const int64_t *ext);
+
+/* mica_host_copy's copies of the member rows [ya, yb). */
+static void copy_rows(const host_job_t *j, int64_t ya, int64_t yb) {
+    static const int64_t zero[MICA_MAX_VARS] = {0};
+    int64_t lo[MICA_MAX_RANK], ext[MICA_MAX_RANK];
+    FOR_JOB_ROWS(j->rc, ya, yb, y)
+        for (int64_t x = j->rc->fx; x < j->rc->x1; x += j->rc->xs)
+            if (box_at(j->box, x, y, zero, lo, ext))
+                copy_block(j->dir, j->host, j->hstride, arena_of(j->m, y * j->m->width + x) + j->box->offset,
+                           j->box, lo, ext);
 }
 
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
@@ -2168,9 +2684,8 @@ int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box
         set_err(err, errlen, "host copy: no host buffer");
         return 1;
     }
-    FOR_RECT_CELLS(&rc, x, y)
-            if (box_at(&b, x, y, zero, lo, ext))
-                copy_block(dir, host, hstride, arena_of(m, y * m->width + x) + b.offset, &b, lo, ext);
+    host_job_t job = {m, &rc, dir, host, &b, hstride, NULL, NULL, NULL, 0};
+    host_parallel(m, &job, copy_rows, sat_mul(rect_count(&rc), b.max_bytes));
     return 0;
 }
 
@@ -2202,6 +2717,14 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
     m->hop_latency = hop_latency;
     m->link_bw = link_bytes_per_cycle;
     return 0;
+}
+
+void mica_set_host_threads(mica_mesh *m, int32_t n) {
+    if (m) m->host_threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint) {
+    if (m) m->prefetch = hint;
 }
 
 void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work) {

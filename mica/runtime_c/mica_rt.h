@@ -108,6 +108,18 @@ int64_t mica_mesh_host_bytes(const mica_mesh *m);
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 
+/* Loads into every core of RECT (all loop variables 0), row-major over its member cores, a buffer at
+ * arena byte `offset` of counts[0..rank) elements of `elem` bytes (row-major), taken from the row-major
+ * host array of shape[0..rank) from global index origins[cell * rank + d] on (origins may be negative
+ * or past the array: the elements outside it are zero). `n_cells` must be the number of member cores.
+ * For buffers that are not a plain block of the array (ring tiles of a skewed step, windows). */
+int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
+                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
+                         int64_t n_cells, char *err, int32_t errlen);
+
+/* Threads of the host copies above when they move 4 MB or more (default 1; the result is the same). */
+void mica_set_host_threads(mica_mesh *m, int32_t n);
+
 /* Runs an op code with `n_threads` threads (>= 1). `kernels` holds the kernel table, `scalars` the
  * program's scalar arguments. Returns 0 on success, nonzero with a message in err on a fault. */
 int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
@@ -173,6 +185,22 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
 /* Work functions for kernel table entries 0..n_work-1 (NULL entries cost nothing). The table must stay
  * valid while mica_run uses it; pass NULL, 0 to clear. */
 void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Prefetch hint (performance only)
+ *
+ * A kernel call finds its core's arena cold in the host's caches: the emulator sweeps every arena in
+ * turn. A kernel module may export `void mica_prefetch_hint(const uint8_t *next, int64_t bytes)`; the
+ * emulator then calls it on the thread about to run a kernel, just before the call, with the arena (and
+ * its size) of the core that thread runs next in the same phase, or NULL and 0 when there is none, so
+ * that the kernel can pull that arena towards the cache while it computes. It must change nothing but
+ * timing on the host.
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef void (*mica_prefetch_fn)(const uint8_t *next, int64_t bytes);
+
+/* The kernel module's prefetch hint (NULL: none); must stay valid while mica_run uses it. */
+void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint);
 
 typedef struct {
     double cycles;                /* the latest core's clock */

@@ -90,6 +90,11 @@ def _programs():
     return out
 
 
+def _hints(km) -> bool:
+    """Whether a kernel module exports the prefetch hint of mica_rt.h (modules with blocked contractions)."""
+    return "void mica_prefetch_hint(" in km.source
+
+
 def _program_c(label: str, compiled, inputs) -> tuple[str, str]:
     """(driver part, kernel module) replaying ``compiled`` on ``inputs``; the expected outputs are those
     the ordinary build computes."""
@@ -124,6 +129,7 @@ def _program_c(label: str, compiled, inputs) -> tuple[str, str]:
     body += [f"  mica_kernel_fn table[{max(n, 1)}];",
              f"  for (int i = 0; i < {n}; i++) table[i] = {label}_kernel_get(i);",
              f"  if ({label}_kernel_count() != {n}) {{ printf(\"{label}: kernel count\\n\"); bad = 1; }}",
+             *([f"  mica_set_prefetch(m, {label}_prefetch_hint);"] if _hints(km) else []),
              f"  CHECK(\"{label} run\", mica_run(m, {label}_code, {len(low.code)}, table, {n}, {label}_scalars, "
              f"threads, err, sizeof err));"]
     for i, st in enumerate(low.stores):
@@ -141,9 +147,13 @@ def _program_c(label: str, compiled, inputs) -> tuple[str, str]:
                  "  }"]
     body += ["  mica_mesh_free(m);", "  return bad;", "}"]
     renames = [f"#define {nm} {label}__{nm}" for nm in km.names]    # each module's kernels are extern
+    if _hints(km):
+        renames.append(f"#define mica_prefetch_hint {label}_prefetch_hint")
     kernels = "\n".join([f"#define mica_kernel_count {label}_kernel_count",
                          f"#define mica_kernel_get {label}_kernel_get", *renames, km.source])
     decl = f"int32_t {label}_kernel_count(void);\nmica_kernel_fn {label}_kernel_get(int32_t i);"
+    if _hints(km):
+        decl += f"\nvoid {label}_prefetch_hint(const uint8_t *next, int64_t bytes);"
     return "\n".join([decl, *lines, *body]), kernels
 
 
