@@ -68,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------------
  * Word layout and limits
@@ -1753,15 +1754,55 @@ static void run_chunks(run_t *r, worker_t *w) {
     }
 }
 
+/* Waiting for the end of a phase. Waking a thread asleep on a condition variable costs tens of
+ * microseconds on a virtual machine (its core halts), and an exchange runs three phases in a row, each
+ * ending with the calling thread waiting for the last chunk another thread runs: the calling thread polls
+ * for up to SPIN_NS before it sleeps. Measured on 2 free cores, matmul 512^3 on 128x128 (512 phases):
+ * 2 threads 0.285 -> 0.264 s (median of 12 interleaved rounds). Workers do not poll for the next phase:
+ * that was as fast on free cores but made runs 2-3 times slower whenever another process competed for
+ * the cores (a polling thread loses the scheduler's credit for sleeping, then gets preempted while it
+ * holds a chunk). */
+#define SPIN_NS 40000
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* True once a phase after generation `seen` is published or the pool is told to quit. */
+static bool news(const run_t *r, uint32_t seen) {
+    return __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != seen || __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE);
+}
+
+/* True once every chunk of the running phase is done. */
+static bool phase_done(const run_t *r) { return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) >= r->nt_op; }
+
+/* Polls for up to SPIN_NS until the running phase is done; true when it is. */
+static bool spin_until_done(const run_t *r) {
+    int64_t until = now_ns() + SPIN_NS;
+    for (int i = 1;; ++i) {
+        if (phase_done(r)) return true;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > until) return false;
+    }
+}
+
 static void *worker_main(void *arg) {
     worker_t *w = arg;
     run_t *r = w->run;
     uint32_t seen = 0;
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        while (!r->quit && r->gen == seen) pthread_cond_wait(&r->work_cv, &r->mu);
-        bool quit = r->quit;
-        seen = r->gen;
+        while (!news(r, seen)) pthread_cond_wait(&r->work_cv, &r->mu);
+        bool quit = __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE);
+        seen = __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE);
         pthread_mutex_unlock(&r->mu);
         if (quit) break;
         run_chunks(r, w);
@@ -1807,7 +1848,7 @@ static void pool_stop(run_t *r, int n) {
     if (!r->t) return;
     if (n > 1) {
         pthread_mutex_lock(&r->mu);
-        r->quit = true;
+        __atomic_store_n(&r->quit, true, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&r->work_cv);
         pthread_mutex_unlock(&r->mu);
         for (int i = 1; i < r->nt; ++i) pthread_join(r->w[i].thread, NULL);
@@ -1843,14 +1884,15 @@ static void dispatch(run_t *r, int phase) {
     /* Publish: the phase's state above, then the ticket (release), then wake the workers. */
     __atomic_store_n(&r->done, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&r->mu);
-    r->gen++;
-    __atomic_store_n(&r->ticket, ((uint64_t)r->gen << 32) | ((uint64_t)r->nt_op << 16), __ATOMIC_RELEASE);
+    uint32_t gen = r->gen + 1;
+    __atomic_store_n(&r->ticket, ((uint64_t)gen << 32) | ((uint64_t)r->nt_op << 16), __ATOMIC_RELEASE);
+    __atomic_store_n(&r->gen, gen, __ATOMIC_RELEASE); /* read outside the lock by news() */
     pthread_cond_broadcast(&r->work_cv);
     pthread_mutex_unlock(&r->mu);
     run_chunks(r, &r->w[0]);
-    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < r->nt_op) {
+    if (!spin_until_done(r)) {
         pthread_mutex_lock(&r->mu);
-        while (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < r->nt_op) pthread_cond_wait(&r->done_cv, &r->mu);
+        while (!phase_done(r)) pthread_cond_wait(&r->done_cv, &r->mu);
         pthread_mutex_unlock(&r->mu);
     }
 }
