@@ -47,6 +47,10 @@ void mm2(int n, double A[96][96], double B[96][96], double C[96][96], double T[9
 }'''
 
 
+ATAX = open(__file__.replace("bench/test_model_agreement.py", "tests/frontend/kernels/atax.c")).read() \
+    .replace("19 + 0", "120").replace("23 + 0", "140")
+
+
 def _plan(op, mesh, plan, target="wse2", buffers=1):
     sched = mica.plans.REFERENCE_PLANS[plan](op, mesh, **({"buffers": buffers} if buffers != 1 else {}))
     return mica.compile_affine(op, mesh=mesh, target=target, schedule=sched)
@@ -88,6 +92,8 @@ CASES = {
         mica.affine.from_c(MM2, params={"n": 96}), mesh=(8, 8), target="wormhole"),
     "gemv-add-gemv 256 16x16 (three ops)": lambda: mica.compile_affine(
         mica.affine.from_c(GEMV_ADD_GEMV, params={"n": 256}), mesh=(16, 16)),
+    "atax 120x140 8x8 (nest distributed, 3 ops)": lambda: mica.compile_affine(
+        mica.affine.from_c(ATAX, params={"m": 120, "n": 140}), mesh=(8, 8)),
     "jacobi-1d 400x20 (one core)": lambda: _one_core(mica.affine.from_c(JACOBI_1D, params={"tsteps": 20, "n": 400})),
     "jacobi-2d 48x10 (one core)": lambda: _one_core(mica.affine.from_c(JACOBI_2D, params={"tsteps": 10, "n": 48})),
     "jacobi-1d 400x20 halo 16x1": lambda: _halo(mica.affine.from_c(JACOBI_1D, params={"tsteps": 20, "n": 400}), (16, 1)),
@@ -121,7 +127,7 @@ def test_model_vs_emulator(benchmark, name):
         "plan": prog.schedule.name,
     })
     TABLE[name] = (model, emu, ratio, prog.mesh_program.region.cores, s["utilisation"])
-    print(f"\n{name:38s} model {model:14,.0f}  emulator {emu:14,.0f}  ratio {ratio:.3f}  "
+    print(f"\n{name:44s} model {model:14,.0f}  emulator {emu:14,.0f}  ratio {ratio:.3f}  "
           f"({prog.mesh_program.region.cores} cores, utilisation {s['utilisation']:.1%}, "
           f"{s['contended_messages']} contended messages)")
     assert 0.9 <= ratio <= 1.1
