@@ -721,6 +721,7 @@ def write_reproducer(path: str, case: FuzzCase, out: Outcome, seed: int, index: 
             f"   replay: python -m mica.fuzz --replay {os.path.basename(path)}\n\n"
             + "\n".join("   " + ln for ln in msg.splitlines()) +
             f"\n*/\n// MICA-FUZZ {json.dumps(meta)}\n{case.source}")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)   # --out may name a new directory
     with open(path, "w") as f:
         f.write(text)
 

@@ -54,9 +54,12 @@ FORMAT_VERSION = "mica-build-2"
 #: statement reads an array that a later inner loop of the same body writes (fuzz bug 14,
 #: tests/fuzz/found/gcc-o3-loop-distribution-standalone.c): the natively compiled reference and MICA's
 #: kernels are built with the same flags, so both would be wrong alike.
+#: ``-fno-tree-ch``: with the flags above, GCC 12.2's loop header copying lets a read move after a later
+#: write of the same element in MICA's own generated loops (fuzz bug 15,
+#: tests/fuzz/found/gcc-o3-header-copying-standalone.c); about 8% of emulated matmul FLOP/s.
 DEFAULT_FLAGS: tuple[str, ...] = ("-O3", "-fno-tree-loop-vectorize", "-fno-tree-loop-distribution",
                                   "-ffp-contract=off", "-std=c11", "-fPIC", "-shared", "-pthread",
-                                  "-fno-strict-aliasing")
+                                  "-fno-strict-aliasing", "-fno-tree-ch")
 
 #: Environment variable that turns off ``-march=native`` for generated kernels (``0``, ``no``, ``off``).
 NATIVE_ENV = "MICA_NATIVE_ARCH"

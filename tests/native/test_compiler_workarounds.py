@@ -57,3 +57,32 @@ def test_gcc_loop_distribution_is_kept_off():
     prog = mica.affine.from_c(DIST, params={"n": 6})
     got = mica.compile_affine(prog, mesh=(1, 2), target="wormhole").run(ins).outputs["A"]
     np.testing.assert_array_equal(got, a)
+
+
+HEADER = '''
+void kernel(int n, int m, float beta, float A[11][11]) {
+  for (int i = 0; i < m; i++)
+    for (int j = 1; j < n; ++j) {
+      A[j + 2][i] = A[j][i + 1];
+      A[i][j + 2] = beta + A[i][j];
+    }
+}'''
+
+
+def test_gcc_loop_header_copying_is_kept_off():
+    """GCC 12.2 -O3 -fno-tree-loop-vectorize -fno-strict-aliasing miscompiles MICA's one-core kernel and
+    sequential reference of this nest (fuzz bug 15: A[10][0] read after a later write of A[8][1]);
+    every build has -fno-tree-ch. Both follow the C, checked against numpy running the same order."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((11, 11)).astype(np.float32)
+    want = A.copy()
+    for i in range(7):
+        for j in range(1, 9):
+            want[j + 2][i] = want[j][i + 1]
+            want[i][j + 2] = np.float32(0.5) + want[i][j]
+    ins = {"A": A, "beta": 0.5}
+    prog = mica.affine.from_c(HEADER, params={"n": 9, "m": 7})
+    np.testing.assert_array_equal(run_c(HEADER, "kernel", dict(ins), {"n": 9, "m": 7})["A"], want)
+    np.testing.assert_array_equal(mica.testing.run_program(prog, dict(ins))["A"], want)
+    got = mica.compile_affine(prog, mesh=(2, 4), target="wormhole").run(ins).outputs["A"]
+    np.testing.assert_array_equal(got, want)
