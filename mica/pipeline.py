@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .affine.deps import loop_kinds, reductions
-from .affine.isl_names import isl_budget
+from .affine.isl_names import count_points, isl_budget
 from .affine.program import Program
 from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
@@ -305,10 +305,11 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
     keeps the decisions of its phase in ``like``, re-derived for ``mesh`` in ``like``'s order."""
     if like is not None:
         heaviest_first = like.name == HEAVIEST_FIRST
+    memo = {} if memo is None else memo
     n = len(ops)
     order = list(range(n))
     written = frozenset(s.write.array for s in op.statements)
-    work = [sum(_instances(s) for s in g) for g in ops]
+    work = [sum(count_points(s.domain_set, {}) for s in g) for g in ops]
     heaviest = min(order, key=lambda k: (-work[k], k))
     if heaviest_first:
         order.sort(key=lambda k: (-work[k], k))
@@ -324,20 +325,11 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
             phases[k], reports[k] = derive_schedule(sub, mesh, like=like.phases[k], fixed_homes=fixed), None
         else:
             key = (tuple(s.name for s in ops[k]), frozenset(fixed.items()), resident)
-            if memo is None or key not in memo:
-                found = run_search(sub, mesh, tgt, fixed_homes=fixed, resident=resident)
-                if memo is None:
-                    memo = {}
-                memo[key] = found
+            if key not in memo:
+                memo[key] = run_search(sub, mesh, tgt, fixed_homes=fixed, resident=resident)
             phases[k], reports[k] = memo[key]
     name = HEAVIEST_FIRST if heaviest_first else "operators"
     return Schedule(mesh, (), None, (), (), name=name, phases=tuple(phases)), reports[heaviest]
-
-
-def _instances(stmt) -> int:
-    """How many times ``stmt`` runs (its domain's points)."""
-    v = stmt.domain_set.count_val()
-    return int(v.to_python()) if v.is_int() else 0
 
 
 def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:

@@ -15,15 +15,20 @@ array stay together (an initialisation ``tmp[i] = 0`` with the reduction that ac
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import islpy as isl
 
 from .deps import dependences
 from .program import Program, Statement
 
 
+@lru_cache(maxsize=64)
 def statement_graph(prog: Program) -> dict[str, set[str]]:
     """``S -> {T}``: statements with an instance depending on an instance of ``S`` (from the program's
-    flow, anti and output dependences, each a relation ``{ S[loops] -> T[loops'] }``)."""
+    flow, anti and output dependences, each a relation ``{ S[loops] -> T[loops'] }``).
+
+    Cached per program (the search splits and checks phases many times); do not modify the result."""
     edges: dict[str, set[str]] = {s.name: set() for s in prog.statements}
 
     def add(m: isl.Map) -> None:
