@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from itertools import combinations
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -25,6 +26,7 @@ from .meshir.build import build_mesh_program
 from .meshir.phases import (build_phased, fixed_homes_after, operator_program, phase_operators,
                             split_operators)
 from .meshir.ir import MeshProgram
+from .meshir.relayout import relayout_cycles, swap_home
 from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
 from .targets import Target, get_target
@@ -295,14 +297,20 @@ def operator_splits(op: Program) -> list[tuple[str, list]]:
 
 
 HEAVIEST_FIRST = "operators-heaviest-first"
+RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every combination
 
 
 def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_first: bool = False,
-                  like: Schedule | None = None, memo: dict | None = None) -> tuple[Schedule, SearchReport | None]:
+                  like: Schedule | None = None, memo: dict | None = None,
+                  relayout: bool = True) -> tuple[Schedule, SearchReport | None]:
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
-    heaviest operator's search. With ``like`` (a phased schedule), nothing is searched: every operator
-    keeps the decisions of its phase in ``like``, re-derived for ``mesh`` in ``like``'s order."""
+    heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
+    over both mesh axes is also searched with that array transposed (:func:`mica.meshir.relayout.swap_home`);
+    it takes that layout when its modelled cycles plus those of changing the layout of the arrays earlier
+    operators produced (:func:`mica.meshir.relayout.relayout_cycles`) are lower, or when only that layout
+    works. With ``like`` (a phased schedule), nothing is searched: every operator keeps the decisions of
+    its phase in ``like`` (layout changes included), re-derived for ``mesh`` in ``like``'s order."""
     if like is not None:
         heaviest_first = like.name == HEAVIEST_FIRST
     memo = {} if memo is None else memo
@@ -321,13 +329,48 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
                                   arrays=written if heaviest_first else None)
         resident = frozenset(s.write.array for g in ops[:k] for s in g)
         sub = operator_program(op, ops[k], k)
+        touched = {a.array for s in ops[k] for a in s.accesses}
+        swapped = {a: h for a, h in ((a, swap_home(fixed[a])) for a in sorted(touched & set(fixed)))
+                   if h is not None}
         if like is not None:
+            for a, h in swapped.items():      # the layouts ``like`` changed on the mesh change again
+                mine = next((m for m in like.phases[k].homes if m.array == a), None)
+                if mine is not None and [ax for ax, _ in mine.dims] == [ax for ax, _ in h.dims]:
+                    fixed[a] = h
             phases[k], reports[k] = derive_schedule(sub, mesh, like=like.phases[k], fixed_homes=fixed), None
-        else:
-            key = (tuple(s.name for s in ops[k]), frozenset(fixed.items()), resident)
+            continue
+
+        def searched(homes):
+            key = (tuple(s.name for s in ops[k]), frozenset(homes.items()), resident)
             if key not in memo:
-                memo[key] = run_search(sub, mesh, tgt, fixed_homes=fixed, resident=resident)
-            phases[k], reports[k] = memo[key]
+                try:
+                    memo[key] = run_search(sub, mesh, tgt, fixed_homes=homes, resident=resident)
+                except MicaError as exc:
+                    memo[key] = exc
+            return memo[key]
+        kept = searched(fixed)
+        best, best_cycles = kept, (kept[1].best.cycles if not isinstance(kept, MicaError) else float("inf"))
+        if relayout and swapped:
+            # The other choices: some arrays taken in their transposed layout, changed on the mesh first
+            # (every subset of up to RELAYOUT_SUBSETS arrays, else all of them at once).
+            names = sorted(swapped)
+            subsets = ([c for r in range(1, len(names) + 1) for c in combinations(names, r)]
+                       if len(names) <= RELAYOUT_SUBSETS else [tuple(names)])
+            for chosen in subsets:
+                alt = searched({**fixed, **{a: swapped[a] for a in chosen}})
+                if isinstance(alt, MicaError):
+                    continue
+                moved = sum(relayout_cycles(op, fixed[a], swapped[a], mesh, tgt) for a in chosen
+                            if a in written)
+                if alt[1].best.cycles + moved < best_cycles:
+                    why = (f"takes {', '.join(chosen)} with the mesh axes swapped ({moved:,.0f} modelled cycles "
+                           f"to transpose the blocks on the mesh first, {alt[1].best.cycles:,.0f} to run)"
+                           if moved else f"takes {', '.join(chosen)} with the mesh axes swapped (loaded so)")
+                    best = (alt[0].copy(reasons=alt[0].reasons + (why,)), alt[1])
+                    best_cycles = alt[1].best.cycles + moved
+        if isinstance(best, MicaError):
+            raise best
+        phases[k], reports[k] = best
     name = HEAVIEST_FIRST if heaviest_first else "operators"
     return Schedule(mesh, (), None, (), (), name=name, phases=tuple(phases)), reports[heaviest]
 

@@ -22,6 +22,7 @@ from ..targets import Target
 from ..tiling.schedule import Schedule
 from ..comm.halo import merge_widths
 from .build import ALIGN, build_mesh_program
+from .relayout import transpose
 from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram,
                  Multicast, Region, RegionTensor, RingShift, Shift)
 
@@ -112,6 +113,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     skew = None
     colours = 0
     x1 = y1 = 1
+    mesh_region = Region("mesh", 0, sched.mesh[0], 0, sched.mesh[1])
     built = _build_operators(prog, ops, sched, target, {})
     widths = shared_ghosts(built)
     if widths:
@@ -123,6 +125,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
             skew = mp.skew
         prefix = f"p{k}_"
         names: dict[str, str] = {}
+        relayouts: list = []
         for t in mp.tensors:
             shared = homes.get(t.array)
             if t.role in ("home", "partial") and t.name == t.array:
@@ -133,9 +136,22 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
                     continue
                 if shared is not None:
                     if shared.box != t.box:
-                        raise ScheduleError(
-                            f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
-                            f"previous operator left it as {[str(d) for d in shared.box]}")
+                        # Produced data in another layout: transposed on the mesh (or a clear error).
+                        try:
+                            dst = _rename_tensor(t, prefix + t.name)
+                            lanes, kers, rops = transpose(shared, dst, f"{prefix}{t.array}_", mesh_region, target)
+                        except ScheduleError as exc:
+                            raise ScheduleError(
+                                f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
+                                f"previous operator left it as {[str(d) for d in shared.box]}: {exc}") from None
+                        for lane in (dst, *lanes):
+                            tensors[lane.name] = lane
+                        kernels += kers
+                        relayouts += rops
+                        colours = max(colours, 4)
+                        homes[t.array] = dst
+                        names[t.name] = dst.name
+                        continue
                     names[t.name] = shared.name
                     continue
                 new = t.name if t.name not in tensors else prefix + t.name
@@ -152,6 +168,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
         def ker(n, prefix=prefix):
             return prefix + n
         kernels += [_rename_kernel(kn, buf, ker, prefix) for kn in mp.kernels]
+        body += relayouts
         for op in _rename_ops(mp.body, buf, ker):
             if isinstance(op, HostLoad):
                 if op.array not in prog.inputs:

@@ -1,0 +1,118 @@
+"""Layout changes on the mesh: produced data transposed block by block between operators."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import mica
+from mica.errors import ScheduleError
+from mica.meshir.ir import HostLoad, HostStore, Shift
+from mica.meshir.relayout import home_tensor, relayout_cycles, swap_home, transpose_blocks, transpose_program
+from mica.meshir.verify import verify
+from mica.pipeline import CompiledProgram
+from mica.targets import get_target
+from mica.testing import run_c
+from mica.tiling.cost import estimate
+from mica.tiling.mapping import derive_schedule
+from mica.tiling.schedule import Home
+
+
+def _chain(n: int, ctype: str = "double") -> str:
+    """T = A B; D = T^T + C; C = D T: the second operator reads T transposed, the third wants it back."""
+    return f'''
+void chain({ctype} A[{n}][{n}], {ctype} B[{n}][{n}], {ctype} C[{n}][{n}], {ctype} T[{n}][{n}], {ctype} D[{n}][{n}]) {{
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) D[i][j] = T[j][i] + C[i][j];
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    C[i][j] = 0; for (int k = 0; k < {n}; k++) C[i][j] += D[i][k] * T[k][j]; }}
+}}'''
+
+
+@pytest.mark.parametrize("n, mesh", [(12, (4, 4)), (13, (4, 4)), (10, (3, 3)), (9, (2, 2)), (29, (7, 7))])
+def test_produced_data_is_transposed_on_the_mesh(n, mesh):
+    src = _chain(n)
+    compiled = mica.compile_affine(src, mesh=mesh)
+    assert len(compiled.schedule.phases) == 3 and compiled.mesh_program.region.cores > 1
+    text = compiled.meshir
+    assert "T_lane_E" in text and "host_load T" not in text      # on the fabric, not through the host
+    rng = np.random.default_rng(n)
+    ins = {k: rng.standard_normal((n, n)) for k in "ABC"}
+    want = run_c(src, "chain", dict(ins, T=np.zeros((n, n)), D=np.zeros((n, n))))
+    got = compiled.run(ins).outputs
+    for k in ("T", "D", "C"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-12)
+    assert any("mesh axes swapped" in r for p in compiled.schedule.phases for r in p.reasons)
+
+
+def test_a_transposed_plan_round_trips_and_retargets():
+    src = _chain(12, "float")
+    compiled = mica.compile_affine(src, mesh=(4, 4))
+    back = mica.Schedule.from_json(compiled.schedule.to_json())
+    assert mica.compile_affine(src, mesh=(4, 4), schedule=back).meshir == compiled.meshir
+    bigger = compiled.retarget((6, 6))
+    assert "T_lane_E" in bigger.meshir
+    rng = np.random.default_rng(3)
+    ins = {k: rng.standard_normal((12, 12)).astype(np.float32) for k in "ABC"}
+    want = run_c(src, "chain", dict(ins, T=np.zeros((12, 12), np.float32), D=np.zeros((12, 12), np.float32)))
+    got = bigger.run(ins).outputs
+    for k in ("T", "D", "C"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4)
+
+
+COPY = '''
+void copy(double A[%d][%d], double T[%d][%d]) {
+  for (int i = 0; i < %d; i++) for (int j = 0; j < %d; j++) T[i][j] = A[i][j];
+}'''
+
+
+@pytest.mark.parametrize("shape, side, tiles", [((12, 12), 4, (3, 3)), ((13, 11), 4, (4, 3)),
+                                                ((5, 7), 1, (5, 7)), ((6, 6), 2, (3, 3)), ((20, 10), 5, (4, 2))])
+def test_transpose_alone_moves_every_block_to_its_mirror_core(shape, side, tiles):
+    """The bare transposition: A loaded in one layout, stored from the other; every element survives."""
+    m, k = shape
+    prog = mica.affine.from_c(COPY % (m, k, m, k, m, k))
+    prog = replace(prog, outputs=("A",))
+    tgt = get_target("wse2")
+    src = home_tensor(prog, Home("A", (("y", tiles[0]), ("x", tiles[1]))))
+    dst = home_tensor(prog, Home("A", (("x", tiles[0]), ("y", tiles[1]))), "A_t")
+    assert transpose_blocks(src, dst) == side
+    mp = transpose_program(src, dst, (side + 1, side + 2), tgt)
+    mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", mp.region)))
+    verify(mp, tgt)
+    # every move of the transposition is a one-hop shift
+    shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
+    assert all(isinstance(c, Shift) and c.max_hops == 1 for c in shifts) and (len(shifts) > 0) == (side > 1)
+    sched = derive_schedule(prog, mp.mesh, assignment=[], name="one-core")
+    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
+    a = np.random.default_rng(1).standard_normal(shape)
+    np.testing.assert_array_equal(compiled.run({"A": a}).outputs["A"], a)
+
+
+def test_transposition_cost_grows_linearly_with_the_mesh_side():
+    """2n - 2 steps of one-hop shifts: doubling the side about doubles the cycles (not quadruples)."""
+    tgt = get_target("wse2")
+    cycles = {}
+    for side in (8, 16, 32):
+        prog = mica.affine.from_c(COPY % ((side * 4,) * 6))
+        cycles[side] = relayout_cycles(prog, Home("A", (("y", 4), ("x", 4))), Home("A", (("x", 4), ("y", 4))),
+                                       (side, side), tgt)
+    assert cycles[8] < cycles[16] < cycles[32]
+    assert 1.6 < cycles[16] / cycles[8] < 2.6 and 1.6 < cycles[32] / cycles[16] < 2.6
+
+
+def test_layouts_that_are_not_a_block_transposition_are_refused_clearly():
+    prog = mica.affine.from_c(COPY % ((12,) * 6))
+    src = home_tensor(prog, Home("A", (("y", 3), ("x", 3))))
+    with pytest.raises(ScheduleError, match="tiles differ"):
+        transpose_blocks(src, home_tensor(prog, Home("A", (("x", 4), ("y", 3)))))
+    with pytest.raises(ScheduleError, match="square"):
+        transpose_blocks(home_tensor(prog, Home("A", (("y", 3), ("x", 6)))),
+                         home_tensor(prog, Home("A", (("x", 3), ("y", 6)))))
+    with pytest.raises(ScheduleError, match="transposition of blocks"):
+        transpose_blocks(src, home_tensor(prog, Home("A", (("y", 3), (None, 12)))))
+    assert swap_home(Home("A", (("y", 3), (None, 12)), (("x", 0),))) is None
+    assert swap_home(Home("A", (("y", 3), ("x", 4)))) == Home("A", (("x", 3), ("y", 4)))
+    assert relayout_cycles(prog, Home("A", (("y", 3), ("x", 6))), Home("A", (("x", 3), ("y", 6))),
+                           (4, 4), get_target("wse2")) == float("inf")
