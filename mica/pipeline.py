@@ -348,6 +348,11 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
                 except MicaError as exc:
                     memo[key] = exc
             return memo[key]
+        def transposition(a):
+            key = ("relayout", fixed[a], swapped[a])
+            if key not in memo:
+                memo[key] = relayout_cycles(op, fixed[a], swapped[a], mesh, tgt)
+            return memo[key]
         kept = searched(fixed)
         best, best_cycles = kept, (kept[1].best.cycles if not isinstance(kept, MicaError) else float("inf"))
         if relayout and swapped:
@@ -360,8 +365,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
                 alt = searched({**fixed, **{a: swapped[a] for a in chosen}})
                 if isinstance(alt, MicaError):
                     continue
-                moved = sum(relayout_cycles(op, fixed[a], swapped[a], mesh, tgt) for a in chosen
-                            if a in written)
+                moved = sum(transposition(a) for a in chosen if a in written)
                 if alt[1].best.cycles + moved < best_cycles:
                     why = (f"takes {', '.join(chosen)} with the mesh axes swapped ({moved:,.0f} modelled cycles "
                            f"to transpose the blocks on the mesh first, {alt[1].best.cycles:,.0f} to run)"

@@ -63,6 +63,12 @@ def _splits(tilings: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int,
     return [(a, b) for a, b in zip(pts, pts[1:]) if a < b]
 
 
+def home_box(shape: tuple[int, ...], home) -> tuple[BoxDim, ...]:
+    """The per-core box of an array of ``shape`` under ``home``: block-tiled on its mesh axes, whole
+    elsewhere (no ghost zones)."""
+    return tuple(BoxDim(a, t, n) if a else BoxDim(None, n, n) for (a, t), n in zip(home.dims, shape))
+
+
 class _Builder:
     """Accumulates tensors, kernels and ops while the pass runs (the only mutable state of the pass)."""
 
@@ -106,10 +112,8 @@ class _Builder:
 
     # -- tensors -------------------------------------------------------------------------------------
     def home_box(self, array: str) -> tuple[tuple[BoxDim, ...], dict[str, int]]:
-        arr = self.prog.array(array)
         home = self.sched.home(array)
-        box = tuple(BoxDim(a, t, n) if a else BoxDim(None, n, n) for (a, t), n in zip(home.dims, arr.shape))
-        return box, dict(home.pin)
+        return home_box(self.prog.array(array).shape, home), dict(home.pin)
 
     def home_region(self, array: str) -> Region:
         box, pins = self.home_box(array)

@@ -39,6 +39,7 @@ from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
 from ..tiling.schedule import Home
+from .build import home_box
 from .ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                  Region, RegionTensor, Shift)
 
@@ -202,9 +203,8 @@ def transpose_program(src: RegionTensor, dst: RegionTensor, mesh: tuple[int, int
 def home_tensor(prog, home: Home, name: str | None = None) -> RegionTensor:
     """The home buffer ``home`` gives its array of ``prog`` (a plain block box, no ghost zones)."""
     arr = prog.array(home.array)
-    box = tuple(BoxDim(a, t, n) if a else BoxDim(None, n, n) for (a, t), n in zip(home.dims, arr.shape))
     return RegionTensor(name or home.array, home.array, arr.dtype, arr.elem_bytes, Region("work", 0, 1, 0, 1),
-                        box, "home", "")
+                        home_box(arr.shape, home), "home", "")
 
 
 def relayout_cycles(prog, home_from: Home, home_to: Home, mesh: tuple[int, int], target: Target) -> float:
