@@ -25,8 +25,9 @@ from .errors import MicaError
 from .meshir.build import build_mesh_program
 from .meshir.phases import (build_phased, fixed_homes_after, operator_program, phase_operators,
                             split_operators)
-from .meshir.ir import MeshProgram
-from .meshir.relayout import relayout_cycles, swap_home
+from .meshir.ir import HostLoad, MeshProgram
+from .meshir.homes import swap_home
+from .meshir.relayout import relayout_cycles
 from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
 from .targets import Target, get_target
@@ -93,6 +94,14 @@ class CompiledProgram:
         """Why this plan: the mapping decisions and, when it was searched, every candidate considered
         with its modelled cycles or the reason it was rejected."""
         out = self.schedule.explain()
+        mp = self.mesh_program
+        loaded = {op.buffer for op in mp.body if isinstance(op, HostLoad)}
+        for t in mp.tensors:
+            if t.role == "mirror":
+                how = ("loaded from the host in that layout" if t.name in loaded else
+                       "transposed on the mesh block by block from the home an earlier operator left")
+                out += (f"\n{t.array} is also read with its mesh axes swapped: a second home {t.name} "
+                        f"[{', '.join(str(d) for d in t.box)}], {how}")
         if self.search_report is not None:
             out += "\n" + self.search_report.table()
         return out
@@ -306,7 +315,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
     heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
-    over both mesh axes is also searched with that array transposed (:func:`mica.meshir.relayout.swap_home`);
+    over both mesh axes is also searched with that array transposed (:func:`mica.meshir.homes.swap_home`);
     it takes that layout when its modelled cycles plus those of changing the layout of the arrays earlier
     operators produced (:func:`mica.meshir.relayout.relayout_cycles`) are lower, or when only that layout
     works. With ``like`` (a phased schedule), nothing is searched: every operator keeps the decisions of

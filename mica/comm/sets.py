@@ -133,6 +133,7 @@ class CommPlan:
     max_hops: int = 0
     recv_box: tuple[BoxDim, ...] = ()
     relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
+    source: str = ""            # the buffer the data is read from or sent from ("": the array's home)
 
 
 def is_local(need: isl.Map, own: isl.Map) -> bool:

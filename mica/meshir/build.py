@@ -7,7 +7,9 @@
    adds receive buffers and :class:`Exchange` ops with routes from :mod:`mica.comm.routes`; a read that
    reaches into the neighbours' blocks is a halo (:mod:`mica.comm.halo`): the home gets ghost zones,
    filled by the host load for read-only arrays and by strip exchanges just before the reading statement
-   for produced ones (:func:`halo_exchange`);
+   for produced ones (:func:`halo_exchange`); a read of a 2D array in the other orientation (``T[j][i]``
+   next to ``T[i][j]``) goes through a *mirror*, a second home with the mesh axes swapped, loaded so from
+   the host or transposed on the mesh from the home an earlier operator left;
 3. turns every statement into a :class:`Kernel` whose domain is the instances a core runs at a step,
    split into region classes where tile extents are constant (interior, last partial row/column);
 4. combines reductions spread across cores with a chain of one-hop shifts towards coordinate 0;
@@ -41,6 +43,8 @@ from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_rou
 from ..comm.halo import check_covered, ghosted_box, halo_widths, held_map, merge_widths, strip_relation, strips
 from ..comm.sets import (CommPlan, box_map, classify, classify_ring, is_local, need_map,
                          ownership_map, placement_constraints)
+from .homes import home_box, swap_home
+from .relayout import transpose
 from .ir import (ARENA_ALIGN, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
                  MeshProgram, Multicast, Rect, Region, RegionTensor, RingShift, Shift, Skew)
 
@@ -61,12 +65,6 @@ def _splits(tilings: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int,
                 cuts.add(c)
     pts = sorted(cuts)
     return [(a, b) for a, b in zip(pts, pts[1:]) if a < b]
-
-
-def home_box(shape: tuple[int, ...], home) -> tuple[BoxDim, ...]:
-    """The per-core box of an array of ``shape`` under ``home``: block-tiled on its mesh axes, whole
-    elsewhere (no ghost zones)."""
-    return tuple(BoxDim(a, t, n) if a else BoxDim(None, n, n) for (a, t), n in zip(home.dims, shape))
 
 
 class _Builder:
@@ -117,6 +115,11 @@ class _Builder:
 
     def home_region(self, array: str) -> Region:
         box, pins = self.home_box(array)
+        return self.box_region(array, box, pins)
+
+    def box_region(self, array: str, box: tuple[BoxDim, ...], pins: dict[str, int]) -> Region:
+        """The cores holding a block of ``array`` under ``box`` (pinned axes at ``pins``); raises
+        :class:`ScheduleError` when they reach beyond the cores with work."""
         r = {"x": (self.region.x0, self.region.x1), "y": (self.region.y0, self.region.y1)}
         for d in box:
             if d.coord in ("x", "y"):
@@ -254,6 +257,47 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     ghosts: dict[str, tuple[tuple[int, int], ...]] = {a: w for a, w in (ghost_widths or {}).items()
                                                       if a in b.tensors and a not in ring_arrays}
 
+    mirrors: dict[str, tuple] = {}      # array -> (mirror buffer, host load or None, transposition ops)
+
+    def mirror_plan(stmt: Statement, acc, need, what: str) -> CommPlan | None:
+        """The plan reading ``acc`` through its array's *mirror* — a second home with the two mesh axes
+        swapped (same tiles), for a statement that reads an array in both orientations (``T + Tᵀ``,
+        ``Tᵀ T``) — or None when there is none (not a 2D block home, written here, outside the cores with
+        work, not local or a row/column multicast either, or a produced array whose blocks cannot be
+        transposed on the mesh). An input's mirror is loaded from the host in that layout; an array an
+        earlier operator left on the mesh (``resident``) is transposed into it block by block
+        (:func:`mica.meshir.relayout.transpose`) before the operator's first statement. The array is not
+        written by this operator, so the mirror stays equal to the home."""
+        arr = prog.array(acc.array)
+        swapped = swap_home(sched.home(acc.array))
+        if swapped is None or acc.array in written:
+            return None
+        mbox = home_box(arr.shape, swapped)
+        try:
+            region = b.box_region(acc.array, mbox, {})
+            plan = classify(arr, acc.ref, need, ownership_map(arr, mbox, region, {}), mbox, what)
+        except (CommError, ScheduleError):
+            return None
+        if acc.array not in mirrors:
+            name = f"{acc.array}_mirror"
+            while name in b.tensors or any(a.name == name for a in prog.arrays):
+                name += "_"
+            t = RegionTensor(name, acc.array, arr.dtype, arr.elem_bytes, b.region, mbox, "mirror",
+                             str(ownership_map(arr, mbox, region, {})))
+            if acc.array in resident:
+                try:
+                    lanes, kers, ops = transpose(b.tensors[acc.array], t, f"{name}_", b.region, target)
+                except ScheduleError:
+                    return None
+                for lane in lanes:
+                    b.tensors[lane.name] = lane
+                b.kernels.extend(kers)
+                mirrors[acc.array] = (name, None, ops)
+            else:
+                mirrors[acc.array] = (name, HostLoad(name, acc.array, region), [])
+            b.tensors[name] = t
+        return replace(plan, source=mirrors[acc.array][0])
+
     def plan_reads(stmt: Statement):
         """Buffers each access of ``stmt`` uses, the multicasts that fill receive buffers, and the ghost
         widths of the produced arrays it reads from neighbours (exchanged just before it)."""
@@ -280,6 +324,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                     plan = classify(arr, acc.ref, need, own, box, what)
                 except CommError as exc:
                     plan_error = exc
+                    plan = mirror_plan(stmt, acc, need, what)
             elif is_local(need, own):
                 plan = CommPlan("local", acc.array, acc.ref)
             if plan is None:
@@ -300,7 +345,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                     halos[acc.array] = merge_widths(halos.get(acc.array, widths), widths)
                 continue
             if plan.kind == "local":
-                buffers[acc.ref] = acc.array
+                buffers[acc.ref] = plan.source or acc.array
                 continue
             name = f"{acc.array}_recv"
             n = 1
@@ -368,7 +413,8 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
             steps = step.steps if (step is not None and r.terms) else 1
             roots = (r.evaluate({"t": 0}), r.evaluate({"t": steps - 1}))
             reach = max(max(roots) - span[0], span[1] - 1 - min(roots))
-            ops.append(Multicast(f"{plan.array}->{dst}", plan.array, plan.array, dst, axis, r, senders,
+            ops.append(Multicast(f"{plan.source or plan.array}->{dst}", plan.array, plan.source or plan.array,
+                                 dst, axis, r, senders,
                                  b.region.rect, colour, multicast_routes(axis, r, span, across, colour),
                                  max(plan.max_hops, reach), plan.relation))
         return Exchange(name, tuple(ops))
@@ -468,6 +514,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                               distance)
                 body.append(Loop("s", count, (Exchange(f"reduce_{part.array}_{axis}_{what}", (shift,)),
                                               Compute(acc.name, receivers))))
+    # Mirrors: loaded from the host with the other loads, or transposed on the mesh right after them.
+    body[ring_loads:ring_loads] = ([load for _, load, _ in mirrors.values() if load is not None]
+                                   + [op for _, _, ops in mirrors.values() for op in ops])
     for name in rings:
         body.insert(ring_loads, HostLoad(name, b.tensors[name].array, b.region))
     emit_statements(post, body)
@@ -476,7 +525,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
 
     # Homes read across their blocks get ghost zones (every distributed dimension a window). A multicast
     # sends its root's whole home box, so an array cannot be both multicast and ghosted.
-    both = sorted(set(ghosts) & {c.array for op, _ in _walk(body) if isinstance(op, Exchange)
+    both = sorted(set(ghosts) & {c.src for op, _ in _walk(body) if isinstance(op, Exchange)
                                  for c in op.ops if isinstance(c, Multicast)})
     if both:
         raise CommError(f"{', '.join(both)} would be read both by multicasts and through ghost zones; "

@@ -206,7 +206,8 @@ class RegionTensor:
     """A per-core buffer: ``array``'s box ``box`` on every core of ``region``, at ``offset`` in the arena.
 
     ``role`` is ``home`` (where the array lives; loaded from / stored to the host), ``recv`` (a received
-    panel) or ``partial`` (a partial result combined across cores). ``ownership`` is the isl relation
+    panel), ``partial`` (a partial result combined across cores) or ``mirror`` (a read-only second home of a
+    2D array with the mesh axes swapped, for reads in the other orientation). ``ownership`` is the isl relation
     ``{ core[x, y] -> A[a...] }`` (with parameter ``t`` for buffers whose contents change per step).
 
     ``slots = 2``: a double buffer — the box is held twice, one slot per step parity, so a prefetched

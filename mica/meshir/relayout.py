@@ -39,21 +39,11 @@ from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
 from ..tiling.schedule import Home
-from .build import home_box
+from .homes import home_box
 from .ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                  Region, RegionTensor, Shift)
 
 T = Lin(0, (("t", 1),))
-
-
-def swap_home(home: Home) -> Home | None:
-    """``home`` with its two distributed dimensions on the swapped mesh axes (same tiles), or None when it
-    is not a 2D block distribution over both axes (the only layout change :func:`transpose` performs)."""
-    axes = [a for a, _ in home.dims]
-    if len(home.dims) != 2 or sorted(a for a in axes if a) != ["x", "y"]:
-        return None
-    swap = {"x": "y", "y": "x"}
-    return Home(home.array, tuple((swap[a], t) for a, t in home.dims), ())
 
 
 def transpose_blocks(src: RegionTensor, dst: RegionTensor) -> int:
