@@ -259,19 +259,30 @@ def search_operators(op: Program, mesh, tgt: Target,
         one_line = f"one core: {str(exc).splitlines()[0][:200]}"
     tried: list[tuple[float, str, Schedule | None, SearchReport | None]] = []
     memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
-    for split_name, ops in splits:
-        for heaviest in (False, True):
-            how = f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
-            try:
-                phased, report = map_operators(op, ops, mesh, tgt, heaviest_first=heaviest, memo=memo)
-                phased = phased.copy(reasons=(f"{how}, one after another",))
-                cost = estimate(build(op, phased, tgt), tgt).total_cycles
-            except MicaError as exc:
-                tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
-                continue
-            tried.append((cost, how, phased, report))
-            if len(ops) == 1:
-                break                    # one operator: the order does not matter
+    side = min(mesh)
+    # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
+    # square, so a later one cannot transpose its result), the largest square of cores is tried too.
+    for grid in ((mesh, (side, side)) if mesh[0] != mesh[1] else (mesh,)):
+        if grid != mesh and any(t[2] is not None for t in tried):
+            break
+        on = "" if grid == mesh else f" on the {side}x{side} square of the mesh"
+        for split_name, ops in splits:
+            for heaviest in (False, True):
+                how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
+                       + on)
+                try:
+                    phased, report = map_operators(op, ops, grid, tgt, heaviest_first=heaviest,
+                                                   memo=memo if grid == mesh else {})
+                    if grid != mesh:
+                        phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
+                    phased = phased.copy(reasons=(f"{how}, one after another",))
+                    cost = estimate(build(op, phased, tgt), tgt).total_cycles
+                except MicaError as exc:
+                    tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+                    continue
+                tried.append((cost, how, phased, report))
+                if len(ops) == 1:
+                    break                    # one operator: the order does not matter
     lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
              for c, how, s, _ in tried]
     lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")

@@ -3,8 +3,8 @@
 Three small pieces, in the spirit of TVM's meta-schedule protocols:
 
 * :func:`space` (the space generator) lists :class:`Decisions`: which loops go to which mesh axes, how
-  many cores to use along each (sub-rectangles), how a step loop's panels move (SUMMA multicasts, Cannon
-  ring shifts, interleaved ≤2-hop ring shifts), whether they are double-buffered (the next step's panels
+  many cores to use along each (sub-rectangles; square grids on a rectangular mesh), how a step loop's
+  panels move (SUMMA multicasts, Cannon ring shifts, interleaved ≤2-hop ring shifts), whether they are double-buffered (the next step's panels
   travel while this step computes, at the price of a second receive slot in SRAM) and how reductions
   across cores combine (chain, or a two-level tree with a group size);
 * :func:`evaluate` (the runner) turns decisions into a schedule, builds its MeshIR — which is where the
@@ -147,6 +147,13 @@ def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
             for lp, ax in assignment:
                 for c in _core_options(side, loop_extent(main, lp)):
                     combos.append({"x": c, "y": c, "ring": 1})
+        if len(assignment) == 2 and dims["x"] != dims["y"]:
+            # Square grids on a rectangular mesh too: equal tiles on both axes let a statement read a
+            # square array both ways (through a mirror home) and a later operator transpose it on the mesh.
+            side = min(dims["x"], dims["y"])
+            for lp, ax in assignment:
+                for c in _core_options(side, loop_extent(main, lp)):
+                    combos.append({"x": c, "y": c})
         for blocks in combos:
             skews = ["none"]
             if blocks.pop("ring", None):

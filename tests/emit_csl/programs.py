@@ -26,6 +26,14 @@ void jacobi(int tsteps, int n, float A[14][14], float B[14][14]) {
 }'''
 
 
+SYMMETRISE = '''
+void symmetrise(float A[12][12], float B[12][12], float T[12][12], float D[12][12]) {
+  for (int i = 0; i < 12; i++) for (int j = 0; j < 12; j++) {
+    T[i][j] = 0.0f; for (int k = 0; k < 12; k++) T[i][j] += A[i][k] * B[k][j]; }
+  for (int i = 0; i < 12; i++) for (int j = 0; j < 12; j++) D[i][j] = T[i][j] + T[j][i];
+}'''
+
+
 def jacobi_halo(mesh: tuple[int, int], target: str):
     op = mica.affine.from_c(JACOBI, params={"tsteps": 3, "n": 14})
     return mica.compile_affine(op, mesh=mesh, target=target, schedule=mica.plans.halo(op, mesh))
@@ -64,11 +72,15 @@ def program(name: str, target: str):
     if name == "jacobi_halo_5x4":
         # past 3x3 (not golden): every core has neighbours on all four sides in both directions' parities
         return jacobi_halo((5, 4), target)
+    if name == "symmetrise_mirror":
+        # T = A B, then D = T + T^T: T is transposed on the fabric into a mirror home (one-hop conveyor)
+        return mica.compile_affine(mica.affine.from_c(SYMMETRISE), mesh=(4, 4), target=target)
     raise KeyError(name)
 
 
 GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktree", "two_ops", "jacobi_halo")
-ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single")
+ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single",
+                "symmetrise_mirror")
 
 
 @lru_cache(maxsize=None)

@@ -47,6 +47,19 @@ def test_produced_data_is_transposed_on_the_mesh(n, mesh):
     assert "mesh axes swapped" in compiled.explain()
 
 
+@pytest.mark.parametrize("n, mesh", [(12, (5, 3)), (13, (3, 5))])
+def test_on_a_rectangular_mesh_the_chain_runs_on_its_largest_square(n, mesh):
+    src = _chain(n)
+    compiled = mica.compile_affine(src, mesh=mesh)
+    assert len(compiled.schedule.phases) == 3 and compiled.mesh_program.region.cores == min(mesh) ** 2
+    rng = np.random.default_rng(n)
+    ins = {k: rng.standard_normal((n, n)) for k in "ABC"}
+    want = run_c(src, "chain", dict(ins, T=np.zeros((n, n)), D=np.zeros((n, n))))
+    got = compiled.run(ins).outputs
+    for k in ("T", "D", "C"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-12)
+
+
 def test_a_transposed_plan_round_trips_and_retargets():
     src = _chain(12, "float")
     compiled = mica.compile_affine(src, mesh=(4, 4))
