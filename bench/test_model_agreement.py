@@ -56,6 +56,14 @@ void chain(double A[96][96], double B[96][96], double C[96][96], double T[96][96
     C[i][j] = 0; for (int k = 0; k < 96; k++) C[i][j] += D[i][k] * T[k][j]; }
 }'''
 
+GRAM = '''
+void gram(double A[96][96], double B[96][96], double T[96][96], double D[96][96]) {
+  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) {
+    T[i][j] = 0; for (int k = 0; k < 96; k++) T[i][j] += A[i][k] * B[k][j]; }
+  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) {
+    D[i][j] = T[i][j] + T[j][i]; for (int k = 0; k < 96; k++) D[i][j] += T[k][i] * T[k][j]; }
+}'''
+
 
 ATAX = open(__file__.replace("bench/test_model_agreement.py", "tests/frontend/kernels/atax.c")).read() \
     .replace("19 + 0", "120").replace("23 + 0", "140")
@@ -104,6 +112,7 @@ CASES = {
         mica.affine.from_c(GEMV_ADD_GEMV, params={"n": 256}), mesh=(16, 16)),
     "matmul -> transposed read -> matmul 96^2 8x8 (T transposed on the mesh)": lambda: mica.compile_affine(
         TRANSPOSED_CHAIN, mesh=(8, 8)),
+    "matmul -> T + Tt + Tt T 96^2 8x8 (T mirrored on the mesh)": lambda: mica.compile_affine(GRAM, mesh=(8, 8)),
     "atax 120x140 8x8 (nest distributed, 3 ops)": lambda: mica.compile_affine(
         mica.affine.from_c(ATAX, params={"m": 120, "n": 140}), mesh=(8, 8)),
     "jacobi-1d 400x20 (one core)": lambda: _one_core(mica.affine.from_c(JACOBI_1D, params={"tsteps": 20, "n": 400})),

@@ -8,7 +8,9 @@ read it in place or through the usual derived communication (a multicast from th
 no data goes back through the host. :func:`build_phased` builds each operator's MeshIR with the pass of
 :mod:`mica.meshir.build` and merges them: buffers of one operator are renamed ``p<k>_...`` unless they are
 an array's shared home, kernels are renamed likewise, every input is loaded once per layout before the
-first operator, and every output is stored from the home the last operator that writes it left.
+first operator, and every output is stored from the home the last operator that writes it left. The
+arena is laid out by liveness (:func:`lay_out`): the receive buffers, rings and lanes of operators that
+never run at once share bytes, so the program needs the SRAM of its busiest operator, not of all of them.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.schedule import Schedule
 from ..comm.halo import merge_widths
-from .build import ALIGN, build_mesh_program
+from .build import build_mesh_program
 from .relayout import transpose
-from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram,
-                 Multicast, Region, RegionTensor, RingShift, Shift)
+from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
+                 RegionTensor)
 
 
 def split_operators(prog: Program, fine: bool = False) -> list[tuple[Statement, ...]]:
@@ -114,6 +116,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     colours = 0
     x1 = y1 = 1
     mesh_region = Region("mesh", 0, sched.mesh[0], 0, sched.mesh[1])
+    live: dict[str, set[int]] = {}               # buffer -> the operators that use it (see lay_out)
     built = _build_operators(prog, ops, sched, target, {})
     widths = shared_ghosts(built)
     if widths:
@@ -146,6 +149,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
                                 f"previous operator left it as {[str(d) for d in shared.box]}: {exc}") from None
                         for lane in (dst, *lanes):
                             tensors[lane.name] = lane
+                            live.setdefault(lane.name, set()).add(k)
                         kernels += kers
                         relayouts += rops
                         colours = max(colours, 4)
@@ -161,6 +165,9 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
             else:
                 names[t.name] = prefix + t.name
                 tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
+
+        for n in names.values():
+            live.setdefault(n, set()).add(k)
 
         def buf(n, names=names):
             return names[n]
@@ -188,17 +195,42 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
         x1, y1 = max(x1, mp.region.x1), max(y1, mp.region.y1)
     stores = [HostStore(last_writer[n][0], n, last_writer[n][1]) for n in prog.outputs if n in last_writer]
     region = Region("work", 0, x1, 0, y1)
-    offset = 0
-    laid = []
-    for t in tensors.values():
-        laid.append(replace(t, offset=offset))
-        offset += t.alloc_bytes                     # a double buffer reserves both slots
+    for ld in loads:
+        live.setdefault(ld.buffer, set()).add(0)        # loaded before the first operator
+    for st in stores:
+        live.setdefault(st.buffer, set()).add(len(built))   # read back after the last one
+    spans = {n: (min(live.get(n, {0})), max(live.get(n, {len(built)}))) for n in tensors}
+    laid, offset = lay_out(list(tensors.values()), spans)
     if offset > target.sram_bytes:
-        parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "") for t in laid)
-        raise SramError(f"{prog.name}: its operators need {offset} bytes per core together ({parts}); target "
+        parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "")
+                          + (f" (operators {spans[t.name][0]}-{spans[t.name][1]})"
+                             if spans[t.name] != (0, len(built)) else "") for t in laid)
+        raise SramError(f"{prog.name}: its operators need {offset} bytes per core at the peak ({parts}); target "
                         f"{target.name} has {target.sram_bytes} bytes of SRAM per core")
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(kernels),
                        tuple(loads + body + stores), offset, tuple(n for n, _ in prog.scalars), colours, skew)
+
+
+def lay_out(tensors: list[RegionTensor], spans: dict[str, tuple[int, int]]) -> tuple[list[RegionTensor], int]:
+    """Arena offsets for ``tensors`` and the arena's size: two buffers whose spans — the first and last
+    operator that use them, ``spans[name]`` (loaded buffers from 0, stored ones to one past the last) —
+    overlap never share a byte; buffers of operators that never run at once may (the receive buffers,
+    rings and lanes of one operator reuse another's). First fit in the given order: when every span
+    overlaps, the buffers lie one after another as listed. Offsets stay multiples of the arena
+    alignment (every ``alloc_bytes`` is one)."""
+    placed: list[tuple[int, int, tuple[int, int]]] = []
+    laid = []
+    for t in tensors:
+        lo, hi = spans[t.name]
+        busy = sorted((a, b) for a, b, (l2, h2) in placed if l2 <= hi and lo <= h2)
+        at = 0
+        for a, b in busy:
+            if at + t.alloc_bytes <= a:
+                break
+            at = max(at, b)
+        placed.append((at, at + t.alloc_bytes, (lo, hi)))
+        laid.append(replace(t, offset=at))
+    return laid, max((b for _, b, _ in placed), default=0)
 
 
 def _build_operators(prog: Program, ops, sched: Schedule, target: Target, ghosts: dict) -> list[MeshProgram]:
