@@ -270,8 +270,10 @@ def _box_count(s: isl.Set) -> int | None:
     """The number of points of ``s`` when it has no parameters and is a box (the product of its
     dimensions' ranges), else None. isl's ``count_val`` enumerates points, which a 2048^3 matmul domain
     makes take seconds; a box is counted in constant time."""
-    if s.dim(isl.dim_type.param) or s.is_empty():
-        return 0 if s.is_empty() else None
+    if s.is_empty():
+        return 0
+    if s.dim(isl.dim_type.param):
+        return None
     box = isl.Set.universe(s.get_space())
     n = 1
     for i in range(s.dim(isl.dim_type.set)):

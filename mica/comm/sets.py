@@ -135,6 +135,11 @@ class CommPlan:
     relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
     source: str = ""            # the buffer the data is read from or sent from ("": the array's home)
 
+    @property
+    def buffer(self) -> str:
+        """The buffer the data is read from or sent from: ``source``, else the array's home."""
+        return self.source or self.array
+
 
 def is_local(need: isl.Map, own: isl.Map) -> bool:
     """Every core owns all it needs: ``need ⊆ (M[t, x, y] -> core[x, y]) ∘ own``."""

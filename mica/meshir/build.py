@@ -257,7 +257,9 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     ghosts: dict[str, tuple[tuple[int, int], ...]] = {a: w for a, w in (ghost_widths or {}).items()
                                                       if a in b.tensors and a not in ring_arrays}
 
-    mirrors: dict[str, tuple] = {}      # array -> (mirror buffer, host load or None, transposition ops)
+    mirrors: dict[str, str] = {}        # array -> its mirror buffer
+    mirror_loads: list[HostLoad] = []   # inputs' mirrors, loaded by the host
+    mirror_moves: list = []             # resident arrays' mirrors, transposed on the mesh
 
     def mirror_plan(stmt: Statement, acc, need, what: str) -> CommPlan | None:
         """The plan reading ``acc`` through its array's *mirror* — a second home with the two mesh axes
@@ -275,15 +277,15 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
         mbox = home_box(arr.shape, swapped)
         try:
             region = b.box_region(acc.array, mbox, {})
-            plan = classify(arr, acc.ref, need, ownership_map(arr, mbox, region, {}), mbox, what)
+            own = ownership_map(arr, mbox, region, {})
+            plan = classify(arr, acc.ref, need, own, mbox, what)
         except (CommError, ScheduleError):
             return None
         if acc.array not in mirrors:
             name = f"{acc.array}_mirror"
             while name in b.tensors or any(a.name == name for a in prog.arrays):
                 name += "_"
-            t = RegionTensor(name, acc.array, arr.dtype, arr.elem_bytes, b.region, mbox, "mirror",
-                             str(ownership_map(arr, mbox, region, {})))
+            t = RegionTensor(name, acc.array, arr.dtype, arr.elem_bytes, b.region, mbox, "mirror", str(own))
             if acc.array in resident:
                 try:
                     lanes, kers, ops = transpose(b.tensors[acc.array], t, f"{name}_", b.region, target)
@@ -292,11 +294,12 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                 for lane in lanes:
                     b.tensors[lane.name] = lane
                 b.kernels.extend(kers)
-                mirrors[acc.array] = (name, None, ops)
+                mirror_moves.extend(ops)
             else:
-                mirrors[acc.array] = (name, HostLoad(name, acc.array, region), [])
+                mirror_loads.append(HostLoad(name, acc.array, region))
             b.tensors[name] = t
-        return replace(plan, source=mirrors[acc.array][0])
+            mirrors[acc.array] = name
+        return replace(plan, source=mirrors[acc.array])
 
     def plan_reads(stmt: Statement):
         """Buffers each access of ``stmt`` uses, the multicasts that fill receive buffers, and the ghost
@@ -345,7 +348,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                     halos[acc.array] = merge_widths(halos.get(acc.array, widths), widths)
                 continue
             if plan.kind == "local":
-                buffers[acc.ref] = plan.source or acc.array
+                buffers[acc.ref] = plan.buffer
                 continue
             name = f"{acc.array}_recv"
             n = 1
@@ -413,8 +416,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
             steps = step.steps if (step is not None and r.terms) else 1
             roots = (r.evaluate({"t": 0}), r.evaluate({"t": steps - 1}))
             reach = max(max(roots) - span[0], span[1] - 1 - min(roots))
-            ops.append(Multicast(f"{plan.source or plan.array}->{dst}", plan.array, plan.source or plan.array,
-                                 dst, axis, r, senders,
+            ops.append(Multicast(f"{plan.buffer}->{dst}", plan.array, plan.buffer, dst, axis, r, senders,
                                  b.region.rect, colour, multicast_routes(axis, r, span, across, colour),
                                  max(plan.max_hops, reach), plan.relation))
         return Exchange(name, tuple(ops))
@@ -515,8 +517,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
                 body.append(Loop("s", count, (Exchange(f"reduce_{part.array}_{axis}_{what}", (shift,)),
                                               Compute(acc.name, receivers))))
     # Mirrors: loaded from the host with the other loads, or transposed on the mesh right after them.
-    body[ring_loads:ring_loads] = ([load for _, load, _ in mirrors.values() if load is not None]
-                                   + [op for _, _, ops in mirrors.values() for op in ops])
+    body[ring_loads:ring_loads] = mirror_loads + mirror_moves
     for name in rings:
         body.insert(ring_loads, HostLoad(name, b.tensors[name].array, b.region))
     emit_statements(post, body)

@@ -199,7 +199,7 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
         live.setdefault(ld.buffer, set()).add(0)        # loaded before the first operator
     for st in stores:
         live.setdefault(st.buffer, set()).add(len(built))   # read back after the last one
-    spans = {n: (min(live.get(n, {0})), max(live.get(n, {len(built)}))) for n in tensors}
+    spans = {n: (min(live[n]), max(live[n])) for n in tensors}
     laid, offset = lay_out(list(tensors.values()), spans)
     if offset > target.sram_bytes:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "")

@@ -141,19 +141,15 @@ def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
         leftover_reduction = any(kinds[lp] == REDUCTION and lp not in spatial for lp in main.loops)
         reduced = [ax for lp, ax in assignment if kinds[lp] == REDUCTION]
         ringed = len(assignment) == 2 and leftover_reduction
+        # Square grids: sides from the shorter axis, trimmed to each loop's blocks.
+        sides = ([c for lp, _ in assignment for c in _core_options(min(dims["x"], dims["y"]), loop_extent(main, lp))]
+                 if len(assignment) == 2 else [])
         if ringed:
-            # Rings need a square of cores: sides from the shorter axis, trimmed to each loop's blocks.
-            side = min(dims["x"], dims["y"])
-            for lp, ax in assignment:
-                for c in _core_options(side, loop_extent(main, lp)):
-                    combos.append({"x": c, "y": c, "ring": 1})
-        if len(assignment) == 2 and dims["x"] != dims["y"]:
-            # Square grids on a rectangular mesh too: equal tiles on both axes let a statement read a
+            combos += [{"x": c, "y": c, "ring": 1} for c in sides]       # rings need a square of cores
+        if dims["x"] != dims["y"]:
+            # On a rectangular mesh plain square grids too: equal tiles on both axes let a statement read a
             # square array both ways (through a mirror home) and a later operator transpose it on the mesh.
-            side = min(dims["x"], dims["y"])
-            for lp, ax in assignment:
-                for c in _core_options(side, loop_extent(main, lp)):
-                    combos.append({"x": c, "y": c})
+            combos += [{"x": c, "y": c} for c in sides]
         for blocks in combos:
             skews = ["none"]
             if blocks.pop("ring", None):
