@@ -283,6 +283,20 @@ def search_operators(op: Program, mesh, tgt: Target,
                 tried.append((cost, how, phased, report))
                 if len(ops) == 1:
                     break                    # one operator: the order does not matter
+            if grid != mesh:
+                continue
+            for group, places in side_by_side(op, ops, mesh):
+                how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
+                       + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
+                                   (places[k] for k in group)))
+                try:
+                    phased, report = map_operators(op, ops, grid, tgt, memo=memo, places=places)
+                    phased = phased.copy(reasons=(f"{how}, the others one after another on the whole mesh",))
+                    cost = estimate(build(op, phased, tgt), tgt).total_cycles
+                except MicaError as exc:
+                    tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+                    continue
+                tried.append((cost, how, phased, report))
     lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
              for c, how, s, _ in tried]
     lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")
@@ -305,6 +319,55 @@ def search_operators(op: Program, mesh, tgt: Target,
         f"({one_cost:,.0f} modelled cycles), the cheapest of:",) + tuple(lines)), None
 
 
+def independent_runs(op: Program, ops: list) -> list[list[int]]:
+    """Maximal runs (two or more) of consecutive operators no two of which depend on each other: none
+    writes an array another reads or writes. They may run at the same time on disjoint cores."""
+    def arrays(g):
+        reads = {a.array for s in g for a in s.reads}
+        writes = {s.write.array for s in g}
+        return reads, writes
+    rw = [arrays(g) for g in ops]
+
+    def independent(i, j):
+        (ri, wi), (rj, wj) = rw[i], rw[j]
+        return not (wi & (rj | wj) or wj & ri)
+    runs, run = [], [0] if ops else []
+    for k in range(1, len(ops)):
+        if all(independent(j, k) for j in run):
+            run.append(k)
+        else:
+            runs.append(run)
+            run = [k]
+    runs.append(run)
+    return [r for r in runs if len(r) > 1]
+
+
+def side_by_side(op: Program, ops: list, mesh) -> list[tuple[list[int], list]]:
+    """Placements :func:`search_operators` tries: each run of :func:`independent_runs` on slabs of the mesh
+    cut along its longer axis, one slab per operator with a share of the cores proportional to its work
+    (at least one line); every other operator on the whole mesh. Returns ``(run, places)`` pairs, places as
+    :func:`map_operators` takes them."""
+    axis = 0 if mesh[0] >= mesh[1] else 1
+    length = mesh[axis]
+    out = []
+    for run in independent_runs(op, ops):
+        if len(run) > length:
+            continue
+        work = [max(1, sum(count_points(s.domain_set, {}) for s in ops[k])) for k in run]
+        cuts = [0]
+        for i in range(1, len(run)):
+            cut = round(length * sum(work[:i]) / sum(work))
+            cuts.append(min(max(cut, cuts[-1] + 1), length - (len(run) - i)))
+        cuts.append(length)
+        places = [((0, 0), tuple(mesh))] * len(ops)
+        for k, a, b in zip(run, cuts, cuts[1:]):
+            origin = (a, 0) if axis == 0 else (0, a)
+            size = (b - a, mesh[1]) if axis == 0 else (mesh[0], b - a)
+            places[k] = (origin, size)
+        out.append((run, places))
+    return out
+
+
 def operator_splits(op: Program) -> list[tuple[str, list]]:
     """The ways :func:`search_operators` cuts ``op``: its top-level loop nests, and the finest legal
     fission of them when that differs."""
@@ -322,7 +385,7 @@ RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every c
 
 def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_first: bool = False,
                   like: Schedule | None = None, memo: dict | None = None,
-                  relayout: bool = True) -> tuple[Schedule, SearchReport | None]:
+                  relayout: bool = True, places: list | None = None) -> tuple[Schedule, SearchReport | None]:
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
     heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
@@ -330,7 +393,10 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
     it takes that layout when its modelled cycles plus those of changing the layout of the arrays earlier
     operators produced (:func:`mica.meshir.relayout.relayout_cycles`) are lower, or when only that layout
     works. With ``like`` (a phased schedule), nothing is searched: every operator keeps the decisions of
-    its phase in ``like`` (layout changes included), re-derived for ``mesh`` in ``like``'s order."""
+    its phase in ``like`` (layout changes included), re-derived for ``mesh`` in ``like``'s order.
+
+    ``places[k] = ((ox, oy), (w, h))`` runs operator ``k`` on the ``w x h`` cores from ``(ox, oy)`` (default:
+    the whole mesh); ``like`` places its operators on its rectangles scaled to ``mesh``."""
     if like is not None:
         heaviest_first = like.name == HEAVIEST_FIRST
     memo = {} if memo is None else memo
@@ -343,10 +409,18 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
         order.sort(key=lambda k: (-work[k], k))
     phases: list[Schedule | None] = [None] * n
     reports: dict[int, SearchReport] = {}
+    if like is not None and like.placed:
+        places = [scaled_place(p.origin, p.mesh, like.mesh, mesh) for p in like.phases]
     for k in order:
+        origin, size = places[k] if places else ((0, 0), mesh)
         done = [j for j in range(n) if phases[j] is not None and (heaviest_first or j < k)]
-        fixed = fixed_homes_after(op, [ops[j] for j in done], [phases[j] for j in done],
+        here = [j for j in done if not places or places[j] == places[k]]
+        fixed = fixed_homes_after(op, [ops[j] for j in here], [phases[j] for j in here],
                                   arrays=written if heaviest_first else None)
+        # Operators on other rectangles fix only the arrays they produce (inputs are loaded per layout).
+        away = [j for j in done if j not in here]
+        for a, h in fixed_homes_after(op, [ops[j] for j in away], [phases[j] for j in away], arrays=written).items():
+            fixed.setdefault(a, h)
         resident = frozenset(s.write.array for g in ops[:k] for s in g)
         sub = operator_program(op, ops[k], k)
         touched = {a.array for s in ops[k] for a in s.accesses}
@@ -357,21 +431,23 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
                 mine = next((m for m in like.phases[k].homes if m.array == a), None)
                 if mine is not None and [ax for ax, _ in mine.dims] == [ax for ax, _ in h.dims]:
                     fixed[a] = h
-            phases[k], reports[k] = derive_schedule(sub, mesh, like=like.phases[k], fixed_homes=fixed), None
+            phases[k], reports[k] = derive_schedule(sub, size, like=like.phases[k], fixed_homes=fixed), None
+            phases[k] = phases[k].copy(origin=origin)
             continue
 
         def searched(homes):
-            key = (tuple(s.name for s in ops[k]), frozenset(homes.items()), resident)
+            key = (tuple(s.name for s in ops[k]), frozenset(homes.items()), resident, size, origin == (0, 0))
             if key not in memo:
                 try:
-                    memo[key] = run_search(sub, mesh, tgt, fixed_homes=homes, resident=resident)
+                    memo[key] = run_search(sub, size, tgt, fixed_homes=homes, resident=resident,
+                                           rings=origin == (0, 0))
                 except MicaError as exc:
                     memo[key] = exc
             return memo[key]
         def transposition(a):
-            key = ("relayout", fixed[a], swapped[a])
+            key = ("relayout", fixed[a], swapped[a], size)
             if key not in memo:
-                memo[key] = relayout_cycles(op, fixed[a], swapped[a], mesh, tgt)
+                memo[key] = relayout_cycles(op, fixed[a], swapped[a], size, tgt)
             return memo[key]
         kept = searched(fixed)
         best, best_cycles = kept, (kept[1].best.cycles if not isinstance(kept, MicaError) else float("inf"))
@@ -394,9 +470,17 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, *, heaviest_
                     best_cycles = alt[1].best.cycles + moved
         if isinstance(best, MicaError):
             raise best
-        phases[k], reports[k] = best
+        phases[k], reports[k] = best[0].copy(origin=origin), best[1]
     name = HEAVIEST_FIRST if heaviest_first else "operators"
     return Schedule(mesh, (), None, (), (), name=name, phases=tuple(phases)), reports[heaviest]
+
+
+def scaled_place(origin, size, mesh_from, mesh_to) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The rectangle ``origin``/``size`` of ``mesh_from`` scaled to ``mesh_to`` (its edges scaled and rounded
+    down, so rectangles disjoint before stay disjoint), at least one core wide."""
+    lo = [o * t // f for o, t, f in zip(origin, mesh_to, mesh_from)]
+    hi = [max(a + 1, (o + n) * t // f) for a, o, n, t, f in zip(lo, origin, size, mesh_to, mesh_from)]
+    return tuple(lo), tuple(b - a for a, b in zip(lo, hi))
 
 
 def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:

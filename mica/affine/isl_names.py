@@ -284,3 +284,47 @@ def _box_count(s: isl.Set) -> int | None:
         n *= b - a + 1
         box = box.lower_bound_val(isl.dim_type.set, i, lo).upper_bound_val(isl.dim_type.set, i, hi)
     return n if box.is_subset(s) else None
+
+
+def shift_params(text: str, shifts: Mapping[str, int], error: type[MicaError] = AffineError) -> str:
+    """The set or map of isl ``text`` with each parameter ``p`` of ``shifts`` replaced by ``p - shifts[p]``
+    (the space is unchanged: same tuples, same parameters): what held at ``p = v`` holds at ``v + shift``.
+    Parameters the text does not name are left alone."""
+    obj = _parse(isl.Map if "->" in text.split("{", 1)[1] else isl.Set, text, error)
+    order = param_names(obj)
+    for name, k in shifts.items():
+        if not k or name not in param_names(obj):
+            continue
+        old = name + "__unshifted"
+        pos = param_names(obj).index(name)
+        obj = obj.set_dim_name(isl.dim_type.param, pos, old)
+        cons = isl.Set(f"[{name}, {old}] -> {{ : {old} = {name} - ({k}) }}", context=CTX)
+        obj = obj.intersect_params(cons)
+        obj = obj.project_out(isl.dim_type.param, param_names(obj).index(old), 1)
+    return str(obj.align_params(isl.Set(f"[{', '.join(order)}] -> {{ : }}", context=CTX).space))
+
+
+def shift_cores(text: str, ox: int, oy: int, error: type[MicaError] = AffineError) -> str:
+    """The relation of isl ``text`` whose domain is a core tuple ``name[x, y]`` (or a wrapped pair of them,
+    ``[core_src[..] -> core_dst[..]]``, or a tuple with dimensions named ``x`` and ``y`` among others, as in
+    ``M[t, x, y]``) with every core moved by ``(ox, oy)``; the range is unchanged."""
+    rel = _parse(isl.Map, text, error)
+    dom = rel.domain()
+
+    def moved(tup: str, names: list[str]) -> tuple[str, str]:
+        if "x" not in names or "y" not in names:
+            names = ["x", "y"] if len(names) == 2 else names
+        vars_ = [f"v{i}" for i in range(len(names))]
+        out = [f"{v} + {ox}" if n == "x" else f"{v} + {oy}" if n == "y" else v for v, n in zip(vars_, names)]
+        return f"{tup}[{', '.join(vars_)}]", f"{tup}[{', '.join(out)}]"
+    if dom.is_wrapping():
+        pair = dom.unwrap()
+        a = moved(pair.get_tuple_name(isl.dim_type.in_), ["x", "y"])
+        b = moved(pair.get_tuple_name(isl.dim_type.out), ["x", "y"])
+        b = (b[0].replace("v0", "w0").replace("v1", "w1"), b[1].replace("v0", "w0").replace("v1", "w1"))
+        shift = f"{{ [{a[0]} -> {b[0]}] -> [{a[1]} -> {b[1]}] }}"
+    else:
+        names = [rel.get_dim_name(isl.dim_type.in_, i) for i in range(rel.dim(isl.dim_type.in_))]
+        a = moved(rel.get_tuple_name(isl.dim_type.in_), names)
+        shift = f"{{ {a[0]} -> {a[1]} }}"
+    return str(rel.apply_domain(_parse(isl.Map, shift, error)))

@@ -188,7 +188,9 @@ class _KernelPrinter:
 
     # -- box geometry ----------------------------------------------------------------------------------
     def _coord_c(self, d: BoxDim) -> str:
-        return {"x": "x", "y": "y", "t": "t", "kb": "kb"}[d.coord]
+        """The block index along ``d`` in C: the core's coordinate less the dimension's origin."""
+        c = {"x": "x", "y": "y", "t": "t", "kb": "kb"}[d.coord]
+        return f"({c} - {d.origin}LL)" if d.origin else c
 
     def _size_c(self, d: BoxDim) -> str:
         """The box extent along ``d`` on this class: a constant when it is one, else a C expression."""

@@ -143,7 +143,11 @@ class BoxDim:
     A **window** (``span > 0``) always holds ``span`` elements, the global indices
     ``[tile*c + offset, tile*c + offset + span)``; those outside ``[0, extent)`` are never read. Homes with
     ghost zones (``offset = -ghost_lo``, ``span = tile + ghost_lo + ghost_hi``) and the strips a halo
-    exchange sends and receives are windows."""
+    exchange sends and receives are windows.
+
+    ``origin`` is the core coordinate of block 0 along an ``x`` or ``y`` dimension: an operator placed on
+    cores ``[ox, ...)`` (:mod:`mica.meshir.place`) gives core ``c`` block ``c - ox``. Every formula above
+    reads ``c - origin`` for ``c``."""
 
     coord: str | None
     tile: int
@@ -151,6 +155,7 @@ class BoxDim:
     padded: bool = False
     offset: int = 0
     span: int = 0
+    origin: int = 0
 
     def __post_init__(self):
         if self.coord not in (None, "x", "y", "t", "kb"):
@@ -163,6 +168,9 @@ class BoxDim:
             raise MeshIRError(f"a box window has a positive span (got span {self.span}, offset {self.offset})")
         if self.span and (self.coord not in ("x", "y") or self.padded):
             raise MeshIRError("only an x or y box dimension can be a window")
+        if self.origin and self.coord not in ("x", "y"):
+            raise MeshIRError(f"only an x or y box dimension has an origin, got origin {self.origin} on "
+                              f"{self.coord!r}")
 
     @property
     def window(self) -> bool:
@@ -174,7 +182,7 @@ class BoxDim:
         return self.span or self.tile
 
     def lo(self, c: int) -> int:
-        return self.tile * c + self.offset if self.coord else 0
+        return self.tile * (c - self.origin) + self.offset if self.coord else 0
 
     def size(self, c: int) -> int:
         if self.padded:
@@ -189,16 +197,19 @@ class BoxDim:
         if self.coord is None:
             return f"0 <= {var} < {min(self.tile, self.extent)}"
         c = prefix + self.coord
+        if self.origin:
+            c = f"({c} - {self.origin})"
         if self.span:
             lo = f"{self.tile}*{c} + {self.offset}" if self.offset else f"{self.tile}*{c}"
             return f"{lo} <= {var} < {lo} + {self.span} and 0 <= {var} < {self.extent}"
         return f"{self.tile}*{c} <= {var} < {self.tile}*{c} + {self.tile} and {var} < {self.extent}"
 
     def __str__(self) -> str:
+        at = f"@{self.origin}" if self.origin else ""
         if self.span:
-            return f"{self.coord}/{self.tile}{self.offset:+d}..+{self.span}"
+            return f"{self.coord}{at}/{self.tile}{self.offset:+d}..+{self.span}"
         pad = " padded" if self.padded else ""
-        return (f"{self.coord}/{self.tile}" if self.coord else f":{min(self.tile, self.extent)}") + pad
+        return (f"{self.coord}{at}/{self.tile}" if self.coord else f":{min(self.tile, self.extent)}") + pad
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..targets import Target
 from ..tiling.schedule import Schedule
 from ..comm.halo import merge_widths
 from .build import build_mesh_program
+from .place import move_blocks, same_blocks, translate
 from .relayout import transpose
 from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
                  RegionTensor)
@@ -138,6 +139,20 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
                     tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
                     continue
                 if shared is not None:
+                    if shared.box != t.box and same_blocks(shared, t):
+                        # The same blocks on another operator's rectangle: moved there by a conveyor.
+                        dst = _rename_tensor(t, prefix + t.name)
+                        lanes, kers, mops = move_blocks(shared, dst, f"{prefix}{t.array}_", target)
+                        for lane in (dst, *lanes):
+                            tensors[lane.name] = lane
+                            live.setdefault(lane.name, set()).add(k)
+                        live.setdefault(shared.name, set()).add(k)
+                        kernels += kers
+                        relayouts += mops
+                        colours = max(colours, 2)
+                        homes[t.array] = dst
+                        names[t.name] = dst.name
+                        continue
                     if shared.box != t.box:
                         # Produced data in another layout: transposed on the mesh (or a clear error).
                         try:
@@ -234,12 +249,18 @@ def lay_out(tensors: list[RegionTensor], spans: dict[str, tuple[int, int]]) -> t
 
 
 def _build_operators(prog: Program, ops, sched: Schedule, target: Target, ghosts: dict) -> list[MeshProgram]:
-    """Each operator's MeshIR (arrays written by earlier operators resident; homes ghosted by ``ghosts``)."""
+    """Each operator's MeshIR (arrays written by earlier operators resident; homes ghosted by ``ghosts``),
+    built on its phase's rectangle and placed at the phase's origin of the whole mesh."""
     out = []
     for k, (stmts, sub_sched) in enumerate(zip(ops, sched.phases)):
         sub = operator_program(prog, stmts, k)
         resident = frozenset(st.write.array for g in ops[:k] for st in g)
-        out.append(build_mesh_program(sub, sub_sched, target, resident=resident, ghost_widths=ghosts))
+        mp = build_mesh_program(sub, sub_sched, target, resident=resident, ghost_widths=ghosts)
+        ox, oy = sub_sched.origin
+        if ox + sub_sched.mesh[0] > sched.mesh[0] or oy + sub_sched.mesh[1] > sched.mesh[1]:
+            raise ScheduleError(f"operator {k} is placed on {sub_sched.cores()}, outside the "
+                                f"{sched.mesh[0]}x{sched.mesh[1]} mesh")
+        out.append(translate(mp, sub_sched.origin, sched.mesh))
     return out
 
 
@@ -260,7 +281,7 @@ def shared_ghosts(built: list[MeshProgram]) -> dict[str, tuple[tuple[int, int], 
     out = {}
     for name, ts in homes.items():
         tiling = {tuple((d.coord, d.tile, d.extent) for d in t.box) for t in ts}
-        if len(tiling) != 1 or len({t.box for t in ts}) == 1:
+        if len(tiling) != 1 or len({tuple(replace(d, origin=0) for d in t.box) for t in ts}) == 1:
             continue
         widths = _widths(ts[0])
         for t in ts[1:]:

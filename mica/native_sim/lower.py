@@ -73,7 +73,7 @@ def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
         elif d.coord is None:
             dims.append(oc.BoxDim(oc.AXIS_WHOLE, min(d.tile, d.extent), d.extent))
         elif d.coord in _AXIS:
-            dims.append(oc.BoxDim(_AXIS[d.coord], d.tile, d.extent))
+            dims.append(oc.BoxDim(_AXIS[d.coord], d.tile, d.extent, d.origin))
         else:
             if d.coord not in slots:
                 raise MeshIRError(f"buffer {t.name} is indexed by {d.coord!r} outside its loop")

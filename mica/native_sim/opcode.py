@@ -8,10 +8,10 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
     Affine   c0 + c1*v0 + ... + c4*v3 over the loop variables (slots) in scope      5 words
     bound    max (lower bounds) or min (upper bounds) of up to MAX_TERMS Affines   20 words
     Rect     half-open [x0,x1) x [y0,y1) of bounds, clamped to the mesh, strided   92 words
-    Box      a packed tile of a tensor in every core's arena                       15 words
+    Box      a packed tile of a tensor in every core's arena                       19 words
     Route    colour rx tx Rect                                                     95 words
-    Send     colour max_hops Rect Box                                             109 words
-    Recv     colour Rect Box                                                      108 words
+    Send     colour max_hops Rect Box                                             113 words
+    Recv     colour Rect Box                                                      112 words
     Exchange 2 op_id n_routes n_sends n_recvs, then the entries (4 ...: a prefetched exchange)
     Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 93 words each
     Loop     1 slot count body_words, then the body
@@ -67,7 +67,7 @@ ELEM_SIZES = (1, 2, 4, 8)
 WORDS_AFFINE = 1 + MAX_VARS
 WORDS_BOUND = MAX_TERMS * WORDS_AFFINE
 WORDS_RECT = 4 * WORDS_BOUND + 2 + 2 * WORDS_AFFINE  # four bounds, x stride, x phase, y stride, y phase
-WORDS_BOX = 3 + 3 * MAX_RANK
+WORDS_BOX = 3 + 4 * MAX_RANK
 WORDS_ROUTE = 3 + WORDS_RECT
 WORDS_SEND = 2 + WORDS_RECT + WORDS_BOX
 WORDS_RECV = 1 + WORDS_RECT + WORDS_BOX
@@ -251,16 +251,20 @@ class BoxDim:
     """One dimension of a box.
 
     At a core, ``lo = tile * coord(axis)`` and ``ext = clamp(extent - lo, 0, tile)``, where the coordinate
-    is 0 (AXIS_WHOLE: the leading ``tile <= extent`` elements), the core's x or y, or a loop variable.
+    is 0 (AXIS_WHOLE: the leading ``tile <= extent`` elements), the core's x or y minus ``origin`` (the core
+    holding block 0), or a loop variable.
     """
 
     axis: int
     tile: int
     extent: int
+    origin: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("axis", "tile", "extent"):
+        for name in ("axis", "tile", "extent", "origin"):
             _set(self, name, _int(getattr(self, name), f"box {name}"))
+        if self.origin < 0 or (self.origin and self.axis not in (AXIS_X, AXIS_Y)):
+            raise SimError(f"box origin {self.origin}: must be >= 0, and only on the x or y axis")
         if not 0 <= self.axis < N_AXES:
             raise SimError(f"box axis {self.axis} not in 0..{N_AXES - 1}")
         if self.tile < 0 or self.extent < 0:
@@ -313,8 +317,8 @@ class Box:
     def words(self) -> list[int]:
         out = [self.offset, self.elem, len(self.dims)]
         for d in self.dims:
-            out += [d.axis, d.tile, d.extent]
-        return out + [0] * (3 * (MAX_RANK - len(self.dims)))
+            out += [d.axis, d.tile, d.extent, d.origin]
+        return out + [0] * (4 * (MAX_RANK - len(self.dims)))
 
 
 def _check_colour(colour: int) -> int:

@@ -28,10 +28,11 @@ def _grid(region: Region):
 
 
 def _coord(d, xs, ys, skew: Skew | None):
+    """The block index ``d`` gives each core (its coordinate minus the dimension's origin)."""
     if d.coord == "x":
-        return xs
+        return xs - d.origin
     if d.coord == "y":
-        return ys
+        return ys - d.origin
     if d.coord == "kb":
         return skew.block(xs, ys, 0)
     return np.zeros_like(xs)

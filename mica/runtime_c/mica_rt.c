@@ -77,7 +77,7 @@
 #define W_AFFINE (1 + MICA_MAX_VARS)
 #define W_BOUND (MICA_MAX_TERMS * W_AFFINE)
 #define W_RECT (4 * W_BOUND + 2 + 2 * W_AFFINE) /* four bounds, x stride, x phase, y stride, y phase */
-#define W_BOX (3 + 3 * MICA_MAX_RANK)
+#define W_BOX (3 + 4 * MICA_MAX_RANK)
 #define W_ROUTE (3 + W_RECT)
 #define W_SEND (2 + W_RECT + W_BOX)
 #define W_RECV (1 + W_RECT + W_BOX)
@@ -539,10 +539,10 @@ typedef struct {
     int64_t fixed; /* its size in bytes at every core of the running op (box_fix), or -1 */
     int rank;
     int axis[MICA_MAX_RANK];
-    int64_t tile[MICA_MAX_RANK], extent[MICA_MAX_RANK];
+    int64_t tile[MICA_MAX_RANK], extent[MICA_MAX_RANK], origin[MICA_MAX_RANK];
 } box_t;
 
-/* Checks the 15 words of a BOX; returns NULL or a description of the first problem. */
+/* Checks the 19 words of a BOX; returns NULL or a description of the first problem. */
 static const char *check_box(const int64_t *w) {
     int64_t off = w[0], elem = w[1], rank = w[2];
     if (off < 0 || off > BOX_LIMIT) return "box offset out of range";
@@ -550,8 +550,10 @@ static const char *check_box(const int64_t *w) {
     if (rank < 0 || rank > MICA_MAX_RANK) return "box rank not in 0..4";
     int64_t bytes = elem;
     for (int64_t d = 0; d < rank; ++d) {
-        int64_t axis = w[3 + 3 * d], tile = w[4 + 3 * d], extent = w[5 + 3 * d];
+        int64_t axis = w[3 + 4 * d], tile = w[4 + 4 * d], extent = w[5 + 4 * d], origin = w[6 + 4 * d];
         if (axis < 0 || axis >= N_AXES) return "box axis not in 0..6";
+        if (origin < 0 || origin > BOX_LIMIT || (origin && axis != 1 && axis != 2))
+            return "box origin negative, too large, or on an axis other than x and y";
         if (tile < 0 || extent < 0 || tile > BOX_LIMIT || extent > BOX_LIMIT)
             return "box tile or extent negative or too large";
         if (axis == 0 && tile > extent) return "box dim without a coordinate has tile > extent";
@@ -568,9 +570,10 @@ static void load_box(const int64_t *w, box_t *b) {
     b->fixed = -1;
     b->max_bytes = b->elem;
     for (int d = 0; d < b->rank; ++d) {
-        b->axis[d] = (int)w[3 + 3 * d];
-        b->tile[d] = w[4 + 3 * d];
-        b->extent[d] = w[5 + 3 * d];
+        b->axis[d] = (int)w[3 + 4 * d];
+        b->tile[d] = w[4 + 4 * d];
+        b->extent[d] = w[5 + 4 * d];
+        b->origin[d] = w[6 + 4 * d];
         b->max_bytes *= min64(b->tile[d], b->extent[d]);
     }
 }
@@ -582,7 +585,7 @@ static int64_t box_at(const box_t *b, int64_t x, int64_t y, const int64_t *v, in
     int64_t bytes = b->elem;
     for (int d = 0; d < b->rank; ++d) {
         int a = b->axis[d];
-        int64_t coord = a == 0 ? 0 : a == 1 ? x : a == 2 ? y : v[a - 3];
+        int64_t coord = a == 0 ? 0 : a == 1 ? x - b->origin[d] : a == 2 ? y - b->origin[d] : v[a - 3];
         int64_t l, e;
         if (__builtin_mul_overflow(b->tile[d], coord, &l) || l < 0 || l >= b->extent[d]) return 0;
         e = min64(b->extent[d] - l, b->tile[d]);

@@ -54,11 +54,12 @@
  *                                           with x = xp (mod xs) and y = yp (mod ys); strides xs, ys >= 1
  *                                           (1 and 0 for a plain rectangle); the phases may move with the
  *                                           loop variables.
- * BOX (3 + 3*MICA_MAX_RANK = 15 words):
- *      offset elem rank  (axis tile extent) * MICA_MAX_RANK
+ * BOX (3 + 4*MICA_MAX_RANK = 19 words):
+ *      offset elem rank  (axis tile extent origin) * MICA_MAX_RANK
  *   A buffer in every core's arena at byte `offset`, holding a row-major packed box of a tensor whose
  *   element size is `elem` bytes. For dim d: coord = 0 (axis 0), x (axis 1), y (axis 2), v0..v3 (axis 3..6);
- *   lo = tile * coord, ext = clamp(extent - lo, 0, tile). For axis 0 (no coordinate) tile <= extent: the
+ *   lo = tile * (coord - origin), ext = clamp(extent - lo, 0, tile) (origin: the x or y of the core that
+ *   holds block 0, for an operator placed away from core (0, 0); 0 on other axes). For axis 0 (no coordinate) tile <= extent: the
  *   box holds the leading `tile` elements of that dim (all of it when tile == extent).
  *   The box holds prod(ext) elements; it is empty when any ext is 0. Unused dims (d >= rank) are ignored.
  *
@@ -66,8 +67,8 @@
  *           Runs body `count` times with v[slot] = 0 .. count-1.
  * EXCHANGE: 2 op_id n_routes n_sends n_recvs
  *           then n_routes ROUTEs:  colour rx tx RECT                       (95 words)
- *           then n_sends  SENDs:   colour max_hops RECT BOX                (109 words)
- *           then n_recvs  RECVs:   colour RECT BOX                         (108 words)
+ *           then n_sends  SENDs:   colour max_hops RECT BOX                (113 words)
+ *           then n_recvs  RECVs:   colour RECT BOX                         (112 words)
  *   ROUTE sets router (x,y).colour = (rx, tx) for every core in RECT (later routes of the same op overwrite
  *   earlier ones). Every core in a SEND's RECT whose BOX is non-empty injects one message: the whole box,
  *   on `colour`, at its own router (entering from RAMP). Every core in a RECV's RECT whose BOX is non-empty
@@ -104,7 +105,7 @@ int64_t mica_mesh_host_bytes(const mica_mesh *m);
 
 /* Copies a row-major host array of shape box.extent[0..rank) to (dir = 0) or from (dir = 1) the BOX
  * buffer of every core in RECT (evaluated with all loop variables = 0). Cores whose box is empty are
- * skipped. `box` points at a BOX (15 words), `rect` at a RECT (92 words). */
+ * skipped. `box` points at a BOX (19 words), `rect` at a RECT (92 words). */
 int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
                        char *err, int32_t errlen);
 

@@ -14,6 +14,9 @@
   adds up (a multicast root's move, a ring's mean hop distance, a shift's whole distance); the rest of
   the longest path is paid once, at the first step. Likewise a skewed plan's kernel pays its busiest
   block every step (the chain keeps its block from core to core).
+* Operators placed side by side (disjoint rectangles of cores, :mod:`mica.meshir.place`) run at the same
+  time: a top-level op starts when the latest earlier op that shares a core with it ends (see
+  :func:`estimate`); every other program's top-level ops all share cores and add up.
 * Phases do not overlap, except a prefetched (double-buffered) exchange: the exchange for step t+1 is
   issued when step t's compute starts, so after the loop's first active step it adds only what its
   pattern's cycles exceed one step's compute, ``max(0, comm - compute per step)`` (a step costs about
@@ -35,7 +38,7 @@ from math import prod
 import islpy as isl
 
 from ..affine.isl_names import count_points, iset
-from ..meshir.ir import Compute, Exchange, Loop, MeshProgram, Multicast, RingShift, Shift
+from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
 
 
@@ -291,15 +294,94 @@ def _walk_loops(ops, scope=(), loops=()):
             yield from _walk_loops(op.body, scope + ((op.var, op.count),), loops + (op,))
 
 
+def _span(lins, scope: dict[str, int], low: bool) -> int:
+    """A bound of a rectangle edge over every iteration of ``scope``: for a lower edge (the max of
+    ``lins``) the max of their minima, for an upper edge the min of their maxima — never inside the
+    true extent of the edge's sweep (a footprint from these bounds holds every core the rectangle does)."""
+    def extreme(v):
+        return v.const + sum((min if low else max)(0, c * (scope.get(n, 1) - 1)) for n, c in v.terms)
+    return max(extreme(v) for v in lins) if low else min(extreme(v) for v in lins)
+
+
+def _rects(op):
+    if isinstance(op, Compute):
+        yield op.rect
+    elif isinstance(op, Exchange):
+        for c in op.ops:
+            if isinstance(c, RingShift):
+                for g in c.groups:
+                    yield g.senders
+                    yield g.receivers
+            else:
+                yield c.senders
+                yield c.receivers
+    elif isinstance(op, Loop):
+        for o in op.body:
+            yield from _rects(o)
+
+
+def footprint(op, mesh: tuple[int, int]) -> tuple[int, int, int, int] | None:
+    """The bounding rectangle ``(x0, x1, y0, y1)`` of every core a top-level op computes on, sends from or
+    delivers to (the cores a message passes lie between a sender and its receivers), over all its loop
+    iterations; None when it touches no core."""
+    scope: dict[str, int] = {}
+
+    def loops(o):
+        if isinstance(o, Loop):
+            scope[o.var] = max(scope.get(o.var, 1), o.count)
+            for b in o.body:
+                loops(b)
+    loops(op)
+    box = None
+    for r in _rects(op):
+        x0, x1 = max(0, _span(r.x0, scope, True)), min(mesh[0], _span(r.x1, scope, False))
+        y0, y1 = max(0, _span(r.y0, scope, True)), min(mesh[1], _span(r.y1, scope, False))
+        if x0 >= x1 or y0 >= y1:
+            continue
+        box = (x0, x1, y0, y1) if box is None else (min(box[0], x0), max(box[1], x1), min(box[2], y0),
+                                                    max(box[3], y1))
+    return box
+
+
+def _meets(a, b) -> bool:
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+
+
 def estimate(mp: MeshProgram, target: Target) -> Cost:
-    """The modelled cycles of ``mp`` on ``target`` (see the module docstring); pure, per core class."""
+    """The modelled cycles of ``mp`` on ``target`` (see the module docstring); pure, per core class.
+
+    Top-level ops run in program order, except that an op whose cores (:func:`footprint`) are disjoint
+    from every earlier op's starts at once: operators placed side by side run at the same time, as in
+    the emulator, whose clocks are per core. An op starts when the latest earlier op it shares a core
+    with ends; the total is the latest end, and the breakdown is that of the chain of ops leading to it."""
+    chains: list[tuple[tuple[int, int, int, int] | None, float, float, float, float, dict]] = []
+    for op in mp.body:
+        if isinstance(op, (HostLoad, HostStore)):
+            continue
+        box = footprint(op, mp.mesh)
+        compute, comm, hidden, per_tensor = _estimate_ops(mp, [op], target)
+        before = max((c for c in chains if _meets(c[0], box)), key=lambda c: c[1], default=None)
+        if before is not None:
+            compute, comm, hidden = compute + before[2], comm + before[3], hidden + before[4]
+            per_tensor = {k: before[5].get(k, 0.0) + per_tensor.get(k, 0.0) for k in {*before[5], *per_tensor}}
+        chains.append((box, compute + comm, compute, comm, hidden, per_tensor))
+    _, total, compute, comm, hidden, per_tensor = max(chains, key=lambda c: c[1], default=(None, 0.0, 0.0, 0.0,
+                                                                                          0.0, {}))
+    return Cost(target.name, target.clock_ghz, total, compute, comm,
+                tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
+                target.colours, mp.region.cores, hidden)
+
+
+def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:
+    """Compute, exposed communication, hidden communication and per-tensor cycles of ``body`` (ops of
+    ``mp``) run one after another."""
     compute = 0.0
     comm = 0.0
     hidden = 0.0
     per_tensor: dict[str, float] = {}
     # id(loop) -> (compute cycles of one busy iteration of its body, fraction of iterations that are busy)
     step_compute: dict[int, tuple[float, float]] = {}
-    ops = list(_walk_loops(mp.body))
+    ops = list(_walk_loops(body))
     prefetching = {id(lp) for op, _, loops in ops if isinstance(op, Exchange) and op.prefetch and loops
                    for lp in loops[-1:]}
     for op, scope, loops in ops:
@@ -370,6 +452,4 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                 for c in op.ops:
                     if isinstance(c, Multicast):
                         per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
-    return Cost(target.name, target.clock_ghz, compute + comm, compute, comm,
-                tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
-                target.colours, mp.region.cores, hidden)
+    return compute, comm, hidden, per_tensor

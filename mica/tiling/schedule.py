@@ -14,7 +14,10 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
   shifts towards coordinate 0, each core adding its partial) or ``"tree"`` (chains inside groups of
   ``group`` cores in parallel, then a chain over the group roots: MeshGEMV's two-level K-tree);
 * ``name``: the plan family (``derived``, ``summa``, ``cannon``, ``interleaved`` ...);
-* ``reasons``: the human-readable account of each decision.
+* ``reasons``: the human-readable account of each decision;
+* ``phases``: for a program of several operators, one schedule per operator, run in order; a phase's
+  ``mesh`` is the rectangle of cores it runs on and ``origin`` that rectangle's first core (operators
+  placed side by side on disjoint rectangles run at the same time, :mod:`mica.meshir.place`).
 
 Schedules depend on the mesh only through tiles; :func:`Schedule.decisions` gives the mesh-independent
 part, which :func:`mica.tiling.mapping.derive_schedule` re-instantiates for another mesh.
@@ -135,8 +138,12 @@ class Schedule:
     name: str = "derived"
     reasons: tuple[str, ...] = field(default=(), compare=False)
     phases: tuple["Schedule", ...] = ()
+    origin: tuple[int, int] = (0, 0)
 
     def __post_init__(self):
+        object.__setattr__(self, "origin", tuple(int(v) for v in self.origin))
+        if len(self.origin) != 2 or min(self.origin) < 0:
+            raise ScheduleError(f"a schedule's origin is the (x, y) of its first core, got {self.origin}")
         axes = [s.axis for s in self.space]
         if len(set(axes)) != len(axes):
             raise ScheduleError(f"two loops map to the same mesh axis: {self.space}")
@@ -212,6 +219,7 @@ class Schedule:
                 name=d.get("name", "derived"),
                 reasons=tuple(d.get("reasons", ())),
                 phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
+                origin=tuple(d.get("origin", (0, 0))),
             )
 
     def explain(self) -> str:
@@ -220,11 +228,23 @@ class Schedule:
                                                    for i, p in enumerate(self.phases)])
         return "\n".join(self.reasons)
 
+    @property
+    def placed(self) -> bool:
+        """True when some operator runs on a rectangle of its own (not from core (0, 0) of the mesh)."""
+        return any(p.origin != (0, 0) for p in self.phases)
+
+    def cores(self) -> str:
+        """The rectangle of cores this (phase) schedule runs on, as text."""
+        (ox, oy), (w, h) = self.origin, self.mesh
+        return f"cores [{ox}:{ox + w}, {oy}:{oy + h}]"
+
     def __str__(self) -> str:
         if self.phases:
+            how = ", some side by side" if self.placed else " one after another"
             return "\n".join([f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}: "
-                               f"{len(self.phases)} operators one after another"] +
-                              [f"operator {i}: {p}" for i, p in enumerate(self.phases)])
+                               f"{len(self.phases)} operators{how}"] +
+                              [f"operator {i}" + (f" on {p.cores()}" if self.placed else "") + f": {p}"
+                               for i, p in enumerate(self.phases)])
         lines = [f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}:"]
         for s in self.space:
             lines.append(f"  loop {s.loop} -> mesh {s.axis}, tile {s.tile}")

@@ -124,8 +124,9 @@ def _group_options(n: int) -> list[int]:
     return sorted(opts)
 
 
-def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
-    """The candidate decisions for ``prog`` on ``mesh`` (see the module docstring)."""
+def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Decisions]:
+    """The candidate decisions for ``prog`` on ``mesh`` (see the module docstring); without ``rings``, no
+    skewed (Cannon, interleaved) plans: an operator placed away from core (0, 0) cannot ring its panels."""
     from ..affine.deps import REDUCTION, loop_kinds
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
@@ -144,7 +145,7 @@ def space(prog: Program, mesh: tuple[int, int]) -> list[Decisions]:
         # Square grids: sides from the shorter axis, trimmed to each loop's blocks.
         sides = ([c for lp, _ in assignment for c in _core_options(min(dims["x"], dims["y"]), loop_extent(main, lp))]
                  if len(assignment) == 2 else [])
-        if ringed:
+        if ringed and rings:
             combos += [{"x": c, "y": c, "ring": 1} for c in sides]       # rings need a square of cores
         if dims["x"] != dims["y"]:
             # On a rectangular mesh plain square grids too: equal tiles on both axes let a statement read a
@@ -271,9 +272,10 @@ def _short(exc: Exception, d: Decisions | None = None) -> str:
 
 
 def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=None,
-           fixed_homes: dict | None = None, resident: frozenset[str] | None = None
+           fixed_homes: dict | None = None, resident: frozenset[str] | None = None, rings: bool = True
            ) -> tuple[Schedule, SearchReport]:
-    """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search.
+    """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search (without ``rings``:
+    no skewed plans, see :func:`space`).
 
     ``fixed_homes`` are layouts other operators chose (see :func:`mica.meshir.phases.fixed_homes_after`);
     ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``).
@@ -283,7 +285,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
     """
     t0 = time.perf_counter()
     with isl_budget("schedule search: candidate space"):
-        decisions = space(prog, mesh)
+        decisions = space(prog, mesh, rings)
         bounds = [compute_bound(prog, mesh, target, d) for d in decisions]
     order = sorted(range(len(decisions)), key=lambda i: (bounds[i], i))
     results: list[Candidate] = []
