@@ -79,7 +79,9 @@ def compile_file(args) -> int:
         raise InputError(f"cannot read {args.source}: {exc}") from None
     program = from_c(source, args.function, params=dict(args.param), filename=args.source)
     t0 = time.perf_counter()
-    prog = compile_affine(program, mesh=args.mesh, target=args.target)
+    # CSL and Metalium lay out blocks from core (0, 0): their plans run operators one after another.
+    prog = compile_affine(program, mesh=args.mesh, target=args.target,
+                          side_by_side=args.emit not in ("csl", "metalium"))
     dt = time.perf_counter() - t0
     print(f"compiled {program.name} for {args.mesh[0]}x{args.mesh[1]} ({args.target}) in {dt:.3f} s")
     print(prog.schedule.explain() if args.explain else prog.schedule)

@@ -135,13 +135,16 @@ class CompiledProgram:
 
 
 def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", *,
-                   schedule: Schedule | None = None, search: bool = True, params=None) -> CompiledProgram:
+                   schedule: Schedule | None = None, search: bool = True, params=None,
+                   side_by_side: bool = True) -> CompiledProgram:
     """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target``.
 
     By default the plan is searched (:func:`mica.tiling.search.search`); ``search=False`` takes the
     derived default plan; ``schedule`` forces a plan (e.g. ``mica.plans.cannon(op, mesh)`` or one read
     back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``op`` may also be the text of a C
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
+    With ``side_by_side=False`` the search runs the operators of a program one after another only, never
+    on disjoint rectangles at the same time (the CSL and Metalium back ends lay out blocks from core (0, 0)).
     """
     if isinstance(op, str):
         from .affine.from_c import from_c
@@ -160,7 +163,7 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                sched, report = search_program(op, mesh, tgt)
+                sched, report = search_program(op, mesh, tgt, side_by_side)
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise
@@ -191,11 +194,12 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
 
 
-def search_program(op: Program, mesh, tgt: Target) -> tuple[Schedule, SearchReport | None]:
+def search_program(op: Program, mesh, tgt: Target, side_by_side: bool = True
+                   ) -> tuple[Schedule, SearchReport | None]:
     """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
     fission lets spread over the mesh) through :func:`search_operators`."""
     if len(split_operators(op)) > 1:
-        return search_operators(op, mesh, tgt)
+        return search_operators(op, mesh, tgt, side_by_side=side_by_side)
     splits = operator_splits(op)
     try:
         sched, report = run_search(op, mesh, tgt)
@@ -203,14 +207,14 @@ def search_program(op: Program, mesh, tgt: Target) -> tuple[Schedule, SearchRepo
         if not splits:
             raise
         try:
-            return search_operators(op, mesh, tgt, splits)
+            return search_operators(op, mesh, tgt, splits, side_by_side=side_by_side)
         except MicaError:
             pass
         raise
     if sched.space or sched.step is not None or not splits:
         return sched, report
     try:
-        phased, phased_report = search_operators(op, mesh, tgt, splits)
+        phased, phased_report = search_operators(op, mesh, tgt, splits, side_by_side=side_by_side)
     except MicaError:
         return sched, report
     if not phased.phases:
@@ -233,8 +237,8 @@ def build(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
     return build_mesh_program(op, sched, tgt)
 
 
-def search_operators(op: Program, mesh, tgt: Target,
-                     splits: list[tuple[str, list]] | None = None) -> tuple[Schedule, SearchReport | None]:
+def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, list]] | None = None, *,
+                     side_by_side: bool = True) -> tuple[Schedule, SearchReport | None]:
     """A program of several operators, mapped one after another (each searched by
     :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
 
@@ -247,6 +251,9 @@ def search_operators(op: Program, mesh, tgt: Target,
     * heaviest first: operators in decreasing order of work, each taking the layout chosen by the
       heavier ones for the arrays the program writes (an intermediate is produced where its heaviest
       consumer wants it); inputs are loaded once per layout.
+
+    With ``side_by_side``, every run of operators that do not depend on each other is also tried on
+    disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh.
     """
     if splits is None:
         splits = operator_splits(op)
@@ -283,9 +290,9 @@ def search_operators(op: Program, mesh, tgt: Target,
                 tried.append((cost, how, phased, report))
                 if len(ops) == 1:
                     break                    # one operator: the order does not matter
-            if grid != mesh:
+            if grid != mesh or not side_by_side:
                 continue
-            for group, places in side_by_side(op, ops, mesh):
+            for group, places in slabs(op, ops, mesh):
                 how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
                        + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
                                    (places[k] for k in group)))
@@ -342,7 +349,7 @@ def independent_runs(op: Program, ops: list) -> list[list[int]]:
     return [r for r in runs if len(r) > 1]
 
 
-def side_by_side(op: Program, ops: list, mesh) -> list[tuple[list[int], list]]:
+def slabs(op: Program, ops: list, mesh) -> list[tuple[list[int], list]]:
     """Placements :func:`search_operators` tries: each run of :func:`independent_runs` on slabs of the mesh
     cut along its longer axis, one slab per operator with a share of the cores proportional to its work
     (at least one line); every other operator on the whole mesh. Returns ``(run, places)`` pairs, places as

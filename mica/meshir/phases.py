@@ -24,7 +24,7 @@ from ..targets import Target
 from ..tiling.schedule import Schedule
 from ..comm.halo import merge_widths
 from .build import build_mesh_program
-from .place import move_blocks, same_blocks, translate
+from .place import move_blocks, same_blocks, same_place, translate
 from .relayout import transpose
 from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
                  RegionTensor)
@@ -133,13 +133,13 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
         for t in mp.tensors:
             shared = homes.get(t.array)
             if t.role in ("home", "partial") and t.name == t.array:
-                if shared is not None and shared.box != t.box and t.array not in written:
+                if shared is not None and not same_place(shared, t) and t.array not in written:
                     # An array no operator writes may be loaded once per layout.
                     names[t.name] = prefix + t.name
                     tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
                     continue
                 if shared is not None:
-                    if shared.box != t.box and same_blocks(shared, t):
+                    if not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
                         # The same blocks on another operator's rectangle: moved there by a conveyor.
                         dst = _rename_tensor(t, prefix + t.name)
                         lanes, kers, mops = move_blocks(shared, dst, f"{prefix}{t.array}_", target)

@@ -28,7 +28,7 @@ from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
 from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
-                 MeshProgram, Multicast, Rect, Region, RegionTensor, Route, RingShift, Shift)
+                 MeshProgram, Multicast, Rect, Region, RegionTensor, Shift)
 
 
 def _region(r: Region, ox: int, oy: int) -> Region:
@@ -110,20 +110,23 @@ def translate(mp: MeshProgram, origin: tuple[int, int], mesh: tuple[int, int]) -
                    kernels=tuple(_kernel(k, ox, oy) for k in mp.kernels), body=_ops(mp.body, ox, oy))
 
 
+def same_place(a: RegionTensor, b: RegionTensor) -> bool:
+    """True when ``a`` and ``b`` hold the same blocks on the same cores: equal boxes and the same first
+    core (an array pinned to a line of cores is placed by its region, not its box)."""
+    return a.box == b.box and (a.region.x0, a.region.y0) == (b.region.x0, b.region.y0)
+
+
 def same_blocks(src: RegionTensor, dst: RegionTensor) -> bool:
-    """True when ``dst``'s box is ``src``'s with other origins: the same blocks, held by other cores."""
+    """True when ``dst`` holds ``src``'s blocks, perhaps on other cores: the boxes differ at most in their
+    origins."""
     def key(t):
         return tuple(replace(d, origin=0) for d in t.box)
     return len(src.box) == len(dst.box) and key(src) == key(dst)
 
 
-def _origin(t: RegionTensor, axis: str) -> int:
-    return next((d.origin for d in t.box if d.coord == axis), 0)
-
-
 def move_distance(src: RegionTensor, dst: RegionTensor) -> tuple[int, int]:
-    """How far ``dst``'s blocks are from ``src``'s: ``(dx, dy)`` (origins of ``dst`` minus ``src``)."""
-    return _origin(dst, "x") - _origin(src, "x"), _origin(dst, "y") - _origin(src, "y")
+    """How far ``dst``'s blocks are from ``src``'s: ``(dx, dy)`` between the first cores of their regions."""
+    return dst.region.x0 - src.region.x0, dst.region.y0 - src.region.y0
 
 
 def _copy(name: str, dst: RegionTensor, src: RegionTensor, box: tuple[BoxDim, ...], shift: tuple[int, ...],
@@ -143,11 +146,13 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     """The lane, kernels and ops that fill ``dst`` from ``src`` when ``dst`` holds the same blocks on a
     rectangle ``d`` cores away along one mesh axis (see the module docstring); ``src`` is left as it was.
 
-    Preserves every element of the array. The lane is a padded one-block buffer on the cores from the
-    first of ``src``'s rectangle to the last of ``dst``'s, read through ``dst``'s box (block ``c`` of a
-    core ``c`` ... ``d`` cores on): loading it writes each element ``d`` blocks further, where the
-    destination core will read it. Raises :class:`ScheduleError` when the layouts are not the same
-    blocks, or the rectangles are apart along both axes."""
+    Preserves every element of the array. The lane is a padded one-block buffer on every core of the band
+    from ``src``'s rectangle to ``dst``'s, indexed through ``dst``'s box: a core holds in it the block
+    ``dst`` gives it. So the loading core, ``d`` cores before the one that will deliver the block, writes
+    each element under its index less ``d`` tiles (the same place in the lane as at the delivering core,
+    whose box starts ``d`` tiles further), and the delivering core copies the lane as it is.
+    Raises :class:`ScheduleError` when the layouts are not the same blocks, or the rectangles are apart
+    along both axes."""
     what = f"moving {src.array} from the cores {src.region} to {dst.region}"
     if not same_blocks(src, dst):
         raise ScheduleError(f"{what}: the layouts {[str(d) for d in src.box]} and {[str(d) for d in dst.box]} "
@@ -155,6 +160,14 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     dx, dy = move_distance(src, dst)
     if dx and dy or not (dx or dy):
         raise ScheduleError(f"{what}: blocks move along one mesh axis only (distance ({dx}, {dy}))")
+    axis = "x" if dx else "y"
+    if not any(b.coord == axis for b in src.box):
+        # Its cores are a pinned line, which the box does not name; the operator's rectangle is no guide.
+        raise ScheduleError(f"{what}: the array lies on one line of cores across mesh {axis}; only arrays "
+                            f"whose blocks spread along mesh {axis} are moved between rectangles")
+    moved = next(b.origin for b in dst.box if b.coord == axis) - next(b.origin for b in src.box if b.coord == axis)
+    if moved != (dx or dy):
+        raise ScheduleError(f"{what}: the blocks are {moved} cores apart, the rectangles {dx or dy}")
     if target.colours < 2:
         raise ScheduleError(f"{what}: the conveyor needs 2 colours; {target.name}'s routers hold {target.colours}")
     axis, d = ("x", dx) if dx else ("y", dy)
@@ -183,3 +196,13 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     ops = [Compute(load.name, s.rect), Loop("t", abs(d), (Exchange(f"{name}_{direction}", tuple(shifts)),)),
            Compute(deliver.name, e.rect)]
     return [lane], [load, deliver], ops
+
+
+def placed_tensor(mp: MeshProgram) -> tuple[RegionTensor, BoxDim] | None:
+    """The first buffer of ``mp`` whose blocks start away from core (0, 0) (an operator placed side by side),
+    with its offending dimension, or None: for back ends that only lay out blocks from the first core."""
+    for t in mp.tensors:
+        for d in t.box:
+            if d.origin:
+                return t, d
+    return None

@@ -39,8 +39,9 @@ def _rect(w, v, mesh):
 def _box_elems(w, x, y, v):
     n = 1
     for d in range(w[2]):
-        axis, tile, extent = w[3 + 3 * d:6 + 3 * d]
-        c = 0 if axis == oc.AXIS_WHOLE else x if axis == oc.AXIS_X else y if axis == oc.AXIS_Y else v[axis - oc.AXIS_V0]
+        axis, tile, extent, origin = w[3 + 4 * d:7 + 4 * d]
+        c = (0 if axis == oc.AXIS_WHOLE else x - origin if axis == oc.AXIS_X else y - origin if axis == oc.AXIS_Y
+             else v[axis - oc.AXIS_V0])
         n *= tile if axis == oc.AXIS_WHOLE else max(0, min(tile, extent - tile * c))
     return n * w[1]
 

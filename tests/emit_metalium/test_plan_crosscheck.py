@@ -56,7 +56,7 @@ class _Words:
 
     def box(self):
         offset, elem, rank = self.take(3)
-        dims = [tuple(self.take(3)) for _ in range(oc.MAX_RANK)][:rank]
+        dims = [tuple(self.take(4)) for _ in range(oc.MAX_RANK)][:rank]
         return offset, elem, dims
 
 
@@ -78,8 +78,9 @@ def _cores(rect, v, mesh):
 def _box_bytes(box, x, y, v):
     _, elem, dims = box
     n = elem
-    for axis, tile, extent in dims:
-        c = 0 if axis == oc.AXIS_WHOLE else x if axis == oc.AXIS_X else y if axis == oc.AXIS_Y else v[axis - oc.AXIS_V0]
+    for axis, tile, extent, origin in dims:
+        c = (0 if axis == oc.AXIS_WHOLE else x - origin if axis == oc.AXIS_X else y - origin if axis == oc.AXIS_Y
+             else v[axis - oc.AXIS_V0])
         lo = 0 if axis == oc.AXIS_WHOLE else tile * c
         n *= max(0, min(tile, extent - lo))
     return n
