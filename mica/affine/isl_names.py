@@ -311,17 +311,16 @@ def shift_cores(text: str, ox: int, oy: int, error: type[MicaError] = AffineErro
     rel = _parse(isl.Map, text, error)
     dom = rel.domain()
 
-    def moved(tup: str, names: list[str]) -> tuple[str, str]:
+    def moved(tup: str, names: list[str], var: str = "v") -> tuple[str, str]:
         if "x" not in names or "y" not in names:
             names = ["x", "y"] if len(names) == 2 else names
-        vars_ = [f"v{i}" for i in range(len(names))]
+        vars_ = [f"{var}{i}" for i in range(len(names))]
         out = [f"{v} + {ox}" if n == "x" else f"{v} + {oy}" if n == "y" else v for v, n in zip(vars_, names)]
         return f"{tup}[{', '.join(vars_)}]", f"{tup}[{', '.join(out)}]"
     if dom.is_wrapping():
         pair = dom.unwrap()
         a = moved(pair.get_tuple_name(isl.dim_type.in_), ["x", "y"])
-        b = moved(pair.get_tuple_name(isl.dim_type.out), ["x", "y"])
-        b = (b[0].replace("v0", "w0").replace("v1", "w1"), b[1].replace("v0", "w0").replace("v1", "w1"))
+        b = moved(pair.get_tuple_name(isl.dim_type.out), ["x", "y"], "w")
         shift = f"{{ [{a[0]} -> {b[0]}] -> [{a[1]} -> {b[1]}] }}"
     else:
         names = [rel.get_dim_name(isl.dim_type.in_, i) for i in range(rel.dim(isl.dim_type.in_))]
