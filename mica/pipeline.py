@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import time
 from itertools import combinations
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .affine.deps import loop_kinds, reductions
 from .affine.isl_names import count_points, isl_budget
+from .affine.pieces import Pieces, cut_candidates, cut_program, piece_array
 from .affine.program import Program
 from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
@@ -226,14 +227,29 @@ def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
     """``sched``'s decisions re-instantiated for ``mesh`` (operator by operator for a phased schedule)."""
     if not sched.phases:
         return derive_schedule(op, mesh, like=sched)
-    mapped, _ = map_operators(op, phase_operators(op, sched), mesh, None, like=sched)
+    prog = mapped_program(op, sched)
+    mapped, _ = map_operators(prog, phase_operators(prog, sched), mesh, None, like=sched)
     return sched.copy(mesh=mesh, phases=mapped.phases)
+
+
+def program_pieces(op: Program, sched: Schedule) -> Pieces | None:
+    """``op`` cut into the pieces ``sched`` maps (:attr:`Schedule.pieces`), or None when it maps ``op``."""
+    if not sched.pieces:
+        return None
+    array, dim, count = sched.pieces
+    return cut_program(op, array, int(dim), int(count))
+
+
+def mapped_program(op: Program, sched: Schedule) -> Program:
+    """The program whose statements ``sched`` maps: ``op``, or its pieces."""
+    pieces = program_pieces(op, sched)
+    return op if pieces is None else pieces.program
 
 
 def build(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
     """The MeshIR of ``op`` under ``sched`` (a phased schedule maps its operators one after another)."""
     if sched.phases:
-        return build_phased(op, sched, tgt)
+        return build_phased(mapped_program(op, sched), sched, tgt)
     return build_mesh_program(op, sched, tgt)
 
 
@@ -253,7 +269,9 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
       consumer wants it); inputs are loaded once per layout.
 
     With ``side_by_side``, every run of operators that do not depend on each other is also tried on
-    disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh.
+    disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh; and a
+    program that can be cut into independent pieces is tried streamed, each operator on a slab of its own
+    working on one piece after another (:func:`stream_schedules`).
     """
     if splits is None:
         splits = operator_splits(op)
@@ -304,6 +322,17 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
                     tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
                     continue
                 tried.append((cost, how, phased, report))
+    if side_by_side:
+        for how, phased in stream_schedules(op, mesh, tgt, memo):
+            try:
+                if isinstance(phased, MicaError):
+                    raise phased
+                phased = phased.copy(reasons=(f"{how}",))
+                cost = estimate(build(op, phased, tgt), tgt).total_cycles
+            except MicaError as exc:
+                tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+                continue
+            tried.append((cost, how, phased, None))
     lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
              for c, how, s, _ in tried]
     lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")
@@ -354,25 +383,78 @@ def slabs(op: Program, ops: list, mesh) -> list[tuple[list[int], list]]:
     cut along its longer axis, one slab per operator with a share of the cores proportional to its work
     (at least one line); every other operator on the whole mesh. Returns ``(run, places)`` pairs, places as
     :func:`map_operators` takes them."""
-    axis = 0 if mesh[0] >= mesh[1] else 1
-    length = mesh[axis]
     out = []
     for run in independent_runs(op, ops):
-        if len(run) > length:
+        cut = slab_places([ops[k] for k in run], mesh)
+        if cut is None:
             continue
-        work = [max(1, sum(count_points(s.domain_set, {}) for s in ops[k])) for k in run]
-        cuts = [0]
-        for i in range(1, len(run)):
-            cut = round(length * sum(work[:i]) / sum(work))
-            cuts.append(min(max(cut, cuts[-1] + 1), length - (len(run) - i)))
-        cuts.append(length)
         places = [((0, 0), tuple(mesh))] * len(ops)
-        for k, a, b in zip(run, cuts, cuts[1:]):
-            origin = (a, 0) if axis == 0 else (0, a)
-            size = (b - a, mesh[1]) if axis == 0 else (mesh[0], b - a)
-            places[k] = (origin, size)
+        for k, place in zip(run, cut):
+            places[k] = place
         out.append((run, places))
     return out
+
+
+def slab_places(ops: list, mesh) -> list | None:
+    """One slab of the mesh per operator of ``ops``, cut along the mesh's longer axis with a share of the
+    cores proportional to the operator's work (at least one line each), as ``(origin, size)``; None when
+    there are more operators than lines."""
+    axis = 0 if mesh[0] >= mesh[1] else 1
+    length = mesh[axis]
+    if len(ops) > length:
+        return None
+    work = [max(1, sum(count_points(s.domain_set, {}) for s in g)) for g in ops]
+    cuts = [0]
+    for i in range(1, len(ops)):
+        cut = round(length * sum(work[:i]) / sum(work))
+        cuts.append(min(max(cut, cuts[-1] + 1), length - (len(ops) - i)))
+    cuts.append(length)
+    return [((a, 0), (b - a, mesh[1])) if axis == 0 else ((0, a), (mesh[0], b - a))
+            for a, b in zip(cuts, cuts[1:])]
+
+
+STREAM_PIECES = (2, 4)      # piece counts the search tries when it streams a program's operators
+
+
+def stream_schedules(op: Program, mesh, tgt: Target, memo: dict):
+    """The streamed plans :func:`search_operators` tries: for every dimension class the program can be cut
+    along (:func:`mica.affine.pieces.cut_candidates`) and every count of :data:`STREAM_PIECES` that divides
+    it, the pieces' operators on one slab each (:func:`slab_places`), piece 0 searched operator by operator
+    and every later piece taking piece 0's decisions, so the producer's slab works on piece ``k + 1`` while
+    the consumer's works on piece ``k``. Yields ``(description, schedule or MicaError)``."""
+    if len(split_operators(op)) < 2:
+        return
+    for array, dim in cut_candidates(op):
+        n = op.array(array).shape[dim]
+        for count in STREAM_PIECES:
+            if n % count:
+                continue
+            how = f"cut into {count} pieces along dimension {dim} of {array}, streamed"
+            try:
+                pieces = cut_program(op, array, dim, count)
+                ops = split_operators(pieces.program)
+                per = len(ops) // count
+                places = slab_places(ops[:per], mesh)
+                if places is None:
+                    continue
+                how += " from slab to slab: " + ", ".join(
+                    f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in places)
+                first, _ = map_operators(pieces.program, ops[:per], mesh, tgt, memo=memo, places=places)
+                phases = tuple(piece_phase(pieces, p, k) for k in range(count) for p in first.phases)
+                yield how, first.copy(phases=phases, pieces=(array, dim, count))
+            except MicaError as exc:
+                yield how, exc
+
+
+def piece_phase(pieces: Pieces, phase: Schedule, k: int) -> Schedule:
+    """``phase`` (a schedule of piece 0's statements) for the same statements of piece ``k``: statement
+    and cut array names renamed, every decision kept (pieces of equal size)."""
+    cut = {piece_array(a, 0): piece_array(a, k) for a, _ in pieces.cut}
+
+    def stmt(name):
+        return name[:-len("_s0")] + f"_s{k}" if name.endswith("_s0") else name
+    return phase.copy(local_order=tuple((stmt(n), o) for n, o in phase.local_order),
+                      homes=tuple(replace(h, array=cut.get(h.array, h.array)) for h in phase.homes))
 
 
 def operator_splits(op: Program) -> list[tuple[str, list]]:

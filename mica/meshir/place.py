@@ -15,7 +15,10 @@ into a one-block lane, every lane moves one hop per step (two colours by parity 
 no router both sends and receives on one colour) for ``d`` steps, ``d`` the distance between the two
 rectangles, and each lane is copied into the destination home. All of a row's blocks must cross the one
 link between the rectangles anyway, so the conveyor's ``d`` steps of a block each are what the link
-allows; no route ever passes a message through a core's processor.
+allows; no route ever passes a message through a core's processor. An array pinned to one line of cores
+across the move (a reduction's result on the column its chain ends at) has one block per line to move:
+one shift of the whole line ``d`` hops, the routers in between passing it on (:func:`owners` finds the
+line, which the box does not name).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..affine.expr import Aff, Read
-from ..affine.isl_names import shift_cores, shift_params
+from ..affine.isl_names import imap, shift_cores, shift_params
 from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
@@ -151,6 +154,7 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     ``dst`` gives it. So the loading core, ``d`` cores before the one that will deliver the block, writes
     each element under its index less ``d`` tiles (the same place in the lane as at the delivering core,
     whose box starts ``d`` tiles further), and the delivering core copies the lane as it is.
+    An array pinned to a line across the move is sent in one ``d``-hop shift instead (no lane, no kernels).
     Raises :class:`ScheduleError` when the layouts are not the same blocks, or the rectangles are apart
     along both axes."""
     what = f"moving {src.array} from the cores {src.region} to {dst.region}"
@@ -162,9 +166,7 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
         raise ScheduleError(f"{what}: blocks move along one mesh axis only (distance ({dx}, {dy}))")
     axis = "x" if dx else "y"
     if not any(b.coord == axis for b in src.box):
-        # Its cores are a pinned line, which the box does not name; the operator's rectangle is no guide.
-        raise ScheduleError(f"{what}: the array lies on one line of cores across mesh {axis}; only arrays "
-                            f"whose blocks spread along mesh {axis} are moved between rectangles")
+        return _move_line(src, dst, axis, what)
     moved = next(b.origin for b in dst.box if b.coord == axis) - next(b.origin for b in src.box if b.coord == axis)
     if moved != (dx or dy):
         raise ScheduleError(f"{what}: the blocks are {moved} cores apart, the rectangles {dx or dy}")
@@ -196,6 +198,42 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     ops = [Compute(load.name, s.rect), Loop("t", abs(d), (Exchange(f"{name}_{direction}", tuple(shifts)),)),
            Compute(deliver.name, e.rect)]
     return [lane], [load, deliver], ops
+
+
+def owners(t: RegionTensor) -> Region:
+    """The smallest rectangle of cores holding elements of ``t`` (from its ownership ``{ core[x, y] -> A }``):
+    for an array pinned to a line of cores, that line, which its box does not name."""
+    own = imap(t.ownership, ScheduleError).domain()
+    if own.is_empty():
+        raise ScheduleError(f"{t.name}: no core holds any element of {t.array}")
+    lo = [int(own.dim_min_val(k).to_python()) for k in (0, 1)]
+    hi = [int(own.dim_max_val(k).to_python()) + 1 for k in (0, 1)]
+    return Region(f"{t.name}_owners", lo[0], hi[0], lo[1], hi[1])
+
+
+def _move_line(src: RegionTensor, dst: RegionTensor, axis: str, what: str
+               ) -> tuple[list[RegionTensor], list[Kernel], list]:
+    """Ops that fill ``dst`` from ``src`` when both are pinned to one line of cores across ``axis`` (no box
+    dimension spreads them along it): one shift of the whole line, the routers in between passing each
+    block on. Preserves every element: each core of the line sends its block to the core ``d`` away,
+    whose box is the same."""
+    a, b = owners(src), owners(dst)
+    if src.box != dst.box:
+        raise ScheduleError(f"{what}: the layouts {[str(d) for d in src.box]} and {[str(d) for d in dst.box]} "
+                            f"are not the same blocks")
+    lo, hi = (a.x0, a.x1) if axis == "x" else (a.y0, a.y1)
+    if hi - lo != 1:
+        raise ScheduleError(f"{what}: the array has no blocks along mesh {axis} but spans cores {a}")
+    d = (b.x0 - a.x0, b.y0 - a.y0)
+    if (d[1] if axis == "x" else d[0]) or (b.x1 - b.x0, b.y1 - b.y0) != (a.x1 - a.x0, a.y1 - a.y0):
+        raise ScheduleError(f"{what}: its lines of cores {a} and {b} are not {axis}-translates of each other")
+    dist = d[0] if axis == "x" else d[1]
+    direction = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}[(axis, dist > 0)]
+    senders, receivers = a.rect, b.rect
+    shift = Shift(f"{src.array} {direction} {abs(dist)} hops", src.array, src.name, dst.name, direction,
+                  senders, receivers, 0, shift_routes(direction, senders, receivers, 0, abs(dist)), abs(dist),
+                  distance=abs(dist))
+    return [], [], [Exchange(f"{dst.name}_move_{direction}", (shift,))]
 
 
 def placed_tensor(mp: MeshProgram) -> tuple[RegionTensor, BoxDim] | None:

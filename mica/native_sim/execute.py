@@ -178,10 +178,14 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
 
     ``progress``: a progress bar on stderr for runs longer than a few seconds (None: only when stderr is
     a terminal; see :class:`mica.native_sim.runtime.Progress`)."""
+    from ..pipeline import program_pieces
     program = compiled.program
     mp = compiled.mesh_program
     target = compiled.target
     arrays, scalars = check_inputs(program, inputs)
+    pieces = program_pieces(program, compiled.schedule)
+    if pieces is not None:                  # the mesh runs the pieces: cut the inputs, paste the outputs
+        program, arrays = pieces.program, pieces.split(arrays)
     if threads is None:
         threads = default_threads()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -218,6 +222,8 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
             outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape,
                                                 NP_DTYPE[arr.dtype])
         stats = mesh.stats()
+    if pieces is not None:
+        outputs = pieces.join(outputs)
     return RunResult(outputs, RunStats(stats, (w, h), threads, target))
 
 

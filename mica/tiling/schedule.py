@@ -17,7 +17,10 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``reasons``: the human-readable account of each decision;
 * ``phases``: for a program of several operators, one schedule per operator, run in order; a phase's
   ``mesh`` is the rectangle of cores it runs on and ``origin`` that rectangle's first core (operators
-  placed side by side on disjoint rectangles run at the same time, :mod:`mica.meshir.place`).
+  placed side by side on disjoint rectangles run at the same time, :mod:`mica.meshir.place`);
+* ``pieces``: ``(array, dim, count)`` when the phases map the program cut into ``count`` pieces along
+  dimension ``dim`` of ``array`` (:func:`mica.affine.pieces.cut_program`): the phases then name the pieces'
+  statements, and a piece's operators on different rectangles stream from one piece to the next.
 
 Schedules depend on the mesh only through tiles; :func:`Schedule.decisions` gives the mesh-independent
 part, which :func:`mica.tiling.mapping.derive_schedule` re-instantiates for another mesh.
@@ -139,9 +142,14 @@ class Schedule:
     reasons: tuple[str, ...] = field(default=(), compare=False)
     phases: tuple["Schedule", ...] = ()
     origin: tuple[int, int] = (0, 0)
+    pieces: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "origin", tuple(int(v) for v in self.origin))
+        object.__setattr__(self, "pieces", tuple(self.pieces))
+        if self.pieces and (len(self.pieces) != 3 or not self.phases or int(self.pieces[2]) < 2):
+            raise ScheduleError(f"a schedule cut into pieces names (array, dimension, count >= 2) and has "
+                                f"phases, got pieces {self.pieces}")
         if len(self.origin) != 2 or min(self.origin) < 0:
             raise ScheduleError(f"a schedule's origin is the (x, y) of its first core, got {self.origin}")
         axes = [s.axis for s in self.space]
@@ -220,6 +228,7 @@ class Schedule:
                 reasons=tuple(d.get("reasons", ())),
                 phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
                 origin=tuple(d.get("origin", (0, 0))),
+                pieces=tuple(d.get("pieces", ())),
             )
 
     def explain(self) -> str:
@@ -241,6 +250,9 @@ class Schedule:
     def __str__(self) -> str:
         if self.phases:
             how = ", some side by side" if self.placed else " one after another"
+            if self.pieces:
+                a, d, n = self.pieces
+                how += f" ({n} pieces along dimension {d} of {a}, streamed)"
             return "\n".join([f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}: "
                                f"{len(self.phases)} operators{how}"] +
                               [f"operator {i}" + (f" on {p.cores()}" if self.placed else "") + f": {p}"
@@ -261,7 +273,7 @@ class Schedule:
         for st, order in self.local_order:
             lines.append(f"  {st}: local loops ({', '.join(order)})")
         for h in self.homes:
-            dims = ", ".join(f"{a}/{t}" if a else f"whole" for a, t in h.dims)
+            dims = ", ".join(f"{a}/{t}" if a else "whole" for a, t in h.dims)
             pin = "".join(f" {a}={c}" for a, c in h.pin)
             lines.append(f"  home {h.array}[{dims}]{pin}")
         return "\n".join(lines)

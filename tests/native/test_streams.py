@@ -1,0 +1,167 @@
+"""Operators streaming from slab to slab: a program cut into pieces along one dimension
+(:mod:`mica.affine.pieces`), each piece's operators on their own slab of the mesh, so the producer's slab
+works on piece k + 1 while the consumer's works on piece k; and arrays pinned to a line of cores moved
+between rectangles. Every run is compared with numpy or the program run sequentially, and its modelled
+cycles with the emulator's."""
+
+import re
+
+import numpy as np
+import pytest
+
+import mica
+from mica.affine.pieces import cut_candidates, cut_program
+from mica.errors import EmitError, ScheduleError
+from mica.meshir.ir import Exchange, Shift
+from mica.meshir.phases import split_operators
+from mica.pipeline import map_operators, stream_schedules
+from mica.targets import get_target
+from mica.testing import run_program
+from mica.tiling.schedule import Schedule
+
+from test_side_by_side import mm3, mvt
+
+
+def chain(m: int, n: int, dtype: str = "float") -> str:
+    """``T = A B; D = T C`` with A m×n: a matmul feeding a matmul, row by row."""
+    return f"""
+void chain({dtype} A[{m}][{n}], {dtype} B[{n}][{n}], {dtype} C[{n}][{n}], {dtype} T[{m}][{n}], {dtype} D[{m}][{n}]) {{
+  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
+    D[i][j] = 0; for (int k = 0; k < {n}; k++) D[i][j] += T[i][k] * C[k][j]; }}
+}}"""
+
+
+GEMV_THEN_MAP = """
+void gs(float A[24][40], float x[40], float t[24], float y[24]) {
+  for (int i = 0; i < 24; i++) { t[i] = 0; for (int k = 0; k < 40; k++) t[i] += A[i][k] * x[k]; }
+  for (int i = 0; i < 24; i++) y[i] = t[i] * t[i] + 1.0f;
+}"""
+
+# Columns, in place: every column j of x is updated by its own column of A; cut along j (dimension 1).
+COLUMNS = """
+void cols(double A[6][10], double x[6][10], double s[10], double alpha) {
+  for (int j = 0; j < 10; j++) { s[j] = 0; for (int i = 0; i < 6; i++) s[j] += A[i][j] * x[i][j]; }
+  for (int i = 0; i < 6; i++) for (int j = 0; j < 10; j++) x[i][j] = x[i][j] + alpha * s[j] * A[i][j];
+}"""
+
+
+def _inputs(prog, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {a: rng.standard_normal(prog.array(a).shape).astype(np.float32 if prog.array(a).dtype == "f32"
+                                                               else np.float64) for a in prog.inputs}
+    out.update({n: 0.5 for n, _ in prog.scalars})
+    return out
+
+
+@pytest.mark.parametrize("src, array, dim, count", [
+    (chain(12, 5), "T", 0, 3),
+    (chain(10, 4), "D", 0, 4),          # uneven: blocks of 3, 3, 3, 1
+    (COLUMNS, "s", 0, 3),
+    (GEMV_THEN_MAP, "y", 0, 24),
+])
+def test_pieces_compute_what_the_program_computes(src, array, dim, count):
+    """Cut inputs, pieces run one after another, outputs pasted back: the same values, exactly (each
+    element is computed by the same operations in the same order)."""
+    prog = mica.affine.from_c(src)
+    pieces = cut_program(prog, array, dim, count)
+    assert pieces.count == min(count, prog.array(array).shape[dim])
+    ins = _inputs(prog)
+    want = run_program(prog, ins)
+    got = pieces.join(run_program(pieces.program, pieces.split(ins)))
+    assert sorted(got) == sorted(prog.outputs)
+    for name in prog.outputs:
+        assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def test_what_cannot_be_cut_is_refused_by_name():
+    prog = mica.affine.from_c(mvt(8))
+    # x2 is indexed by the other loop of mvt's second statement: pieces would share its elements.
+    assert cut_candidates(prog) == []
+    with pytest.raises(ScheduleError, match="x2 is written"):
+        cut_program(prog, "x1", 0, 2)
+    # 3mm's G = E F reads every row of F: no piece of rows of G has its own F.
+    with pytest.raises(ScheduleError, match="statement"):
+        cut_program(mica.affine.from_c(mm3(4)), "G", 0, 2)
+    with pytest.raises(ScheduleError, match="at least 2"):
+        cut_program(mica.affine.from_c(chain(8, 4)), "T", 0, 1)
+    assert cut_candidates(mica.affine.from_c(chain(8, 4))) == [("T", 0)]
+
+
+@pytest.mark.parametrize("m, n, mesh", [(64, 8, (8, 8)), (36, 6, (5, 7))])
+def test_streamed_chain_matches_numpy_and_the_model(m, n, mesh):
+    """Every streamed candidate the search considers compiles, runs correctly in the emulator, agrees
+    with its modelled cycles, and survives JSON and a retarget to another mesh."""
+    op = mica.affine.from_c(chain(m, n))
+    tgt = get_target("wse2")
+    found = list(stream_schedules(op, mesh, tgt, {}))
+    assert found
+    for how, sched in found:
+        assert not isinstance(sched, Exception), how
+        assert sched.pieces[:2] == ("T", 0) and len(sched.phases) == 2 * sched.pieces[2]
+        assert {p.origin for p in sched.phases[0::2]} == {(0, 0)} and sched.placed
+        compiled = mica.compile_affine(op, mesh=mesh, schedule=Schedule.from_json(sched.to_json()))
+        assert f"{sched.pieces[2]} pieces along dimension 0 of T, streamed" in str(compiled.schedule)
+        ins = _inputs(op)
+        res = compiled.run(ins)
+        t = ins["A"] @ ins["B"]
+        np.testing.assert_allclose(res.outputs["T"], t, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(res.outputs["D"], t @ ins["C"], rtol=1e-4, atol=1e-3)
+        # The model starts an operator after every earlier one that shares its bounding box of cores; the
+        # emulator's per-core clocks let a core start as soon as its own part is done: the model is
+        # conservative, within a tenth.
+        assert 0.9 * compiled.cost.total_cycles <= res.stats.cycles <= 1.02 * compiled.cost.total_cycles
+        wider = compiled.retarget((mesh[0] * 2, mesh[1]))
+        assert wider.schedule.pieces == sched.pieces and wider.schedule.phases[1].origin != (0, 0)
+        np.testing.assert_allclose(wider.run(ins).outputs["D"], res.outputs["D"], rtol=1e-4, atol=1e-3)
+
+
+def test_the_search_weighs_streams_against_operators_one_after_another():
+    """The explanation lists the streamed candidates with their modelled cycles; the chosen plan is the
+    cheapest listed (here one after another: every element of T must cross the one column of links
+    between the two slabs, which costs more than T's two operators gain from running at once)."""
+    op = mica.affine.from_c(chain(64, 8))
+    compiled = mica.compile_affine(op, mesh=(8, 8))
+    text = compiled.explain()
+    lines = [ln for ln in text.splitlines() if "streamed from slab to slab" in ln]
+    assert len(lines) == 2
+    listed = [float(ln.split("cycles")[0].replace(",", "")) for ln in text.splitlines()
+              if re.match(r"^\s+[\d,]+ cycles  [^x]", ln)]          # the "cheapest of" list, not reports
+    assert compiled.cost.total_cycles == pytest.approx(min(listed), abs=1)
+    streamed = min(float(ln.split("cycles")[0].replace(",", "")) for ln in lines)
+    assert compiled.cost.total_cycles < streamed and not compiled.schedule.pieces
+    off = mica.compile_affine(op, mesh=(8, 8), side_by_side=False)
+    assert "streamed" not in off.explain()
+
+
+def test_back_ends_refuse_pieces_clearly(tmp_path):
+    op = mica.affine.from_c(chain(16, 4))
+    how, sched = next(stream_schedules(op, (4, 4), get_target("wse2"), {}))
+    compiled = mica.compile_affine(op, mesh=(4, 4), schedule=sched)
+    for kind in ("csl", "metalium"):
+        with pytest.raises(EmitError, match="pieces"):
+            compiled.emit(kind, tmp_path / kind)
+    assert compiled.emit("c", tmp_path / "c")
+
+
+@pytest.mark.parametrize("places, direction, hops", [
+    ([((0, 0), (5, 6)), ((5, 0), (3, 6))], "E", 5),
+    ([((0, 0), (8, 3)), ((0, 3), (8, 3))], "S", 3),
+])
+def test_an_array_pinned_to_a_line_moves_in_one_shift(places, direction, hops):
+    """A gemv leaves t on the column (row) of cores its reduction ends at; the map beside it reads t from
+    its own first column (row): the routers pass every block the whole way in one shift."""
+    op = mica.affine.from_c(GEMV_THEN_MAP)
+    sched, _ = map_operators(op, split_operators(op), (8, 6), get_target("wse2"), places=places)
+    assert any(h.pin for h in sched.phases[0].homes if h.array == "t")
+    compiled = mica.compile_affine(op, mesh=(8, 6), schedule=sched)
+    moves = [c for e in compiled.mesh_program.body if isinstance(e, Exchange) for c in e.ops
+             if isinstance(c, Shift) and c.array == "t"]
+    assert [(c.direction, c.distance) for c in moves] == [(direction, hops)]
+    ins = _inputs(op, seed=3)
+    res = compiled.run(ins)
+    t = ins["A"] @ ins["x"]
+    np.testing.assert_allclose(res.outputs["t"], t, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(res.outputs["y"], t * t + 1, rtol=1e-4, atol=1e-3)
+    assert res.stats.cycles == pytest.approx(compiled.cost.total_cycles, rel=0.05)
