@@ -74,3 +74,36 @@ def test_independent_operators_side_by_side(benchmark, n, mesh):
     print(f"\nmvt {n} on {mesh[0]}x{mesh[1]}: side by side {chosen.cost.total_cycles:,.0f} cycles, one after "
           f"another {sequential.cost.total_cycles:,.0f} (x{ratio:.2f}); slabs "
           + ", ".join(p.cores() for p in chosen.schedule.phases))
+
+
+def _chain(m: int, n: int) -> str:
+    return f"""
+void chain(float A[{m}][{n}], float B[{n}][{n}], float C[{n}][{n}], float T[{m}][{n}], float D[{m}][{n}]) {{
+  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
+    D[i][j] = 0; for (int k = 0; k < {n}; k++) D[i][j] += T[i][k] * C[k][j]; }}
+}}"""
+
+
+@pytest.mark.parametrize("m, n, mesh", [(1024, 32, (64, 64)), (8192, 64, (750, 994))])
+def test_matmul_feeding_matmul_streamed_or_not(benchmark, m, n, mesh):
+    """``T = A B; D = T C``: the search weighs the two matmuls one after another on the whole mesh against
+    the program cut into row pieces streamed from the producer's slab to the consumer's; the figures are
+    the chosen plan's modelled cycles and the best streamed candidate's (the baseline in the same run)."""
+    from mica.pipeline import build, stream_schedules
+    from mica.tiling.cost import estimate
+    src = _chain(m, n)
+    chosen = benchmark(lambda: mica.compile_affine(src, mesh=mesh))
+    op, tgt = chosen.program, chosen.target
+    streamed = {}
+    for how, sched in stream_schedules(op, mesh, tgt):
+        if not isinstance(sched, Exception):
+            streamed[how] = estimate(build(op, sched, tgt), tgt).total_cycles
+    best = min(streamed.values())
+    benchmark.extra_info.update({"chosen": chosen.cost.total_cycles, "best_streamed": best,
+                                 "streamed": streamed})
+    assert chosen.cost.total_cycles <= best
+    print(f"\nchain {m}x{n} on {mesh[0]}x{mesh[1]}: chosen {chosen.cost.total_cycles:,.0f} cycles "
+          f"({'streamed' if chosen.schedule.pieces else 'one after another'}); best streamed {best:,.0f} "
+          f"(x{best / chosen.cost.total_cycles:.2f}): {min(streamed, key=streamed.get)}")

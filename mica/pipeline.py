@@ -23,7 +23,7 @@ from .affine.program import Program
 from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
 from .errors import MicaError
-from .meshir.build import build_mesh_program
+from .meshir.build import build_mesh_program, work_blocks
 from .meshir.phases import (build_phased, fixed_homes_after, operator_program, phase_operators,
                             split_operators)
 from .meshir.ir import HostLoad, MeshProgram
@@ -323,7 +323,7 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
                     continue
                 tried.append((cost, how, phased, report))
     if side_by_side:
-        for how, phased in stream_schedules(op, mesh, tgt, memo):
+        for how, phased in stream_schedules(op, mesh, tgt):
             try:
                 if isinstance(phased, MicaError):
                     raise phased
@@ -395,11 +395,12 @@ def slabs(op: Program, ops: list, mesh) -> list[tuple[list[int], list]]:
     return out
 
 
-def slab_places(ops: list, mesh) -> list | None:
-    """One slab of the mesh per operator of ``ops``, cut along the mesh's longer axis with a share of the
-    cores proportional to the operator's work (at least one line each), as ``(origin, size)``; None when
-    there are more operators than lines."""
-    axis = 0 if mesh[0] >= mesh[1] else 1
+def slab_places(ops: list, mesh, axis: int | None = None) -> list | None:
+    """One slab of the mesh per operator of ``ops``, cut along mesh axis ``axis`` (0: x; default the
+    longer one) with a share of the cores proportional to the operator's work (at least one line each),
+    as ``(origin, size)``; None when there are more operators than lines."""
+    if axis is None:
+        axis = 0 if mesh[0] >= mesh[1] else 1
     length = mesh[axis]
     if len(ops) > length:
         return None
@@ -416,34 +417,64 @@ def slab_places(ops: list, mesh) -> list | None:
 STREAM_PIECES = (2, 4)      # piece counts the search tries when it streams a program's operators
 
 
-def stream_schedules(op: Program, mesh, tgt: Target, memo: dict):
+def stream_schedules(op: Program, mesh, tgt: Target):
     """The streamed plans :func:`search_operators` tries: for every dimension class the program can be cut
     along (:func:`mica.affine.pieces.cut_candidates`) and every count of :data:`STREAM_PIECES` that divides
-    it, the pieces' operators on one slab each (:func:`slab_places`), piece 0 searched operator by operator
-    and every later piece taking piece 0's decisions, so the producer's slab works on piece ``k + 1`` while
-    the consumer's works on piece ``k``. Yields ``(description, schedule or MicaError)``."""
+    it, the pieces' operators on one slab each, cut along either mesh axis (:func:`_stream_first_piece`).
+    Piece 0 is searched operator by operator at the first count, every later piece and every larger count
+    take its decisions (pieces of equal size), so the producer's slab works on piece ``k + 1`` while the
+    consumer's works on piece ``k``. Yields ``(description, schedule or MicaError)``."""
     if len(split_operators(op)) < 2:
         return
     for array, dim in cut_candidates(op):
         n = op.array(array).shape[dim]
+        firsts: dict[int, Schedule] = {}     # axis -> piece 0's plan at the first count
         for count in STREAM_PIECES:
             if n % count:
                 continue
-            how = f"cut into {count} pieces along dimension {dim} of {array}, streamed"
-            try:
-                pieces = cut_program(op, array, dim, count)
-                ops = split_operators(pieces.program)
-                per = len(ops) // count
-                places = slab_places(ops[:per], mesh)
-                if places is None:
-                    continue
-                how += " from slab to slab: " + ", ".join(
-                    f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in places)
-                first, _ = map_operators(pieces.program, ops[:per], mesh, tgt, memo=memo, places=places)
-                phases = tuple(piece_phase(pieces, p, k) for k in range(count) for p in first.phases)
-                yield how, first.copy(phases=phases, pieces=(array, dim, count))
-            except MicaError as exc:
-                yield how, exc
+            pieces = cut_program(op, array, dim, count)
+            ops = split_operators(pieces.program)
+            per = len(ops) // count
+            for axis in ((0, 1) if mesh[0] >= mesh[1] else (1, 0)):
+                how = f"cut into {count} pieces along dimension {dim} of {array}, streamed"
+                try:
+                    if axis in firsts:
+                        # Smaller pieces take the decisions and slabs of the first count's (not searched
+                        # again: the piece statements are named alike, so ``like`` matches them).
+                        first = map_operators(pieces.program, ops[:per], mesh, None, like=firsts[axis])[0]
+                    else:
+                        first = _stream_first_piece(pieces.program, ops[:per], mesh, tgt, axis)
+                        if first is None:
+                            continue
+                        firsts[axis] = first
+                    how += " from slab to slab: " + ", ".join(p.cores().split(" ", 1)[1] for p in first.phases)
+                    phases = tuple(piece_phase(pieces, p, k) for k in range(count) for p in first.phases)
+                    yield how, first.copy(phases=phases, pieces=(array, dim, count))
+                except MicaError as exc:
+                    yield how, exc
+
+
+def _stream_first_piece(prog: Program, ops: list, mesh, tgt: Target, axis: int) -> Schedule | None:
+    """Piece 0's operators searched on slabs along ``axis`` (:func:`slab_places`), then each slab trimmed to
+    the lines its operator works on and the slabs packed from the mesh's edge (a block crosses fewer cores
+    to the next slab; the decisions are kept, not searched again); None when there are more operators
+    than lines."""
+    places = slab_places(ops, mesh, axis)
+    if places is None:
+        return None
+    first, _ = map_operators(prog, ops, mesh, tgt, places=places)
+    used = [work_blocks(operator_program(prog, g, k), p)["xy"[axis]] for k, (g, p) in enumerate(zip(ops, first.phases))]
+    if all(u == size[axis] for u, (_, size) in zip(used, places)):
+        return first
+    packed, at = [], 0
+    for u, p in zip(used, first.phases):
+        packed.append(p.copy(origin=(at, 0) if axis == 0 else (0, at),
+                             mesh=(u, mesh[1]) if axis == 0 else (mesh[0], u)))
+        at += u
+    try:
+        return map_operators(prog, ops, mesh, None, like=first.copy(phases=tuple(packed)))[0]
+    except MicaError:
+        return first
 
 
 def piece_phase(pieces: Pieces, phase: Schedule, k: int) -> Schedule:

@@ -67,6 +67,28 @@ def _splits(tilings: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int,
     return [(a, b) for a, b in zip(pts, pts[1:]) if a < b]
 
 
+def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
+    """Cores along ``x`` and ``y`` the plan ``sched`` of ``prog`` works on (from core (0, 0)): the blocks of
+    its spatial loops and of the homes spread along a mapped axis; a skewed plan rings its panels around a
+    square of ``steps x steps`` cores. Raises :class:`ScheduleError` when a skewed plan's blocks do not fit
+    its square."""
+    main = main_statement(prog)
+    blocks = {"x": 1, "y": 1}
+    for sm in sched.space:
+        blocks[sm.axis] = ceil(loop_extent(main, sm.loop) / sm.tile)
+    for home in sched.homes:
+        for (axis, tile), n in zip(home.dims, prog.array(home.array).shape):
+            if axis is not None and sched.loop_on(axis) is not None:
+                blocks[axis] = max(blocks[axis], ceil(n / tile))
+    if sched.step is not None and sched.step.skew != "none":
+        n = sched.step.steps
+        if blocks["x"] > n or blocks["y"] > n or len(sched.space) != 2:
+            raise ScheduleError(f"a {sched.step.skew} schedule needs both mesh axes mapped with at most "
+                                f"{n} blocks each (one per step); got {blocks['x']}x{blocks['y']}")
+        blocks = {"x": n, "y": n}
+    return blocks
+
+
 class _Builder:
     """Accumulates tensors, kernels and ops while the pass runs (the only mutable state of the pass)."""
 
@@ -76,24 +98,11 @@ class _Builder:
         self.reds = reductions(prog)
         self.tensors: dict[str, RegionTensor] = {}
         self.kernels: list[Kernel] = []
-        blocks = {"x": 1, "y": 1}
-        for sm in sched.space:
-            ext = loop_extent(self.main, sm.loop)
-            blocks[sm.axis] = ceil(ext / sm.tile)
-        for home in sched.homes:
-            for (axis, tile), n in zip(home.dims, prog.array(home.array).shape):
-                if axis is not None and sched.loop_on(axis) is not None:
-                    blocks[axis] = max(blocks[axis], ceil(n / tile))
+        blocks = work_blocks(prog, sched)
         w, h = sched.mesh
         self.skew = None
         if sched.step is not None and sched.step.skew != "none":
-            # A skewed step rings panels around a square of steps x steps cores, work or not.
-            n = sched.step.steps
-            if blocks["x"] > n or blocks["y"] > n or len(sched.space) != 2:
-                raise ScheduleError(f"a {sched.step.skew} schedule needs both mesh axes mapped with at most "
-                                    f"{n} blocks each (one per step); got {blocks['x']}x{blocks['y']}")
-            blocks = {"x": n, "y": n}
-            self.skew = Skew(sched.step.skew, n)
+            self.skew = Skew(sched.step.skew, sched.step.steps)
         if blocks["x"] > w or blocks["y"] > h:
             raise ScheduleError(f"schedule needs {blocks['x']}x{blocks['y']} cores, mesh is {w}x{h}")
         self.region = Region("work", 0, blocks["x"], 0, blocks["y"])

@@ -183,7 +183,8 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
     mp = compiled.mesh_program
     target = compiled.target
     arrays, scalars = check_inputs(program, inputs)
-    pieces = program_pieces(program, compiled.schedule)
+    sched = getattr(compiled, "schedule", None)      # a bare (program, MeshIR, kernels) bundle maps the program
+    pieces = program_pieces(program, sched) if sched is not None else None
     if pieces is not None:                  # the mesh runs the pieces: cut the inputs, paste the outputs
         program, arrays = pieces.program, pieces.split(arrays)
     if threads is None:

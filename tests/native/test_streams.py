@@ -95,7 +95,7 @@ def test_streamed_chain_matches_numpy_and_the_model(m, n, mesh):
     with its modelled cycles, and survives JSON and a retarget to another mesh."""
     op = mica.affine.from_c(chain(m, n))
     tgt = get_target("wse2")
-    found = list(stream_schedules(op, mesh, tgt, {}))
+    found = list(stream_schedules(op, mesh, tgt))
     assert found
     for how, sched in found:
         assert not isinstance(sched, Exception), how
@@ -137,7 +137,7 @@ def test_the_search_weighs_streams_against_operators_one_after_another():
 
 def test_back_ends_refuse_pieces_clearly(tmp_path):
     op = mica.affine.from_c(chain(16, 4))
-    how, sched = next(stream_schedules(op, (4, 4), get_target("wse2"), {}))
+    how, sched = next(stream_schedules(op, (4, 4), get_target("wse2")))
     compiled = mica.compile_affine(op, mesh=(4, 4), schedule=sched)
     for kind in ("csl", "metalium"):
         with pytest.raises(EmitError, match="pieces"):
