@@ -139,39 +139,34 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
                     tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
                     continue
                 if shared is not None:
+                    dst = _rename_tensor(t, prefix + t.name)
                     if not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
                         # The same blocks on another operator's rectangle: moved there by a conveyor.
-                        dst = _rename_tensor(t, prefix + t.name)
-                        lanes, kers, mops = move_blocks(shared, dst, f"{prefix}{t.array}_", target)
-                        for lane in (dst, *lanes):
-                            tensors[lane.name] = lane
-                            live.setdefault(lane.name, set()).add(k)
-                        live.setdefault(shared.name, set()).add(k)
-                        kernels += kers
-                        relayouts += mops
-                        colours = max(colours, 2)
-                        homes[t.array] = dst
-                        names[t.name] = dst.name
-                        continue
-                    if shared.box != t.box:
+                        moved, need = move_blocks(shared, dst, f"{prefix}{t.array}_", target), 2
+                    elif shared.box != t.box:
                         # Produced data in another layout: transposed on the mesh (or a clear error).
                         try:
-                            dst = _rename_tensor(t, prefix + t.name)
-                            lanes, kers, rops = transpose(shared, dst, f"{prefix}{t.array}_", mesh_region, target)
+                            moved = transpose(shared, dst, f"{prefix}{t.array}_", mesh_region, target)
                         except ScheduleError as exc:
                             raise ScheduleError(
                                 f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
                                 f"previous operator left it as {[str(d) for d in shared.box]}: {exc}") from None
-                        for lane in (dst, *lanes):
-                            tensors[lane.name] = lane
-                            live.setdefault(lane.name, set()).add(k)
-                        kernels += kers
-                        relayouts += rops
-                        colours = max(colours, 4)
-                        homes[t.array] = dst
-                        names[t.name] = dst.name
+                        need = 4
+                    else:
+                        names[t.name] = shared.name
                         continue
-                    names[t.name] = shared.name
+                    # The source, the destination and the lanes are all live while operator k moves the
+                    # blocks (before it runs); the destination is the array's home from now on.
+                    lanes, kers, mops = moved
+                    for buf in (dst, *lanes):
+                        tensors[buf.name] = buf
+                    for name in (shared.name, dst.name, *(lane.name for lane in lanes)):
+                        live.setdefault(name, set()).add(k)
+                    kernels += kers
+                    relayouts += mops
+                    colours = max(colours, need)
+                    homes[t.array] = dst
+                    names[t.name] = dst.name
                     continue
                 new = t.name if t.name not in tensors else prefix + t.name
                 homes[t.array] = _rename_tensor(t, new)
