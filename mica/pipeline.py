@@ -322,6 +322,19 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
                     tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
                     continue
                 tried.append((cost, how, phased, report))
+                axis = 0 if mesh[0] >= mesh[1] else 1
+                packed = packed_slabs(op, ops, phased, group, axis)
+                if packed is not None:
+                    how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
+                           + ", ".join(packed.phases[k].cores().split(" ", 1)[1] for k in group)
+                           + " (slabs trimmed to their operators' cores)")
+                    try:
+                        cost = estimate(build(op, packed, tgt), tgt).total_cycles
+                    except MicaError as exc:
+                        tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+                        continue
+                    tried.append((cost, how, packed.copy(reasons=(f"{how}, the others one after another on the "
+                                                                  f"whole mesh",)), report))
     if side_by_side:
         for how, phased in stream_schedules(op, mesh, tgt):
             try:
@@ -463,18 +476,26 @@ def _stream_first_piece(prog: Program, ops: list, mesh, tgt: Target, axis: int) 
     if places is None:
         return None
     first, _ = map_operators(prog, ops, mesh, tgt, places=places)
-    used = [work_blocks(operator_program(prog, g, k), p)["xy"[axis]] for k, (g, p) in enumerate(zip(ops, first.phases))]
-    if all(u == size[axis] for u, (_, size) in zip(used, places)):
-        return first
-    packed, at = [], 0
-    for u, p in zip(used, first.phases):
-        packed.append(p.copy(origin=(at, 0) if axis == 0 else (0, at),
-                             mesh=(u, mesh[1]) if axis == 0 else (mesh[0], u)))
+    return packed_slabs(prog, ops, first, range(len(ops)), axis) or first
+
+
+def packed_slabs(prog: Program, ops: list, sched: Schedule, group, axis: int) -> Schedule | None:
+    """``sched`` (a phased schedule whose operators ``group`` sit on consecutive slabs along mesh axis
+    ``axis``) with each of those slabs trimmed to the lines its operator works on and the slabs packed
+    from the mesh's edge: a block produced on one slab crosses fewer cores to the next. Every decision,
+    tiles included, is kept, so each operator builds the same MeshIR, moved. None when no slab has lines
+    to spare."""
+    mesh = sched.mesh
+    used = {k: work_blocks(operator_program(prog, ops[k], k), sched.phases[k])["xy"[axis]] for k in group}
+    if all(used[k] == sched.phases[k].mesh[axis] for k in group):
+        return None
+    phases, at = list(sched.phases), 0
+    for k in group:
+        u = used[k]
+        phases[k] = phases[k].copy(origin=(at, 0) if axis == 0 else (0, at),
+                                   mesh=(u, mesh[1]) if axis == 0 else (mesh[0], u))
         at += u
-    try:
-        return map_operators(prog, ops, mesh, None, like=first.copy(phases=tuple(packed)))[0]
-    except MicaError:
-        return first
+    return sched.copy(phases=tuple(phases))
 
 
 def piece_phase(pieces: Pieces, phase: Schedule, k: int) -> Schedule:

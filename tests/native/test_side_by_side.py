@@ -3,6 +3,7 @@ rectangles at the same time, and produced blocks moved between rectangles. Every
 numpy or with the same C compiled natively, and its modelled cycles with the emulator's."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -198,3 +199,18 @@ def test_back_ends_that_lay_out_from_core_0_say_so():
     for kind in ("csl", "metalium"):
         with pytest.raises(EmitError, match="side_by_side=False"):
             compiled.emit(kind, "/tmp/mica-side-by-side-unused")
+
+
+def test_slabs_trimmed_to_their_operators_shorten_the_moves():
+    """3mm on 12x6: E = A B and F = C D each work on 5 of their 6 columns; packed side by side from the
+    mesh's edge (the decisions kept), the blocks G reads travel less, and the search takes that plan."""
+    src = mm3(10)
+    compiled = mica.compile_affine(src, mesh=(12, 6))
+    text = compiled.explain()
+    assert "slabs trimmed to their operators' cores), the others one after another" in text
+    costs = {("trimmed" in ln): float(ln.split("cycles")[0].replace(",", "")) for ln in text.splitlines()
+             if "side by side on" in ln and re.match(r"^\s+[\d,]+ cycles", ln)}
+    assert costs[True] < costs[False] and compiled.cost.total_cycles == costs[True]
+    assert [p.cores() for p in compiled.schedule.phases[:2]] == ["cores [0:5, 0:6]", "cores [5:10, 0:6]"]
+    res = _check_c(compiled, src, "mm3")
+    assert res.stats.cycles == pytest.approx(compiled.cost.total_cycles, rel=0.05)
