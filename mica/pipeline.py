@@ -283,6 +283,22 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
         one_cost = float("inf")
         one_line = f"one core: {str(exc).splitlines()[0][:200]}"
     tried: list[tuple[float, str, Schedule | None, SearchReport | None]] = []
+
+    def reject(how: str, exc: MicaError) -> None:
+        tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+
+    def consider(how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
+        """Builds and costs the plan ``make()`` returns (with its search report), records it in ``tried``
+        with ``reason`` as its account, or why it failed; returns both (None when it failed)."""
+        try:
+            phased, report = make()
+            phased = phased.copy(reasons=(reason,))
+            cost = estimate(build(op, phased, tgt), tgt).total_cycles
+        except MicaError as exc:
+            reject(how, exc)
+            return None
+        tried.append((cost, how, phased, report))
+        return phased, report
     memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
     side = min(mesh)
     # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
@@ -295,17 +311,14 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
             for heaviest in (False, True):
                 how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
                        + on)
-                try:
+
+                def whole(ops=ops, heaviest=heaviest, grid=grid):
                     phased, report = map_operators(op, ops, grid, tgt, heaviest_first=heaviest,
                                                    memo=memo if grid == mesh else {})
                     if grid != mesh:
                         phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
-                    phased = phased.copy(reasons=(f"{how}, one after another",))
-                    cost = estimate(build(op, phased, tgt), tgt).total_cycles
-                except MicaError as exc:
-                    tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
-                    continue
-                tried.append((cost, how, phased, report))
+                    return phased, report
+                consider(how, whole, f"{how}, one after another")
                 if len(ops) == 1:
                     break                    # one operator: the order does not matter
             if grid != mesh or not side_by_side:
@@ -314,38 +327,21 @@ def search_operators(op: Program, mesh, tgt: Target, splits: list[tuple[str, lis
                 how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
                        + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
                                    (places[k] for k in group)))
-                try:
-                    phased, report = map_operators(op, ops, grid, tgt, memo=memo, places=places)
-                    phased = phased.copy(reasons=(f"{how}, the others one after another on the whole mesh",))
-                    cost = estimate(build(op, phased, tgt), tgt).total_cycles
-                except MicaError as exc:
-                    tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
-                    continue
-                tried.append((cost, how, phased, report))
-                axis = 0 if mesh[0] >= mesh[1] else 1
-                packed = packed_slabs(op, ops, phased, group, axis)
-                if packed is not None:
+                done = consider(how, lambda ops=ops, places=places: map_operators(
+                    op, ops, grid, tgt, memo=memo, places=places), f"{how}, the others one after another on the whole mesh")
+                packed = done and packed_slabs(op, ops, done[0], group, 0 if mesh[0] >= mesh[1] else 1)
+                if packed:
                     how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
                            + ", ".join(packed.phases[k].cores().split(" ", 1)[1] for k in group)
                            + " (slabs trimmed to their operators' cores)")
-                    try:
-                        cost = estimate(build(op, packed, tgt), tgt).total_cycles
-                    except MicaError as exc:
-                        tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
-                        continue
-                    tried.append((cost, how, packed.copy(reasons=(f"{how}, the others one after another on the "
-                                                                  f"whole mesh",)), report))
+                    consider(how, lambda packed=packed, report=done[1]: (packed, report),
+                             f"{how}, the others one after another on the whole mesh")
     if side_by_side:
         for how, phased in stream_schedules(op, mesh, tgt):
-            try:
-                if isinstance(phased, MicaError):
-                    raise phased
-                phased = phased.copy(reasons=(f"{how}",))
-                cost = estimate(build(op, phased, tgt), tgt).total_cycles
-            except MicaError as exc:
-                tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
-                continue
-            tried.append((cost, how, phased, None))
+            if isinstance(phased, MicaError):
+                reject(how, phased)
+            else:
+                consider(how, lambda phased=phased: (phased, None), how)
     lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
              for c, how, s, _ in tried]
     lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")
