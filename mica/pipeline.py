@@ -18,7 +18,7 @@ from functools import cached_property
 
 from .affine.deps import loop_kinds, reductions
 from .affine.isl_names import count_points, isl_budget
-from .affine.pieces import Pieces, cut_candidates, cut_program, piece_array
+from .affine.pieces import Pieces, cut_candidates, cut_program, piece_name
 from .affine.program import Program
 from .emit_c.kernels import KernelModule, emit_kernel_module
 from .errors import MeshError, ScheduleError, SramError
@@ -75,6 +75,11 @@ class CompiledProgram:
     @property
     def mesh(self) -> tuple[int, int]:
         return self.schedule.mesh
+
+    @cached_property
+    def pieces(self) -> Pieces | None:
+        """The program cut into the pieces the schedule maps (what the mesh runs), or None."""
+        return program_pieces(self.program, self.schedule)
 
     @cached_property
     def meshir(self) -> str:
@@ -497,12 +502,10 @@ def packed_slabs(prog: Program, ops: list, sched: Schedule, group, axis: int) ->
 def piece_phase(pieces: Pieces, phase: Schedule, k: int) -> Schedule:
     """``phase`` (a schedule of piece 0's statements) for the same statements of piece ``k``: statement
     and cut array names renamed, every decision kept (pieces of equal size)."""
-    cut = {piece_array(a, 0): piece_array(a, k) for a, _ in pieces.cut}
-
-    def stmt(name):
-        return name[:-len("_s0")] + f"_s{k}" if name.endswith("_s0") else name
-    return phase.copy(local_order=tuple((stmt(n), o) for n, o in phase.local_order),
-                      homes=tuple(replace(h, array=cut.get(h.array, h.array)) for h in phase.homes))
+    arrays = {piece_name(a, 0): piece_name(a, k) for a, _ in pieces.cut}
+    stmts = {piece_name(s.name, 0): piece_name(s.name, k) for s in pieces.source.statements}
+    return phase.copy(local_order=tuple((stmts[n], o) for n, o in phase.local_order),
+                      homes=tuple(replace(h, array=arrays.get(h.array, h.array)) for h in phase.homes))
 
 
 def operator_splits(op: Program) -> list[tuple[str, list]]:

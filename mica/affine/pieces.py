@@ -39,7 +39,7 @@ class Pieces:
     """``program`` is ``source`` cut into ``len(bounds)`` pieces along array ``array``'s dimension ``dim``.
 
     ``cut`` maps every cut array to the dimension it is cut along; piece ``k`` holds indices
-    ``bounds[k] = (lo, hi)`` of it in the array ``piece_array(name, k)``."""
+    ``bounds[k] = (lo, hi)`` of it in the array ``piece_name(name, k)``."""
 
     source: Program
     program: Program
@@ -65,7 +65,7 @@ class Pieces:
             index = [slice(None)] * value.ndim
             for k, (lo, hi) in enumerate(self.bounds):
                 index[cut[name]] = slice(lo, hi)
-                out[piece_array(name, k)] = np.ascontiguousarray(value[tuple(index)])
+                out[piece_name(name, k)] = np.ascontiguousarray(value[tuple(index)])
         return out
 
     def join(self, arrays: dict) -> dict:
@@ -75,14 +75,15 @@ class Pieces:
         out = {}
         for name in self.source.outputs:
             if name in cut:
-                out[name] = np.concatenate([arrays[piece_array(name, k)] for k in range(self.count)],
+                out[name] = np.concatenate([arrays[piece_name(name, k)] for k in range(self.count)],
                                            axis=cut[name])
             else:
                 out[name] = arrays[name]
         return out
 
 
-def piece_array(name: str, k: int) -> str:
+def piece_name(name: str, k: int) -> str:
+    """Piece ``k``'s copy of the array, statement or access tag ``name``."""
     return f"{name}_s{k}"
 
 
@@ -170,13 +171,13 @@ def cut_program(prog: Program, array: str, dim: int, pieces: int) -> Pieces:
             if a.name in cut:
                 shape = list(a.shape)
                 shape[cut[a.name]] = hi - lo
-                arrays.append(Array(_fresh(piece_array(a.name, k), taken, prog), tuple(shape), a.dtype))
+                arrays.append(Array(_fresh(piece_name(a.name, k), taken, prog), tuple(shape), a.dtype))
         for s in prog.statements:
             statements.append(_piece_statement(s, loop_of[s.name], k, lo, hi, cut, tops, taken, prog))
     arrays += [a for a in prog.arrays if a.name not in cut]
 
     def names(group):
-        return tuple(piece_array(a, k) for a in group if a in cut for k in range(len(bounds))) + \
+        return tuple(piece_name(a, k) for a in group if a in cut for k in range(len(bounds))) + \
             tuple(a for a in group if a not in cut)
     out = Program(f"{prog.name}_pieces", tuple(arrays), tuple(statements), names(prog.inputs),
                   names(prog.outputs), prog.scalars)
@@ -192,7 +193,7 @@ def _fresh(name: str, taken: set, prog: Program) -> str:
 
 def _piece_statement(s: Statement, loop: str, k: int, lo: int, hi: int, cut: dict, tops: list, taken: set,
                      prog: Program) -> Statement:
-    name = _fresh(f"{s.name}_s{k}", taken, prog)
+    name = _fresh(piece_name(s.name, k), taken, prog)
     loops = ", ".join(s.loops)
     moved = ", ".join(f"{lp} - {lo}" if lp == loop else lp for lp in s.loops)
     dom = s.domain_set.intersect(iset(f"{{ {s.name}[{loops}] : {lo} <= {loop} < {hi} }}")).apply(
@@ -203,12 +204,12 @@ def _piece_statement(s: Statement, loop: str, k: int, lo: int, hi: int, cut: dic
     def access(a: Access) -> Access:
         # The piece's loop runs from 0: every subscript reads ``loop + lo`` for ``loop``, and a cut array's
         # subscript along the cut, ``loop`` itself, then loses the ``lo`` its block starts at.
-        ref = refs[a.ref] = _fresh(f"{a.ref}_s{k}", taken, prog)
+        ref = refs[a.ref] = _fresh(piece_name(a.ref, k), taken, prog)
         index = tuple(ix + ix.coeff(loop) * lo for ix in a.index)
         if a.array not in cut:
             return Access(ref, a.array, index)
         d = cut[a.array]
-        return Access(ref, piece_array(a.array, k), tuple(ix + (-lo) if e == d else ix for e, ix in enumerate(index)))
+        return Access(ref, piece_name(a.array, k), tuple(ix + (-lo) if e == d else ix for e, ix in enumerate(index)))
     write = access(s.write)
     reads = tuple(access(a) for a in s.reads)
     order = s.order or (0,)

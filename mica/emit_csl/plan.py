@@ -31,7 +31,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import EmitError
-from ..meshir.place import placed_tensor
+from ..meshir.place import placed_refusal
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from . import boxes
@@ -522,12 +522,9 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     at most that many elements (exchanges into themselves then run in rounds)."""
     if target.name not in ("wse2", "wse3"):
         raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
-    placed = placed_tensor(mp)
-    if placed is not None:
-        raise EmitError(f"{mp.name}: buffer {placed[0].name} holds its blocks from core {placed[1].coord} = "
-                        f"{placed[1].origin} (operators placed side by side); the CSL back end lays out blocks "
-                        f"from core (0, 0) only (compile with side_by_side=False to run the operators one "
-                        f"after another)")
+    refusal = placed_refusal(mp, "CSL")
+    if refusal is not None:
+        raise EmitError(refusal)
     w, h = mp.mesh
     double = double_buffering(mp)
     buffers = _buffers(mp, double, target.sram_bytes)

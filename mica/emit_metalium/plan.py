@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.place import placed_tensor
+from ..meshir.place import placed_refusal
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift)
 from . import cexpr
@@ -571,12 +571,9 @@ def _off(v: str, d: int) -> str:
 
 def build_plan(mp: MeshProgram) -> MetalPlan:
     arch = _arch(mp)
-    placed = placed_tensor(mp)
-    if placed is not None:
-        raise EmitError(f"{mp.name}: buffer {placed[0].name} holds its blocks from core {placed[1].coord} = "
-                        f"{placed[1].origin} (operators placed side by side); the Metalium back end lays out "
-                        f"blocks from core (0, 0) only (compile with side_by_side=False to run the operators one after "
-                        f"another)")
+    refusal = placed_refusal(mp, "Metalium")
+    if refusal is not None:
+        raise EmitError(refusal)
     dtypes = {t.dtype for t in mp.tensors}
     for t in mp.tensors:
         if t.dtype not in DATA_FORMATS:

@@ -34,6 +34,10 @@ from .ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel
                  MeshProgram, Multicast, Rect, Region, RegionTensor, Shift)
 
 
+#: The direction of a move along ``axis`` towards larger (True) or smaller (False) coordinates.
+_TOWARDS = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}
+
+
 def _region(r: Region, ox: int, oy: int) -> Region:
     return replace(r, x0=r.x0 + ox, x1=r.x1 + ox, y0=r.y0 + oy, y1=r.y1 + oy)
 
@@ -181,7 +185,7 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     name = f"{prefix}move"
     load = _copy(f"{name}_load", lane, src, src.box, tuple(-k for k in step), s)
     deliver = _copy(f"{name}_deliver", dst, lane, dst.box, (0,) * len(dst.box), e)
-    direction = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}[(axis, d > 0)]
+    direction = _TOWARDS[(axis, d > 0)]
     one = 1 if d > 0 else -1
     t = Lin(0, (("t", one),))
     shifts = []
@@ -228,12 +232,24 @@ def _move_line(src: RegionTensor, dst: RegionTensor, axis: str, what: str
     if (d[1] if axis == "x" else d[0]) or (b.x1 - b.x0, b.y1 - b.y0) != (a.x1 - a.x0, a.y1 - a.y0):
         raise ScheduleError(f"{what}: its lines of cores {a} and {b} are not {axis}-translates of each other")
     dist = d[0] if axis == "x" else d[1]
-    direction = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}[(axis, dist > 0)]
+    direction = _TOWARDS[(axis, dist > 0)]
     senders, receivers = a.rect, b.rect
     shift = Shift(f"{src.array} {direction} {abs(dist)} hops", src.array, src.name, dst.name, direction,
                   senders, receivers, 0, shift_routes(direction, senders, receivers, 0, abs(dist)), abs(dist),
                   distance=abs(dist))
     return [], [], [Exchange(f"{dst.name}_move_{direction}", (shift,))]
+
+
+def placed_refusal(mp: MeshProgram, backend: str) -> str | None:
+    """Why the ``backend`` back end, which lays out blocks from core (0, 0) only, cannot write ``mp``
+    (naming its first placed buffer, see :func:`placed_tensor`), or None when nothing is placed."""
+    placed = placed_tensor(mp)
+    if placed is None:
+        return None
+    t, d = placed
+    return (f"{mp.name}: buffer {t.name} holds its blocks from core {d.coord} = {d.origin} (operators placed "
+            f"side by side); the {backend} back end lays out blocks from core (0, 0) only (compile with "
+            f"side_by_side=False to run the operators one after another)")
 
 
 def placed_tensor(mp: MeshProgram) -> tuple[RegionTensor, BoxDim] | None:

@@ -178,13 +178,11 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
 
     ``progress``: a progress bar on stderr for runs longer than a few seconds (None: only when stderr is
     a terminal; see :class:`mica.native_sim.runtime.Progress`)."""
-    from ..pipeline import program_pieces
     program = compiled.program
     mp = compiled.mesh_program
     target = compiled.target
     arrays, scalars = check_inputs(program, inputs)
-    sched = getattr(compiled, "schedule", None)      # a bare (program, MeshIR, kernels) bundle maps the program
-    pieces = program_pieces(program, sched) if sched is not None else None
+    pieces = getattr(compiled, "pieces", None)       # a bare (program, MeshIR, kernels) bundle has none
     if pieces is not None:                  # the mesh runs the pieces: cut the inputs, paste the outputs
         program, arrays = pieces.program, pieces.split(arrays)
     if threads is None:
