@@ -75,7 +75,7 @@ def samples() -> dict:
 
 
 def record(prog) -> str:
-    """The text the refactor must keep."""
+    """The text the refactor must keep (the C kernels the emulator runs included)."""
     parts = [
         "== schedule", str(prog.schedule),
         "== schedule json", prog.schedule.to_json(),
@@ -83,6 +83,8 @@ def record(prog) -> str:
         "== explain", SECONDS.sub("in _ s", prog.explain()),
         "== meshir", prog.meshir,
     ]
+    for name, src in sorted(prog.kernels.items()):
+        parts += [f"== C kernel {name}", src]
     return "\n".join(parts) + "\n"
 
 
