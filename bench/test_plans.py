@@ -91,15 +91,17 @@ def test_matmul_feeding_matmul_streamed_or_not(benchmark, m, n, mesh):
     """``T = A B; D = T C``: the search weighs the two matmuls one after another on the whole mesh against
     the program cut into row pieces streamed from the producer's slab to the consumer's; the figures are
     the chosen plan's modelled cycles and the best streamed candidate's (the baseline in the same run)."""
-    from mica.pipeline import build, stream_schedules
+    from mica.lower.phases import build_program
+    from mica.pipeline import LOWERING
+    from mica.tiling.operators import stream_schedules
     from mica.tiling.cost import estimate
     src = _chain(m, n)
     chosen = benchmark(lambda: mica.compile_affine(src, mesh=mesh))
     op, tgt = chosen.program, chosen.target
     streamed = {}
-    for how, sched in stream_schedules(op, mesh, tgt):
+    for how, sched in stream_schedules(op, mesh, tgt, LOWERING):
         if not isinstance(sched, Exception):
-            streamed[how] = estimate(build(op, sched, tgt), tgt).total_cycles
+            streamed[how] = estimate(build_program(op, sched, tgt), tgt).total_cycles
     best = min(streamed.values())
     benchmark.extra_info.update({"chosen": chosen.cost.total_cycles, "best_streamed": best,
                                  "streamed": streamed})

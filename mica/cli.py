@@ -18,7 +18,11 @@ import time
 
 import numpy as np
 
-from .errors import MicaError
+from . import ops
+from .affine.from_c import from_c
+from .errors import InputError, MicaError
+from .pipeline import compile_affine
+from .targets import TARGETS
 
 
 def _mesh(text: str) -> tuple[int, int]:
@@ -30,7 +34,6 @@ def _mesh(text: str) -> tuple[int, int]:
 
 
 def demo(args) -> int:
-    from . import compile_affine, ops
     n = args.size
     op = ops.matmul(n, n, n, dtype="f32")
     t0 = time.perf_counter()
@@ -70,9 +73,6 @@ def _param(text: str) -> tuple[str, int]:
 
 
 def compile_file(args) -> int:
-    from . import compile_affine
-    from .affine.from_c import from_c
-    from .errors import InputError
     try:
         source = open(args.source, encoding="utf-8").read()
     except (OSError, UnicodeDecodeError) as exc:
@@ -94,7 +94,6 @@ def compile_file(args) -> int:
 
 
 def targets(args) -> int:
-    from .targets import TARGETS
     for t in TARGETS.values():
         print(f"{t.name:<10} grid {t.grid[0]}x{t.grid[1]}, SRAM {t.sram_bytes} B/core, {t.clock_ghz} GHz, "
               f"f32 {t.flops('f32')} FLOP/cycle, link {t.link_bytes_per_cycle} B/cycle, "

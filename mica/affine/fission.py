@@ -3,7 +3,7 @@
 A top-level loop nest may hold several statements that are better mapped separately: ``atax`` computes
 ``tmp[i] = A[i][:] . x`` and then ``y[:] += A[i][:] * tmp[i]`` in one ``i`` loop; the first wants ``i``
 spread over cores with ``j`` temporal, the second is a reduction over ``i`` into ``y``. Distributing the
-nest turns it into operators that each map well (:mod:`mica.meshir.phases` runs them in sequence).
+nest turns it into operators that each map well (:mod:`mica.lower.phases` runs them in sequence).
 
 Running every instance of one group of statements before every instance of the next is legal when no
 dependence goes from an instance of a later group to an instance of an earlier one. The groups are

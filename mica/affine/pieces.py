@@ -4,7 +4,7 @@ Take ``tmp = A B; D = tmp C`` (2mm). Row ``i`` of ``D`` needs only row ``i`` of 
 row ``i`` of ``A``. Cut every statement's ``i`` loop into ``pieces`` ranges and every array indexed by ``i``
 into the matching row blocks, and the program becomes ``pieces`` independent copies of itself:
 ``tmp_s0 = A_s0 B; D_s0 = tmp_s0 C; tmp_s1 = A_s1 B; ...``. With the producer's copies on one rectangle of
-the mesh and the consumer's on another (:func:`mica.pipeline.search_operators`), the producer works on
+the mesh and the consumer's on another (:func:`mica.tiling.operators.search_operators`), the producer works on
 piece ``s + 1`` while the consumer works on piece ``s``: the operators stream.
 
 The dimension is a **class**: loops and array dimensions tied by subscripts that are exactly a loop

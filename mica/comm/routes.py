@@ -15,7 +15,7 @@ senders ``RAMP -> d``, receivers ``opposite(d) -> RAMP``.
 from __future__ import annotations
 
 from ..errors import CommError
-from ..meshir.ir import Lin, Rect, Route, lin
+from ..meshir.ir import Lin, Rect, Route, ShiftGroup, lin
 
 OPPOSITE = {"N": "S", "S": "N", "E": "W", "W": "E"}
 
@@ -126,7 +126,6 @@ def _count(lo: int, hi: int, stride: int, phase: int) -> int:
 def ring_routes(kind: str, n: int, axis: str, across: tuple[int, int], colours: tuple[int, ...]):
     """(groups, routes) of a ring shift along ``axis`` for every line of ``across``; one colour per move
     set of :func:`ring_moves` (``colours`` must have at least that many)."""
-    from ..meshir.ir import ShiftGroup
     moves = ring_moves(kind, n)
     if len(colours) < len(moves):
         raise CommError(f"a {kind} ring of {n} needs {len(moves)} colours, {len(colours)} given")

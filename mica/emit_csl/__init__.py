@@ -25,6 +25,8 @@ from .layout import render_layout
 from .pe import render_pe
 from .plan import build_plan
 from .record import plan_record
+from .syntax import check
+from .validate import validate
 
 FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "README.md")
 
@@ -32,8 +34,6 @@ FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "
 def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
     """The emitted files of ``compiled`` (name -> text), validated. ``landing_elems`` caps the landing
     buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``)."""
-    from .syntax import check
-    from .validate import validate
     mp = compiled.mesh_program
     plan = build_plan(mp, compiled.target, landing_elems=landing_elems)
     exported = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})

@@ -31,7 +31,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import EmitError
-from ..meshir.place import placed_refusal
+from ..meshir.placed import placed_refusal
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from . import boxes

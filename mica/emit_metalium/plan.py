@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.place import placed_refusal
+from ..meshir.placed import placed_refusal
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift)
 from . import cexpr

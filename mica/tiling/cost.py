@@ -14,7 +14,7 @@
   adds up (a multicast root's move, a ring's mean hop distance, a shift's whole distance); the rest of
   the longest path is paid once, at the first step. Likewise a skewed plan's kernel pays its busiest
   block every step (the chain keeps its block from core to core).
-* Operators placed side by side (disjoint rectangles of cores, :mod:`mica.meshir.place`) run at the same
+* Operators placed side by side (disjoint rectangles of cores, :mod:`mica.lower.place`) run at the same
   time: a top-level op starts when the latest earlier op that shares a core with it ends (see
   :func:`estimate`); every other program's top-level ops all share cores and add up.
 * Phases do not overlap, except a prefetched (double-buffered) exchange: the exchange for step t+1 is
@@ -37,6 +37,7 @@ from math import prod
 
 import islpy as isl
 
+from ..affine.expr import Bin, Call, Neg
 from ..affine.isl_names import count_points, iset
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
@@ -453,3 +454,8 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                     if isinstance(c, Multicast):
                         per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
     return compute, comm, hidden, per_tensor
+
+
+def expr_flops(expr) -> int:
+    """Arithmetic operations one evaluation of ``expr`` performs (binary operators, negations, calls)."""
+    return sum(1 for e in expr.walk() if isinstance(e, (Bin, Neg, Call)))

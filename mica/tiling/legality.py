@@ -23,6 +23,7 @@ statement that runs at the reduction's root (its initialisation before, its use 
 from __future__ import annotations
 
 from functools import lru_cache
+from math import ceil
 
 import islpy as isl
 
@@ -30,8 +31,8 @@ from ..affine.deps import dependences, reductions
 from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
-from ..comm.sets import placement_map
-from .mapping import main_statement
+from .spacetime import placement_map
+from .mapping import loop_extent, main_statement
 from .schedule import Schedule
 
 
@@ -118,8 +119,6 @@ def _check_coverage(prog: Program, sched: Schedule) -> None:
     """Every instance of every statement gets exactly one core, inside the cores that run, and one step
     inside the step loop — tiles come from the main statement, so another statement with larger extents
     would otherwise lose instances silently."""
-    from math import ceil
-    from .mapping import loop_extent
     main = main_statement(prog)
     blocks = {"x": 1, "y": 1}
     for sm in sched.space:

@@ -271,3 +271,25 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     sched = Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
                      homes=tuple(homes), reduce=reduce, group=group, name=name, reasons=tuple(reasons))
     return with_buffers(sched, buffers) if buffers != 1 else sched
+
+
+def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
+    """Cores along ``x`` and ``y`` the plan ``sched`` of ``prog`` works on (from core (0, 0)): the blocks of
+    its spatial loops and of the homes spread along a mapped axis; a skewed plan rings its panels around a
+    square of ``steps x steps`` cores. Raises :class:`ScheduleError` when a skewed plan's blocks do not fit
+    its square."""
+    main = main_statement(prog)
+    blocks = {"x": 1, "y": 1}
+    for sm in sched.space:
+        blocks[sm.axis] = ceil(loop_extent(main, sm.loop) / sm.tile)
+    for home in sched.homes:
+        for (axis, tile), n in zip(home.dims, prog.array(home.array).shape):
+            if axis is not None and sched.loop_on(axis) is not None:
+                blocks[axis] = max(blocks[axis], ceil(n / tile))
+    if sched.step is not None and sched.step.skew != "none":
+        n = sched.step.steps
+        if blocks["x"] > n or blocks["y"] > n or len(sched.space) != 2:
+            raise ScheduleError(f"a {sched.step.skew} schedule needs both mesh axes mapped with at most "
+                                f"{n} blocks each (one per step); got {blocks['x']}x{blocks['y']}")
+        blocks = {"x": n, "y": n}
+    return blocks

@@ -23,7 +23,8 @@ from __future__ import annotations
 from math import isqrt
 
 from ..affine.program import Program
-from .mapping import derive_schedule
+from ..errors import ScheduleError
+from .mapping import derive_schedule, loop_extent, main_statement, spatial_candidates
 from .schedule import Schedule
 
 
@@ -51,7 +52,6 @@ def ktree(prog: Program, mesh: tuple[int, int], group: int | None = None) -> Sch
     """A two-level tree reduction; ``group`` defaults to about the square root of the reduced cores."""
     base = derive_schedule(prog, mesh)
     if group is None:
-        from .mapping import loop_extent, main_statement
         main = main_statement(prog)
         n = max((-(-loop_extent(main, s.loop) // s.tile) for s in base.space), default=1)
         group = max(2, isqrt(n))
@@ -62,8 +62,6 @@ def halo(prog: Program, mesh: tuple[int, int]) -> Schedule:
     """Two parallel loops of the grid blocked over the mesh (one for a 1-D grid) and the time loop in
     lock-step sweeps with halo exchanges. Raises :class:`ScheduleError` for a program that is not a
     stencil (no parallel loop to spread, or reads that reach past the neighbours)."""
-    from ..errors import ScheduleError
-    from .mapping import spatial_candidates
     for assignment in spatial_candidates(prog):
         if assignment:
             return derive_schedule(prog, mesh, assignment=assignment, name="halo")

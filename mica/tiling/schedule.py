@@ -17,7 +17,7 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``reasons``: the human-readable account of each decision;
 * ``phases``: for a program of several operators, one schedule per operator, run in order; a phase's
   ``mesh`` is the rectangle of cores it runs on and ``origin`` that rectangle's first core (operators
-  placed side by side on disjoint rectangles run at the same time, :mod:`mica.meshir.place`);
+  placed side by side on disjoint rectangles run at the same time, :mod:`mica.lower.place`);
 * ``pieces``: ``(array, dim, count)`` when the phases map the program cut into ``count`` pieces along
   dimension ``dim`` of ``array`` (:func:`mica.affine.pieces.cut_program`): the phases then name the pieces'
   statements, and a piece's operators on different rectangles stream from one piece to the next.

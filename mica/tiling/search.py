@@ -21,17 +21,41 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from math import isqrt
+from math import ceil, isqrt
+from typing import Callable
 
+from ..affine.deps import REDUCTION, loop_kinds
 from ..affine.program import Program
 from ..affine.isl_names import isl_budget
 from ..errors import CommError, MeshIRError, ScheduleError
-from ..targets import Target
-from .cost import Cost, estimate
+from ..meshir.ir import MeshProgram
+from ..meshir.verify import verify
+from ..targets import DTYPE_BYTES, Target
+from .cost import Cost, estimate, expr_flops
 from .mapping import derive_schedule, loop_extent, main_statement, spatial_candidates
-from .schedule import Schedule
+from .schedule import Home, Schedule
 
 PROGRESS_AFTER_S = 2.0
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """How the search turns a schedule into MeshIR: the pipeline's lowering passes (:mod:`mica.lower`), handed
+    to the search so that ``tiling/`` never imports the packages below it (the search proposes schedules;
+    lowering them is a later pass, which the search runs on every candidate as TVM's search strategies run
+    a builder).
+
+    * ``operator(prog, sched, target, *, resident=None) -> MeshProgram`` — one operator
+      (:func:`mica.lower.build.build_mesh_program`);
+    * ``program(prog, sched, target) -> MeshProgram`` — any schedule: phased, placed or streamed
+      (:func:`mica.lower.phases.build_program`);
+    * ``relayout_cycles(prog, home_from, home_to, mesh, target) -> float`` — modelled cycles of transposing
+      an array's blocks on the mesh (:func:`mica.lower.relayout.relayout_cycles`).
+    """
+
+    operator: Callable[..., MeshProgram]
+    program: Callable[[Program, Schedule, Target], MeshProgram]
+    relayout_cycles: Callable[[Program, Home, Home, tuple[int, int], Target], float]
 
 
 @dataclass(frozen=True)
@@ -127,7 +151,6 @@ def _group_options(n: int) -> list[int]:
 def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Decisions]:
     """The candidate decisions for ``prog`` on ``mesh`` (see the module docstring); without ``rings``, no
     skewed (Cannon, interleaved) plans: an operator placed away from core (0, 0) cannot ring its panels."""
-    from ..affine.deps import REDUCTION, loop_kinds
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
     dims = {"x": mesh[0], "y": mesh[1]}
@@ -177,8 +200,6 @@ def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decis
     """A lower bound on a candidate's modelled cycles: the main statement's work on one core (its tile
     of every spatial loop, the whole of every other loop) at the target's FLOP rate, plus the hop latency
     its communication pattern cannot avoid."""
-    from math import ceil
-    from ..meshir.build import _flops
     main = main_statement(prog)
     cores = dict(d.blocks)
     if d.skew != "none" and cores:
@@ -190,16 +211,13 @@ def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decis
         n = loop_extent(main, lp)
         work *= ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
     dtype = prog.array(main.write.array).dtype
-    return work * max(_flops(main.expr), 1) / target.flops(dtype) + _latency_bound(prog, target, d, cores)
+    return work * max(expr_flops(main.expr), 1) / target.flops(dtype) + _latency_bound(prog, target, d, cores)
 
 
 def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str, int]) -> float:
     """Hop latency no plan of these decisions can avoid, as the cost model charges it: the first step of
     a stepped loop waits for its farthest panel (later steps only for what a dependence chain carries,
     which this bound leaves out), and a reduction across cores passes through every stage."""
-    from ..affine.deps import REDUCTION, loop_kinds
-    from ..targets import DTYPE_BYTES
-    from math import ceil
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
     spatial = {lp for lp, _ in d.assignment}
@@ -235,17 +253,16 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
     return bound
 
 
-def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
+def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions, lowering: Lowering,
              fixed_homes: dict | None = None, resident: frozenset[str] | None = None) -> Candidate:
-    """Builds and costs one candidate; a schedule that cannot be built is rejected with the reason."""
-    from ..meshir.build import build_mesh_program
-    from ..meshir.verify import verify
+    """Builds (through ``lowering``), verifies and costs one candidate; a schedule that cannot be built or
+    that the verifier refuses is rejected with the reason."""
     try:
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
                                     fixed_homes=fixed_homes, buffers=d.buffers)
-            mp = build_mesh_program(prog, sched, target, resident=_resident(fixed_homes, resident))
+            mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
             verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
@@ -271,13 +288,13 @@ def _short(exc: Exception, d: Decisions | None = None) -> str:
     return f"{kind}: {msg[:160]}"
 
 
-def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=None,
+def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lowering, *, progress=None,
            fixed_homes: dict | None = None, resident: frozenset[str] | None = None, rings: bool = True
            ) -> tuple[Schedule, SearchReport]:
     """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search (without ``rings``:
     no skewed plans, see :func:`space`).
 
-    ``fixed_homes`` are layouts other operators chose (see :func:`mica.meshir.phases.fixed_homes_after`);
+    ``fixed_homes`` are layouts other operators chose (see :func:`mica.tiling.split.fixed_homes_after`);
     ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``).
 
     Raises the first candidate's error when no candidate is feasible (e.g. the data cannot fit the SRAM
@@ -298,7 +315,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, "pruned: its compute and minimum latency exceed the best plan"))
         else:
-            c = evaluate(prog, mesh, target, d, fixed_homes, resident)
+            c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident)
             results.append(c)
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)
@@ -312,11 +329,10 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, *, progress=Non
     if not feasible:
         # Re-raise the plainest candidate's error with its full message.
         first = decisions[0]
-        from ..meshir.build import build_mesh_program
         sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
                                 skew=first.skew, reduce=first.reduce, group=first.group, name=first.name,
                                 fixed_homes=fixed_homes)
-        build_mesh_program(prog, sched, target, resident=_resident(fixed_homes, resident))
+        lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
         raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
                             detail="\n".join(c.rejected for c in results))
     best = min(feasible, key=lambda i: (results[i].cycles, i))

@@ -5,7 +5,7 @@ import pytest
 import mica
 from mica.affine.fission import fission, statement_graph
 from mica.errors import ScheduleError
-from mica.meshir.phases import phase_operators, split_operators
+from mica.tiling.split import phase_operators, split_operators
 from mica.tiling.mapping import derive_schedule
 from mica.tiling.schedule import Schedule
 
@@ -53,7 +53,7 @@ void two(int n, double a[40], double b[40], double x[40]) {
 def test_phases_that_break_a_dependence_are_refused():
     prog = mica.affine.from_c(ATAX, params={"m": 19, "n": 23})
     ops = split_operators(prog, fine=True)
-    from mica.meshir.phases import operator_program
+    from mica.tiling.split import operator_program
     phases = [derive_schedule(operator_program(prog, g, k), (2, 2), assignment=[]) for k, g in enumerate(ops)]
     good = Schedule((2, 2), (), None, (), (), name="operators", phases=tuple(phases))
     assert _names(phase_operators(prog, good)) == _names(ops)

@@ -7,6 +7,7 @@ import pytest
 
 import mica
 from mica.affine import isl_names
+from mica.pipeline import LOWERING
 from mica.affine.isl_names import isl_budget, iset
 from mica.errors import BudgetError, ScheduleError
 
@@ -81,7 +82,7 @@ def test_search_candidates_that_run_out_are_rejected_with_the_reason(monkeypatch
         return real(*a, **kw)
     monkeypatch.setattr(search_mod, "derive_schedule", expensive)
     monkeypatch.setattr(isl_names, "DEFAULT_BUDGET", 200_000)
-    sched, report = search_mod.search(prog, (4, 4), get_target("wse2"))
+    sched, report = search_mod.search(prog, (4, 4), get_target("wse2"), LOWERING)
     reasons = [c.rejected for c in report.candidates if c.cycles is None]
     assert any("needed more than its budget" in r for r in reasons)
     assert sched.space

@@ -4,7 +4,8 @@ import islpy as isl
 import pytest
 
 from mica import ops
-from mica.comm.sets import classify, need_map, ownership_map, placement_map
+from mica.comm.sets import classify, need_map, ownership_map
+from mica.tiling.spacetime import placement_map
 from mica.errors import CommError
 from mica.meshir.ir import BoxDim, Lin, Region
 from mica.tiling.mapping import derive_schedule

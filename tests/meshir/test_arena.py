@@ -1,5 +1,5 @@
 """The arena of a program of several operators: buffers of operators that never run at once share bytes
-(:func:`mica.meshir.phases.lay_out`), so a program fits when its busiest operator does."""
+(:func:`mica.lower.phases.lay_out`), so a program fits when its busiest operator does."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import pytest
 import mica
 from mica.errors import SramError
 from mica.meshir.ir import ARENA_ALIGN, BoxDim, Region, RegionTensor
-from mica.meshir.phases import lay_out
+from mica.lower.phases import lay_out
 
 
 def _t(name: str, elems: int) -> RegionTensor:

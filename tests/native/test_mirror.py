@@ -8,8 +8,8 @@ import pytest
 
 import mica
 from mica.meshir.ir import HostLoad, Multicast, Shift
-from mica.meshir.homes import swap_home
-from mica.meshir.relayout import relayout_cycles
+from mica.tiling.homes import swap_home
+from mica.lower.relayout import relayout_cycles
 from mica.targets import get_target
 from mica.testing import run_c
 

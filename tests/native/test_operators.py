@@ -5,7 +5,7 @@ import pytest
 
 import mica
 from mica.errors import ScheduleError
-from mica.meshir.phases import split_operators
+from mica.tiling.split import split_operators
 from mica.testing import run_c
 from mica.tiling.mapping import derive_schedule
 from mica.tiling.schedule import Home
@@ -44,7 +44,7 @@ def test_matmul_feeding_matmul_runs_on_the_mesh(mesh):
 def test_produced_data_is_never_ringed():
     prog = mica.affine.from_c(MM2, params={"n": 12})
     ops = split_operators(prog)
-    from mica.meshir.phases import operator_program
+    from mica.tiling.split import operator_program
     second = operator_program(prog, ops[1], 1)
     fixed = {"T": Home("T", (("y", 3), ("x", 3)))}
     with pytest.raises(ScheduleError, match="earlier operator left unskewed"):
@@ -165,7 +165,7 @@ void gemv2(int n, double A[48][48], double x[48], double w[48], double y[48], do
 
 
 def test_an_input_two_operators_lay_out_differently_is_loaded_once_per_layout():
-    from mica.meshir.phases import operator_program
+    from mica.tiling.split import operator_program
     prog = mica.affine.from_c(GEMV2, params={"n": 48})
     ops = split_operators(prog)
     first = derive_schedule(operator_program(prog, ops[0], 0), (4, 4), assignment=[("i", "x")])
@@ -187,13 +187,14 @@ def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
     """Mapped in program order, ``y = 0`` fixes y's layout and y += A^T tmp must follow it; heaviest
     first, the reduction chooses and the initialisation follows. Both are costed; the plan records
     its order, so JSON and another mesh re-derive it the same way."""
-    from mica.pipeline import HEAVIEST_FIRST, map_operators
+    from mica.pipeline import LOWERING
+    from mica.tiling.operators import HEAVIEST_FIRST, map_operators
     from mica.targets import get_target
     prog = mica.affine.from_c(ATAX, params={"m": 60, "n": 70})
     ops = split_operators(prog, fine=True)
     tgt = get_target("wse2")
-    fwd, _ = map_operators(prog, ops, (8, 8), tgt)
-    heavy, _ = map_operators(prog, ops, (8, 8), tgt, heaviest_first=True)
+    fwd, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING)
+    heavy, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING, heaviest_first=True)
     assert fwd.name == "operators" and heavy.name == HEAVIEST_FIRST
     # The heaviest operators search first and free; y = 0 takes the layout y += A^T tmp chose for y.
     assert heavy.phases[0].home("y") == heavy.phases[2].home("y")
@@ -208,8 +209,8 @@ def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
 
 
 def test_a_one_core_plan_cannot_honour_a_layout_another_operator_fixed():
-    from mica.meshir.build import build_mesh_program
-    from mica.meshir.phases import operator_program
+    from mica.lower.build import build_mesh_program
+    from mica.tiling.split import operator_program
     from mica.targets import get_target
     prog = mica.affine.from_c(GEMV2, params={"n": 48})
     sub = operator_program(prog, split_operators(prog)[1], 1)

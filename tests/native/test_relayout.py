@@ -8,8 +8,8 @@ import pytest
 import mica
 from mica.errors import ScheduleError
 from mica.meshir.ir import HostLoad, HostStore, Shift
-from mica.meshir.homes import swap_home
-from mica.meshir.relayout import home_tensor, relayout_cycles, transpose_blocks, transpose_program
+from mica.tiling.homes import swap_home
+from mica.lower.relayout import home_tensor, relayout_cycles, transpose_blocks, transpose_program
 from mica.meshir.verify import verify
 from mica.pipeline import CompiledProgram
 from mica.targets import get_target

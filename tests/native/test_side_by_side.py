@@ -11,10 +11,12 @@ import pytest
 import mica
 from mica.errors import EmitError, ScheduleError
 from mica.meshir.ir import Exchange, Shift
-from mica.meshir.phases import split_operators
-from mica.meshir.place import translate
+from mica.tiling.split import split_operators
+from mica.lower.place import translate
 from mica.meshir.verify import verify
-from mica.pipeline import independent_runs, map_operators, scaled_place
+from mica.pipeline import LOWERING
+from mica.tiling.operators import map_operators
+from mica.tiling.placement import independent_runs, scaled_place
 from mica.testing import run_c, run_program
 from mica.tiling.schedule import Schedule
 
@@ -163,7 +165,7 @@ def test_produced_blocks_move_to_the_consumers_rectangle(mesh, consumer):
     first = ((0, 0), (half, mesh[1]) if axis == 0 else (mesh[0], half))
     second = ((half, 0), (mesh[0] - half, mesh[1])) if axis == 0 else ((0, half), (mesh[0], mesh[1] - half))
     last = ((0, 0), mesh) if consumer == "whole mesh" else second
-    sched, _ = map_operators(prog, split_operators(prog), mesh, mica.get_target("wse2"),
+    sched, _ = map_operators(prog, split_operators(prog), mesh, mica.get_target("wse2"), LOWERING,
                              places=[first, second, last])
     compiled = mica.compile_affine(prog, mesh=mesh, schedule=sched)
     moved = _moves(compiled)

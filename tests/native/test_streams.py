@@ -13,8 +13,9 @@ import mica
 from mica.affine.pieces import cut_candidates, cut_program
 from mica.errors import EmitError, ScheduleError
 from mica.meshir.ir import Exchange, Shift
-from mica.meshir.phases import split_operators
-from mica.pipeline import map_operators, stream_schedules
+from mica.tiling.split import split_operators
+from mica.pipeline import LOWERING
+from mica.tiling.operators import map_operators, stream_schedules
 from mica.targets import get_target
 from mica.testing import run_program
 from mica.tiling.schedule import Schedule
@@ -95,7 +96,7 @@ def test_streamed_chain_matches_numpy_and_the_model(m, n, mesh):
     with its modelled cycles, and survives JSON and a retarget to another mesh."""
     op = mica.affine.from_c(chain(m, n))
     tgt = get_target("wse2")
-    found = list(stream_schedules(op, mesh, tgt))
+    found = list(stream_schedules(op, mesh, tgt, LOWERING))
     assert found
     for how, sched in found:
         assert not isinstance(sched, Exception), how
@@ -137,7 +138,7 @@ def test_the_search_weighs_streams_against_operators_one_after_another():
 
 def test_back_ends_refuse_pieces_clearly(tmp_path):
     op = mica.affine.from_c(chain(16, 4))
-    how, sched = next(stream_schedules(op, (4, 4), get_target("wse2")))
+    how, sched = next(stream_schedules(op, (4, 4), get_target("wse2"), LOWERING))
     compiled = mica.compile_affine(op, mesh=(4, 4), schedule=sched)
     for kind in ("csl", "metalium"):
         with pytest.raises(EmitError, match="pieces"):
@@ -153,7 +154,7 @@ def test_an_array_pinned_to_a_line_moves_in_one_shift(places, direction, hops):
     """A gemv leaves t on the column (row) of cores its reduction ends at; the map beside it reads t from
     its own first column (row): the routers pass every block the whole way in one shift."""
     op = mica.affine.from_c(GEMV_THEN_MAP)
-    sched, _ = map_operators(op, split_operators(op), (8, 6), get_target("wse2"), places=places)
+    sched, _ = map_operators(op, split_operators(op), (8, 6), get_target("wse2"), LOWERING, places=places)
     assert any(h.pin for h in sched.phases[0].homes if h.array == "t")
     compiled = mica.compile_affine(op, mesh=(8, 6), schedule=sched)
     moves = [c for e in compiled.mesh_program.body if isinstance(e, Exchange) for c in e.ops

@@ -10,6 +10,7 @@ from mica.errors import MeshIRError, ScheduleError, SramError
 from mica.meshir.ir import Exchange, Loop, Shift
 from mica.meshir.verify import verify
 from mica.tiling.schedule import Schedule, StepMap, with_buffers
+from mica.pipeline import LOWERING
 from mica.tiling.search import Decisions, evaluate, search
 
 WSE2 = mica.get_target("wse2")
@@ -156,7 +157,7 @@ def test_comm_bound_steps_still_pay_what_compute_cannot_hide():
 
 def test_search_chooses_a_double_buffered_plan_when_it_pays_and_fits():
     op = mica.ops.matmul(64, 64, 64)
-    sched, report = search(op, (4, 4), WSE2)
+    sched, report = search(op, (4, 4), WSE2, LOWERING)
     assert sched.step.buffers == 2
     assert report.best.decisions.buffers == 2 and "double-buffered" in report.best.decisions.describe()
     single = [c for c in report.candidates if c.cycles is not None and c.decisions.buffers == 1]
@@ -170,14 +171,14 @@ def test_search_rejects_double_buffers_beyond_the_sram_and_keeps_the_single_buff
     op = mica.ops.matmul(176, 176, 176)
     d1 = Decisions((("i", "y"), ("j", "x")), (("x", 4), ("y", 4)))
     d2 = replace(d1, buffers=2)
-    one, two = evaluate(op, (4, 4), WSE2, d1), evaluate(op, (4, 4), WSE2, d2)
+    one, two = evaluate(op, (4, 4), WSE2, d1, LOWERING), evaluate(op, (4, 4), WSE2, d2, LOWERING)
     assert one.cycles is not None and one.cost.sram_bytes <= WSE2.sram_bytes
     assert two.cycles is None
     assert two.rejected == "SramError: the double buffers (a second slot per received panel) exceed the SRAM budget"
     with pytest.raises(SramError, match="second slots of the double buffers take 15488 of them "
                                         r"\(single-buffered it would fit: 38720 bytes\)"):
         mica.compile_affine(op, mesh=(4, 4), schedule=mica.plans.summa(op, (4, 4), buffers=2))
-    _, report = search(op, (4, 4), WSE2)
+    _, report = search(op, (4, 4), WSE2, LOWERING)
     reasons = {c.rejected for c in report.candidates if c.decisions == d2}
     assert reasons == {two.rejected}
     assert any(c.decisions == d1 and c.cycles is not None for c in report.candidates)

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 import mica
+from mica.pipeline import LOWERING
 from mica.tiling.search import Decisions, evaluate, space
 
 
@@ -53,7 +54,7 @@ def test_colour_budget_rejects_rings():
     op = mica.ops.matmul(64, 64, 64)
     tight = replace(mica.get_target("wse2"), name="tight", colours=4)
     d = Decisions((("i", "y"), ("j", "x")), (("x", 8), ("y", 8)), "interleaved")
-    c = evaluate(op, (8, 8), tight, d)
+    c = evaluate(op, (8, 8), tight, d, LOWERING)
     assert c.cycles is None and "colours" in c.rejected
     p = mica.compile_affine(op, mesh=(8, 8), target=tight)
     assert p.schedule.step is None or p.schedule.step.skew != "interleaved"
@@ -87,6 +88,6 @@ def test_search_reports_progress_when_slow(monkeypatch):
     import mica.tiling.search as search_mod
     monkeypatch.setattr(search_mod, "PROGRESS_AFTER_S", 0.0)
     seen = []
-    search_mod.search(mica.ops.gemv(64, 64), (8, 8), mica.get_target("wse2"),
+    search_mod.search(mica.ops.gemv(64, 64), (8, 8), mica.get_target("wse2"), LOWERING,
                       progress=lambda *a, **k: seen.append(a))
     assert seen and seen[-1][0] == seen[-1][1]

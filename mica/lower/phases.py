@@ -1,12 +1,12 @@
 """Programs of several operators: one after another on the mesh, each with its own mapping.
 
 A program whose statements form several top-level loop nests (``2mm``: ``tmp = A B`` then ``D = tmp C``;
-``atax``; a gemv feeding an elementwise op) is split into *operators* (:func:`split_operators`), each
+``atax``; a gemv feeding an elementwise op) is split into *operators* (:func:`mica.tiling.split.split_operators`), each
 mapped by its own :class:`~mica.tiling.schedule.Schedule` (the ``phases`` of a phased schedule). An array
 an operator produces stays where that operator left it: later operators take its layout as fixed and
 read it in place or through the usual derived communication (a multicast from the producer's layout), so
 no data goes back through the host. :func:`build_phased` builds each operator's MeshIR with the pass of
-:mod:`mica.meshir.build` and merges them: buffers of one operator are renamed ``p<k>_...`` unless they are
+:mod:`mica.lower.build` and merges them: buffers of one operator are renamed ``p<k>_...`` unless they are
 an array's shared home, kernels are renamed likewise, every input is loaded once per layout before the
 first operator, and every output is stored from the home the last operator that writes it left. The
 arena is laid out by liveness (:func:`lay_out`): the receive buffers, rings and lanes of operators that
@@ -17,60 +17,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..affine.fission import fission, statement_graph
-from ..affine.program import Program, Statement
+from ..affine.program import Program
 from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.schedule import Schedule
+from ..tiling.split import mapped_program, operator_program, phase_operators
 from ..comm.halo import merge_widths
 from .build import build_mesh_program
 from .place import move_blocks, same_blocks, same_place, translate
 from .relayout import transpose
-from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
+from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
                  RegionTensor)
-
-
-def split_operators(prog: Program, fine: bool = False) -> list[tuple[Statement, ...]]:
-    """The statements grouped by top-level loop nest (the first entry of their textual order); with
-    ``fine``, each nest further distributed into the finest legal sequence (:func:`mica.affine.fission.fission`)."""
-    groups: dict[object, list[Statement]] = {}
-    for s in prog.statements:
-        groups.setdefault(s.order[0] if s.order else 0, []).append(s)
-    nests = [tuple(g) for g in groups.values()]
-    return fission(prog, nests) if fine else nests
-
-
-def phase_operators(prog: Program, sched: Schedule) -> list[tuple[Statement, ...]]:
-    """The operators a phased schedule maps: phase ``k`` runs the statements its ``local_order`` names.
-
-    Raises :class:`ScheduleError` unless every statement is in exactly one phase and every dependence of
-    ``prog`` runs from a phase to itself or a later one (running the phases in sequence is then legal)."""
-    groups = [tuple(prog.statement(n) for n, _ in p.local_order) for p in sched.phases]
-    names = [s.name for g in groups for s in g]
-    if sorted(names) != sorted(s.name for s in prog.statements):
-        raise ScheduleError(f"the phases of the schedule run statements {names}; {prog.name} has "
-                            f"{[s.name for s in prog.statements]}, each must run in exactly one phase")
-    phase_of = {s.name: k for k, g in enumerate(groups) for s in g}
-    for src, dsts in statement_graph(prog).items():
-        for dst in dsts:
-            if phase_of[dst] < phase_of[src]:
-                raise ScheduleError(
-                    f"phase {phase_of[dst]} runs {dst}, which depends on {src} of the later phase "
-                    f"{phase_of[src]}: the phases cannot run one after another")
-    return groups
-
-
-def operator_program(prog: Program, stmts: tuple[Statement, ...], k: int) -> Program:
-    """The sub-program of one operator: all arrays; inputs are what it reads or updates in place."""
-    touched = {a.array for s in stmts for a in s.accesses}
-    read = {a.array for s in stmts for a in s.reads}
-    written = {s.write.array for s in stmts}
-    names = [a.name for a in prog.arrays]
-    inputs = tuple(n for n in names if n in read or (n in written and n in prog.inputs))
-    outputs = tuple(n for n in names if n in written)
-    scalars = tuple((n, d) for n, d in prog.scalars if any(n in s.scalars() for s in stmts))
-    arrays = tuple(a for a in prog.arrays if a.name in touched)
-    return Program(f"{prog.name}_op{k}", arrays, stmts, inputs, outputs, scalars)
 
 
 def _rename_tensor(t: RegionTensor, name: str) -> RegionTensor:
@@ -285,23 +242,8 @@ def shared_ghosts(built: list[MeshProgram]) -> dict[str, tuple[tuple[int, int], 
     return out
 
 
-def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: list[Schedule],
-                      arrays: frozenset[str] | None = None) -> dict:
-    """The homes arrays produced (or loaded) by the operators mapped so far keep for the next ones
-    (only those named in ``arrays``, when given)."""
-    from ..tiling.schedule import Home
-    fixed = {}
-    for stmts, s in zip(ops, scheds):
-        touched = {a.array for st in stmts for a in st.accesses}
-        if arrays is not None:
-            touched &= arrays
-        if not s.space and s.step is None:
-            # A one-core operator leaves whole arrays on core (0, 0).
-            for name in touched:
-                shape = prog.array(name).shape
-                fixed.setdefault(name, Home(name, tuple((None, n) for n in shape), (("x", 0), ("y", 0))))
-            continue
-        for h in s.homes:
-            if h.array in touched:
-                fixed.setdefault(h.array, h)
-    return fixed
+def build_program(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
+    """The MeshIR of ``op`` under ``sched`` (a phased schedule maps its operators one after another)."""
+    if sched.phases:
+        return build_phased(mapped_program(op, sched), sched, tgt)
+    return build_mesh_program(op, sched, tgt)

@@ -38,9 +38,10 @@ from ..affine.expr import Aff, Read
 from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
+from ..tiling.cost import estimate
 from ..tiling.schedule import Home
-from .homes import home_box
-from .ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
+from ..tiling.homes import home_box
+from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                  Region, RegionTensor, Shift)
 
 T = Lin(0, (("t", 1),))
@@ -200,7 +201,6 @@ def home_tensor(prog, home: Home, name: str | None = None) -> RegionTensor:
 def relayout_cycles(prog, home_from: Home, home_to: Home, mesh: tuple[int, int], target: Target) -> float:
     """Modelled cycles of changing ``prog``'s array from ``home_from`` to ``home_to`` on the mesh
     (:func:`transpose`); infinite when the two layouts are not a block transposition."""
-    from ..tiling.cost import estimate
     src = home_tensor(prog, home_from)
     dst = home_tensor(prog, home_to, f"{home_to.array}_t")
     try:

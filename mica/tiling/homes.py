@@ -3,8 +3,8 @@ the same layout with its two mesh axes swapped (the *mirror* an operator reads `
 
 from __future__ import annotations
 
-from ..tiling.schedule import Home
-from .ir import BoxDim
+from .schedule import Home
+from ..meshir.ir import BoxDim
 
 
 def home_box(shape: tuple[int, ...], home: Home) -> tuple[BoxDim, ...]:
@@ -16,7 +16,7 @@ def home_box(shape: tuple[int, ...], home: Home) -> tuple[BoxDim, ...]:
 def swap_home(home: Home) -> Home | None:
     """``home`` with its two distributed dimensions on the swapped mesh axes (same tiles), or None when it
     is not a 2D block distribution over both axes (the only layout change
-    :func:`mica.meshir.relayout.transpose` performs)."""
+    :func:`mica.lower.relayout.transpose` performs)."""
     axes = [a for a, _ in home.dims]
     if len(home.dims) != 2 or sorted(a for a in axes if a) != ["x", "y"]:
         return None

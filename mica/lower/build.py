@@ -29,7 +29,7 @@ from dataclasses import replace
 from math import ceil
 
 from ..affine.deps import reductions
-from ..affine.expr import Aff, Bin, Call, Const, Neg, Read
+from ..affine.expr import Aff, Bin, Const, Read
 import islpy as isl
 
 from ..affine.isl_names import imap, iset
@@ -37,23 +37,20 @@ from ..affine.program import Program, Statement
 from ..errors import CommError, ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
-from ..tiling.mapping import loop_extent, main_statement
+from ..tiling.cost import expr_flops
+from ..tiling.mapping import loop_extent, main_statement, work_blocks
 from ..tiling.schedule import Schedule
 from ..comm.routes import assign_colours, multicast_routes, ring_moves, ring_routes, shift_routes
 from ..comm.halo import check_covered, ghosted_box, halo_widths, held_map, merge_widths, strip_relation, strips
-from ..comm.sets import (CommPlan, box_map, classify, classify_ring, is_local, need_map,
-                         ownership_map, placement_constraints)
-from .homes import home_box, swap_home
+from ..comm.sets import CommPlan, box_map, classify, classify_ring, is_local, need_map, ownership_map
+from ..tiling.spacetime import placement_constraints
+from ..tiling.homes import home_box, swap_home
 from .relayout import transpose
-from .ir import (ARENA_ALIGN, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
+from ..meshir.ir import (ARENA_ALIGN, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
                  MeshProgram, Multicast, Rect, Region, RegionTensor, RingShift, Shift, Skew)
 
 ALIGN = ARENA_ALIGN
 IDENTITY = {"+": 0.0, "*": 1.0}
-
-
-def _flops(expr) -> int:
-    return sum(1 for e in expr.walk() if isinstance(e, (Bin, Neg, Call)))
 
 
 def _splits(tilings: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -65,28 +62,6 @@ def _splits(tilings: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int,
                 cuts.add(c)
     pts = sorted(cuts)
     return [(a, b) for a, b in zip(pts, pts[1:]) if a < b]
-
-
-def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
-    """Cores along ``x`` and ``y`` the plan ``sched`` of ``prog`` works on (from core (0, 0)): the blocks of
-    its spatial loops and of the homes spread along a mapped axis; a skewed plan rings its panels around a
-    square of ``steps x steps`` cores. Raises :class:`ScheduleError` when a skewed plan's blocks do not fit
-    its square."""
-    main = main_statement(prog)
-    blocks = {"x": 1, "y": 1}
-    for sm in sched.space:
-        blocks[sm.axis] = ceil(loop_extent(main, sm.loop) / sm.tile)
-    for home in sched.homes:
-        for (axis, tile), n in zip(home.dims, prog.array(home.array).shape):
-            if axis is not None and sched.loop_on(axis) is not None:
-                blocks[axis] = max(blocks[axis], ceil(n / tile))
-    if sched.step is not None and sched.step.skew != "none":
-        n = sched.step.steps
-        if blocks["x"] > n or blocks["y"] > n or len(sched.space) != 2:
-            raise ScheduleError(f"a {sched.step.skew} schedule needs both mesh axes mapped with at most "
-                                f"{n} blocks each (one per step); got {blocks['x']}x{blocks['y']}")
-        blocks = {"x": n, "y": n}
-    return blocks
 
 
 class _Builder:
@@ -196,7 +171,7 @@ class _Builder:
             write=KAccess(stmt.write.ref, buffers[stmt.write.ref], stmt.write.index),
             reads=tuple(KAccess(a.ref, buffers[a.ref], a.index) for a in stmt.reads),
             expr=stmt.expr, classes=self.classes(kname, rect, self.tilings_of(stmt.loops, bufs)),
-            flops_per_instance=_flops(stmt.expr))
+            flops_per_instance=expr_flops(stmt.expr))
         self.kernels.append(k)
         return k
 
@@ -213,7 +188,7 @@ class _Builder:
         k = Kernel(kname, "", loops, str(iset(dom)), loops, KAccess("w", target.name, index),
                    tuple(KAccess(f"r{i}", r.name, index) for i, r in enumerate(reads)), expr,
                    self.classes(kname, rect, self.tilings_of((), [target, *reads])),
-                   flops_per_instance=_flops(expr))
+                   flops_per_instance=expr_flops(expr))
         self.kernels.append(k)
         return k
 
@@ -277,7 +252,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
         work, not local or a row/column multicast either, or a produced array whose blocks cannot be
         transposed on the mesh). An input's mirror is loaded from the host in that layout; an array an
         earlier operator left on the mesh (``resident``) is transposed into it block by block
-        (:func:`mica.meshir.relayout.transpose`) before the operator's first statement. The array is not
+        (:func:`mica.lower.relayout.transpose`) before the operator's first statement. The array is not
         written by this operator, so the mirror stays equal to the home."""
         arr = prog.array(acc.array)
         swapped = swap_home(sched.home(acc.array))
@@ -657,7 +632,7 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
                         f"{target.sram_bytes} bytes of SRAM per core")
     parts = tuple(
         Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
-               tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), _flops(s.expr))
+               tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), expr_flops(s.expr))
         for s in prog.statements)
     domain = prog.statements[0].domain_set
     udom = isl.UnionSet.from_set(domain)

@@ -1,0 +1,343 @@
+"""The operator-level search: a program of several operators (top-level loop nests, or a legal fission of
+one) mapped one after another in program order or heaviest first, runs of independent operators side by
+side on slabs of the mesh, and programs cut into pieces streamed from slab to slab; every way is compared
+with the whole program on one core and the cheapest wins.
+
+Each operator is searched by :func:`mica.tiling.search.search`; every candidate plan, single- or
+multi-operator, is built into MeshIR through the pipeline's :class:`~mica.tiling.search.Lowering`, checked
+by :func:`mica.meshir.verify.verify` and costed by :func:`mica.tiling.cost.estimate` before it can win."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from ..affine.isl_names import count_points
+from ..affine.pieces import cut_candidates, cut_program
+from ..affine.program import Program
+from ..errors import MicaError
+from ..meshir.verify import verify
+from ..targets import Target
+from .cost import estimate
+from .homes import swap_home
+from .mapping import derive_schedule
+from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
+from .schedule import Schedule
+from .search import Lowering, SearchReport, search
+from .split import fixed_homes_after, mapped_program, operator_program, phase_operators, split_operators
+
+
+def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True
+                   ) -> tuple[Schedule, SearchReport | None]:
+    """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
+    fission lets spread over the mesh) through :func:`search_operators`."""
+    if len(split_operators(op)) > 1:
+        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side)
+    splits = operator_splits(op)
+    try:
+        sched, report = search(op, mesh, tgt, lowering)
+    except MicaError:
+        if not splits:
+            raise
+        try:
+            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side)
+        except MicaError:
+            pass
+        raise
+    if sched.space or sched.step is not None or not splits:
+        return sched, report
+    try:
+        phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side)
+    except MicaError:
+        return sched, report
+    if not phased.phases:
+        return sched, report
+    return phased, phased_report
+
+
+def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
+    """``sched``'s decisions re-instantiated for ``mesh`` (operator by operator for a phased schedule)."""
+    if not sched.phases:
+        return derive_schedule(op, mesh, like=sched)
+    prog = mapped_program(op, sched)
+    mapped, _ = map_operators(prog, phase_operators(prog, sched), mesh, None, None, like=sched)
+    return sched.copy(mesh=mesh, phases=mapped.phases)
+
+
+def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits: list[tuple[str, list]] | None = None, *,
+                     side_by_side: bool = True) -> tuple[Schedule, SearchReport | None]:
+    """A program of several operators, mapped one after another (each searched by
+    :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
+
+    ``splits`` are the ways to cut ``op`` into operators, ``(name, [statements per operator])``; by
+    default the top-level loop nests and, when distributing the nests splits them further, the finest
+    legal fission. Each split is mapped in two orders:
+
+    * program order: every operator takes the layout of the arrays earlier operators left on the mesh
+      (inputs included, so each is loaded once);
+    * heaviest first: operators in decreasing order of work, each taking the layout chosen by the
+      heavier ones for the arrays the program writes (an intermediate is produced where its heaviest
+      consumer wants it); inputs are loaded once per layout.
+
+    With ``side_by_side``, every run of operators that do not depend on each other is also tried on
+    disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh; and a
+    program that can be cut into independent pieces is tried streamed, each operator on a slab of its own
+    working on one piece after another (:func:`stream_schedules`).
+    """
+    if splits is None:
+        splits = operator_splits(op)
+    one = derive_schedule(op, mesh, assignment=[], name="one-core")
+    one_line = "one core"
+    try:
+        one_cost = _checked_cycles(op, one, tgt, lowering)
+    except MicaError as exc:
+        one_cost = float("inf")
+        one_line = f"one core: {str(exc).splitlines()[0][:200]}"
+    tried: list[tuple[float, str, Schedule | None, SearchReport | None]] = []
+
+    def reject(how: str, exc: MicaError) -> None:
+        tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
+
+    def consider(how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
+        """Builds and costs the plan ``make()`` returns (with its search report), records it in ``tried``
+        with ``reason`` as its account, or why it failed; returns both (None when it failed)."""
+        try:
+            phased, report = make()
+            phased = phased.copy(reasons=(reason,))
+            cost = _checked_cycles(op, phased, tgt, lowering)
+        except MicaError as exc:
+            reject(how, exc)
+            return None
+        tried.append((cost, how, phased, report))
+        return phased, report
+    memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
+    side = min(mesh)
+    # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
+    # square, so a later one cannot transpose its result), the largest square of cores is tried too.
+    for grid in ((mesh, (side, side)) if mesh[0] != mesh[1] else (mesh,)):
+        if grid != mesh and any(t[2] is not None for t in tried):
+            break
+        on = "" if grid == mesh else f" on the {side}x{side} square of the mesh"
+        for split_name, ops in splits:
+            for heaviest in (False, True):
+                how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
+                       + on)
+
+                def whole(ops=ops, heaviest=heaviest, grid=grid):
+                    phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest,
+                                                   memo=memo if grid == mesh else {})
+                    if grid != mesh:
+                        phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
+                    return phased, report
+                consider(how, whole, f"{how}, one after another")
+                if len(ops) == 1:
+                    break                    # one operator: the order does not matter
+            if grid != mesh or not side_by_side:
+                continue
+            for group, places in slabs(op, ops, mesh):
+                how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
+                       + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
+                                   (places[k] for k in group)))
+                done = consider(how, lambda ops=ops, places=places: map_operators(
+                    op, ops, grid, tgt, lowering, memo=memo, places=places), f"{how}, the others one after another on the whole mesh")
+                packed = done and packed_slabs(op, ops, done[0], group, 0 if mesh[0] >= mesh[1] else 1)
+                if packed:
+                    how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
+                           + ", ".join(packed.phases[k].cores().split(" ", 1)[1] for k in group)
+                           + " (slabs trimmed to their operators' cores)")
+                    consider(how, lambda packed=packed, report=done[1]: (packed, report),
+                             f"{how}, the others one after another on the whole mesh")
+    if side_by_side:
+        for how, phased in stream_schedules(op, mesh, tgt, lowering):
+            if isinstance(phased, MicaError):
+                reject(how, phased)
+            else:
+                consider(how, lambda phased=phased: (phased, None), how)
+    lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
+             for c, how, s, _ in tried]
+    lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")
+                 else f"  {'rejected':>21}  {one_line}")
+    best = min((t for t in tried if t[2] is not None), key=lambda t: t[0], default=None)
+    if best is not None and best[0] < one_cost:
+        cost, how, phased, report = best
+        return phased.copy(reasons=phased.reasons + (
+            f"chosen: {cost:,.0f} modelled cycles, the cheapest of:",) + tuple(lines)), report
+    if one_cost == float("inf"):
+        try:
+            lowering.program(op, one, tgt)
+        except MicaError as exc:     # the plain reason (e.g. SRAM), with every way tried as detail
+            exc.detail = "\n".join(["ways tried:"] + lines + ([exc.detail] if exc.detail else []))
+            exc.args = (f"{exc.args[0]}; mapped operator by operator over the {mesh[0]}x{mesh[1]} mesh it "
+                        f"does not work either (the detail lists the ways tried)",)
+            raise
+    return one.copy(reasons=one.reasons + (
+        f"{op.name} has {len(split_operators(op))} top-level loop nest(s); chosen: one core "
+        f"({one_cost:,.0f} modelled cycles), the cheapest of:",) + tuple(lines)), None
+
+
+STREAM_PIECES = (2, 4)      # piece counts the search tries when it streams a program's operators
+
+
+def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering):
+    """The streamed plans :func:`search_operators` tries: for every dimension class the program can be cut
+    along (:func:`mica.affine.pieces.cut_candidates`) and every count of :data:`STREAM_PIECES` that divides
+    it, the pieces' operators on one slab each, cut along either mesh axis (:func:`_stream_first_piece`).
+    Piece 0 is searched operator by operator at the first count, every later piece and every larger count
+    take its decisions (pieces of equal size), so the producer's slab works on piece ``k + 1`` while the
+    consumer's works on piece ``k``. Yields ``(description, schedule or MicaError)``."""
+    if len(split_operators(op)) < 2:
+        return
+    for array, dim in cut_candidates(op):
+        n = op.array(array).shape[dim]
+        firsts: dict[int, Schedule] = {}     # axis -> piece 0's plan at the first count
+        for count in STREAM_PIECES:
+            if n % count:
+                continue
+            pieces = cut_program(op, array, dim, count)
+            ops = split_operators(pieces.program)
+            per = len(ops) // count
+            for axis in ((0, 1) if mesh[0] >= mesh[1] else (1, 0)):
+                how = f"cut into {count} pieces along dimension {dim} of {array}, streamed"
+                try:
+                    if axis in firsts:
+                        # Smaller pieces take the decisions and slabs of the first count's (not searched
+                        # again: the piece statements are named alike, so ``like`` matches them).
+                        first = map_operators(pieces.program, ops[:per], mesh, None, None, like=firsts[axis])[0]
+                    else:
+                        first = _stream_first_piece(pieces.program, ops[:per], mesh, tgt, lowering, axis)
+                        if first is None:
+                            continue
+                        firsts[axis] = first
+                    how += " from slab to slab: " + ", ".join(p.cores().split(" ", 1)[1] for p in first.phases)
+                    phases = tuple(piece_phase(pieces, p, k) for k in range(count) for p in first.phases)
+                    yield how, first.copy(phases=phases, pieces=(array, dim, count))
+                except MicaError as exc:
+                    yield how, exc
+
+
+def _stream_first_piece(prog: Program, ops: list, mesh, tgt: Target, lowering: Lowering, axis: int) -> Schedule | None:
+    """Piece 0's operators searched on slabs along ``axis`` (:func:`slab_places`), then each slab trimmed to
+    the lines its operator works on and the slabs packed from the mesh's edge (a block crosses fewer cores
+    to the next slab; the decisions are kept, not searched again); None when there are more operators
+    than lines."""
+    places = slab_places(ops, mesh, axis)
+    if places is None:
+        return None
+    first, _ = map_operators(prog, ops, mesh, tgt, lowering, places=places)
+    return packed_slabs(prog, ops, first, range(len(ops)), axis) or first
+
+
+def operator_splits(op: Program) -> list[tuple[str, list]]:
+    """The ways :func:`search_operators` cuts ``op``: its top-level loop nests, and the finest legal
+    fission of them when that differs."""
+    nests = split_operators(op)
+    fine = split_operators(op, fine=True)
+    splits = [("loop nests", nests)] if len(nests) > 1 else []
+    if [tuple(s.name for s in g) for g in fine] != [tuple(s.name for s in g) for g in nests]:
+        splits.append(("loop nests distributed", fine))
+    return splits
+
+
+HEAVIEST_FIRST = "operators-heaviest-first"
+
+
+RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every combination
+
+
+def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lowering | None, *, heaviest_first: bool = False,
+                  like: Schedule | None = None, memo: dict | None = None,
+                  relayout: bool = True, places: list | None = None) -> tuple[Schedule, SearchReport | None]:
+    """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
+    chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
+    heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
+    over both mesh axes is also searched with that array transposed (:func:`mica.tiling.homes.swap_home`);
+    it takes that layout when its modelled cycles plus those of changing the layout of the arrays earlier
+    operators produced (:func:`mica.lower.relayout.relayout_cycles`) are lower, or when only that layout
+    works. With ``like`` (a phased schedule), nothing is searched: every operator keeps the decisions of
+    its phase in ``like`` (layout changes included), re-derived for ``mesh`` in ``like``'s order.
+
+    ``places[k] = ((ox, oy), (w, h))`` runs operator ``k`` on the ``w x h`` cores from ``(ox, oy)`` (default:
+    the whole mesh); ``like`` places its operators on its rectangles scaled to ``mesh``."""
+    if like is not None:
+        heaviest_first = like.name == HEAVIEST_FIRST
+    memo = {} if memo is None else memo
+    n = len(ops)
+    order = list(range(n))
+    written = frozenset(s.write.array for s in op.statements)
+    work = [sum(count_points(s.domain_set, {}) for s in g) for g in ops]
+    heaviest = min(order, key=lambda k: (-work[k], k))
+    if heaviest_first:
+        order.sort(key=lambda k: (-work[k], k))
+    phases: list[Schedule | None] = [None] * n
+    reports: dict[int, SearchReport] = {}
+    if like is not None and like.placed:
+        places = [scaled_place(p.origin, p.mesh, like.mesh, mesh) for p in like.phases]
+    for k in order:
+        origin, size = places[k] if places else ((0, 0), mesh)
+        done = [j for j in range(n) if phases[j] is not None and (heaviest_first or j < k)]
+        here = [j for j in done if not places or places[j] == places[k]]
+        fixed = fixed_homes_after(op, [ops[j] for j in here], [phases[j] for j in here],
+                                  arrays=written if heaviest_first else None)
+        # Operators on other rectangles fix only the arrays they produce (inputs are loaded per layout).
+        away = [j for j in done if j not in here]
+        for a, h in fixed_homes_after(op, [ops[j] for j in away], [phases[j] for j in away], arrays=written).items():
+            fixed.setdefault(a, h)
+        resident = frozenset(s.write.array for g in ops[:k] for s in g)
+        sub = operator_program(op, ops[k], k)
+        touched = {a.array for s in ops[k] for a in s.accesses}
+        swapped = {a: h for a, h in ((a, swap_home(fixed[a])) for a in sorted(touched & set(fixed)))
+                   if h is not None}
+        if like is not None:
+            for a, h in swapped.items():      # the layouts ``like`` changed on the mesh change again
+                mine = next((m for m in like.phases[k].homes if m.array == a), None)
+                if mine is not None and [ax for ax, _ in mine.dims] == [ax for ax, _ in h.dims]:
+                    fixed[a] = h
+            phases[k], reports[k] = derive_schedule(sub, size, like=like.phases[k], fixed_homes=fixed), None
+            phases[k] = phases[k].copy(origin=origin)
+            continue
+
+        def searched(homes):
+            key = (tuple(s.name for s in ops[k]), frozenset(homes.items()), resident, size, origin == (0, 0))
+            if key not in memo:
+                try:
+                    memo[key] = search(sub, size, tgt, lowering, fixed_homes=homes, resident=resident,
+                                           rings=origin == (0, 0))
+                except MicaError as exc:
+                    memo[key] = exc
+            return memo[key]
+        def transposition(a):
+            key = ("relayout", fixed[a], swapped[a], size)
+            if key not in memo:
+                memo[key] = lowering.relayout_cycles(op, fixed[a], swapped[a], size, tgt)
+            return memo[key]
+        kept = searched(fixed)
+        best, best_cycles = kept, (kept[1].best.cycles if not isinstance(kept, MicaError) else float("inf"))
+        if relayout and swapped:
+            # The other choices: some arrays taken in their transposed layout, changed on the mesh first
+            # (every subset of up to RELAYOUT_SUBSETS arrays, else all of them at once).
+            names = sorted(swapped)
+            subsets = ([c for r in range(1, len(names) + 1) for c in combinations(names, r)]
+                       if len(names) <= RELAYOUT_SUBSETS else [tuple(names)])
+            for chosen in subsets:
+                alt = searched({**fixed, **{a: swapped[a] for a in chosen}})
+                if isinstance(alt, MicaError):
+                    continue
+                moved = sum(transposition(a) for a in chosen if a in written)
+                if alt[1].best.cycles + moved < best_cycles:
+                    why = (f"takes {', '.join(chosen)} with the mesh axes swapped ({moved:,.0f} modelled cycles "
+                           f"to transpose the blocks on the mesh first, {alt[1].best.cycles:,.0f} to run)"
+                           if moved else f"takes {', '.join(chosen)} with the mesh axes swapped (loaded so)")
+                    best = (alt[0].copy(reasons=alt[0].reasons + (why,)), alt[1])
+                    best_cycles = alt[1].best.cycles + moved
+        if isinstance(best, MicaError):
+            raise best
+        phases[k], reports[k] = best[0].copy(origin=origin), best[1]
+    name = HEAVIEST_FIRST if heaviest_first else "operators"
+    return Schedule(mesh, (), None, (), (), name=name, phases=tuple(phases)), reports[heaviest]
+
+
+def _checked_cycles(op: Program, sched: Schedule, tgt: Target, lowering: Lowering) -> float:
+    """Modelled cycles of ``op`` under ``sched``, built and verified first: a plan the verifier refuses
+    raises (and is rejected) rather than winning."""
+    mp = lowering.program(op, sched, tgt)
+    verify(mp, tgt)
+    return estimate(mp, tgt).total_cycles
