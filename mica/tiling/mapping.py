@@ -105,7 +105,7 @@ def sweep_step(prog: Program, kinds: dict, like: Schedule | None = None) -> Step
 def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
-                    name: str = "derived", fixed_homes: dict[str, Home] | None = None,
+                    family: str = "derived", searched: bool = False, fixed_homes: dict[str, Home] | None = None,
                     buffers: int = 1) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
@@ -129,7 +129,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     if like is not None:
         assignment = [(s.loop, s.axis) for s in like.space]
         skew = like.step.skew if like.step else "none"
-        reduce, group, name = like.reduce, like.group, like.name
+        reduce, group, family, searched = like.reduce, like.group, like.family, like.searched
         buffers = like.buffers
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
@@ -221,7 +221,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     if step is None and space and skew == "none":
         step = sweep_step(prog, kinds, like)
         if step is not None:
-            name = name.replace("summa", "halo")
+            if family == "summa":
+                family = "halo"         # SUMMA's multicast steps, on a stencil: lock-step sweeps
             reasons.append(
                 f"loop {step.loop} ({step.steps} iterations) carries a dependence from one iteration to the "
                 f"next and encloses every statement -> time: {step.steps} lock-step sweeps; data a statement "
@@ -269,7 +270,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     if like is not None:
         order = like.local_order
     sched = Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
-                     homes=tuple(homes), reduce=reduce, group=group, name=name, reasons=tuple(reasons))
+                     homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
+                     reasons=tuple(reasons))
     return with_buffers(sched, buffers) if buffers != 1 else sched
 
 

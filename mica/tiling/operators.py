@@ -85,7 +85,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     """
     if splits is None:
         splits = operator_splits(op)
-    one = derive_schedule(op, mesh, assignment=[], name="one-core")
+    one = derive_schedule(op, mesh, assignment=[], family="one-core")
     one_line = "one core"
     try:
         one_cost = _checked_cycles(op, one, tgt, lowering)
@@ -237,7 +237,7 @@ def operator_splits(op: Program) -> list[tuple[str, list]]:
     return splits
 
 
-HEAVIEST_FIRST = "operators-heaviest-first"
+HEAVIEST_FIRST = "heaviest-first"      # an operator order of mica.tiling.schedule.OPERATOR_ORDERS
 
 
 RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every combination
@@ -258,7 +258,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
     ``places[k] = ((ox, oy), (w, h))`` runs operator ``k`` on the ``w x h`` cores from ``(ox, oy)`` (default:
     the whole mesh); ``like`` places its operators on its rectangles scaled to ``mesh``."""
     if like is not None:
-        heaviest_first = like.name == HEAVIEST_FIRST
+        heaviest_first = like.order == HEAVIEST_FIRST
     memo = {} if memo is None else memo
     n = len(ops)
     order = list(range(n))
@@ -331,8 +331,8 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
         if isinstance(best, MicaError):
             raise best
         phases[k], reports[k] = best[0].copy(origin=origin), best[1]
-    name = HEAVIEST_FIRST if heaviest_first else "operators"
-    return Schedule(mesh, (), None, (), (), name=name, phases=tuple(phases)), reports[heaviest]
+    order = HEAVIEST_FIRST if heaviest_first else "program"
+    return Schedule(mesh, (), None, (), (), family="operators", order=order, phases=tuple(phases)), reports[heaviest]
 
 
 def _checked_cycles(op: Program, sched: Schedule, tgt: Target, lowering: Lowering) -> float:

@@ -28,24 +28,20 @@ from .mapping import derive_schedule, loop_extent, main_statement, spatial_candi
 from .schedule import Schedule
 
 
-def _named(name: str, buffers: int) -> str:
-    return name + ("+db" if buffers == 2 else "")
-
-
 def summa(prog: Program, mesh: tuple[int, int], buffers: int = 1) -> Schedule:
-    return derive_schedule(prog, mesh, skew="none", name=_named("summa", buffers), buffers=buffers)
+    return derive_schedule(prog, mesh, skew="none", family="summa", buffers=buffers)
 
 
 def cannon(prog: Program, mesh: tuple[int, int], buffers: int = 1) -> Schedule:
-    return derive_schedule(prog, mesh, skew="cannon", name=_named("cannon", buffers), buffers=buffers)
+    return derive_schedule(prog, mesh, skew="cannon", family="cannon", buffers=buffers)
 
 
 def interleaved(prog: Program, mesh: tuple[int, int], buffers: int = 1) -> Schedule:
-    return derive_schedule(prog, mesh, skew="interleaved", name=_named("interleaved", buffers), buffers=buffers)
+    return derive_schedule(prog, mesh, skew="interleaved", family="interleaved", buffers=buffers)
 
 
 def chain(prog: Program, mesh: tuple[int, int]) -> Schedule:
-    return derive_schedule(prog, mesh, reduce="chain", name="chain")
+    return derive_schedule(prog, mesh, reduce="chain", family="chain")
 
 
 def ktree(prog: Program, mesh: tuple[int, int], group: int | None = None) -> Schedule:
@@ -55,7 +51,7 @@ def ktree(prog: Program, mesh: tuple[int, int], group: int | None = None) -> Sch
         main = main_statement(prog)
         n = max((-(-loop_extent(main, s.loop) // s.tile) for s in base.space), default=1)
         group = max(2, isqrt(n))
-    return derive_schedule(prog, mesh, reduce="tree", group=group, name=f"ktree{group}")
+    return derive_schedule(prog, mesh, reduce="tree", group=group, family="ktree")
 
 
 def halo(prog: Program, mesh: tuple[int, int]) -> Schedule:
@@ -64,7 +60,7 @@ def halo(prog: Program, mesh: tuple[int, int]) -> Schedule:
     stencil (no parallel loop to spread, or reads that reach past the neighbours)."""
     for assignment in spatial_candidates(prog):
         if assignment:
-            return derive_schedule(prog, mesh, assignment=assignment, name="halo")
+            return derive_schedule(prog, mesh, assignment=assignment, family="halo")
     raise ScheduleError(f"{prog.name} has no loop that can be spread over the mesh: no halo plan")
 
 

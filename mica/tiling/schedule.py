@@ -13,7 +13,12 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``reduce``: how a reduction loop mapped to an axis is combined across cores: ``"chain"`` (one-hop
   shifts towards coordinate 0, each core adding its partial) or ``"tree"`` (chains inside groups of
   ``group`` cores in parallel, then a chain over the group roots: MeshGEMV's two-level K-tree);
-* ``name``: the plan family (``derived``, ``summa``, ``cannon``, ``interleaved`` ...);
+* ``family``: the plan family, one of :data:`PLAN_FAMILIES` (``derived`` when nothing was asked for;
+  ``summa``, ``cannon``, ``interleaved``, ``chain``, ``ktree``, ``halo`` for the reference plans of
+  :mod:`mica.tiling.plans`; ``one-core``; ``operators`` for a phased schedule); ``searched``: chosen by the
+  schedule search; ``order``: in which order a phased schedule's operators were mapped, one of
+  :data:`OPERATOR_ORDERS` (re-deriving it for another mesh maps them in the same order). These are typed
+  decisions; :attr:`Schedule.name` is only the label printed for people, made from them;
 * ``reasons``: the human-readable account of each decision;
 * ``phases``: for a program of several operators, one schedule per operator, run in order; a phase's
   ``mesh`` is the rectangle of cores it runs on and ``origin`` that rectangle's first core (operators
@@ -22,8 +27,8 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
   dimension ``dim`` of ``array`` (:func:`mica.affine.pieces.cut_program`): the phases then name the pieces'
   statements, and a piece's operators on different rectangles stream from one piece to the next.
 
-Schedules depend on the mesh only through tiles; :func:`Schedule.decisions` gives the mesh-independent
-part, which :func:`mica.tiling.mapping.derive_schedule` re-instantiates for another mesh.
+Schedules depend on the mesh only through tiles; :func:`mica.tiling.mapping.derive_schedule` with
+``like=`` re-instantiates a schedule's decisions for another mesh.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ from ..errors import ScheduleError
 AXES = ("x", "y")
 REDUCES = ("chain", "tree")
 SCHEDULE_VERSION = 1
+PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "halo", "operators")
+OPERATOR_ORDERS = ("program", "heaviest-first")
+#: Families whose label says when the step loop's panels are double-buffered (``summa+db``).
+_STEPPED = ("summa", "cannon", "interleaved", "halo")
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,9 @@ class Schedule:
     homes: tuple[Home, ...]
     reduce: str = "chain"
     group: int = 0
-    name: str = "derived"
+    family: str = "derived"
+    searched: bool = False
+    order: str = "program"
     reasons: tuple[str, ...] = field(default=(), compare=False)
     phases: tuple["Schedule", ...] = ()
     origin: tuple[int, int] = (0, 0)
@@ -162,6 +173,26 @@ class Schedule:
             raise ScheduleError(f"unknown cross-core reduction {self.reduce!r}; known: {', '.join(REDUCES)}")
         if self.reduce == "tree" and self.group < 2:
             raise ScheduleError(f"a tree reduction needs a group size >= 2, got {self.group}")
+        if self.family not in PLAN_FAMILIES:
+            raise ScheduleError(f"unknown plan family {self.family!r}; known: {', '.join(PLAN_FAMILIES)}")
+        if self.order not in OPERATOR_ORDERS:
+            raise ScheduleError(f"unknown operator order {self.order!r}; known: {', '.join(OPERATOR_ORDERS)}")
+
+    @property
+    def name(self) -> str:
+        """The plan's label, made from its typed decisions: the family (``summa``, ``ktree4``, ``operators``
+        ...), ``+db`` when the step loop's panels are double-buffered, and for a searched stepped plan the
+        way reductions combine (``interleaved+db/chain``). Code reads the fields, never this label."""
+        if self.family == "operators":
+            return "operators" if self.order == "program" else f"operators-{self.order}"
+        if self.family == "ktree":
+            return f"ktree{self.group}"
+        if self.family not in _STEPPED:
+            return self.family
+        label = self.family + ("+db" if self.buffers == 2 else "")
+        if self.searched:
+            label += "/" + ("chain" if self.reduce == "chain" else f"ktree{self.group}")
+        return label
 
     # -- lookups -------------------------------------------------------------------------------------
     def axis_of(self, loop: str) -> SpaceMap | None:
@@ -214,6 +245,8 @@ class Schedule:
 
     @staticmethod
     def _from_dict(d: dict) -> "Schedule":
+        if "family" not in d:
+            d = {**d, **_legacy_label(d.get("name", "derived"), bool(d.get("phases")))}
         if True:
             return Schedule(
                 mesh=tuple(d["mesh"]),
@@ -224,7 +257,9 @@ class Schedule:
                                  tuple((a, c) for a, c in h["pin"])) for h in d["homes"]),
                 reduce=d["reduce"],
                 group=d.get("group", 0),
-                name=d.get("name", "derived"),
+                family=d["family"],
+                searched=bool(d.get("searched", False)),
+                order=d.get("order", "program"),
                 reasons=tuple(d.get("reasons", ())),
                 phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
                 origin=tuple(d.get("origin", (0, 0))),
@@ -277,6 +312,18 @@ class Schedule:
             pin = "".join(f" {a}={c}" for a, c in h.pin)
             lines.append(f"  home {h.array}[{dims}]{pin}")
         return "\n".join(lines)
+
+
+def _legacy_label(name: str, phased: bool) -> dict:
+    """The typed fields a schedule saved before they existed stated in its ``name`` label (``summa+db/chain``,
+    ``ktree4``, ``operators-heaviest-first``), for reading such JSON."""
+    if phased:
+        return {"family": "operators", "order": "heaviest-first" if name.endswith("heaviest-first") else "program"}
+    base, _, _ = name.partition("/")
+    family = base.removesuffix("+db")
+    if family.startswith("ktree"):
+        family = "ktree"
+    return {"family": family, "searched": "/" in name}
 
 
 def with_buffers(sched: Schedule, buffers: int) -> Schedule:

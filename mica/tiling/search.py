@@ -70,12 +70,11 @@ class Decisions:
     buffers: int = 1
 
     @property
-    def name(self) -> str:
+    def family(self) -> str:
+        """The plan family of :data:`mica.tiling.schedule.PLAN_FAMILIES` these decisions make."""
         if not self.assignment:
             return "one-core"
-        plan = {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
-        red = "chain" if self.reduce == "chain" else f"ktree{self.group}"
-        return f"{plan}{'+db' if self.buffers == 2 else ''}/{red}"
+        return {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
 
     def describe(self) -> str:
         space = ", ".join(f"{lp}->{ax}" for lp, ax in self.assignment) or "one core"
@@ -260,7 +259,7 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
     try:
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
-                                    skew=d.skew, reduce=d.reduce, group=d.group, name=d.name,
+                                    skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
                                     fixed_homes=fixed_homes, buffers=d.buffers)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
             verify(mp, target)          # a plan the verifier would refuse is never chosen
@@ -330,7 +329,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
         # Re-raise the plainest candidate's error with its full message.
         first = decisions[0]
         sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
-                                skew=first.skew, reduce=first.reduce, group=first.group, name=first.name,
+                                skew=first.skew, reduce=first.reduce, group=first.group, family=first.family, searched=True,
                                 fixed_homes=fixed_homes)
         lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
         raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",

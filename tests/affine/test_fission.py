@@ -55,7 +55,7 @@ def test_phases_that_break_a_dependence_are_refused():
     ops = split_operators(prog, fine=True)
     from mica.tiling.split import operator_program
     phases = [derive_schedule(operator_program(prog, g, k), (2, 2), assignment=[]) for k, g in enumerate(ops)]
-    good = Schedule((2, 2), (), None, (), (), name="operators", phases=tuple(phases))
+    good = Schedule((2, 2), (), None, (), (), family="operators", phases=tuple(phases))
     assert _names(phase_operators(prog, good)) == _names(ops)
     swapped = good.copy(phases=(phases[0], phases[2], phases[1]))
     with pytest.raises(ScheduleError, match="depends on S2 of the later phase"):

@@ -171,7 +171,7 @@ def test_an_input_two_operators_lay_out_differently_is_loaded_once_per_layout():
     first = derive_schedule(operator_program(prog, ops[0], 0), (4, 4), assignment=[("i", "x")])
     second = derive_schedule(operator_program(prog, ops[1], 1), (4, 4), assignment=[("i", "y")])
     assert first.home("A").dims[0][0] == "x" and second.home("A").dims[0][0] == "y"
-    sched = mica.Schedule((4, 4), (), None, (), (), name="operators", phases=(first, second))
+    sched = mica.Schedule((4, 4), (), None, (), (), family="operators", phases=(first, second))
     compiled = mica.compile_affine(prog, mesh=(4, 4), schedule=sched)
     text = compiled.meshir
     assert "host_load A -> A on" in text and "host_load A -> p1_A on" in text
@@ -195,12 +195,12 @@ def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
     tgt = get_target("wse2")
     fwd, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING)
     heavy, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING, heaviest_first=True)
-    assert fwd.name == "operators" and heavy.name == HEAVIEST_FIRST
+    assert fwd.name == "operators" and heavy.order == HEAVIEST_FIRST and heavy.name == "operators-heaviest-first"
     # The heaviest operators search first and free; y = 0 takes the layout y += A^T tmp chose for y.
     assert heavy.phases[0].home("y") == heavy.phases[2].home("y")
     compiled = mica.compile_affine(prog, mesh=(8, 8), schedule=heavy)
     again = compiled.retarget((4, 4))
-    assert again.schedule.name == HEAVIEST_FIRST
+    assert again.schedule.order == HEAVIEST_FIRST
     assert again.schedule.phases[0].home("y") == again.schedule.phases[2].home("y")
     rng = np.random.default_rng(0)
     ins = {"A": rng.standard_normal((60, 70)), "x": rng.standard_normal(70)}

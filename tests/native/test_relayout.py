@@ -98,7 +98,7 @@ def test_transpose_alone_moves_every_block_to_its_mirror_core(shape, side, tiles
     # every move of the transposition is a one-hop shift
     shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
     assert all(isinstance(c, Shift) and c.max_hops == 1 for c in shifts) and (len(shifts) > 0) == (side > 1)
-    sched = derive_schedule(prog, mp.mesh, assignment=[], name="one-core")
+    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
     compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
     a = np.random.default_rng(1).standard_normal(shape)
     np.testing.assert_array_equal(compiled.run({"A": a}).outputs["A"], a)

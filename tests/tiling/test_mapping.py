@@ -51,3 +51,50 @@ def test_malformed_schedule_json_is_a_schedule_error():
 def test_main_statement_and_local_order():
     p = ops.matmul(4, 4, 4)
     assert main_statement(p).name == "S1"
+
+
+def test_plan_decisions_are_typed_fields_that_round_trip_through_json():
+    import mica
+    from mica.tiling.schedule import Schedule
+    op = mica.ops.matmul(32, 32, 32)
+    s = mica.plans.interleaved(op, (4, 4), buffers=2)
+    assert (s.family, s.searched, s.buffers, s.name) == ("interleaved", False, 2, "interleaved+db")
+    back = Schedule.from_json(s.to_json())
+    assert back == s and back.family == "interleaved" and back.name == "interleaved+db"
+    assert '"name"' not in s.to_json()                 # the label is made from the fields, not stored
+    k = mica.plans.ktree(mica.ops.gemv(64, 64), (4, 4), group=3)
+    assert (k.family, k.reduce, k.group, k.name) == ("ktree", "tree", 3, "ktree3")
+
+
+def test_a_stencil_on_summa_steps_becomes_the_halo_family():
+    import mica
+    src = """void j(float A[12][12], float B[12][12]) {
+      for (int t = 0; t < 3; t++) { for (int i = 1; i < 11; i++) for (int j = 1; j < 11; j++)
+          B[i][j] = A[i][j-1] + A[i][j+1];
+        for (int i = 1; i < 11; i++) for (int j = 1; j < 11; j++) A[i][j] = B[i][j]; } }"""
+    op = mica.affine.from_c(src)
+    s = mica.plans.summa(op, (3, 3))
+    assert s.step is not None and s.step.sweep and s.family == "halo" and s.name == "halo"
+
+
+def test_schedules_saved_before_the_typed_fields_still_load():
+    import json
+    import mica
+    from mica.tiling.schedule import Schedule
+    s = mica.compile_affine(mica.ops.matmul(32, 32, 32), mesh=(4, 4)).schedule
+    assert s.searched
+    old = json.loads(s.to_json())
+    for key in ("family", "searched", "order"):
+        del old[key]
+    old["name"] = s.name
+    assert Schedule.from_json(json.dumps(old)) == s
+
+
+def test_unknown_plan_family_or_operator_order_is_refused():
+    import pytest
+    from mica.errors import ScheduleError
+    from mica.tiling.schedule import Schedule
+    with pytest.raises(ScheduleError, match="unknown plan family 'fancy'"):
+        Schedule((2, 2), (), None, (), (), family="fancy")
+    with pytest.raises(ScheduleError, match="unknown operator order 'random'"):
+        Schedule((2, 2), (), None, (), (), order="random")
