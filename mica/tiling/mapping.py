@@ -117,15 +117,15 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     the same plan on another mesh. ``fixed_homes`` pins the layout of arrays an earlier operator left on
     the mesh (a stepped loop then takes its tile from them, so their panels can be multicast in place).
     ``buffers=2`` double-buffers the step loop's received panels (:func:`~mica.tiling.schedule.with_buffers`;
-    a :class:`ScheduleError` when there is no step loop to overlap).
+    a :class:`ScheduleError` when there is no step loop to overlap). ``family`` and ``searched`` label the
+    plan (:attr:`Schedule.family`); a SUMMA plan whose step turns out to be a sweep is of the halo family.
+
+    The steps: the checked assignment (:func:`_checked_assignment`), 1. spatial loops block-tiled over the
+    cores used (:func:`_space_maps`), 2. a step loop (:func:`_step_map`), 3. homes (:func:`_homes`).
     """
     fixed_homes = fixed_homes or {}
-    width, height = mesh
     kinds = loop_kinds(prog)
-    reds = reductions(prog)
     main = main_statement(prog)
-    mk = kinds[main.name]
-    reasons: list[str] = []
     if like is not None:
         assignment = [(s.loop, s.axis) for s in like.space]
         skew = like.step.skew if like.step else "none"
@@ -133,91 +133,10 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         buffers = like.buffers
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
-    if not assignment:
-        reasons.append(f"no loop of {main.name} is mapped to the mesh: the program runs on core (0, 0)")
-    for lp in main.loops:
-        if mk[lp] not in (PARALLEL, REDUCTION):
-            reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
-    if len(main.loops) > 1 and all(mk[lp] not in (PARALLEL, REDUCTION) for lp in main.loops):
-        reasons.append(f"every loop of {main.name} carries a dependence: only a wavefront (loops skewed so "
-                       f"that a hyperplane of instances is independent) could spread it over cores, and MICA "
-                       f"does not build wavefronts yet; it runs in its original order")
-    for lp, _ in assignment:
-        if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
-            raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal: "
-                                f"it carries a dependence")
-
-    # 1. Spatial loops, block-tiled over the cores used along each axis.
-    cores = {"x": width, "y": height}
-    if blocks:
-        for axis, n in blocks.items():
-            if not 1 <= n <= cores[axis]:
-                raise ScheduleError(f"cannot use {n} cores along {axis} of a {width}x{height} mesh")
-            cores[axis] = n
-    if skew != "none":
-        if len(assignment) != 2:
-            raise ScheduleError(f"a {skew} schedule maps two loops to the mesh")
-        side = min(cores["x"], cores["y"])
-        cores = {"x": side, "y": side}
-    space = []
-    for lp, axis in assignment:
-        # Tiles cover the loop and every array dimension it indexes (a stencil's arrays are wider than
-        # its loops), so homes fit on the cores used.
-        n = max([loop_extent(main, lp)] + [prog.array(a.array).shape[d] for a in main.accesses
-                                            for d, ix in enumerate(a.index) if ix.single_var() == lp])
-        tile = max(1, ceil(n / cores[axis]))
-        space.append(SpaceMap(lp, axis, tile))
-        why = "carries no dependence" if mk[lp] == PARALLEL else \
-            f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)"
-        reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
-    used_blocks = {s.axis: ceil(loop_extent(main, s.loop) / s.tile) for s in space}
-    used_blocks.setdefault("x", 1)
-    used_blocks.setdefault("y", 1)
-
-    # 2. A reduction loop left over becomes the step loop when arrays it indexes are spread over the
-    #    mesh by another loop. Unskewed, each step's panels come from one core row/column (multicast);
-    #    skewed, every core starts on its own block and panels move around rings.
-    step = None
-    spatial_loops = {s.loop for s in space}
-    for lp in main.loops:
-        if lp in spatial_loops or mk[lp] != REDUCTION:
-            continue
-        if like is not None and (like.step is None or like.step.loop != lp):
-            continue
-        free_counts = []
-        for acc in main.reads:
-            dims_loops = [ix.single_var() for ix in acc.index]
-            if lp not in dims_loops:
-                continue
-            used = {next(s.axis for s in space if s.loop == v) for v in dims_loops if v in spatial_loops}
-            free = [a for a in ("y", "x") if a not in used]
-            if used and free:
-                free_counts.append(used_blocks[free[0]])
-        if free_counts:
-            n = loop_extent(main, lp)
-            pinned = {t for acc in main.reads if acc.array in fixed_homes
-                      for d, ix in enumerate(acc.index) if ix.single_var() == lp
-                      for t in [fixed_homes[acc.array].dims[d][1]] if fixed_homes[acc.array].dims[d][0]}
-            if skew == "none" and len(pinned) == 1:
-                tile = pinned.pop()
-                step = StepMap(lp, tile, ceil(n / tile))
-                reasons.append(f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}, the tile in "
-                               f"which an earlier operator left the arrays it indexes")
-                break
-            if skew != "none":
-                side = cores["x"]
-                tile = max(1, ceil(n / side))
-                step = StepMap(lp, tile, side, skew)
-                reasons.append(
-                    f"loop {lp} ({n} iterations) -> time: {side} steps of {tile}, skewed: core (x, y) starts "
-                    f"on block l(x) + l(y) and passes its panels around {skew} rings after every step")
-            else:
-                tile = max(ceil(n / c) for c in free_counts)
-                step = StepMap(lp, tile, ceil(n / tile))
-                reasons.append(
-                    f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's panels "
-                    f"of the arrays it indexes come from one core column/row")
-            break
+    reasons = _checked_assignment(main, kinds[main.name], assignment)
+    cores = _cores_used(mesh, blocks, skew, len(assignment))
+    space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons)
+    step = _step_map(prog, main, kinds[main.name], space, cores, skew, like, fixed_homes, reasons)
     if step is None and space and skew == "none":
         step = sweep_step(prog, kinds, like)
         if step is not None:
@@ -236,8 +155,131 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                                     f"operator left unskewed on the mesh")
     if reduce == "tree":
         reasons.append(f"reductions across cores: chains in groups of {group}, then a chain over the groups")
+    homes = _homes(prog, main, space, step, fixed_homes)
+    order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
+    if like is not None:
+        order = like.local_order
+    sched = Schedule(mesh=tuple(mesh), space=tuple(space), step=step, local_order=order,
+                     homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
+                     reasons=tuple(reasons))
+    return with_buffers(sched, buffers) if buffers != 1 else sched
 
-    # 3. Homes: each array dimension follows the loop that indexes it in the main statement.
+
+def _checked_assignment(main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]]) -> list[str]:
+    """The reasons that follow from the loop kinds ``mk`` of the main statement alone (which loops stay
+    temporal and why). Raises :class:`ScheduleError` when ``assignment`` maps a loop that carries a
+    dependence (or is not a loop of the main statement) to the mesh."""
+    reasons: list[str] = []
+    if not assignment:
+        reasons.append(f"no loop of {main.name} is mapped to the mesh: the program runs on core (0, 0)")
+    for lp in main.loops:
+        if mk[lp] not in (PARALLEL, REDUCTION):
+            reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
+    if len(main.loops) > 1 and all(mk[lp] not in (PARALLEL, REDUCTION) for lp in main.loops):
+        reasons.append(f"every loop of {main.name} carries a dependence: only a wavefront (loops skewed so "
+                       f"that a hyperplane of instances is independent) could spread it over cores, and MICA "
+                       f"does not build wavefronts yet; it runs in its original order")
+    for lp, _ in assignment:
+        if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
+            raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal: "
+                                f"it carries a dependence")
+    return reasons
+
+
+def _cores_used(mesh: tuple[int, int], blocks: dict[str, int] | None, skew: str, mapped: int) -> dict[str, int]:
+    """Cores used along ``x`` and ``y``: the whole mesh, or the ``blocks`` asked for; a skewed plan (which
+    must map ``mapped == 2`` loops) uses a square of the smaller side."""
+    width, height = mesh
+    cores = {"x": width, "y": height}
+    if blocks:
+        for axis, n in blocks.items():
+            if not 1 <= n <= cores[axis]:
+                raise ScheduleError(f"cannot use {n} cores along {axis} of a {width}x{height} mesh")
+            cores[axis] = n
+    if skew != "none":
+        if mapped != 2:
+            raise ScheduleError(f"a {skew} schedule maps two loops to the mesh")
+        side = min(cores["x"], cores["y"])
+        cores = {"x": side, "y": side}
+    return cores
+
+
+def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
+                cores: dict[str, int], reasons: list[str]) -> list[SpaceMap]:
+    """Step 1: each assigned loop block-tiled over the cores used along its axis,
+    ``{ S[.., l, ..] -> core[x] : x = floor(l / tile) }``; appends the reason for each to ``reasons``."""
+    reds = reductions(prog)
+    space = []
+    for lp, axis in assignment:
+        # Tiles cover the loop and every array dimension it indexes (a stencil's arrays are wider than
+        # its loops), so homes fit on the cores used.
+        n = max([loop_extent(main, lp)] + [prog.array(a.array).shape[d] for a in main.accesses
+                                            for d, ix in enumerate(a.index) if ix.single_var() == lp])
+        tile = max(1, ceil(n / cores[axis]))
+        space.append(SpaceMap(lp, axis, tile))
+        why = "carries no dependence" if mk[lp] == PARALLEL else \
+            f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)"
+        reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
+    return space
+
+
+def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[SpaceMap], cores: dict[str, int],
+              skew: str, like: Schedule | None, fixed_homes: dict[str, Home], reasons: list[str]) -> StepMap | None:
+    """Step 2: a reduction loop left over becomes the step loop, ``t = floor(l / tile)``, when arrays it
+    indexes are spread over the mesh by another loop. Unskewed, each step's panels come from one core
+    row/column (multicast); skewed, every core starts on its own block and panels move around rings.
+    None when no loop qualifies (or ``like`` has no step on it); appends the reason to ``reasons``."""
+    used_blocks = {s.axis: ceil(loop_extent(main, s.loop) / s.tile) for s in space}
+    used_blocks.setdefault("x", 1)
+    used_blocks.setdefault("y", 1)
+    spatial_loops = {s.loop for s in space}
+    for lp in main.loops:
+        if lp in spatial_loops or mk[lp] != REDUCTION:
+            continue
+        if like is not None and (like.step is None or like.step.loop != lp):
+            continue
+        free_counts = []
+        for acc in main.reads:
+            dims_loops = [ix.single_var() for ix in acc.index]
+            if lp not in dims_loops:
+                continue
+            used = {next(s.axis for s in space if s.loop == v) for v in dims_loops if v in spatial_loops}
+            free = [a for a in ("y", "x") if a not in used]
+            if used and free:
+                free_counts.append(used_blocks[free[0]])
+        if not free_counts:
+            continue
+        n = loop_extent(main, lp)
+        pinned = {t for acc in main.reads if acc.array in fixed_homes
+                  for d, ix in enumerate(acc.index) if ix.single_var() == lp
+                  for t in [fixed_homes[acc.array].dims[d][1]] if fixed_homes[acc.array].dims[d][0]}
+        if skew == "none" and len(pinned) == 1:
+            tile = pinned.pop()
+            step = StepMap(lp, tile, ceil(n / tile))
+            reasons.append(f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}, the tile in "
+                           f"which an earlier operator left the arrays it indexes")
+        elif skew != "none":
+            side = cores["x"]
+            tile = max(1, ceil(n / side))
+            step = StepMap(lp, tile, side, skew)
+            reasons.append(
+                f"loop {lp} ({n} iterations) -> time: {side} steps of {tile}, skewed: core (x, y) starts "
+                f"on block l(x) + l(y) and passes its panels around {skew} rings after every step")
+        else:
+            tile = max(ceil(n / c) for c in free_counts)
+            step = StepMap(lp, tile, ceil(n / tile))
+            reasons.append(
+                f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's panels "
+                f"of the arrays it indexes come from one core column/row")
+        return step
+    return None
+
+
+def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap | None,
+           fixed_homes: dict[str, Home]) -> list[Home]:
+    """Step 3: where each array lives, ``{ core[x, y] -> A[a, ..] }`` block by block: each array dimension
+    follows the loop that indexes it in the main statement (a step loop's dimension goes to a free axis in
+    tiles of the step); arrays an earlier operator left keep their ``fixed_homes``."""
     homes = []
     step_loop = step.loop if (step and not step.sweep) else None
     for arr in prog.arrays:
@@ -265,14 +307,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                         used.add(free[0])
         pin = tuple((a, 0) for a in ("x", "y") if a not in used)
         homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
-
-    order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
-    if like is not None:
-        order = like.local_order
-    sched = Schedule(mesh=(width, height), space=tuple(space), step=step, local_order=order,
-                     homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
-                     reasons=tuple(reasons))
-    return with_buffers(sched, buffers) if buffers != 1 else sched
+    return homes
 
 
 def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
