@@ -9,6 +9,7 @@ by :func:`mica.meshir.verify.verify` and costed by :func:`mica.tiling.cost.estim
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 
 from ..affine.isl_names import count_points
@@ -81,86 +82,133 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     With ``side_by_side``, every run of operators that do not depend on each other is also tried on
     disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh; and a
     program that can be cut into independent pieces is tried streamed, each operator on a slab of its own
-    working on one piece after another (:func:`stream_schedules`).
+    working on one piece after another (:func:`stream_schedules`). Every way is recorded as a :class:`Way`.
     """
     if splits is None:
         splits = operator_splits(op)
     one = derive_schedule(op, mesh, assignment=[], family="one-core")
+    ways = _Ways(op, tgt, lowering)
+    memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
+    side = min(mesh)
+    # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
+    # square, so a later one cannot transpose its result), the largest square of cores is tried too.
+    for grid in ((mesh, (side, side)) if mesh[0] != mesh[1] else (mesh,)):
+        if grid != mesh and any(w.schedule is not None for w in ways.tried):
+            break
+        for split_name, ops in splits:
+            _one_after_another(ways, ops, split_name, mesh, grid, memo)
+            if grid == mesh and side_by_side:
+                _side_by_side(ways, ops, split_name, mesh, memo)
+    if side_by_side:
+        for how, phased in stream_schedules(op, mesh, tgt, lowering):
+            if isinstance(phased, MicaError):
+                ways.reject(how, phased)
+            else:
+                ways.consider(how, lambda phased=phased: (phased, None), how)
+    return _cheapest(ways, one, mesh)
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way of mapping a program's operators that :func:`search_operators` tried: ``how`` it was mapped,
+    its modelled ``cycles``, schedule and the report of its heaviest operator's search, or (``schedule`` None)
+    the first line of the error that rejected it."""
+
+    how: str
+    cycles: float = float("inf")
+    schedule: Schedule | None = None
+    report: SearchReport | None = None
+    rejected: str = ""
+
+    def line(self) -> str:
+        """The way as one line of the account :func:`search_operators` gives."""
+        if self.schedule is None:
+            return f"  {'rejected':>21}  {self.how}: {self.rejected}"
+        return f"  {self.cycles:>14,.0f} cycles  {self.how}"
+
+
+class _Ways:
+    """The ways tried so far (an explicitly mutable accumulator of frozen :class:`Way` records)."""
+
+    def __init__(self, op: Program, tgt: Target, lowering: Lowering):
+        self.op, self.tgt, self.lowering = op, tgt, lowering
+        self.tried: list[Way] = []
+
+    def reject(self, how: str, exc: MicaError) -> None:
+        self.tried.append(Way(how, rejected=str(exc).splitlines()[0][:200]))
+
+    def consider(self, how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
+        """Builds, verifies and costs the plan ``make()`` returns (with its search report), records it with
+        ``reason`` as its account, or why it failed; returns both (None when it failed)."""
+        try:
+            phased, report = make()
+            phased = phased.copy(reasons=(reason,))
+            cost = _checked_cycles(self.op, phased, self.tgt, self.lowering)
+        except MicaError as exc:
+            self.reject(how, exc)
+            return None
+        self.tried.append(Way(how, cost, phased, report))
+        return phased, report
+
+
+def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo: dict) -> None:
+    """Tries the operators ``ops`` one after another on ``grid`` (the mesh, or its largest square), in
+    program order and heaviest first."""
+    op, tgt, lowering = ways.op, ways.tgt, ways.lowering
+    on = "" if grid == mesh else f" on the {grid[0]}x{grid[1]} square of the mesh"
+    for heaviest in (False, True):
+        how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
+               + on)
+
+        def whole(heaviest=heaviest):
+            phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest,
+                                           memo=memo if grid == mesh else {})
+            if grid != mesh:
+                phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
+            return phased, report
+        ways.consider(how, whole, f"{how}, one after another")
+        if len(ops) == 1:
+            break                    # one operator: the order does not matter
+
+
+def _side_by_side(ways: _Ways, ops: list, split_name: str, mesh, memo: dict) -> None:
+    """Tries every run of independent operators of ``ops`` on slabs of the mesh (:func:`slabs`), and the
+    same slabs trimmed to their operators' cores and packed (:func:`packed_slabs`)."""
+    op, tgt, lowering = ways.op, ways.tgt, ways.lowering
+    for group, places in slabs(op, ops, mesh):
+        how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
+               + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
+                           (places[k] for k in group)))
+        done = ways.consider(how, lambda places=places: map_operators(
+            op, ops, mesh, tgt, lowering, memo=memo, places=places),
+            f"{how}, the others one after another on the whole mesh")
+        packed = done and packed_slabs(op, ops, done[0], group, 0 if mesh[0] >= mesh[1] else 1)
+        if packed:
+            how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
+                   + ", ".join(packed.phases[k].cores().split(" ", 1)[1] for k in group)
+                   + " (slabs trimmed to their operators' cores)")
+            ways.consider(how, lambda packed=packed, report=done[1]: (packed, report),
+                          f"{how}, the others one after another on the whole mesh")
+
+
+def _cheapest(ways: _Ways, one: Schedule, mesh) -> tuple[Schedule, SearchReport | None]:
+    """The cheapest way tried, or the whole program on one core (``one``) when that is cheaper or nothing
+    else works, with the account of every way in its reasons. Raises the one-core plan's own error, every
+    way tried as its detail, when nothing works at all."""
+    op, tgt, lowering = ways.op, ways.tgt, ways.lowering
     one_line = "one core"
     try:
         one_cost = _checked_cycles(op, one, tgt, lowering)
     except MicaError as exc:
         one_cost = float("inf")
         one_line = f"one core: {str(exc).splitlines()[0][:200]}"
-    tried: list[tuple[float, str, Schedule | None, SearchReport | None]] = []
-
-    def reject(how: str, exc: MicaError) -> None:
-        tried.append((float("inf"), f"{how}: {str(exc).splitlines()[0][:200]}", None, None))
-
-    def consider(how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
-        """Builds and costs the plan ``make()`` returns (with its search report), records it in ``tried``
-        with ``reason`` as its account, or why it failed; returns both (None when it failed)."""
-        try:
-            phased, report = make()
-            phased = phased.copy(reasons=(reason,))
-            cost = _checked_cycles(op, phased, tgt, lowering)
-        except MicaError as exc:
-            reject(how, exc)
-            return None
-        tried.append((cost, how, phased, report))
-        return phased, report
-    memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
-    side = min(mesh)
-    # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
-    # square, so a later one cannot transpose its result), the largest square of cores is tried too.
-    for grid in ((mesh, (side, side)) if mesh[0] != mesh[1] else (mesh,)):
-        if grid != mesh and any(t[2] is not None for t in tried):
-            break
-        on = "" if grid == mesh else f" on the {side}x{side} square of the mesh"
-        for split_name, ops in splits:
-            for heaviest in (False, True):
-                how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
-                       + on)
-
-                def whole(ops=ops, heaviest=heaviest, grid=grid):
-                    phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest,
-                                                   memo=memo if grid == mesh else {})
-                    if grid != mesh:
-                        phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
-                    return phased, report
-                consider(how, whole, f"{how}, one after another")
-                if len(ops) == 1:
-                    break                    # one operator: the order does not matter
-            if grid != mesh or not side_by_side:
-                continue
-            for group, places in slabs(op, ops, mesh):
-                how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
-                       + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
-                                   (places[k] for k in group)))
-                done = consider(how, lambda ops=ops, places=places: map_operators(
-                    op, ops, grid, tgt, lowering, memo=memo, places=places), f"{how}, the others one after another on the whole mesh")
-                packed = done and packed_slabs(op, ops, done[0], group, 0 if mesh[0] >= mesh[1] else 1)
-                if packed:
-                    how = (f"{len(ops)} operators ({split_name}), operators {group[0]}-{group[-1]} side by side on "
-                           + ", ".join(packed.phases[k].cores().split(" ", 1)[1] for k in group)
-                           + " (slabs trimmed to their operators' cores)")
-                    consider(how, lambda packed=packed, report=done[1]: (packed, report),
-                             f"{how}, the others one after another on the whole mesh")
-    if side_by_side:
-        for how, phased in stream_schedules(op, mesh, tgt, lowering):
-            if isinstance(phased, MicaError):
-                reject(how, phased)
-            else:
-                consider(how, lambda phased=phased: (phased, None), how)
-    lines = [f"  {c:>14,.0f} cycles  {how}" if s is not None else f"  {'rejected':>21}  {how}"
-             for c, how, s, _ in tried]
+    lines = [w.line() for w in ways.tried]
     lines.append(f"  {one_cost:>14,.0f} cycles  one core" if one_cost < float("inf")
                  else f"  {'rejected':>21}  {one_line}")
-    best = min((t for t in tried if t[2] is not None), key=lambda t: t[0], default=None)
-    if best is not None and best[0] < one_cost:
-        cost, how, phased, report = best
-        return phased.copy(reasons=phased.reasons + (
-            f"chosen: {cost:,.0f} modelled cycles, the cheapest of:",) + tuple(lines)), report
+    best = min((w for w in ways.tried if w.schedule is not None), key=lambda w: w.cycles, default=None)
+    if best is not None and best.cycles < one_cost:
+        return best.schedule.copy(reasons=best.schedule.reasons + (
+            f"chosen: {best.cycles:,.0f} modelled cycles, the cheapest of:",) + tuple(lines)), best.report
     if one_cost == float("inf"):
         try:
             lowering.program(op, one, tgt)
