@@ -1,0 +1,93 @@
+"""Reductions spread across cores: partial results combined towards coordinate 0.
+
+When the main statement is a reduction whose write does not index a spatial loop (``_Builder.reduced_axes``),
+every core of those axes accumulates a partial result in the array's home (role ``partial``). The partials
+start at the reduction's identity everywhere but the root (:func:`fill_partials`) and are combined after
+the statements by chains of one-hop shifts towards coordinate 0 (:func:`reduction_chains`), in groups
+first for a ``tree`` reduction.
+"""
+
+from __future__ import annotations
+
+from ..affine.expr import Bin, Const, Read
+from ..comm.routes import assign_colours, shift_routes
+from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
+from .builder import _Builder, line_rect, line_region
+
+IDENTITY = {"+": 0.0, "*": 1.0}
+
+
+def fill_partials(b: _Builder) -> list:
+    """The computes that set the partial results to the reduction's identity on every core but the roots
+    (``x >= 1`` on a reduced x axis, then ``y >= 1`` on a reduced y axis); adds their kernels
+    ``k_fill<i>_<array>`` to ``b``. Empty without a cross-core reduction."""
+    if b.reduced_array is None:
+        return []
+    part = b.tensors[b.reduced_array]
+    ident = Const(IDENTITY[b.reds.get(b.main.name).op])
+    rects = []
+    if "x" in b.reduced_axes:
+        rects.append(Region("nonroot_x", 1, b.region.x1, b.region.y0, b.region.y1))
+    if "y" in b.reduced_axes:
+        x1 = 1 if "x" in b.reduced_axes else b.region.x1
+        rects.append(Region("nonroot_y", 0, x1, 1, b.region.y1))
+    out = []
+    for i, rg in enumerate(rects):
+        if rg.cores:
+            k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, ident)
+            out.append(Compute(k.name, rg.rect))
+    return out
+
+
+def reduction_chains(b: _Builder) -> list:
+    """The ops that combine the partial results towards coordinate 0 on each reduced axis: a chain of
+    one-hop shifts ``{ [core_src[x'] -> core_dst[x' - d]] }``, or (tree) chains inside groups of
+    ``sched.group`` cores in parallel, then a chain over the group roots; each stage a loop over ``s`` of
+    one exchange and the accumulating compute. Adds the receive buffer ``<array>_in`` and the kernels
+    ``k_acc<axis>_<array>`` to ``b``. Empty without a cross-core reduction."""
+    if b.reduced_array is None:
+        return []
+    red = b.reds.get(b.main.name)
+    part = b.tensors[b.reduced_array]
+    inbuf = b.add_tensor(f"{part.name}_in", part.array, part.box, "recv", part.ownership)
+    body = []
+    for axis in b.reduced_axes:
+        n = b.region.x1 if axis == "x" else b.region.y1
+        if n <= 1:
+            continue
+        across = (0, 1) if (axis == "y" and "x" in b.reduced_axes) else \
+            ((b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1))
+        acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, line_region(f"line_{axis}", axis, 0, n, across),
+                           Bin(red.op, Read("w"), Read("r0")), (inbuf,))
+        colour = assign_colours(1, b.target.colours, f"reduction of {part.array}")[0]
+        g = min(b.sched.group, n) if b.sched.reduce == "tree" else 1
+        for stage in _reduction_stages(axis, n, g, across):
+            senders, receivers, distance, count, what = stage
+            direction = "W" if axis == "x" else "N"
+            shift = Shift(f"{part.array} partials {what}", part.array, part.name, inbuf.name,
+                          direction, senders, receivers, colour,
+                          shift_routes(direction, senders, receivers, colour, distance), distance,
+                          f"{{ [core_src[{axis}'] -> core_dst[{axis}' - {distance}]] }} along {axis}",
+                          distance)
+            body.append(Loop("s", count, (Exchange(f"reduce_{part.array}_{axis}_{what}", (shift,)),
+                                          Compute(acc.name, receivers))))
+    return body
+
+
+def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):
+    """(senders, receivers, distance, stages, label) of each phase of a reduction over ``n`` cores of
+    ``axis`` towards 0, in groups of ``g`` (``g = 1``: a plain chain). Loop variable ``s`` is the stage."""
+    out = []
+    if g > 1:
+        # Inside every group, position g-1-s sends to position g-2-s (all groups at once).
+        out.append((line_rect(axis, across, 0, n, g, Lin(g - 1, (("s", -1),))),
+                    line_rect(axis, across, 0, n - 1, g, Lin(g - 2, (("s", -1),))),
+                    1, g - 1, f"in groups of {g}"))
+    m = -(-n // max(g, 1))
+    if m > 1:
+        src = Lin(g * (m - 1), (("s", -g),))
+        dst = Lin(g * (m - 2), (("s", -g),))
+        out.append((line_rect(axis, across, (src,), (src.shifted(1),)),
+                    line_rect(axis, across, (dst,), (dst.shifted(1),)), g, m - 1,
+                    "along the chain" if g == 1 else "across group roots"))
+    return out
