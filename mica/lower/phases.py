@@ -31,10 +31,13 @@ from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel
 
 
 def _rename_tensor(t: RegionTensor, name: str) -> RegionTensor:
+    """``t`` named ``name`` (same array, box, region and ownership)."""
     return replace(t, name=name)
 
 
 def _rename_ops(ops, buf, ker):
+    """``ops`` (loops' bodies included) with every buffer ``b`` renamed ``buf(b)`` and every kernel ``k``
+    ``ker(k)``; everything else, relations included, unchanged."""
     out = []
     for op in ops:
         if isinstance(op, Loop):
@@ -50,132 +53,196 @@ def _rename_ops(ops, buf, ker):
     return out
 
 
+def _rename_access(a: KAccess, buf) -> KAccess:
+    """``a`` on the buffer ``buf(a.buffer)``."""
+    return replace(a, buffer=buf(a.buffer))
+
+
 def _rename_kernel(k: Kernel, buf, ker, prefix: str) -> Kernel:
-    def acc(a: KAccess) -> KAccess:
-        return replace(a, buffer=buf(a.buffer))
+    """``k`` (and its parts) renamed ``ker(name)`` with its accesses on ``buf(buffer)`` and its classes and
+    their regions prefixed with ``prefix``; domains and expressions unchanged."""
     parts = tuple(_rename_kernel(p, buf, ker, prefix) for p in k.parts)
     classes = tuple(KernelClass(prefix + c.name, replace(c.region, name=prefix + c.region.name)) for c in k.classes)
-    return replace(k, name=ker(k.name), write=acc(k.write), reads=tuple(acc(a) for a in k.reads),
-                   classes=classes, parts=parts)
+    return replace(k, name=ker(k.name), write=_rename_access(k.write, buf),
+                   reads=tuple(_rename_access(a, buf) for a in k.reads), classes=classes, parts=parts)
+
+
+class _Merger:
+    """The mutable state of :func:`build_phased` while it merges the operators' MeshIR one by one.
+
+    ``homes`` (array -> the buffer holding it between operators), ``tensors`` (merged buffers in arena
+    order), ``kernels``, ``loads`` (host loads before the first operator; ``loaded`` their buffers), ``body``
+    (the operators' ops in order), ``last_writer`` (output array -> (buffer, region) to store it from),
+    ``skew``, ``colours``, the extent ``x1``, ``y1`` of the cores with work, and ``live`` (buffer -> the
+    operators that use it, see :func:`lay_out`)."""
+
+    def __init__(self, prog: Program, sched: Schedule, target: Target):
+        self.prog, self.sched, self.target = prog, sched, target
+        self.written = {s.write.array for s in prog.statements}
+        self.homes: dict[str, RegionTensor] = {}
+        self.loaded: set[str] = set()
+        self.tensors: dict[str, RegionTensor] = {}
+        self.kernels: list[Kernel] = []
+        self.loads: list[HostLoad] = []
+        self.body: list = []
+        self.last_writer: dict[str, tuple[str, Region]] = {}
+        self.skew = None
+        self.colours = 0
+        self.x1 = self.y1 = 1
+        self.mesh_region = Region("mesh", 0, sched.mesh[0], 0, sched.mesh[1])
+        self.live: dict[str, set[int]] = {}
+
+    def use(self, name: str, k: int) -> None:
+        """Operator ``k`` uses buffer ``name``."""
+        self.live.setdefault(name, set()).add(k)
 
 
 def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
-    """The merged MeshIR of every operator of ``prog`` under the phases of ``sched``."""
+    """The merged MeshIR of every operator of ``prog`` under the phases of ``sched``: each operator built
+    on its rectangle (:func:`_operators`), merged in order (:func:`_merge_operator`), the arena laid out by
+    liveness (:func:`_merged_program`)."""
+    built = _operators(prog, sched, target)
+    m = _Merger(prog, sched, target)
+    for k, mp in enumerate(built):
+        _merge_operator(m, k, mp)
+    return _merged_program(m, len(built))
+
+
+def _operators(prog: Program, sched: Schedule, target: Target) -> list[MeshProgram]:
+    """Each operator's MeshIR placed on the whole mesh (:func:`_build_operators`), rebuilt with the shared
+    ghost widths (:func:`shared_ghosts`) when operators ghost a shared home differently."""
     ops = phase_operators(prog, sched)
-    written = {s.write.array for s in prog.statements}
-    homes: dict[str, RegionTensor] = {}          # array -> the buffer holding it between operators
-    loaded: set[str] = set()
-    tensors: dict[str, RegionTensor] = {}
-    kernels: list[Kernel] = []
-    loads: list[HostLoad] = []
-    body: list = []
-    last_writer: dict[str, tuple[str, Region]] = {}
-    skew = None
-    colours = 0
-    x1 = y1 = 1
-    mesh_region = Region("mesh", 0, sched.mesh[0], 0, sched.mesh[1])
-    live: dict[str, set[int]] = {}               # buffer -> the operators that use it (see lay_out)
     built = _build_operators(prog, ops, sched, target, {})
     widths = shared_ghosts(built)
     if widths:
         built = _build_operators(prog, ops, sched, target, widths)
-    for k, mp in enumerate(built):
-        if mp.skew is not None:
-            if skew is not None and skew != mp.skew:
-                raise ScheduleError("two operators ring their panels differently; one skew per program")
-            skew = mp.skew
-        prefix = f"p{k}_"
-        names: dict[str, str] = {}
-        relayouts: list = []
-        for t in mp.tensors:
-            shared = homes.get(t.array)
-            if t.role in ("home", "partial") and t.name == t.array:
-                if shared is not None and not same_place(shared, t) and t.array not in written:
-                    # An array no operator writes may be loaded once per layout.
-                    names[t.name] = prefix + t.name
-                    tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
-                    continue
-                if shared is not None:
-                    dst = _rename_tensor(t, prefix + t.name)
-                    if not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
-                        # The same blocks on another operator's rectangle: moved there by a conveyor.
-                        moved, need = move_blocks(shared, dst, f"{prefix}{t.array}_", target), 2
-                    elif shared.box != t.box:
-                        # Produced data in another layout: transposed on the mesh (or a clear error).
-                        try:
-                            moved = transpose(shared, dst, f"{prefix}{t.array}_", mesh_region, target)
-                        except ScheduleError as exc:
-                            raise ScheduleError(
-                                f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
-                                f"previous operator left it as {[str(d) for d in shared.box]}: {exc}") from None
-                        need = 4
-                    else:
-                        names[t.name] = shared.name
-                        continue
-                    # The source, the destination and the lanes are all live while operator k moves the
-                    # blocks (before it runs); the destination is the array's home from now on.
-                    lanes, kers, mops = moved
-                    for buf in (dst, *lanes):
-                        tensors[buf.name] = buf
-                    for name in (shared.name, dst.name, *(lane.name for lane in lanes)):
-                        live.setdefault(name, set()).add(k)
-                    kernels += kers
-                    relayouts += mops
-                    colours = max(colours, need)
-                    homes[t.array] = dst
-                    names[t.name] = dst.name
-                    continue
-                new = t.name if t.name not in tensors else prefix + t.name
-                homes[t.array] = _rename_tensor(t, new)
-                names[t.name] = new
-                tensors[new] = homes[t.array]
-            else:
-                names[t.name] = prefix + t.name
-                tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
+    return built
 
-        for n in names.values():
-            live.setdefault(n, set()).add(k)
 
-        def buf(n, names=names):
-            return names[n]
+def _merge_operator(m: _Merger, k: int, mp: MeshProgram) -> None:
+    """Merges operator ``k``'s MeshIR ``mp`` into ``m``: its buffers (:func:`_merge_tensor`, relayouts of
+    shared homes first), its kernels and ops renamed with the prefix ``p<k>_``, its host loads and stores
+    (:func:`_merge_ops`), its colours and extent. Raises :class:`ScheduleError` when two operators ring
+    their panels differently."""
+    if mp.skew is not None:
+        if m.skew is not None and m.skew != mp.skew:
+            raise ScheduleError("two operators ring their panels differently; one skew per program")
+        m.skew = mp.skew
+    prefix = f"p{k}_"
+    relayouts: list = []
+    names = {t.name: _merge_tensor(m, k, t, prefix, relayouts) for t in mp.tensors}
+    for n in names.values():
+        m.use(n, k)
+    buf, ker = names.__getitem__, prefix.__add__
+    m.kernels += [_rename_kernel(kn, buf, ker, prefix) for kn in mp.kernels]
+    m.body += relayouts
+    _merge_ops(m, k, _rename_ops(mp.body, buf, ker))
+    m.colours = max(m.colours, mp.colours)
+    m.x1, m.y1 = max(m.x1, mp.region.x1), max(m.y1, mp.region.y1)
 
-        def ker(n, prefix=prefix):
-            return prefix + n
-        kernels += [_rename_kernel(kn, buf, ker, prefix) for kn in mp.kernels]
-        body += relayouts
-        for op in _rename_ops(mp.body, buf, ker):
-            if isinstance(op, HostLoad):
-                if op.array not in prog.inputs:
-                    if homes.get(op.array) is None or homes[op.array].name != op.buffer:
-                        raise ScheduleError(
-                            f"operator {k} reads {op.array}, which an earlier operator produced, through "
-                            f"{op.buffer}; MICA does not re-lay out produced data on the mesh yet")
-                    continue                 # already where the producer left it
-                if op.buffer not in loaded:
-                    loads.append(op)
-                    loaded.add(op.buffer)
-            elif isinstance(op, HostStore):
-                last_writer[op.array] = (op.buffer, op.region)
-            else:
-                body.append(op)
-        colours = max(colours, mp.colours)
-        x1, y1 = max(x1, mp.region.x1), max(y1, mp.region.y1)
-    stores = [HostStore(last_writer[n][0], n, last_writer[n][1]) for n in prog.outputs if n in last_writer]
-    region = Region("work", 0, x1, 0, y1)
-    for ld in loads:
-        live.setdefault(ld.buffer, set()).add(0)        # loaded before the first operator
+
+def _merge_tensor(m: _Merger, k: int, t: RegionTensor, prefix: str, relayouts: list) -> str:
+    """The merged name of operator ``k``'s buffer ``t``, added to ``m.tensors`` when new: an array's home
+    is shared with the previous operators' home of it (``m.homes``) when it lies in the same place, moved
+    or transposed there otherwise (:func:`_relayout_home`, ops appended to ``relayouts``); a read-only
+    array in another layout, and every other buffer, is the operator's own, ``p<k>_<name>``."""
+    shared = m.homes.get(t.array)
+    if t.role in ("home", "partial") and t.name == t.array:
+        if shared is not None and not same_place(shared, t) and t.array not in m.written:
+            # An array no operator writes may be loaded once per layout.
+            m.tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
+            return prefix + t.name
+        if shared is not None:
+            return _relayout_home(m, k, shared, t, prefix, relayouts)
+        new = t.name if t.name not in m.tensors else prefix + t.name
+        m.homes[t.array] = _rename_tensor(t, new)
+        m.tensors[new] = m.homes[t.array]
+        return new
+    m.tensors[prefix + t.name] = _rename_tensor(t, prefix + t.name)
+    return prefix + t.name
+
+
+def _relayout_home(m: _Merger, k: int, shared: RegionTensor, t: RegionTensor, prefix: str, relayouts: list) -> str:
+    """The buffer operator ``k`` reads its home ``t`` of a produced array from, given the home ``shared``
+    the previous operators left: ``shared`` itself when it lies in the same place, else ``p<k>_<array>``
+    filled before operator ``k`` runs — the same blocks ``{ core[x, y] -> A[a...] }`` carried to another
+    rectangle by a conveyor (:func:`mica.lower.place.move_blocks`), or a 2D layout transposed on the mesh
+    (:func:`mica.lower.relayout.transpose`); the ops go to ``relayouts``, the new home to ``m.homes``.
+    Raises :class:`ScheduleError` when the layout cannot be transposed."""
+    dst = _rename_tensor(t, prefix + t.name)
+    if not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
+        # The same blocks on another operator's rectangle: moved there by a conveyor.
+        moved, need = move_blocks(shared, dst, f"{prefix}{t.array}_", m.target), 2
+    elif shared.box != t.box:
+        # Produced data in another layout: transposed on the mesh (or a clear error).
+        try:
+            moved = transpose(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target)
+        except ScheduleError as exc:
+            raise ScheduleError(
+                f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
+                f"previous operator left it as {[str(d) for d in shared.box]}: {exc}") from None
+        need = 4
+    else:
+        return shared.name
+    # The source, the destination and the lanes are all live while operator k moves the
+    # blocks (before it runs); the destination is the array's home from now on.
+    lanes, kers, mops = moved
+    for buf in (dst, *lanes):
+        m.tensors[buf.name] = buf
+    for name in (shared.name, dst.name, *(lane.name for lane in lanes)):
+        m.use(name, k)
+    m.kernels += kers
+    relayouts += mops
+    m.colours = max(m.colours, need)
+    m.homes[t.array] = dst
+    return dst.name
+
+
+def _merge_ops(m: _Merger, k: int, ops: list) -> None:
+    """Appends operator ``k``'s renamed ops to ``m.body``, except host loads — an input's is kept once per
+    buffer in ``m.loads``, a produced array's dropped (it is where its producer left it) — and host stores,
+    of which the last per array is kept in ``m.last_writer``. Raises :class:`ScheduleError` when an operator
+    would load a produced array into another buffer than its home."""
+    for op in ops:
+        if isinstance(op, HostLoad):
+            if op.array not in m.prog.inputs:
+                if m.homes.get(op.array) is None or m.homes[op.array].name != op.buffer:
+                    raise ScheduleError(
+                        f"operator {k} reads {op.array}, which an earlier operator produced, through "
+                        f"{op.buffer}; MICA does not re-lay out produced data on the mesh yet")
+                continue                 # already where the producer left it
+            if op.buffer not in m.loaded:
+                m.loads.append(op)
+                m.loaded.add(op.buffer)
+        elif isinstance(op, HostStore):
+            m.last_writer[op.array] = (op.buffer, op.region)
+        else:
+            m.body.append(op)
+
+
+def _merged_program(m: _Merger, n: int) -> MeshProgram:
+    """The merged :class:`MeshProgram` of ``n`` operators: the loads, the operators' ops, then a store of
+    every output from the home its last writer left; the arena laid out by liveness (:func:`lay_out`:
+    loaded buffers live from operator 0, stored ones until ``n``). Raises :class:`SramError` when the
+    peak exceeds the target's SRAM."""
+    prog, sched, target = m.prog, m.sched, m.target
+    stores = [HostStore(m.last_writer[a][0], a, m.last_writer[a][1]) for a in prog.outputs if a in m.last_writer]
+    region = Region("work", 0, m.x1, 0, m.y1)
+    for ld in m.loads:
+        m.use(ld.buffer, 0)             # loaded before the first operator
     for st in stores:
-        live.setdefault(st.buffer, set()).add(len(built))   # read back after the last one
-    spans = {n: (min(live[n]), max(live[n])) for n in tensors}
-    laid, offset = lay_out(list(tensors.values()), spans)
+        m.use(st.buffer, n)             # read back after the last one
+    spans = {name: (min(m.live[name]), max(m.live[name])) for name in m.tensors}
+    laid, offset = lay_out(list(m.tensors.values()), spans)
     if offset > target.sram_bytes:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "")
                           + (f" (operators {spans[t.name][0]}-{spans[t.name][1]})"
-                             if spans[t.name] != (0, len(built)) else "") for t in laid)
+                             if spans[t.name] != (0, n) else "") for t in laid)
         raise SramError(f"{prog.name}: its operators need {offset} bytes per core at the peak ({parts}); target "
                         f"{target.name} has {target.sram_bytes} bytes of SRAM per core")
-    return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(kernels),
-                       tuple(loads + body + stores), offset, tuple(n for n, _ in prog.scalars), colours, skew)
+    return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(m.kernels),
+                       tuple(m.loads + m.body + stores), offset, tuple(name for name, _ in prog.scalars),
+                       m.colours, m.skew)
 
 
 def lay_out(tensors: list[RegionTensor], spans: dict[str, tuple[int, int]]) -> tuple[list[RegionTensor], int]:
