@@ -25,13 +25,18 @@ class MicaError(Exception):
     """Root of every error MICA raises on purpose.
 
     ``detail`` holds an optional longer explanation (the offending relation, the candidate list) that
-    is not part of the short message; ``str(err)`` is the short message.
+    is not part of the short message; ``str(err)`` is the short message. ``cause`` is a typed reason where
+    the raiser knows one a caller may act on (``"colours"``: more colours than a router holds;
+    ``"double-buffers"``: only the second slots of double buffers overflow SRAM; ``"nothing-to-prefetch"``:
+    double buffering asked for where nothing is received) — the schedule search sorts its rejections by it
+    (:data:`mica.tiling.search.REJECTIONS`) instead of reading messages.
     """
 
     def __init__(self, message: str, *, detail: str | None = None,
-                 location: tuple[str, int, int] | None = None):
+                 location: tuple[str, int, int] | None = None, cause: str | None = None):
         super().__init__(message)
         self.detail = detail
+        self.cause = cause
         #: ``(filename, line, column)`` of the source construct the error is about (front ends), or None.
         self.location = location
 

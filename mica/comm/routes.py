@@ -81,7 +81,7 @@ def assign_colours(n_ops: int, budget: int, what: str) -> tuple[int, ...]:
     """Distinct colours for ``n_ops`` patterns active together; :class:`CommError` past ``budget``."""
     if n_ops > budget:
         raise CommError(f"{what}: {n_ops} simultaneous patterns need {n_ops} colours, "
-                        f"the target's routers hold {budget}")
+                        f"the target's routers hold {budget}", cause="colours")
     return tuple(range(n_ops))
 
 
@@ -128,7 +128,7 @@ def ring_routes(kind: str, n: int, axis: str, across: tuple[int, int], colours: 
     set of :func:`ring_moves` (``colours`` must have at least that many)."""
     moves = ring_moves(kind, n)
     if len(colours) < len(moves):
-        raise CommError(f"a {kind} ring of {n} needs {len(moves)} colours, {len(colours)} given")
+        raise CommError(f"a {kind} ring of {n} needs {len(moves)} colours, {len(colours)} given", cause="colours")
     fwd, back = ("E", "W") if axis == "x" else ("S", "N")
     groups, routes = [], []
     for (lo, hi, stride, phase, off), colour in zip(moves, colours):

@@ -153,7 +153,8 @@ def _step_loop(b: _Builder, stmts: list[Statement], body: list) -> Loop:
     loop = Loop("t", step.steps, tuple(loop_body))
     if b.double and not b.prefetched:
         raise ScheduleError(f"schedule '{b.sched.name}' asks for double buffering, but step loop {step.loop} "
-                            f"receives no read-only panels to prefetch (everything it reads is local)")
+                            f"receives no read-only panels to prefetch (everything it reads is local)",
+                            cause="nothing-to-prefetch")
     return loop
 
 
@@ -184,13 +185,13 @@ def _lay_out_arena(b: _Builder) -> tuple[list[RegionTensor], int]:
     if offset > target.sram_bytes:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" + (" x 2 slots" if t.slots == 2 else "") for t in laid)
         dbl = sum(t.alloc_bytes // 2 for t in laid if t.slots == 2)
+        single_fits = bool(dbl) and offset - dbl <= target.sram_bytes
         why = (f"; the second slots of the double buffers take {dbl} of them" +
-               (f" (single-buffered it would fit: {offset - dbl} bytes)" if offset - dbl <= target.sram_bytes
-                else "") if dbl else "")
+               (f" (single-buffered it would fit: {offset - dbl} bytes)" if single_fits else "") if dbl else "")
         raise SramError(
             f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core on the "
             f"interior class of region {b.region} (full tiles: {parts}){why}; target {target.name} has "
-            f"{target.sram_bytes} bytes of SRAM per core")
+            f"{target.sram_bytes} bytes of SRAM per core", cause="double-buffers" if single_fits else "sram")
     return laid, offset
 
 

@@ -175,7 +175,8 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     if moved != (dx or dy):
         raise ScheduleError(f"{what}: the blocks are {moved} cores apart, the rectangles {dx or dy}")
     if target.colours < 2:
-        raise ScheduleError(f"{what}: the conveyor needs 2 colours; {target.name}'s routers hold {target.colours}")
+        raise ScheduleError(f"{what}: the conveyor needs 2 colours; {target.name}'s routers hold {target.colours}",
+                            cause="colours")
     axis, d = ("x", dx) if dx else ("y", dy)
     s, e = src.region, dst.region
     band = Region(f"{prefix}band", min(s.x0, e.x0), max(s.x1, e.x1), min(s.y0, e.y0), max(s.y1, e.y1))

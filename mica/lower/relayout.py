@@ -123,7 +123,7 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
                             f"{region}")
     if target.colours < 4:
         raise ScheduleError(f"changing the layout of {src.array} on the mesh needs 4 colours at once; "
-                            f"{target.name}'s routers hold {target.colours}")
+                            f"{target.name}'s routers hold {target.colours}", cause="colours")
     square = Region(f"{prefix}square", 0, n, 0, n)
 
     def lane(tag: str, like: RegionTensor) -> RegionTensor:

@@ -117,7 +117,8 @@ def verify(mp: MeshProgram, target: Target) -> None:
             if len(set(colours)) != len(colours):
                 raise MeshIRError(f"exchange {op.name}: two patterns share a colour {colours}")
             if any(not 0 <= col < target.colours for col in colours):
-                raise MeshIRError(f"exchange {op.name}: colours {colours} outside the budget of {target.colours}")
+                raise MeshIRError(f"exchange {op.name}: colours {colours} outside the budget of {target.colours}",
+                                  cause="colours")
             for c in op.ops:
                 if not isinstance(c, (Multicast, Shift, RingShift)):
                     raise MeshIRError(f"exchange {op.name}: unknown pattern {c!r}")

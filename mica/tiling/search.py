@@ -27,7 +27,7 @@ from typing import Callable
 from ..affine.deps import REDUCTION, loop_kinds
 from ..affine.program import Program
 from ..affine.isl_names import isl_budget
-from ..errors import CommError, MeshIRError, ScheduleError
+from ..errors import CommError, MeshIRError, MicaError, ScheduleError, SramError
 from ..meshir.ir import MeshProgram
 from ..meshir.verify import verify
 from ..targets import DTYPE_BYTES, Target
@@ -96,6 +96,7 @@ class Candidate:
     rejected: str = ""
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     cost: Cost | None = field(default=None, compare=False, repr=False)
+    cause: str = ""                 # why it was rejected: a key of REJECTIONS or the error class's cause
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,14 @@ class SearchReport:
     @property
     def best(self) -> Candidate:
         return self.candidates[self.winner]
+
+    def causes(self) -> list[tuple[str, int]]:
+        """How many candidates each typed cause rejected (:data:`REJECTIONS`), most frequent first."""
+        counts: dict[str, int] = {}
+        for c in self.candidates:
+            if c.cycles is None:
+                counts[c.cause] = counts.get(c.cause, 0) + 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def table(self, limit: int = 25) -> str:
         ok = sorted((c for c in self.candidates if c.cycles is not None), key=lambda c: c.cycles)
@@ -265,7 +274,8 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
             verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
-        return Candidate(d, None, _short(exc, d))
+        cause, line = rejection(exc)
+        return Candidate(d, None, line, cause=cause)
     return Candidate(d, cost.total_cycles, "", sched, cost)
 
 
@@ -273,18 +283,25 @@ def _resident(fixed_homes: dict | None, resident: frozenset[str] | None) -> froz
     return frozenset(fixed_homes or ()) if resident is None else resident
 
 
-def _short(exc: Exception, d: Decisions | None = None) -> str:
-    msg = str(exc)
+#: Typed reasons a candidate is rejected, with the line the report prints for each (``{kind}``: the error
+#: class). Errors carry them as :attr:`MicaError.cause`; an SRAM error without one is ``sram``.
+REJECTIONS = {
+    "pruned": "pruned: its compute and minimum latency exceed the best plan",
+    "double-buffers": "{kind}: the double buffers (a second slot per received panel) exceed the SRAM budget",
+    "nothing-to-prefetch": "{kind}: double buffering: the step loop receives no panels to prefetch",
+    "sram": "{kind}: per-core data exceeds the SRAM budget",
+    "colours": "{kind}: needs more colours than a router holds",
+}
+
+
+def rejection(exc: MicaError) -> tuple[str, str]:
+    """``(cause, line)`` of a candidate rejected by ``exc``: the typed cause the error carries (an SRAM
+    error's default ``sram``; otherwise its class name in lower case) and the report's line for it."""
     kind = type(exc).__name__
-    if "single-buffered it would fit" in msg:
-        return f"{kind}: the double buffers (a second slot per received panel) exceed the SRAM budget"
-    if d is not None and d.buffers == 2 and "no read-only panels to prefetch" in msg:
-        return f"{kind}: double buffering: the step loop receives no panels to prefetch"
-    if "bytes of SRAM" in msg:
-        return f"{kind}: per-core data exceeds the SRAM budget"
-    if "colour" in msg:
-        return f"{kind}: needs more colours than a router holds"
-    return f"{kind}: {msg[:160]}"
+    cause = exc.cause or ("sram" if isinstance(exc, SramError) else kind.lower())
+    if cause in REJECTIONS:
+        return cause, REJECTIONS[cause].format(kind=kind)
+    return cause, f"{kind}: {str(exc)[:160]}"
 
 
 def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lowering, *, progress=None,
@@ -312,7 +329,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
         d = decisions[k]
         if bounds[k] >= best_cycles:
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
-            results.append(Candidate(d, None, "pruned: its compute and minimum latency exceed the best plan"))
+            results.append(Candidate(d, None, REJECTIONS["pruned"], cause="pruned"))
         else:
             c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident)
             results.append(c)
@@ -329,8 +346,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
         # Re-raise the plainest candidate's error with its full message.
         first = decisions[0]
         sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
-                                skew=first.skew, reduce=first.reduce, group=first.group, family=first.family, searched=True,
-                                fixed_homes=fixed_homes)
+                                skew=first.skew, reduce=first.reduce, group=first.group, family=first.family,
+                                searched=True, fixed_homes=fixed_homes)
         lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
         raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
                             detail="\n".join(c.rejected for c in results))

@@ -91,3 +91,24 @@ def test_search_reports_progress_when_slow(monkeypatch):
     search_mod.search(mica.ops.gemv(64, 64), (8, 8), mica.get_target("wse2"), LOWERING,
                       progress=lambda *a, **k: seen.append(a))
     assert seen and seen[-1][0] == seen[-1][1]
+
+
+def test_rejections_carry_a_typed_cause_the_report_counts():
+    from mica.tiling.search import REJECTIONS, search
+    op = mica.ops.matmul(64, 64, 64)
+    tight = replace(mica.get_target("wse2"), name="tight", colours=4)
+    _, report = search(op, (8, 8), tight, LOWERING)
+    causes = dict(report.causes())
+    assert causes.get("colours", 0) > 0                        # rings need more than 4 colours
+    for c in report.candidates:
+        if c.cycles is None and c.cause in REJECTIONS:
+            assert c.rejected == REJECTIONS[c.cause].format(kind=c.rejected.split(":")[0])
+    assert sum(causes.values()) == sum(c.cycles is None for c in report.candidates)
+
+
+def test_sram_rejections_say_when_only_the_second_slots_overflow():
+    from mica.errors import SramError
+    from mica.tiling.search import rejection
+    assert rejection(SramError("x"))[0] == "sram"
+    assert rejection(SramError("x", cause="double-buffers"))[0] == "double-buffers"
+    assert rejection(mica.ScheduleError("odd"))[1] == "ScheduleError: odd"
