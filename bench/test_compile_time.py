@@ -10,6 +10,8 @@ import pytest
 
 import mica
 
+import samples
+
 RESULTS = {}
 
 
@@ -35,13 +37,7 @@ def test_emit_kernels_at_wafer_scale(benchmark):
     benchmark(lambda: mica.compile_affine(op, mesh=(750, 994)).kernels)
 
 
-MM2 = '''
-void mm2(float A[N][N], float B[N][N], float C[N][N], float T[N][N], float D[N][N]) {
-  for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) {
-    T[i][j] = 0; for (int k = 0; k < N; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) {
-    D[i][j] = T[i][j] + T[j][i]; for (int k = 0; k < N; k++) D[i][j] += T[k][i] * C[k][j]; }
-}'''
+MM2 = samples.symmetrised_product("mm2")
 
 
 @pytest.mark.parametrize("n, mesh", [(512, (16, 16)), (512, (750, 994)), (2048, (750, 994))],

@@ -13,60 +13,15 @@ import pytest
 
 import mica
 
-JACOBI_1D = '''
-void jacobi1d(int tsteps, int n, double A[400], double B[400]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++) B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
-    for (int i = 1; i < n - 1; i++) A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
-  }
-}'''
+import samples
 
-JACOBI_2D = '''
-void jacobi2d(int tsteps, int n, double A[48][48], double B[48][48]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
-      B[i][j] = 0.2 * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
-    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
-      A[i][j] = 0.2 * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
-  }
-}'''
-
-GEMV_ADD_GEMV = '''
-void chain3(int n, double A[256][256], double x[256], double y[256], double z[256], double B[256][256], double w[256]) {
-  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
-  for (int i = 0; i < n; i++) z[i] = 2.0 * y[i] + 1.0;
-  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
-}'''
-
-MM2 = '''
-void mm2(int n, double A[96][96], double B[96][96], double C[96][96], double T[96][96], double D[96][96]) {
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
-}'''
-
-
-TRANSPOSED_CHAIN = '''
-void chain(double A[96][96], double B[96][96], double C[96][96], double T[96][96], double D[96][96]) {
-  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) {
-    T[i][j] = 0; for (int k = 0; k < 96; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) D[i][j] = T[j][i] + C[i][j];
-  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) {
-    C[i][j] = 0; for (int k = 0; k < 96; k++) C[i][j] += D[i][k] * T[k][j]; }
-}'''
-
-GRAM = '''
-void gram(double A[96][96], double B[96][96], double T[96][96], double D[96][96]) {
-  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) {
-    T[i][j] = 0; for (int k = 0; k < 96; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < 96; i++) for (int j = 0; j < 96; j++) {
-    D[i][j] = T[i][j] + T[j][i]; for (int k = 0; k < 96; k++) D[i][j] += T[k][i] * T[k][j]; }
-}'''
-
-
-ATAX = open(__file__.replace("bench/test_model_agreement.py", "tests/frontend/kernels/atax.c")).read() \
-    .replace("19 + 0", "120").replace("23 + 0", "140")
+JACOBI_1D = samples.jacobi_1d(400, name="jacobi1d")
+JACOBI_2D = samples.jacobi_2d(48, name="jacobi2d", compact=True)
+GEMV_ADD_GEMV = samples.chain3(256)
+MM2 = samples.mm2(96)
+TRANSPOSED_CHAIN = samples.transposed_chain(96)
+GRAM = samples.gram(96)
+ATAX = samples.atax(120, 140)
 
 
 def _plan(op, mesh, plan, target="wse2", buffers=1):

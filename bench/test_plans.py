@@ -10,6 +10,8 @@ import pytest
 
 import mica
 
+import samples
+
 SIDES = [16, 64, 256, 512, 720]
 
 
@@ -52,19 +54,11 @@ def test_gemv_reduction_plans(benchmark, side):
           f"(x{chain.cost.total_cycles / chosen.cost.total_cycles:.1f})")
 
 
-def _mvt(n: int) -> str:
-    return f"""
-void mvt(float A[{n}][{n}], float x1[{n}], float x2[{n}], float y1[{n}], float y2[{n}]) {{
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) x1[i] = x1[i] + A[i][j] * y1[j];
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) x2[i] = x2[i] + A[j][i] * y2[j];
-}}"""
-
-
 @pytest.mark.parametrize("n, mesh", [(1024, (64, 64)), (4096, (750, 994))])
 def test_independent_operators_side_by_side(benchmark, n, mesh):
     """mvt's two gemvs share no written array: the searched plan runs them at the same time on two slabs
     of the mesh; the baseline is the best plan that runs them one after another on the whole mesh."""
-    src = _mvt(n)
+    src = samples.mvt(n, "float")
     chosen = benchmark(lambda: mica.compile_affine(src, mesh=mesh))
     sequential = mica.compile_affine(src, mesh=mesh, side_by_side=False)
     ratio = sequential.cost.total_cycles / chosen.cost.total_cycles
@@ -76,16 +70,6 @@ def test_independent_operators_side_by_side(benchmark, n, mesh):
           + ", ".join(p.cores() for p in chosen.schedule.phases))
 
 
-def _chain(m: int, n: int) -> str:
-    return f"""
-void chain(float A[{m}][{n}], float B[{n}][{n}], float C[{n}][{n}], float T[{m}][{n}], float D[{m}][{n}]) {{
-  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
-    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
-  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
-    D[i][j] = 0; for (int k = 0; k < {n}; k++) D[i][j] += T[i][k] * C[k][j]; }}
-}}"""
-
-
 @pytest.mark.parametrize("m, n, mesh", [(1024, 32, (64, 64)), (8192, 64, (750, 994))])
 def test_matmul_feeding_matmul_streamed_or_not(benchmark, m, n, mesh):
     """``T = A B; D = T C``: the search weighs the two matmuls one after another on the whole mesh against
@@ -95,7 +79,7 @@ def test_matmul_feeding_matmul_streamed_or_not(benchmark, m, n, mesh):
     from mica.pipeline import LOWERING
     from mica.tiling.operators import stream_schedules
     from mica.tiling.cost import estimate
-    src = _chain(m, n)
+    src = samples.matmul_chain(m, n)
     chosen = benchmark(lambda: mica.compile_affine(src, mesh=mesh))
     op, tgt = chosen.program, chosen.target
     streamed = {}

@@ -49,13 +49,13 @@ from pycparser import c_ast
 
 from ..errors import AffineError, MicaError, NotAffineError
 from . import c_affine as F
-from .c_affine import ISL_KEYWORDS, TRUE, is_isl_keyword
+from .c_affine import TRUE, is_isl_keyword
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
 from .c_parse import (DTYPE_OF, error, find_function, fold_int, location, lvalue_base, parse_c, signature,
                       strip_directives,
                       type_words, typedefs_of)
 from .expr import Aff, Bin, Read
-from .isl_names import imap, iset, umap, isl_budget
+from .isl_names import imap, iset, isl_budget
 from .program import Access, Array, Program, Statement
 
 __all__ = ["from_c"]

@@ -20,7 +20,7 @@ import islpy as isl
 
 from ..errors import AffineError
 from ..targets import DTYPE_BYTES
-from .expr import Aff, Expr, Read, Scalar
+from .expr import Aff, Expr, Scalar
 from .isl_names import check_ident, dim_names, iset, imap, umap
 
 

@@ -6,32 +6,14 @@ from functools import lru_cache
 import mica
 from mica.emit_csl import render
 
-TWO_OPS = '''
-void chain3(int n, float A[16][16], float x[16], float y[16], float z[16], float B[16][16], float w[16]) {
-  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
-  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
-  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
-}'''
+import samples
 
-JACOBI = '''
-void jacobi(int tsteps, int n, float A[14][14], float B[14][14]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++)
-      for (int j = 1; j < n - 1; j++)
-        B[i][j] = 0.2f * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
-    for (int i = 1; i < n - 1; i++)
-      for (int j = 1; j < n - 1; j++)
-        A[i][j] = 0.2f * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
-  }
-}'''
+TWO_OPS = samples.chain3(16, "float")
+
+JACOBI = samples.jacobi_2d(14, "float")
 
 
-SYMMETRISE = '''
-void symmetrise(float A[12][12], float B[12][12], float T[12][12], float D[12][12]) {
-  for (int i = 0; i < 12; i++) for (int j = 0; j < 12; j++) {
-    T[i][j] = 0.0f; for (int k = 0; k < 12; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < 12; i++) for (int j = 0; j < 12; j++) D[i][j] = T[i][j] + T[j][i];
-}'''
+SYMMETRISE = samples.symmetrise(12)
 
 
 def jacobi_halo(mesh: tuple[int, int], target: str):

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import mica
-from csl_interp import CslError
-from crosscheck import crosscheck
 from mica.emit_csl import render
-from test_csl_execution import execute
+
+from .crosscheck import crosscheck
+from .csl_interp import CslError
+from .test_csl_execution import execute
 
 CASES = [("summa", (4, 4), "wse2", (16, 16, 16)), ("summa", (2, 2), "wse3", (16, 16, 16)),
          ("cannon", (4, 4), "wse2", (16, 16, 16)), ("cannon", (3, 3), "wse3", (10, 9, 11)),

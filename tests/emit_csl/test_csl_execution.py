@@ -8,9 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from csl_interp import CslError, Fabric
 from mica.emit_csl import render
-from programs import ALL, program, rendered
+
+from .crosscheck import crosscheck
+from .csl_interp import CslError, Fabric
+from .programs import ALL, program, rendered
 
 
 def execute(compiled, files):
@@ -74,7 +76,6 @@ def test_a_broken_join_or_route_is_caught_by_execution():
 @pytest.mark.parametrize("name, target", [("matmul_interleaved_single", "wse3"), ("matmul_cannon_partial", "wse2")])
 def test_exchanges_into_themselves_in_rounds_of_landing_chunks(name, target):
     """When SRAM cannot hold a whole landing copy, a ring shift runs in rounds of small chunks."""
-    from crosscheck import crosscheck
     compiled = program(name, target)
     files = render(compiled, landing_elems=5)
     plan = json.loads(files["plan.json"])

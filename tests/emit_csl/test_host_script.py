@@ -15,7 +15,7 @@ from mica.emit_csl import render
 from mica.native_sim import opcode as oc
 from mica.native_sim.lower import lower
 from mica.native_sim.runtime import NativeMesh, load_kernels
-from programs import program, rendered
+from .programs import program
 
 
 class FakeRuntime:

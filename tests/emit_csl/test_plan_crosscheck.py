@@ -6,8 +6,8 @@ from functools import lru_cache
 
 import pytest
 
-from crosscheck import crosscheck
-from programs import ALL, program, rendered
+from .crosscheck import crosscheck
+from .programs import ALL, program, rendered
 
 
 @lru_cache(maxsize=None)

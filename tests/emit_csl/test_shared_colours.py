@@ -10,7 +10,7 @@ from mica.emit_csl import render
 from mica.emit_csl.plan import Box, RouteBox, _RouteTable
 from mica.emit_csl.validate import _check_shared_colours, _Table, validate
 from mica.errors import EmitError
-from programs import jacobi_halo, rendered
+from .programs import jacobi_halo, rendered
 
 
 def _cells(b):

@@ -10,7 +10,7 @@ from mica.emit_csl import render
 from mica.emit_csl.syntax import check, parse
 from mica.emit_csl.validate import validate, validate_dir
 from mica.errors import EmitError
-from programs import program, rendered
+from .programs import program, rendered
 
 
 @lru_cache(maxsize=None)

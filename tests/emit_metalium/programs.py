@@ -6,13 +6,9 @@ from functools import lru_cache
 
 import mica
 
-MM2 = '''
-void mm2(int n, float A[64][64], float B[64][64], float C[64][64], float T[64][64], float D[64][64]) {
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
-}'''
+import samples
+
+MM2 = samples.mm2(64, "float")
 
 
 def _matmul_interleaved():
@@ -67,12 +63,7 @@ def _matmul_wse2():
     return mica.compile_affine(op, mesh=(3, 3), target="wse2", schedule=mica.plans.interleaved(op, (3, 3)))
 
 
-CHAIN3 = '''
-void chain3(int n, float A[256][256], float x[256], float y[256], float z[256], float B[256][256], float w[256]) {
-  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
-  for (int i = 0; i < n; i++) z[i] = 2.0f * y[i] + 1.0f;
-  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
-}'''
+CHAIN3 = samples.chain3(256, "float")
 
 
 def _chain3():
@@ -96,17 +87,7 @@ def _gemv_wse3():
     return mica.compile_affine(op, mesh=(3, 4), target="wse3", schedule=mica.plans.ktree(op, (3, 4)))
 
 
-JACOBI = '''
-void jacobi(int tsteps, int n, float A[34][34], float B[34][34]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++)
-      for (int j = 1; j < n - 1; j++)
-        B[i][j] = 0.2f * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
-    for (int i = 1; i < n - 1; i++)
-      for (int j = 1; j < n - 1; j++)
-        A[i][j] = 0.2f * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
-  }
-}'''
+JACOBI = samples.jacobi_2d(34, "float")
 
 #: halo exchange for stencils arrives with ``mica.plans.halo``; until then the stencil program is left out
 HAVE_HALO = hasattr(mica.plans, "halo")

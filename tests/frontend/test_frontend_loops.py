@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from frontend_util import make_inputs
-from mica.affine.expr import Call, Cmp, Const, Scalar, Select
+from mica.affine.expr import Call, Cmp, Scalar, Select
 from mica.affine.from_c import from_c
 from mica.testing import assert_matches, run_c, run_program
 

@@ -9,6 +9,8 @@ from mica.errors import SramError
 from mica.meshir.ir import ARENA_ALIGN, BoxDim, Region, RegionTensor
 from mica.lower.phases import lay_out
 
+import samples
+
 
 def _t(name: str, elems: int) -> RegionTensor:
     return RegionTensor(name, name, "f32", 4, Region("work", 0, 1, 0, 1), (BoxDim(None, elems, elems),), "recv", "")
@@ -46,13 +48,7 @@ def test_when_every_span_overlaps_buffers_lie_one_after_another():
     assert [t.offset for t in laid] == offsets and size == at
 
 
-GRAM = '''
-void gram(float A[N][N], float B[N][N], float C[N][N], float T[N][N], float D[N][N]) {
-  for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) {
-    T[i][j] = 0; for (int k = 0; k < N; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) {
-    D[i][j] = T[i][j] + T[j][i]; for (int k = 0; k < N; k++) D[i][j] += T[k][i] * C[k][j]; }
-}'''
+GRAM = samples.symmetrised_product("gram")
 
 
 def test_a_program_fits_when_its_busiest_operator_does():

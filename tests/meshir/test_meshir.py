@@ -6,7 +6,7 @@ import pytest
 
 import mica
 from mica.errors import MeshIRError
-from mica.meshir.ir import Exchange, Loop, Multicast
+from mica.meshir.ir import Exchange, Loop
 from mica.meshir.verify import verify
 from mica.targets import get_target
 

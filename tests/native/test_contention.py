@@ -7,15 +7,9 @@ import pytest
 
 import mica
 
-JACOBI = '''
-void jacobi(int tsteps, int n, float A[40][40], float B[40][40]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
-      B[i][j] = 0.2f * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
-    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
-      A[i][j] = 0.2f * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
-  }
-}'''
+import samples
+
+JACOBI = samples.jacobi_2d(40, "float", compact=True)
 
 
 def _plans():

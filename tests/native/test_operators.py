@@ -4,19 +4,17 @@ import numpy as np
 import pytest
 
 import mica
-from mica.errors import ScheduleError
-from mica.tiling.split import split_operators
 from mica.testing import run_c
 from mica.tiling.mapping import derive_schedule
-from mica.tiling.schedule import Home
+from mica.tiling.split import operator_program, split_operators
 
-MM2 = '''
-void mm2(int n, double A[12][12], double B[12][12], double C[12][12], double T[12][12], double D[12][12]) {
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
-}'''
+import samples
+
+MM2 = samples.mm2(12)
+CHAIN3 = samples.chain3(64)
+ATAX = samples.atax(60, 70)
+GEMV2 = samples.GEMV2
+
 
 
 def _inputs():
@@ -41,24 +39,6 @@ def test_matmul_feeding_matmul_runs_on_the_mesh(mesh):
     assert "host_load T" not in text and "multicast T ->" in text
 
 
-def test_produced_data_is_never_ringed():
-    prog = mica.affine.from_c(MM2, params={"n": 12})
-    ops = split_operators(prog)
-    from mica.tiling.split import operator_program
-    second = operator_program(prog, ops[1], 1)
-    fixed = {"T": Home("T", (("y", 3), ("x", 3)))}
-    with pytest.raises(ScheduleError, match="earlier operator left unskewed"):
-        derive_schedule(second, (4, 4), skew="interleaved", fixed_homes=fixed)
-
-
-def test_phased_schedule_round_trips_through_json():
-    prog = mica.affine.from_c(MM2, params={"n": 12})
-    compiled = mica.compile_affine(prog, mesh=(4, 4), target="wormhole")
-    back = mica.Schedule.from_json(compiled.schedule.to_json())
-    again = mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=back)
-    assert again.meshir == compiled.meshir
-
-
 def test_phased_plan_reruns_on_another_mesh():
     prog = mica.affine.from_c(MM2, params={"n": 12})
     compiled = mica.compile_affine(prog, mesh=(4, 4), target="wormhole")
@@ -67,14 +47,6 @@ def test_phased_plan_reruns_on_another_mesh():
     res = compiled.run(ins, mesh=(3, 3))
     np.testing.assert_allclose(res.outputs["D"], want["D"], rtol=1e-12, atol=1e-12)
     assert compiled.retarget((3, 3)).schedule.name == "operators"
-
-
-CHAIN3 = '''
-void chain3(int n, double A[64][64], double x[64], double y[64], double z[64], double B[64][64], double w[64]) {
-  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
-  for (int i = 0; i < n; i++) z[i] = 2.0 * y[i] + 1.0;
-  for (int i = 0; i < n; i++) { w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }
-}'''
 
 
 @pytest.mark.parametrize("mesh, target", [((16, 16), "wse2"), ((8, 8), "wormhole"), ((5, 7), "wse2")])
@@ -105,10 +77,6 @@ def test_ktree_groups_accumulate_only_on_receivers(group):
     s = derive_schedule(op, (12, 4), reduce="tree", group=group)
     res = mica.compile_affine(op, mesh=(12, 4), schedule=s).run({"A": A, "x": x})
     np.testing.assert_allclose(res.outputs["y"], A.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
-
-
-ATAX = open(__file__.replace("native/test_operators.py", "frontend/kernels/atax.c")).read() \
-    .replace("19 + 0", "60").replace("23 + 0", "70")
 
 
 @pytest.mark.parametrize("mesh, target", [((8, 8), "wse2"), ((5, 3), "wormhole")])
@@ -157,15 +125,7 @@ def test_fission_reorders_statements_and_exchanges_a_halo_of_produced_data():
     np.testing.assert_array_equal(res3.outputs["a"], want["a"])
 
 
-GEMV2 = '''
-void gemv2(int n, double A[48][48], double x[48], double w[48], double y[48], double z[48]) {
-  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
-  for (int i = 0; i < n; i++) { z[i] = 0; for (int j = 0; j < n; j++) z[i] += A[i][j] * w[j]; }
-}'''
-
-
 def test_an_input_two_operators_lay_out_differently_is_loaded_once_per_layout():
-    from mica.tiling.split import operator_program
     prog = mica.affine.from_c(GEMV2, params={"n": 48})
     ops = split_operators(prog)
     first = derive_schedule(operator_program(prog, ops[0], 0), (4, 4), assignment=[("i", "x")])
@@ -181,48 +141,3 @@ def test_an_input_two_operators_lay_out_differently_is_loaded_once_per_layout():
     got = compiled.run(ins).outputs
     for name in ("y", "z"):
         np.testing.assert_array_equal(got[name], want[name])
-
-
-def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
-    """Mapped in program order, ``y = 0`` fixes y's layout and y += A^T tmp must follow it; heaviest
-    first, the reduction chooses and the initialisation follows. Both are costed; the plan records
-    its order, so JSON and another mesh re-derive it the same way."""
-    from mica.pipeline import LOWERING
-    from mica.tiling.operators import HEAVIEST_FIRST, map_operators
-    from mica.targets import get_target
-    prog = mica.affine.from_c(ATAX, params={"m": 60, "n": 70})
-    ops = split_operators(prog, fine=True)
-    tgt = get_target("wse2")
-    fwd, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING)
-    heavy, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING, heaviest_first=True)
-    assert fwd.name == "operators" and heavy.order == HEAVIEST_FIRST and heavy.name == "operators-heaviest-first"
-    # The heaviest operators search first and free; y = 0 takes the layout y += A^T tmp chose for y.
-    assert heavy.phases[0].home("y") == heavy.phases[2].home("y")
-    compiled = mica.compile_affine(prog, mesh=(8, 8), schedule=heavy)
-    again = compiled.retarget((4, 4))
-    assert again.schedule.order == HEAVIEST_FIRST
-    assert again.schedule.phases[0].home("y") == again.schedule.phases[2].home("y")
-    rng = np.random.default_rng(0)
-    ins = {"A": rng.standard_normal((60, 70)), "x": rng.standard_normal(70)}
-    want = run_c(ATAX, "kernel_atax", dict(ins, y=np.zeros(70)), {"m": 60, "n": 70})
-    np.testing.assert_allclose(again.run(ins).outputs["y"], want["y"], rtol=1e-9, atol=1e-9)
-
-
-def test_a_one_core_plan_cannot_honour_a_layout_another_operator_fixed():
-    from mica.lower.build import build_mesh_program
-    from mica.tiling.split import operator_program
-    from mica.targets import get_target
-    prog = mica.affine.from_c(GEMV2, params={"n": 48})
-    sub = operator_program(prog, split_operators(prog)[1], 1)
-    fixed = {"A": Home("A", (("x", 12), (None, 48)), (("y", 0),))}
-    sched = derive_schedule(sub, (4, 4), assignment=[], fixed_homes=fixed)
-    with pytest.raises(ScheduleError, match="one-core plan keeps A whole on core"):
-        build_mesh_program(sub, sched, get_target("wse2"))
-
-
-def test_nothing_fits_names_every_way_tried():
-    big = GEMV2.replace("48", "4096")
-    prog = mica.affine.from_c(big, params={"n": 4096})
-    with pytest.raises(mica.errors.SramError, match="operator by operator over the 4x4 mesh") as err:
-        mica.compile_affine(prog, mesh=(4, 4))
-    assert "heaviest first" in err.value.detail and "in program order" in err.value.detail

@@ -18,17 +18,9 @@ from mica.tiling.cost import estimate
 from mica.tiling.mapping import derive_schedule
 from mica.tiling.schedule import Home
 
+import samples
 
-def _chain(n: int, ctype: str = "double") -> str:
-    """T = A B; D = T^T + C; C = D T: the second operator reads T transposed, the third wants it back."""
-    return f'''
-void chain({ctype} A[{n}][{n}], {ctype} B[{n}][{n}], {ctype} C[{n}][{n}], {ctype} T[{n}][{n}], {ctype} D[{n}][{n}]) {{
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
-    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) D[i][j] = T[j][i] + C[i][j];
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
-    C[i][j] = 0; for (int k = 0; k < {n}; k++) C[i][j] += D[i][k] * T[k][j]; }}
-}}'''
+_chain = samples.transposed_chain
 
 
 @pytest.mark.parametrize("n, mesh", [(12, (4, 4)), (13, (4, 4)), (10, (3, 3)), (9, (2, 2)), (29, (7, 7))])

@@ -16,28 +16,12 @@ from mica.lower.place import translate
 from mica.meshir.verify import verify
 from mica.pipeline import LOWERING
 from mica.tiling.operators import map_operators
-from mica.tiling.placement import independent_runs, scaled_place
+from mica.tiling.placement import scaled_place
 from mica.testing import run_c, run_program
 from mica.tiling.schedule import Schedule
 
-from test_stencils import jacobi2d
-
-
-def mm3(n: int) -> str:
-    arrays = ", ".join(f"double {a}[{n}][{n}]" for a in "ABCDEFG")
-    body = "".join(f"""
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
-    {o}[i][j] = 0; for (int k = 0; k < {n}; k++) {o}[i][j] += {l}[i][k] * {r}[k][j]; }}"""
-                   for o, l, r in ("EAB", "FCD", "GEF"))
-    return f"void mm3({arrays}) {{{body}\n}}"
-
-
-def mvt(n: int) -> str:
-    return f"""
-void mvt(double A[{n}][{n}], double x1[{n}], double x2[{n}], double y1[{n}], double y2[{n}]) {{
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) x1[i] = x1[i] + A[i][j] * y1[j];
-  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) x2[i] = x2[i] + A[j][i] * y2[j];
-}}"""
+import samples
+from samples import mm3, mvt
 
 
 def _inputs(prog, seed=0):
@@ -95,7 +79,7 @@ def test_a_program_placed_away_from_core_0_computes_the_same(build, origin, mesh
 
 
 def test_a_stencil_with_ghost_zones_placed_away_from_core_0():
-    src = jacobi2d(14)
+    src = samples.jacobi_2d(14)
     prog = mica.affine.from_c(src, "jacobi", params={"tsteps": 3, "n": 14})
     compiled = mica.compile_affine(prog, mesh=(3, 3), schedule=mica.plans.halo(prog, (3, 3)))
     placed = _placed(compiled, (2, 1), (6, 5))
@@ -115,16 +99,6 @@ def test_placing_refuses_what_it_cannot_move():
     plain = mica.compile_affine(op, mesh=(4, 4), search=False)
     with pytest.raises(ScheduleError, match="do not fit"):
         translate(plain.mesh_program, (2, 0), (5, 4))
-
-
-def test_independent_runs():
-    def runs(src):
-        prog = mica.affine.from_c(src)
-        return independent_runs(prog, split_operators(prog))
-    assert runs(mvt(8)) == [[0, 1]]
-    assert runs(mm3(4)) == [[0, 1]]
-    two = mm3(4).replace("F[i][j] += C[i][k] * D[k][j]", "F[i][j] += E[i][k] * D[k][j]")
-    assert runs(two) == []           # F now reads E: nothing runs beside anything
 
 
 @pytest.mark.parametrize("n, mesh", [(40, (8, 8)), (24, (6, 4)), (19, (4, 7))])

@@ -4,14 +4,12 @@ works on piece k + 1 while the consumer's works on piece k; and arrays pinned to
 between rectangles. Every run is compared with numpy or the program run sequentially, and its modelled
 cycles with the emulator's."""
 
-import re
-
 import numpy as np
 import pytest
 
 import mica
-from mica.affine.pieces import cut_candidates, cut_program
-from mica.errors import EmitError, ScheduleError
+from mica.affine.pieces import cut_program
+from mica.errors import EmitError
 from mica.meshir.ir import Exchange, Shift
 from mica.tiling.split import split_operators
 from mica.pipeline import LOWERING
@@ -20,18 +18,9 @@ from mica.targets import get_target
 from mica.testing import run_program
 from mica.tiling.schedule import Schedule
 
-from test_side_by_side import mm3, mvt
+import samples
 
-
-def chain(m: int, n: int, dtype: str = "float") -> str:
-    """``T = A B; D = T C`` with A m×n: a matmul feeding a matmul, row by row."""
-    return f"""
-void chain({dtype} A[{m}][{n}], {dtype} B[{n}][{n}], {dtype} C[{n}][{n}], {dtype} T[{m}][{n}], {dtype} D[{m}][{n}]) {{
-  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
-    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
-  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
-    D[i][j] = 0; for (int k = 0; k < {n}; k++) D[i][j] += T[i][k] * C[k][j]; }}
-}}"""
+chain = samples.matmul_chain
 
 
 GEMV_THEN_MAP = """
@@ -76,20 +65,6 @@ def test_pieces_compute_what_the_program_computes(src, array, dim, count):
         assert got[name].tobytes() == want[name].tobytes(), name
 
 
-def test_what_cannot_be_cut_is_refused_by_name():
-    prog = mica.affine.from_c(mvt(8))
-    # x2 is indexed by the other loop of mvt's second statement: pieces would share its elements.
-    assert cut_candidates(prog) == []
-    with pytest.raises(ScheduleError, match="x2 is written"):
-        cut_program(prog, "x1", 0, 2)
-    # 3mm's G = E F reads every row of F: no piece of rows of G has its own F.
-    with pytest.raises(ScheduleError, match="statement"):
-        cut_program(mica.affine.from_c(mm3(4)), "G", 0, 2)
-    with pytest.raises(ScheduleError, match="at least 2"):
-        cut_program(mica.affine.from_c(chain(8, 4)), "T", 0, 1)
-    assert cut_candidates(mica.affine.from_c(chain(8, 4))) == [("T", 0)]
-
-
 @pytest.mark.parametrize("m, n, mesh", [(64, 8, (8, 8)), (36, 6, (5, 7))])
 def test_streamed_chain_matches_numpy_and_the_model(m, n, mesh):
     """Every streamed candidate the search considers compiles, runs correctly in the emulator, agrees
@@ -115,25 +90,6 @@ def test_streamed_chain_matches_numpy_and_the_model(m, n, mesh):
         wider = compiled.retarget((mesh[0] * 2, mesh[1]))
         assert wider.schedule.pieces == sched.pieces and wider.schedule.phases[1].origin != (0, 0)
         np.testing.assert_allclose(wider.run(ins).outputs["D"], res.outputs["D"], rtol=1e-4, atol=1e-3)
-
-
-def test_the_search_weighs_streams_against_operators_one_after_another():
-    """The explanation lists the streamed candidates with their modelled cycles; the chosen plan is the
-    cheapest listed (here one after another: every element of T must cross the one column of links
-    between the two slabs, which costs more than T's two operators gain from running at once)."""
-    op = mica.affine.from_c(chain(64, 8))
-    compiled = mica.compile_affine(op, mesh=(8, 8))
-    text = compiled.explain()
-    lines = [ln for ln in text.splitlines() if "streamed from slab to slab" in ln]
-    assert len(lines) == 4                       # 2 and 4 pieces, slabs across x and across y
-    assert any("[0:4, 0:8], [4:8, 0:8]" in ln for ln in lines) and any("[0:8, 0:4], [0:8, 4:8]" in ln for ln in lines)
-    listed = [float(ln.split("cycles")[0].replace(",", "")) for ln in text.splitlines()
-              if re.match(r"^\s+[\d,]+ cycles  [^x]", ln)]          # the "cheapest of" list, not reports
-    assert compiled.cost.total_cycles == pytest.approx(min(listed), abs=1)
-    streamed = min(float(ln.split("cycles")[0].replace(",", "")) for ln in lines)
-    assert compiled.cost.total_cycles < streamed and not compiled.schedule.pieces
-    off = mica.compile_affine(op, mesh=(8, 8), side_by_side=False)
-    assert "streamed" not in off.explain()
 
 
 def test_back_ends_refuse_pieces_clearly(tmp_path):

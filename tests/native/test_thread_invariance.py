@@ -9,21 +9,14 @@ ghost zones, and a program of two operators.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import mica
 
-from test_stencils import jacobi2d
+import samples
 from test_timing import inputs_for
 
-MM2 = """
-void mm2(double A[136][136], double B[136][136], double C[136][136], double T[136][136], double D[136][136]) {
-  for (int i = 0; i < 136; i++) for (int j = 0; j < 136; j++) {
-    T[i][j] = 0; for (int k = 0; k < 136; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < 136; i++) for (int j = 0; j < 136; j++) {
-    D[i][j] = 0; for (int k = 0; k < 136; k++) D[i][j] += T[i][k] * C[k][j]; }
-}"""
+MM2 = samples.mm2(136, param=False)
 
 
 def _plan(plan, op, mesh):
@@ -38,7 +31,7 @@ CASES = {
     "matmul interleaved 40x40 small tiles": lambda: _plan("interleaved", mica.ops.matmul(160, 160, 160), (40, 40)),
     "gemv ktree 40x32": lambda: _plan("ktree", mica.ops.gemv(64, 640), (40, 32)),
     "jacobi-2d halo 34x34": lambda: mica.compile_affine(
-        op := mica.affine.from_c(jacobi2d(100), "jacobi", params={"tsteps": 3, "n": 100}),
+        op := mica.affine.from_c(samples.jacobi_2d(100), "jacobi", params={"tsteps": 3, "n": 100}),
         mesh=(34, 34), schedule=mica.plans.halo(op, (34, 34))),
     "mm2 two operators 34x34": lambda: mica.compile_affine(mica.affine.from_c(MM2, "mm2"), mesh=(34, 34)),
 }

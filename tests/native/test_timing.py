@@ -26,6 +26,8 @@ from mica.native_sim.opcode import (EAST, RAMP, WEST, Box, BoxDim, Compute, Exch
 from mica.native_sim.runtime import NativeMesh, include_flags, load_kernels
 from mica.tiling.cost import instance_cycles
 
+import samples
+
 HOP, BW = 3.0, 4.0
 MSG = 64                                  # bytes per message: 16 cycles on a link
 DUR = MSG / BW
@@ -156,32 +158,12 @@ def test_guarded_out_exchange_is_not_counted():
 # Compiled programs: agreement with the cost model, declared traffic, exact compute, thread counts
 # ---------------------------------------------------------------------------------------------------
 
-MM2 = '''
-void mm2(int n, double A[12][12], double B[12][12], double C[12][12], double T[12][12], double D[12][12]) {
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    T[i][j] = 0; for (int k = 0; k < n; k++) T[i][j] += A[i][k] * B[k][j]; }
-  for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) {
-    D[i][j] = 0; for (int k = 0; k < n; k++) D[i][j] += T[i][k] * C[k][j]; }
-}'''
+MM2 = samples.mm2(12)
 
-JACOBI_1D = '''
-void jacobi(int tsteps, int n, double A[40], double B[40]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++) B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
-    for (int i = 1; i < n - 1; i++) A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
-  }
-}'''
+JACOBI_1D = samples.jacobi_1d(40)
 
 
-JACOBI_2D = '''
-void jacobi2(int tsteps, int n, double A[24][24], double B[24][24]) {
-  for (int t = 0; t < tsteps; t++) {
-    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
-      B[i][j] = 0.2 * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);
-    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)
-      A[i][j] = 0.2 * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);
-  }
-}'''
+JACOBI_2D = samples.jacobi_2d(24, name="jacobi2", compact=True)
 
 
 def _halo2d(mesh):

@@ -7,7 +7,7 @@ import pytest
 
 import mica
 from mica.errors import MeshIRError, ScheduleError, SramError
-from mica.meshir.ir import Exchange, Loop, Shift
+from mica.meshir.ir import Exchange, Loop
 from mica.meshir.verify import verify
 from mica.tiling.schedule import Schedule, StepMap, with_buffers
 from mica.pipeline import LOWERING

@@ -4,7 +4,7 @@ import pytest
 
 from mica import ops
 from mica.errors import ScheduleError
-from mica.tiling.mapping import derive_schedule, local_order, main_statement
+from mica.tiling.mapping import derive_schedule, main_statement
 from mica.tiling.schedule import Schedule
 
 

@@ -3,25 +3,8 @@
    mesh=2x1 target=wormhole params={} threads=1 dtype=f64
    replay: python -m mica.fuzz --replay tests/fuzz/found/zerodivision-empty-loop.c
 
-   Traceback (most recent call last):
-     File "/work/main/mica/fuzz.py", line 479, in check_case
-       compiled = mica.compile_affine(prog, mesh=case.mesh, target=case.target)
-                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-     File "/work/main/mica/pipeline.py", line 137, in compile_affine
-       sched, report = run_search(op, mesh, tgt)
-                       ^^^^^^^^^^^^^^^^^^^^^^^^^
-     File "/work/main/mica/tiling/search.py", line 242, in search
-       decisions = space(prog, mesh)
-                   ^^^^^^^^^^^^^^^^^
-     File "/work/main/mica/tiling/search.py", line 130, in space
-       per_axis = {ax: _core_options(dims[ax], loop_extent(main, lp)) for lp, ax in assignment}
-                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-     File "/work/main/mica/tiling/search.py", line 130, in <dictcomp>
-       per_axis = {ax: _core_options(dims[ax], loop_extent(main, lp)) for lp, ax in assignment}
-                       ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-     File "/work/main/mica/tiling/search.py", line 113, in _core_options
-       opts.add(-(-extent // -(-extent // c)))
-                               ~~~~~~~~^^~~
+   Raised in _core_options (mica/tiling/search.py), called as
+     check_case > compile_affine > search > space > <dictcomp> > _core_options:
    ZeroDivisionError: integer division or modulo by zero
 */
 // MICA-FUZZ {"seed": 0, "index": 0, "mesh": [2, 1], "target": "wormhole", "params": {}, "threads": 1, "dtype": "f64", "choices": []}

@@ -1,0 +1,132 @@
+"""Running one random program and judging it: :func:`check_case` compiles it with MICA, runs it on the
+emulator and compares every written array with the C compiled natively (the oracle), giving an
+:class:`Outcome` (ok, refused with a clear reason, or a failure)."""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..affine.c_parse import find_function, fold_int, parse_c, signature, typedefs_of
+from ..affine.from_c import from_c
+from ..errors import CommError, ScheduleError
+from ..pipeline import compile_affine
+from ..testing import run_c
+from .generate import FuzzCase
+
+F64_TOL = dict(rtol=1e-9, atol=1e-12)
+# f32 programs use only + * fmaxf and exact halvings on inputs in [0.5, 1.5) (no '-', so no
+# cancellation): the relative error of any result is at most (operations on its path) * 2^-24 whatever
+# order the mapping sums in. A value depends on at most 12^3 = 1728 terms of up to 4 factors plus a few
+# chained updates, so the worst case is ~ 1e4 * 6e-8 = 6e-4 and the typical one (errors grow like the
+# square root of the count) ~ 100 * 6e-8 = 6e-6: rtol 1e-4 is ~ 15x the typical error of the largest sums,
+# while a missing or doubled term of a sum of n terms changes it by ~ 1/n of itself on average, >= 6e-4
+# for n <= 1728 (a term much smaller than the average may slip through). (f64 programs may
+# subtract; rtol 1e-9 is >= 1e3 x their worst-case rounding (1e4 operations x 1e-16), and atol 1e-12
+# covers results that cancel to ~ 0.)
+F32_TOL = dict(rtol=1e-4, atol=1e-6)
+
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``kind`` is ok / refused / mismatch / crash / timeout / died; ``reason`` a short bucket name;
+    ``message`` the details (exception text, traceback or the differing elements)."""
+
+    kind: str
+    reason: str = ""
+    message: str = ""
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.kind not in ("ok", "refused")
+
+
+def make_inputs(source: str, params: dict, seed: int = 0) -> dict:
+    """Inputs for every array (uniform in [0.5, 1.5)) and floating scalar parameter of the last function."""
+    rng = np.random.default_rng(seed)
+    ast = parse_c(source, "<fuzz>")
+    fdef = find_function(ast, None, "<fuzz>")
+    out = {}
+    for p in signature(fdef, typedefs_of(ast)):
+        if p.kind == "array":
+            shape = tuple(fold_int(d, lambda n: params[n.name], "<fuzz>", "extent") for d in p.dims)
+            dt = np.float64 if p.elem == "double" else np.float32
+            out[p.name] = rng.uniform(0.5, 1.5, shape).astype(dt)
+        elif p.kind in ("double", "float"):
+            out[p.name] = float(rng.uniform(0.5, 1.5))
+    return out
+
+
+def _reason(exc: BaseException) -> str:
+    """A short bucket for a refusal: the error class and its message with numbers and names blurred."""
+    msg = str(exc).split("\n")[0]
+    msg = re.sub(r"\b\d+\b", "N", msg)
+    msg = re.sub(r"'[^']*'", "'…'", msg)
+    return f"{type(exc).__name__}: {msg[:90]}"
+
+
+def _clear(exc: BaseException) -> bool:
+    msg = str(exc)
+    return len(msg.strip()) >= 15 and "internal error" not in msg and "Traceback" not in msg
+
+
+def check_case(case: FuzzCase, *, input_seed: int = 0) -> Outcome:
+    """Compiles and runs ``case`` and compares it with the natively compiled C (see the package doc of
+    :mod:`mica.fuzz`)."""
+    t0 = time.perf_counter()
+
+    def done(kind, reason="", message=""):
+        return Outcome(kind, reason, message, time.perf_counter() - t0)
+
+    try:
+        prog = from_c(case.source, params=case.params, filename="fuzz.c")
+    except Exception as exc:        # the generator only writes valid programs of the subset
+        return done("crash", f"from_c: {type(exc).__name__}", _exc_text(exc))
+    ins = make_inputs(case.source, case.params, input_seed)
+    want = run_c(case.source, None, ins, case.params, filename="fuzz.c")
+    try:
+        compiled = compile_affine(prog, mesh=case.mesh, target=case.target)
+    except (ScheduleError, CommError) as exc:
+        if _clear(exc):
+            return done("refused", _reason(exc), str(exc))
+        return done("crash", f"unclear refusal: {type(exc).__name__}", _exc_text(exc))
+    except Exception as exc:
+        return done("crash", f"compile_affine: {type(exc).__name__}", _exc_text(exc))
+    given = {k: v for k, v in ins.items() if k in set(prog.inputs) or k in {n for n, _ in prog.scalars}}
+    try:
+        got = compiled.run(given, threads=case.threads).outputs
+    except Exception as exc:
+        return done("crash", f"run: {type(exc).__name__}", _exc_text(exc))
+    tol = F32_TOL if case.dtype == "f32" else F64_TOL
+    problems = []
+    if set(got) != set(want):
+        problems.append(f"outputs {sorted(got)}, expected {sorted(want)}")
+    for name in sorted(set(got) & set(want)):
+        g, w = np.asarray(got[name]), np.asarray(want[name])
+        if g.shape != w.shape:
+            problems.append(f"{name}: shape {g.shape}, expected {w.shape}")
+            continue
+        close = np.isclose(g, w, equal_nan=True, **tol)
+        if not close.all():
+            bad = np.argwhere(~close)
+            first = tuple(int(v) for v in bad[0])
+            problems.append(f"{name}: {len(bad)} of {w.size} elements differ; first at {first}: "
+                            f"got {g[first].item()!r}, expected {w[first].item()!r}")
+    if problems:
+        plan = str(compiled.schedule).split("\n")[0]
+        return done("mismatch", "mismatch", "\n".join(problems) + f"\nplan: {plan}")
+    return done("ok")
+
+
+def _exc_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+
+
+def _same_failure(a: Outcome, b: Outcome) -> bool:
+    return b.failed and a.kind == b.kind and (a.kind != "crash" or a.reason == b.reason)

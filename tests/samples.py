@@ -1,0 +1,173 @@
+"""The sample C programs the tests (and bench/) compile, each written once.
+
+Most programs come in several sizes and element types; a function renders the exact text of a variant
+(``ctype`` is ``"double"`` or ``"float"``; float programs write their literals with an ``f``). Every
+function returns the text the tests used to inline, byte for byte, so moving a test here does not change
+what it compiles. Import it as ``import samples`` / ``from samples import ...`` from any test directory
+(``tests/conftest.py`` and ``bench/conftest.py`` put ``tests/`` on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+KERNELS = Path(__file__).resolve().parent / "frontend" / "kernels"
+
+
+def _lit(value: str, ctype: str) -> str:
+    """A floating literal of the element type: ``2.0f`` for float, ``2.0`` for double."""
+    return value + ("f" if ctype == "float" else "")
+
+
+# -- matrix products -----------------------------------------------------------------------------------------
+
+def mm2(n: int, ctype: str = "double", *, param: bool = True) -> str:
+    """2mm, ``T = A B; D = T C`` on n x n matrices. With ``param`` the loops run to an ``int n`` parameter
+    (pass ``params={"n": n}``), else to the literal size."""
+    b = "n" if param else str(n)
+    head = "int n, " if param else ""
+    arrays = ", ".join(f"{ctype} {a}[{n}][{n}]" for a in "ABCTD")
+    return f"""
+void mm2({head}{arrays}) {{
+  for (int i = 0; i < {b}; i++) for (int j = 0; j < {b}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {b}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {b}; i++) for (int j = 0; j < {b}; j++) {{
+    D[i][j] = 0; for (int k = 0; k < {b}; k++) D[i][j] += T[i][k] * C[k][j]; }}
+}}"""
+
+
+def matmul_chain(m: int, n: int, ctype: str = "float") -> str:
+    """``T = A B; D = T C`` with A m x n: a matmul feeding a matmul, row by row (streamable along T's rows)."""
+    return f"""
+void chain({ctype} A[{m}][{n}], {ctype} B[{n}][{n}], {ctype} C[{n}][{n}], {ctype} T[{m}][{n}], {ctype} D[{m}][{n}]) {{
+  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {m}; i++) for (int j = 0; j < {n}; j++) {{
+    D[i][j] = 0; for (int k = 0; k < {n}; k++) D[i][j] += T[i][k] * C[k][j]; }}
+}}"""
+
+
+def mm3(n: int) -> str:
+    """3mm, ``E = A B; F = C D; G = E F`` (double): the first two products are independent."""
+    arrays = ", ".join(f"double {a}[{n}][{n}]" for a in "ABCDEFG")
+    body = "".join(f"""
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    {o}[i][j] = 0; for (int k = 0; k < {n}; k++) {o}[i][j] += {l}[i][k] * {r}[k][j]; }}"""
+                   for o, l, r in ("EAB", "FCD", "GEF"))
+    return f"void mm3({arrays}) {{{body}\n}}"
+
+
+def transposed_chain(n: int, ctype: str = "double") -> str:
+    """T = A B; D = T^T + C; C = D T: the second operator reads T transposed, the third wants it back."""
+    return f'''
+void chain({ctype} A[{n}][{n}], {ctype} B[{n}][{n}], {ctype} C[{n}][{n}], {ctype} T[{n}][{n}], {ctype} D[{n}][{n}]) {{
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) D[i][j] = T[j][i] + C[i][j];
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    C[i][j] = 0; for (int k = 0; k < {n}; k++) C[i][j] += D[i][k] * T[k][j]; }}
+}}'''
+
+
+def symmetrised_product(name: str = "gram") -> str:
+    """``T = A B``, then ``D = T + T^T + T^T C`` (float, sizes written ``N``: replace ``"N"`` by the size): the
+    second operator reads the intermediate both ways (a mirror of T)."""
+    return f'''
+void {name}(float A[N][N], float B[N][N], float C[N][N], float T[N][N], float D[N][N]) {{
+  for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) {{
+    T[i][j] = 0; for (int k = 0; k < N; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < N; i++) for (int j = 0; j < N; j++) {{
+    D[i][j] = T[i][j] + T[j][i]; for (int k = 0; k < N; k++) D[i][j] += T[k][i] * C[k][j]; }}
+}}'''
+
+
+def gram(n: int) -> str:
+    """``T = A B``, then ``D = T + T^T + T^T T`` (double, n x n)."""
+    return f'''
+void gram(double A[{n}][{n}], double B[{n}][{n}], double T[{n}][{n}], double D[{n}][{n}]) {{
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    D[i][j] = T[i][j] + T[j][i]; for (int k = 0; k < {n}; k++) D[i][j] += T[k][i] * T[k][j]; }}
+}}'''
+
+
+def symmetrise(n: int = 12) -> str:
+    """``T = A B``, then ``D = T + T^T`` (float, loops to the literal size): T is transposed on the fabric."""
+    return f'''
+void symmetrise(float A[{n}][{n}], float B[{n}][{n}], float T[{n}][{n}], float D[{n}][{n}]) {{
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) {{
+    T[i][j] = 0.0f; for (int k = 0; k < {n}; k++) T[i][j] += A[i][k] * B[k][j]; }}
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) D[i][j] = T[i][j] + T[j][i];
+}}'''
+
+
+# -- matrix-vector products --------------------------------------------------------------------------------------
+
+def chain3(n: int, ctype: str = "double") -> str:
+    """gemv -> element-wise -> gemv: ``y = A x; z = 2 y + 1; w = B z`` (loops to an ``int n`` parameter)."""
+    two, one = _lit("2.0", ctype), _lit("1.0", ctype)
+    return f'''
+void chain3(int n, {ctype} A[{n}][{n}], {ctype} x[{n}], {ctype} y[{n}], {ctype} z[{n}], {ctype} B[{n}][{n}], {ctype} w[{n}]) {{
+  for (int i = 0; i < n; i++) {{ y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }}
+  for (int i = 0; i < n; i++) z[i] = {two} * y[i] + {one};
+  for (int i = 0; i < n; i++) {{ w[i] = 0; for (int j = 0; j < n; j++) w[i] += B[i][j] * z[j]; }}
+}}'''
+
+
+def mvt(n: int, ctype: str = "double") -> str:
+    """mvt, ``x1 += A y1; x2 += A^T y2``: two gemvs that share no written array."""
+    return f"""
+void mvt({ctype} A[{n}][{n}], {ctype} x1[{n}], {ctype} x2[{n}], {ctype} y1[{n}], {ctype} y2[{n}]) {{
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) x1[i] = x1[i] + A[i][j] * y1[j];
+  for (int i = 0; i < {n}; i++) for (int j = 0; j < {n}; j++) x2[i] = x2[i] + A[j][i] * y2[j];
+}}"""
+
+
+def atax(m: int | None = None, n: int | None = None) -> str:
+    """PolyBench atax (tests/frontend/kernels/atax.c, double); with ``m`` and ``n`` its array extents
+    ``19 + 0`` and ``23 + 0`` become those sizes."""
+    text = (KERNELS / "atax.c").read_text()
+    if m is not None:
+        text = text.replace("19 + 0", str(m))
+    if n is not None:
+        text = text.replace("23 + 0", str(n))
+    return text
+
+
+# -- stencils ------------------------------------------------------------------------------------------------------
+
+def jacobi_2d(n: int, ctype: str = "double", *, name: str = "jacobi", compact: bool = False) -> str:
+    """Jacobi-2D, two five-point sweeps per time step (``int tsteps, int n`` parameters, n x n arrays);
+    ``compact`` writes both loops of a sweep on one line."""
+    c = _lit("0.2", ctype)
+    if compact:
+        loops = "    for (int i = 1; i < n - 1; i++) for (int j = 1; j < n - 1; j++)\n"
+    else:
+        loops = "    for (int i = 1; i < n - 1; i++)\n      for (int j = 1; j < n - 1; j++)\n"
+    pad = "      " if compact else "        "
+    return (f"\nvoid {name}(int tsteps, int n, {ctype} A[{n}][{n}], {ctype} B[{n}][{n}]) {{\n"
+            "  for (int t = 0; t < tsteps; t++) {\n"
+            f"{loops}{pad}B[i][j] = {c} * (A[i][j] + A[i][j - 1] + A[i][1 + j] + A[1 + i][j] + A[i - 1][j]);\n"
+            f"{loops}{pad}A[i][j] = {c} * (B[i][j] + B[i][j - 1] + B[i][1 + j] + B[1 + i][j] + B[i - 1][j]);\n"
+            "  }\n}")
+
+
+def jacobi_1d(n: int, *, name: str = "jacobi") -> str:
+    """Jacobi-1D, two three-point sweeps per time step (double, ``int tsteps, int n`` parameters)."""
+    return f'''
+void {name}(int tsteps, int n, double A[{n}], double B[{n}]) {{
+  for (int t = 0; t < tsteps; t++) {{
+    for (int i = 1; i < n - 1; i++) B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
+    for (int i = 1; i < n - 1; i++) A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
+  }}
+}}'''
+
+
+# -- small programs of two gemvs and friends -----------------------------------------------------------------------
+
+GEMV2 = '''
+void gemv2(int n, double A[48][48], double x[48], double w[48], double y[48], double z[48]) {
+  for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
+  for (int i = 0; i < n; i++) { z[i] = 0; for (int j = 0; j < n; j++) z[i] += A[i][j] * w[j]; }
+}'''

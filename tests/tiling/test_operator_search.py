@@ -1,0 +1,140 @@
+"""The operator-level search (:mod:`mica.tiling.operators`, :mod:`mica.tiling.placement`,
+:mod:`mica.tiling.split`): how a program of several operators is cut, ordered, placed side by side or
+streamed, which candidate wins and how the explanation lists them; layouts one operator fixes for the next.
+(Tests that mainly run such programs on the emulator are in tests/native/.)"""
+
+import re
+
+import numpy as np
+import pytest
+
+import mica
+from mica.affine.pieces import cut_candidates, cut_program
+from mica.errors import ScheduleError
+from mica.lower.build import build_mesh_program
+from mica.pipeline import LOWERING
+from mica.targets import get_target
+from mica.testing import run_c
+from mica.tiling.mapping import derive_schedule
+from mica.tiling.operators import HEAVIEST_FIRST, map_operators
+from mica.tiling.placement import independent_runs
+from mica.tiling.schedule import Home
+from mica.tiling.split import operator_program, split_operators
+
+import samples
+
+MM2 = samples.mm2(12)
+ATAX = samples.atax(60, 70)
+
+
+# -- operators one after another ----------------------------------------------------------------------------
+
+
+def test_produced_data_is_never_ringed():
+    prog = mica.affine.from_c(MM2, params={"n": 12})
+    ops = split_operators(prog)
+    second = operator_program(prog, ops[1], 1)
+    fixed = {"T": Home("T", (("y", 3), ("x", 3)))}
+    with pytest.raises(ScheduleError, match="earlier operator left unskewed"):
+        derive_schedule(second, (4, 4), skew="interleaved", fixed_homes=fixed)
+
+
+def test_phased_schedule_round_trips_through_json():
+    prog = mica.affine.from_c(MM2, params={"n": 12})
+    compiled = mica.compile_affine(prog, mesh=(4, 4), target="wormhole")
+    back = mica.Schedule.from_json(compiled.schedule.to_json())
+    again = mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=back)
+    assert again.meshir == compiled.meshir
+
+
+def test_heaviest_first_gives_an_intermediate_the_layout_its_consumer_wants():
+    """Mapped in program order, ``y = 0`` fixes y's layout and y += A^T tmp must follow it; heaviest
+    first, the reduction chooses and the initialisation follows. Both are costed; the plan records
+    its order, so JSON and another mesh re-derive it the same way."""
+    prog = mica.affine.from_c(ATAX, params={"m": 60, "n": 70})
+    ops = split_operators(prog, fine=True)
+    tgt = get_target("wse2")
+    fwd, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING)
+    heavy, _ = map_operators(prog, ops, (8, 8), tgt, LOWERING, heaviest_first=True)
+    assert fwd.name == "operators" and heavy.order == HEAVIEST_FIRST and heavy.name == "operators-heaviest-first"
+    # The heaviest operators search first and free; y = 0 takes the layout y += A^T tmp chose for y.
+    assert heavy.phases[0].home("y") == heavy.phases[2].home("y")
+    compiled = mica.compile_affine(prog, mesh=(8, 8), schedule=heavy)
+    again = compiled.retarget((4, 4))
+    assert again.schedule.order == HEAVIEST_FIRST
+    assert again.schedule.phases[0].home("y") == again.schedule.phases[2].home("y")
+    rng = np.random.default_rng(0)
+    ins = {"A": rng.standard_normal((60, 70)), "x": rng.standard_normal(70)}
+    want = run_c(ATAX, "kernel_atax", dict(ins, y=np.zeros(70)), {"m": 60, "n": 70})
+    np.testing.assert_allclose(again.run(ins).outputs["y"], want["y"], rtol=1e-9, atol=1e-9)
+
+
+def test_a_one_core_plan_cannot_honour_a_layout_another_operator_fixed():
+    prog = mica.affine.from_c(samples.GEMV2, params={"n": 48})
+    sub = operator_program(prog, split_operators(prog)[1], 1)
+    fixed = {"A": Home("A", (("x", 12), (None, 48)), (("y", 0),))}
+    sched = derive_schedule(sub, (4, 4), assignment=[], fixed_homes=fixed)
+    with pytest.raises(ScheduleError, match="one-core plan keeps A whole on core"):
+        build_mesh_program(sub, sched, get_target("wse2"))
+
+
+def test_nothing_fits_names_every_way_tried():
+    big = samples.GEMV2.replace("48", "4096")
+    prog = mica.affine.from_c(big, params={"n": 4096})
+    with pytest.raises(mica.errors.SramError, match="operator by operator over the 4x4 mesh") as err:
+        mica.compile_affine(prog, mesh=(4, 4))
+    assert "heaviest first" in err.value.detail and "in program order" in err.value.detail
+
+
+# -- side by side and streamed ------------------------------------------------------------------------------
+
+def test_independent_runs():
+    def runs(src):
+        prog = mica.affine.from_c(src)
+        return independent_runs(prog, split_operators(prog))
+    assert runs(samples.mvt(8)) == [[0, 1]]
+    assert runs(samples.mm3(4)) == [[0, 1]]
+    two = samples.mm3(4).replace("F[i][j] += C[i][k] * D[k][j]", "F[i][j] += E[i][k] * D[k][j]")
+    assert runs(two) == []           # F now reads E: nothing runs beside anything
+
+
+def test_what_cannot_be_cut_is_refused_by_name():
+    prog = mica.affine.from_c(samples.mvt(8))
+    # x2 is indexed by the other loop of mvt's second statement: pieces would share its elements.
+    assert cut_candidates(prog) == []
+    with pytest.raises(ScheduleError, match="x2 is written"):
+        cut_program(prog, "x1", 0, 2)
+    # 3mm's G = E F reads every row of F: no piece of rows of G has its own F.
+    with pytest.raises(ScheduleError, match="statement"):
+        cut_program(mica.affine.from_c(samples.mm3(4)), "G", 0, 2)
+    with pytest.raises(ScheduleError, match="at least 2"):
+        cut_program(mica.affine.from_c(samples.matmul_chain(8, 4)), "T", 0, 1)
+    assert cut_candidates(mica.affine.from_c(samples.matmul_chain(8, 4))) == [("T", 0)]
+
+
+def test_the_search_weighs_streams_against_operators_one_after_another():
+    """The explanation lists the streamed candidates with their modelled cycles; the chosen plan is the
+    cheapest listed (here one after another: every element of T must cross the one column of links
+    between the two slabs, which costs more than T's two operators gain from running at once)."""
+    op = mica.affine.from_c(samples.matmul_chain(64, 8))
+    compiled = mica.compile_affine(op, mesh=(8, 8))
+    text = compiled.explain()
+    lines = [ln for ln in text.splitlines() if "streamed from slab to slab" in ln]
+    assert len(lines) == 4                       # 2 and 4 pieces, slabs across x and across y
+    assert any("[0:4, 0:8], [4:8, 0:8]" in ln for ln in lines) and any("[0:8, 0:4], [0:8, 4:8]" in ln for ln in lines)
+    listed = [float(ln.split("cycles")[0].replace(",", "")) for ln in text.splitlines()
+              if re.match(r"^\s+[\d,]+ cycles  [^x]", ln)]          # the "cheapest of" list, not reports
+    assert compiled.cost.total_cycles == pytest.approx(min(listed), abs=1)
+    streamed = min(float(ln.split("cycles")[0].replace(",", "")) for ln in lines)
+    assert compiled.cost.total_cycles < streamed and not compiled.schedule.pieces
+    off = mica.compile_affine(op, mesh=(8, 8), side_by_side=False)
+    assert "streamed" not in off.explain()
+
+
+# -- stencils ---------------------------------------------------------------------------------------------------
+
+def test_search_picks_a_halo_plan_for_a_large_grid():
+    prog = mica.affine.from_c(samples.jacobi_2d(200), "jacobi", params={"tsteps": 10, "n": 200})
+    compiled = mica.compile_affine(prog, mesh=(8, 8), target="wse2")
+    assert compiled.schedule.step.sweep and len(compiled.schedule.space) == 2
+    assert "halo exchange" in compiled.explain()
