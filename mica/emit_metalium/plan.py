@@ -32,7 +32,7 @@ from itertools import product
 from ..errors import EmitError
 from ..meshir.placed import placed_refusal
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
-                         RingShift, Shift)
+                         RingShift, Shift, walk_ops)
 from . import cexpr
 from .api import DATA_FORMATS, DEVICE_GRIDS, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION, tile_bytes
 from .classify import TileOp, box_domain_guard, classify, tile_grid
@@ -733,17 +733,10 @@ def _check_host_ends(mp: MeshProgram) -> None:
         body.pop(0)
     while body and isinstance(body[-1], HostStore):
         body.pop()
-    for op, _ in _walk(body):
+    for op, _ in walk_ops(body):
         if isinstance(op, (HostLoad, HostStore)):
             raise EmitError(f"{mp.name}: host transfer of {op.array} in the middle of the program; the Metalium "
                             f"back end loads at the start and stores at the end")
-
-
-def _walk(ops):
-    for op in ops:
-        yield op, None
-        if isinstance(op, Loop):
-            yield from _walk(op.body)
 
 
 # -- expansion: what the rendered expressions do, step by step -----------------------------------------

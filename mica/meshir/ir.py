@@ -518,9 +518,13 @@ class MeshProgram:
 
     def walk(self):
         """Every op, depth first, with the loop variables in scope: yields (op, ((var, count), ...))."""
-        def go(ops, scope):
-            for op in ops:
-                yield op, scope
-                if isinstance(op, Loop):
-                    yield from go(op.body, scope + ((op.var, op.count),))
-        yield from go(self.body, ())
+        return walk_ops(self.body)
+
+
+def walk_ops(ops, scope: tuple = ()):
+    """Every op of ``ops`` (a program body or part of one) and of the loops in it, depth first, with the
+    loop variables in scope: yields (op, ((var, count), ...))."""
+    for op in ops:
+        yield op, scope
+        if isinstance(op, Loop):
+            yield from walk_ops(op.body, scope + ((op.var, op.count),))
