@@ -128,19 +128,11 @@ class _KernelPrinter:
 
     def _size_c(self, d: BoxDim) -> str:
         """The box extent along ``d`` on this class: a constant when it is one, else a C expression."""
-        if d.coord is None:
-            return str(min(d.tile, d.extent))
-        if d.padded or d.window:
-            return str(d.alloc)
-        if d.coord in ("x", "y"):
-            lo, hi = (self.cls.region.x0, self.cls.region.x1) if d.coord == "x" else \
-                (self.cls.region.y0, self.cls.region.y1)
-            if d.size(lo) == d.size(hi - 1):      # sizes never grow with c: constant on the class
-                return str(d.size(lo))
-        elif d.coord == "t" and d.extent % d.tile == 0:
-            return str(d.tile)
-        c = self._coord_c(d)
-        return f"mica_min({d.tile}LL, {d.extent}LL - {d.tile}LL * {c})"
+        r = self.cls.region
+        n = d.size_on(*((r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)))
+        if n is not None:
+            return str(n)
+        return f"mica_min({d.tile}LL, {d.extent}LL - {d.tile}LL * {self._coord_c(d)})"
 
     def offset_c(self, tensor: RegionTensor, index: tuple[Aff, ...], env: dict[str, str]) -> str:
         terms = []

@@ -24,7 +24,6 @@ from ..affine.isl_names import iset, umap, uset
 from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
-from . import boxes
 
 SUFFIX = {"f32": "s", "f16": "h"}
 
@@ -45,17 +44,9 @@ class KernelPrinter:
     # -- geometry ----------------------------------------------------------------------------------------
     def _size(self, d: BoxDim):
         """Box extent along ``d`` on this class: an int when constant, else CSL text."""
-        f = boxes.fixed_size(d)
-        if f is not None:
-            return f
-        if d.coord in ("x", "y"):
-            r = self.cls.region
-            lo, hi = (r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)
-            if d.size(lo) == d.size(hi - 1):
-                return d.size(lo)
-        elif d.coord == "t" and d.extent % d.tile == 0:
-            return d.tile
-        return f"imin({d.tile}, {d.extent} - {d.tile} * {d.coord})"
+        r = self.cls.region
+        n = d.size_on(*((r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)))
+        return n if n is not None else f"imin({d.tile}, {d.extent} - {d.tile} * {d.coord})"
 
     def _strides(self, t: RegionTensor):
         sizes = [self._size(d) for d in t.box]
@@ -71,8 +62,7 @@ class KernelPrinter:
     def offset(self, t: RegionTensor, index: tuple[Aff, ...], env: dict[str, str]) -> str:
         terms = []
         for d, ix, st in zip(t.box, index, self._strides(t)):
-            off = boxes.offset(d)
-            lo = (f" - {d.tile} * {d.coord}" + (f" - ({off})" if off else "")) if d.coord else ""
+            lo = (f" - {d.tile} * {d.coord}" + (f" - ({d.offset})" if d.offset else "")) if d.coord else ""
             mul = "" if st == 1 else f" * {st}" if isinstance(st, int) else f" * ({st})"
             terms.append(f"({print_aff(ix, env, CSL)}{lo}){mul}")
         if t.name in self.slotted:
@@ -208,7 +198,7 @@ class KernelPrinter:
         def dsd(acc, s):
             t = self.mp.tensor(acc.buffer)
             name = f"dsd_{acc.buffer}_s{s}".replace("-", "m")
-            elems = boxes.alloc(t) * (2 if t.name in self.slotted else 1)
+            elems = t.elems * (2 if t.name in self.slotted else 1)
             self.dsds[name] = (acc.buffer, s, max(1, -(-elems // abs(s))), t.dtype)
             return f"@set_dsd_length(@increment_dsd_offset({name}, @as(i16, {self.offset(t, acc.index, woff_env)}), {ty}), " \
                    f"@as(u16, {n}))"

@@ -39,22 +39,16 @@ from ..meshir.printer import statement_text
 from .api import TILE
 
 
-def box_alloc(d) -> int:
-    """Elements a box dimension allocates: a window's span, else its tile (whole dimensions: the extent)."""
-    span = getattr(d, "span", 0)
-    return span or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent))
-
-
 def geometry(d) -> tuple:
     """What places element ``g`` of a box dimension at local index ``g - lo`` and where its real elements
     end: two dimensions with the same geometry hold the same elements at the same tile positions on every
     core (and zero padding at the same places)."""
-    return (d.coord, d.tile if d.coord else 0, getattr(d, "offset", 0), box_alloc(d), d.extent)
+    return (d.coord, d.tile if d.coord else 0, d.offset, d.alloc, d.extent)
 
 
 def tile_grid(t: RegionTensor) -> tuple[int, int]:
     """(tile rows, tile columns) of ``t``'s per-core box."""
-    dims = [box_alloc(d) for d in t.box]
+    dims = [d.alloc for d in t.box]
     if len(dims) == 0:
         return 1, 1
     if len(dims) == 1:

@@ -90,9 +90,8 @@ def _skew_c(mp: MeshProgram) -> str:
 
 
 def _box_c(t) -> str:
-    dims = list(t.box) + []
-    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile if (d.coord or d.padded) else min(d.tile, d.extent)}, {d.extent}, "
-                   f"{'true' if d.padded else 'false'}, {getattr(d, 'offset', 0)}, {getattr(d, 'span', 0)}}}"
+    dims = list(t.box)
+    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile}, {d.extent}, {'true' if d.padded else 'false'}, {d.offset}, {d.span}}}"
                    for d in dims)
     if len(dims) < 2:
         ds += ", {0, 1, 1, false, 0, 0}" * (2 - len(dims))

@@ -467,8 +467,8 @@ def _nonempty_c(mp: MeshProgram, buffer: str, x: str, y: str) -> str:
     """C: the box of ``buffer`` on core (x, y) at the current loop values holds at least one element."""
     conds = []
     for d in mp.tensor(buffer).box:
-        if d.padded or d.coord in (None, "kb") or getattr(d, "span", 0):
-            continue                    # always full (a window always holds its span)
+        if d.fixed is not None:
+            continue                    # the same on every core (a window always holds its span)
         c = {"x": x, "y": y}.get(d.coord, cexpr.var_c(d.coord))
         conds.append(f"mica_positive({d.extent} - {d.tile} * {c})")
     out = "1"
