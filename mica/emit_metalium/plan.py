@@ -30,13 +30,15 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.placed import placed_refusal
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift, walk_ops)
-from . import cexpr
-from .api import DATA_FORMATS, DEVICE_GRIDS, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION, tile_bytes
-from .classify import TileOp, box_domain_guard, classify, tile_grid
+from ..meshir.placed import placed_refusal
 from ..meshir.prefetch import DoubleBuffering, double_buffering
+from ..targets import get_target
+from . import cexpr
+from .api import (DATA_FORMATS, DEVICE_GRIDS, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
+                  tile_bytes)
+from .classify import TileOp, box_domain_guard, classify, tile_grid
 
 STEP = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}
 
@@ -610,8 +612,6 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     double = double_buffering(mp, lambda op, scope, two: _metal_reason(mp, kinds, op, scope, two))
     cbs = _cbs(mp, dtype, double)
     w = mp.region
-    from .api import L1_RESERVED_BYTES
-    from ..targets import get_target
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
     sems, transfers = _sems(mp, _transfers(mp, cbs, dtype, double))
