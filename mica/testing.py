@@ -3,8 +3,8 @@
 * :func:`run_c` compiles the user's original C function natively and calls it on copies of numpy inputs:
   the ground truth.
 * :func:`run_program` executes an affine :class:`~mica.affine.program.Program` sequentially in its
-  original (textual) order, through C generated from the program alone (isl AST of the original
-  schedule, statement bodies printed from the expression trees). Comparing the two checks that a front
+  original (textual) order, through the C :func:`mica.codeprint.reference.program_c` prints from the
+  program alone (re-exported here as :func:`program_c`). Comparing the two checks that a front
   end captured the C's meaning, independently of any mesh mapping.
 * :func:`assert_matches` compares result dicts with a readable message.
 
@@ -18,20 +18,17 @@ import re
 from contextlib import contextmanager
 
 import cffi
-import islpy as isl
 import numpy as np
 
 from .affine.c_parse import error, find_function, fold_int, parse_c, signature, typedefs_of, written_names
-from .affine.expr import Aff, Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
 from .affine.program import Program
+from .codeprint.reference import program_c
 from .emit_c.build import compile_shared
-from .emit_c.kernels import ast_expr_c, ast_to_c
-from .errors import EmitError, InputError
+from .errors import InputError
 
-__all__ = ["run_c", "run_program", "assert_matches"]
+__all__ = ["run_c", "run_program", "program_c", "assert_matches"]
 
 NP_DTYPE = {"f64": np.float64, "f32": np.float32, "double": np.float64, "float": np.float32}
-CTYPE = {"f64": "double", "f32": "float"}
 
 
 @contextmanager
@@ -152,110 +149,6 @@ def _extents(p, params, filename) -> tuple[int, ...]:
 
 
 # -- the affine program ----------------------------------------------------------------------------
-
-class _Printer:
-    """Prints a Program as one sequential C function over full row-major arrays."""
-
-    def __init__(self, prog: Program):
-        self.p = prog
-        self.ids = {a.name: f"a{k}" for k, a in enumerate(prog.arrays)}
-        self.scalar_ids = {n: k for k, (n, _) in enumerate(prog.scalars)}
-        self.scalar_types = dict(prog.scalars)
-        self.lines: list[str] = []
-
-    def offset(self, array: str, index: tuple[Aff, ...], env) -> str:
-        shape = self.p.array(array).shape
-        if not shape:
-            return "0"
-        out = ""
-        for d, (ix, n) in enumerate(zip(index, shape)):
-            term = _aff_c(ix, env)
-            out = f"({term})" if d == 0 else f"({out}) * {n}LL + ({term})"
-        return out
-
-    def expr(self, e, stmt, env, ctype: str) -> str:
-        if isinstance(e, Const):
-            v = float(e.value)
-            if v != v:
-                return "NAN"
-            if v in (float("inf"), float("-inf")):
-                return "INFINITY" if v > 0 else "(-INFINITY)"
-            return f"(({ctype}){v.hex()})"
-        if isinstance(e, Scalar):
-            return f"(({CTYPE[self.scalar_types[e.name]]})scalars[{self.scalar_ids[e.name]}])"
-        if isinstance(e, Read):
-            acc = stmt.access(e.ref)
-            return f"{self.ids[acc.array]}[{self.offset(acc.array, acc.index, env)}]"
-        if isinstance(e, Bin):
-            return f"({self.expr(e.lhs, stmt, env, ctype)} {e.op} {self.expr(e.rhs, stmt, env, ctype)})"
-        if isinstance(e, Neg):
-            return f"(-{self.expr(e.arg, stmt, env, ctype)})"
-        if isinstance(e, Call):
-            fn = e.fn + ("f" if ctype == "float" else "")
-            return f"{fn}({', '.join(self.expr(a, stmt, env, ctype) for a in e.args)})"
-        if isinstance(e, Cmp):
-            return f"({self.expr(e.lhs, stmt, env, ctype)} {e.op} {self.expr(e.rhs, stmt, env, ctype)})"
-        if isinstance(e, Select):
-            return (f"({self.expr(e.cond, stmt, env, ctype)} ? {self.expr(e.then, stmt, env, ctype)} : "
-                    f"{self.expr(e.other, stmt, env, ctype)})")
-        raise EmitError(f"run_program: cannot print expression {e!r}")
-
-    def user(self, call: isl.AstExpr, indent: str) -> None:
-        name = call.get_op_arg(0).get_id().get_name()
-        st = self.p.statement(name)
-        args = [ast_expr_c(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
-        env = {lp: f"v_{lp}" for lp in st.loops}
-        ctype = CTYPE[self.p.array(st.write.array).dtype]
-        self.lines.append(indent + "{")
-        for lp, a in zip(st.loops, args):
-            self.lines.append(f"{indent}  const int64_t v_{lp} = {a};")
-        w = st.write
-        self.lines.append(f"{indent}  {self.ids[w.array]}[{self.offset(w.array, w.index, env)}] = "
-                          f"{self.expr(st.expr, st, env, ctype)};  /* {name} */")
-        self.lines.append(indent + "}")
-
-    def node(self, nd: isl.AstNode, indent: str) -> None:
-        ast_to_c(nd, self.lines, indent, self.user)
-
-    def source(self) -> str:
-        for a in self.p.arrays:
-            if a.dtype not in CTYPE:
-                raise EmitError(f"run_program: array {a.name} has dtype {a.dtype}; only f32/f64 are supported")
-        head = ["/* Generated by mica.testing.run_program: sequential reference. */",
-                "#include <stdint.h>", "#include <math.h>",
-                "static inline int64_t mica_min(int64_t a, int64_t b) { return a < b ? a : b; }",
-                "static inline int64_t mica_max(int64_t a, int64_t b) { return a > b ? a : b; }",
-                "static inline int64_t mica_floord(int64_t a, int64_t b) "
-                "{ return a >= 0 ? a / b : -((-a + b - 1) / b); }",
-                "void mica_program(void **arrays, const double *scalars) {",
-                "  (void)scalars;"]
-        for k, a in enumerate(self.p.arrays):
-            head.append(f"  {CTYPE[a.dtype]} *{self.ids[a.name]} = ({CTYPE[a.dtype]} *)arrays[{k}]; "
-                        f"(void){self.ids[a.name]};  /* {a.name} */")
-        sched = self.p.schedule_map()
-        doms = None
-        for s in self.p.statements:
-            d = isl.UnionSet.from_set(s.domain_set)
-            doms = d if doms is None else doms.union(d)
-        sched = sched.intersect_domain(doms)
-        self.lines = []
-        if not sched.is_empty():
-            build = isl.AstBuild.from_context(isl.Set("{ : }"))
-            self.node(build.node_from_schedule_map(sched), "  ")
-        return "\n".join(head + self.lines + ["}", ""])
-
-
-def _aff_c(a: Aff, env) -> str:
-    parts = [env[n] if c == 1 else f"{c}LL * {env[n]}" for n, c in a.coeffs]
-    if a.const or not parts:
-        parts.append(f"{a.const}LL")
-    return " + ".join(parts)
-
-
-def program_c(program: Program) -> str:
-    """The C source :func:`run_program` compiles (for inspection)."""
-    return _Printer(program).source()
-
 
 def run_program(program: Program, inputs: dict) -> dict[str, np.ndarray]:
     """Executes ``program`` sequentially in its original order; returns its outputs by name.

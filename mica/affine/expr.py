@@ -171,25 +171,3 @@ class Select(Expr):
 
     def children(self):
         return (self.cond, self.then, self.other)
-
-
-def format_expr(e: Expr, ref_text) -> str:
-    """Readable text of ``e``; ``ref_text(ref)`` gives the text of an array reference."""
-    if isinstance(e, Const):
-        return repr(e.value)
-    if isinstance(e, Scalar):
-        return e.name
-    if isinstance(e, Read):
-        return ref_text(e.ref)
-    if isinstance(e, Bin):
-        return f"({format_expr(e.lhs, ref_text)} {e.op} {format_expr(e.rhs, ref_text)})"
-    if isinstance(e, Neg):
-        return f"-{format_expr(e.arg, ref_text)}"
-    if isinstance(e, Call):
-        return f"{e.fn}({', '.join(format_expr(a, ref_text) for a in e.args)})"
-    if isinstance(e, Cmp):
-        return f"({format_expr(e.lhs, ref_text)} {e.op} {format_expr(e.rhs, ref_text)})"
-    if isinstance(e, Select):
-        return (f"({format_expr(e.cond, ref_text)} ? {format_expr(e.then, ref_text)} : "
-                f"{format_expr(e.other, ref_text)})")
-    return repr(e)

@@ -29,12 +29,12 @@ Public API: :func:`emit_kernel_module` -> :class:`KernelModule`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 
 import islpy as isl
 
-from ..affine.expr import Aff, Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
+from ..affine.expr import Aff, Bin, Read
 from ..affine.isl_names import iset, umap, uset
+from ..codeprint import C_KERNEL, ast_expr, print_aff, print_expr, skew_block, walk
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 
@@ -98,72 +98,6 @@ class KernelModule:
         return self.names.index(name)
 
 
-# -- isl AST -> C ---------------------------------------------------------------------------------------
-
-_BINOPS = {
-    isl.ast_expr_op_type.add: "+", isl.ast_expr_op_type.sub: "-", isl.ast_expr_op_type.mul: "*",
-    isl.ast_expr_op_type.div: "/", isl.ast_expr_op_type.pdiv_q: "/", isl.ast_expr_op_type.pdiv_r: "%",
-    isl.ast_expr_op_type.zdiv_r: "%", isl.ast_expr_op_type.eq: "==", isl.ast_expr_op_type.le: "<=",
-    isl.ast_expr_op_type.lt: "<", isl.ast_expr_op_type.ge: ">=", isl.ast_expr_op_type.gt: ">",
-    isl.ast_expr_op_type.and_: "&&", isl.ast_expr_op_type.and_then: "&&",
-    isl.ast_expr_op_type.or_: "||", isl.ast_expr_op_type.or_else: "||",
-}
-
-
-def ast_expr_c(e: isl.AstExpr) -> str:
-    t = e.get_type()
-    if t == isl.ast_expr_type.id:
-        name = e.get_id().get_name()
-        return name[2:] if name.startswith("__") else name    # __x, __y, __t, __kb: the kernel's locals
-    if t == isl.ast_expr_type.int:
-        return f"{e.get_val().to_python()}LL"
-    op = e.get_op_type()
-    args = [ast_expr_c(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
-    if op in _BINOPS:
-        return f"({args[0]} {_BINOPS[op]} {args[1]})"
-    if op == isl.ast_expr_op_type.minus:
-        return f"(-{args[0]})"
-    if op in (isl.ast_expr_op_type.max, isl.ast_expr_op_type.min):
-        fn = "mica_max" if op == isl.ast_expr_op_type.max else "mica_min"
-        out = args[0]
-        for a in args[1:]:
-            out = f"{fn}({out}, {a})"
-        return out
-    if op == isl.ast_expr_op_type.fdiv_q:
-        return f"mica_floord({args[0]}, {args[1]})"
-    if op in (isl.ast_expr_op_type.cond, isl.ast_expr_op_type.select):
-        return f"({args[0]} ? {args[1]} : {args[2]})"
-    raise EmitError(f"unsupported isl AST expression {e.to_C_str()}")
-
-
-def ast_to_c(nd: isl.AstNode, lines: list[str], indent: str, user) -> None:
-    """Appends the C of isl AST ``nd`` to ``lines``; ``user(call_expr, indent)`` prints each statement."""
-    t = nd.get_type()
-    if t == isl.ast_node_type.for_:
-        it = ast_expr_c(nd.for_get_iterator())
-        lines.append(f"{indent}for (int64_t {it} = {ast_expr_c(nd.for_get_init())}; "
-                     f"{ast_expr_c(nd.for_get_cond())}; {it} += {ast_expr_c(nd.for_get_inc())}) {{")
-        ast_to_c(nd.for_get_body(), lines, indent + "  ", user)
-        lines.append(indent + "}")
-    elif t == isl.ast_node_type.if_:
-        lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
-        ast_to_c(nd.if_get_then_node(), lines, indent + "  ", user)
-        if nd.if_has_else_node():
-            lines.append(indent + "} else {")
-            ast_to_c(nd.if_get_else_node(), lines, indent + "  ", user)
-        lines.append(indent + "}")
-    elif t == isl.ast_node_type.block:
-        children = nd.block_get_children()
-        for i in range(children.n_ast_node()):
-            ast_to_c(children.get_at(i), lines, indent, user)
-    elif t == isl.ast_node_type.user:
-        user(nd.user_get_expr(), indent)
-    elif t == isl.ast_node_type.mark:
-        ast_to_c(nd.mark_get_node(), lines, indent, user)
-    else:
-        raise EmitError("unexpected isl AST node")
-
-
 class _KernelPrinter:
     """Prints one kernel class: pointer set-up, isl-generated loops, statement bodies."""
 
@@ -194,25 +128,17 @@ class _KernelPrinter:
 
     def _size_c(self, d: BoxDim) -> str:
         """The box extent along ``d`` on this class: a constant when it is one, else a C expression."""
-        if d.coord is None:
-            return str(min(d.tile, d.extent))
-        if d.padded or d.window:
-            return str(d.alloc)
-        if d.coord in ("x", "y"):
-            lo, hi = (self.cls.region.x0, self.cls.region.x1) if d.coord == "x" else \
-                (self.cls.region.y0, self.cls.region.y1)
-            if d.size(lo) == d.size(hi - 1):      # sizes never grow with c: constant on the class
-                return str(d.size(lo))
-        elif d.coord == "t" and d.extent % d.tile == 0:
-            return str(d.tile)
-        c = self._coord_c(d)
-        return f"mica_min({d.tile}LL, {d.extent}LL - {d.tile}LL * {c})"
+        r = self.cls.region
+        n = d.size_on(*((r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)))
+        if n is not None:
+            return str(n)
+        return f"mica_min({d.tile}LL, {d.extent}LL - {d.tile}LL * {self._coord_c(d)})"
 
     def offset_c(self, tensor: RegionTensor, index: tuple[Aff, ...], env: dict[str, str]) -> str:
         terms = []
         sizes = [self._size_c(d) for d in tensor.box]
         for dim, (d, ix) in enumerate(zip(tensor.box, index)):
-            idx = _aff_c(ix, env)
+            idx = print_aff(ix, env, C_KERNEL)
             lo = f" - {d.tile}LL * {self._coord_c(d)}" if d.coord else ""
             if d.offset:
                 lo += f" - ({d.offset}LL)"
@@ -222,35 +148,19 @@ class _KernelPrinter:
 
     # -- statement body ----------------------------------------------------------------------------------
     def expr_c(self, e, env) -> str:
-        if isinstance(e, Const):
-            v = float(e.value)
-            return f"({self.ctype}){v.hex()}" if v == v and abs(v) != float("inf") else \
-                ("NAN" if v != v else ("INFINITY" if v > 0 else "(-INFINITY)"))
-        if isinstance(e, Scalar):
-            return f"(({self.ctype})scalars[{self.mp.scalars.index(e.name)}])"
-        if isinstance(e, Read):
-            p = self.part
-            acc = next(a for a in p.reads if a.ref == e.ref) if e.ref != p.write.ref else p.write
-            t = self.mp.tensor(acc.buffer)
-            return f"{self.buf_ids[acc.buffer]}[{self.offset_c(t, acc.index, env)}]"
-        if isinstance(e, Bin):
-            return f"({self.expr_c(e.lhs, env)} {e.op} {self.expr_c(e.rhs, env)})"
-        if isinstance(e, Neg):
-            return f"(-{self.expr_c(e.arg, env)})"
-        if isinstance(e, Call):
-            fn = e.fn + ("f" if self.ctype == "float" else "")
-            return f"{fn}({', '.join(self.expr_c(a, env) for a in e.args)})"
-        if isinstance(e, Cmp):
-            return f"({self.expr_c(e.lhs, env)} {e.op} {self.expr_c(e.rhs, env)})"
-        if isinstance(e, Select):
-            return f"({self.expr_c(e.cond, env)} ? {self.expr_c(e.then, env)} : {self.expr_c(e.other, env)})"
-        raise EmitError(f"kernel {self.k.name}: cannot print expression {e!r}")
+        p = self.part
+
+        def read(ref):
+            acc = next(a for a in p.reads if a.ref == ref) if ref != p.write.ref else p.write
+            return f"{self.buf_ids[acc.buffer]}[{self.offset_c(self.mp.tensor(acc.buffer), acc.index, env)}]"
+        return print_expr(e, C_KERNEL, read, lambda n: f"(({self.ctype})scalars[{self.mp.scalars.index(n)}])",
+                          elem=self.ctype, where=f"kernel {self.k.name}")
 
     def user(self, expr: isl.AstExpr, indent: str) -> None:
         n = expr.get_op_n_arg()
         self.part = p = self.by_name[expr.get_op_arg(0).get_id().get_name()]
         self.ctype = CTYPE[self.mp.tensor(p.write.buffer).dtype]
-        args = [ast_expr_c(expr.get_op_arg(i)) for i in range(1, n)]
+        args = [ast_expr(expr.get_op_arg(i), C_KERNEL) for i in range(1, n)]
         env = dict(zip(p.loops, (f"i_{lp}" for lp in p.loops)))
         self.lines.append(indent + "{" + (f" /* {p.statement} */" if len(self.by_name) > 1 else ""))
         for lp, a in zip(p.loops, args):
@@ -262,7 +172,7 @@ class _KernelPrinter:
         self.lines.append(indent + "}")
 
     def node(self, nd: isl.AstNode, indent: str) -> None:
-        ast_to_c(nd, self.lines, indent, self.user)
+        walk(nd, self.lines, indent, C_KERNEL, self.user)
 
     def function(self) -> str:
         k, r = self.k, self.cls.region
@@ -288,7 +198,7 @@ class _KernelPrinter:
                       "  (void)x; (void)y; (void)v; (void)scalars;",
                       "  const int64_t t = v[0]; (void)t;"]
         if "__kb" in params:
-            self.lines.append(f"  const int64_t kb = {_skew_c(self.mp.skew)}; /* the block this core works on */")
+            self.lines.append(f"  const int64_t kb = {skew_block(self.mp.skew.kind, self.mp.skew.n, C_KERNEL)}; /* the block this core works on */")
         for buf, bid in self.buf_ids.items():
             tns = self.mp.tensor(buf)
             ct = CTYPE[tns.dtype]
@@ -392,7 +302,7 @@ class _KernelPrinter:
                     return nd
         node = unwrap(node)
         while node.get_type() == isl.ast_node_type.if_ and not node.if_has_else_node():
-            conds.append(ast_expr_c(node.if_get_cond()))
+            conds.append(ast_expr(node.if_get_cond(), C_KERNEL))
             node = unwrap(node.if_get_then_node())
         while node.get_type() == isl.ast_node_type.for_:
             it = node.for_get_iterator().get_id().get_name()
@@ -407,8 +317,8 @@ class _KernelPrinter:
                 return False
             if (_iterator_ids(init, set()) | _iterator_ids(a1, set())) & {*iters, it}:
                 return False
-            hi = ast_expr_c(a1)
-            bounds[it] = (ast_expr_c(init), f"({hi} + 1LL)" if cond.get_op_type() == isl.ast_expr_op_type.le else hi)
+            hi = ast_expr(a1, C_KERNEL)
+            bounds[it] = (ast_expr(init, C_KERNEL), f"({hi} + 1LL)" if cond.get_op_type() == isl.ast_expr_op_type.le else hi)
             iters.append(it)
             node = unwrap(node.for_get_body())
         if node.get_type() != isl.ast_node_type.user:
@@ -420,7 +330,7 @@ class _KernelPrinter:
             arg = expr.get_op_arg(n)
             used = _iterator_ids(arg, set()) & set(iters)
             if not used:                                    # a single value: a loop of one iteration
-                ranges[lp] = (ast_expr_c(arg), f"({ast_expr_c(arg)} + 1LL)")
+                ranges[lp] = (ast_expr(arg, C_KERNEL), f"({ast_expr(arg, C_KERNEL)} + 1LL)")
             elif arg.get_type() == isl.ast_expr_type.id and arg.get_id().get_name() in bounds:
                 ranges[lp] = bounds.pop(arg.get_id().get_name())
             else:
@@ -634,23 +544,6 @@ def _iterator_ids(e: isl.AstExpr, out: set[str]) -> set[str]:
         for n in range(e.get_op_n_arg()):
             _iterator_ids(e.get_op_arg(n), out)
     return out
-
-
-def _skew_c(skew) -> str:
-    """C for the block core (x, y) works on at step t (see :class:`mica.meshir.ir.Skew`)."""
-    n = skew.n
-    if skew.kind == "cannon":
-        return f"(t + x + y) % {n}LL"
-    lx = f"(x % 2 == 0 ? x / 2 : {n - 1}LL - x / 2)"
-    ly = f"(y % 2 == 0 ? y / 2 : {n - 1}LL - y / 2)"
-    return f"(t + {lx} + {ly}) % {n}LL"
-
-
-def _aff_c(a: Aff, env: dict[str, str]) -> str:
-    parts = [env[n] if c == 1 else f"{c}LL * {env[n]}" for n, c in a.coeffs]
-    if a.const or not parts:
-        parts.append(f"{a.const}LL")
-    return " + ".join(parts)
 
 
 def emit_kernel_module(mp: MeshProgram, *, blocked: bool = True) -> KernelModule:

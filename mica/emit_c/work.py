@@ -16,11 +16,11 @@ from __future__ import annotations
 import islpy as isl
 
 from ..affine.isl_names import iset
+from ..codeprint import C_KERNEL, ast_expr, skew_block, walk
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from ..targets import Target
 from ..tiling.cost import instance_cycles
-from .kernels import _skew_c, ast_expr_c
 
 
 def _trip(nd: isl.AstNode) -> tuple[str, str, str] | None:
@@ -33,14 +33,14 @@ def _trip(nd: isl.AstNode) -> tuple[str, str, str] | None:
     if lhs.get_type() != isl.ast_expr_type.id or lhs.get_id().get_name() != it:
         return None
     op = cond.get_op_type()
-    bound = ast_expr_c(cond.get_op_arg(1))
+    bound = ast_expr(cond.get_op_arg(1), C_KERNEL)
     if op == isl.ast_expr_op_type.le:
         last = bound
     elif op == isl.ast_expr_op_type.lt:
         last = f"({bound} - 1)"
     else:
         return None
-    return ast_expr_c(nd.for_get_init()), last, ast_expr_c(nd.for_get_inc())
+    return ast_expr(nd.for_get_init(), C_KERNEL), last, ast_expr(nd.for_get_inc(), C_KERNEL)
 
 
 def _is_leaf(nd: isl.AstNode) -> bool:
@@ -51,37 +51,17 @@ def _is_leaf(nd: isl.AstNode) -> bool:
 
 
 def _count(nd: isl.AstNode, lines: list[str], indent: str, var: str) -> None:
-    """Appends C adding to ``var`` the number of statement executions of AST ``nd``."""
-    t = nd.get_type()
-    if t == isl.ast_node_type.for_:
+    """Appends C adding to ``var`` the number of statement executions of AST ``nd``: the kernel's loop
+    nest, each innermost loop replaced by its trip count."""
+    def innermost(nd: isl.AstNode, indent: str) -> bool:
         trip = _trip(nd) if _is_leaf(nd.for_get_body()) else None
-        if trip is not None:
-            init, last, step = trip
-            lines.append(f"{indent}{{ const int64_t lo_ = {init}, hi_ = {last}; "
-                         f"if (hi_ >= lo_) {var} += (hi_ - lo_) / {step} + 1; }}")
-            return
-        it = ast_expr_c(nd.for_get_iterator())
-        lines.append(f"{indent}for (int64_t {it} = {ast_expr_c(nd.for_get_init())}; "
-                     f"{ast_expr_c(nd.for_get_cond())}; {it} += {ast_expr_c(nd.for_get_inc())}) {{")
-        _count(nd.for_get_body(), lines, indent + "  ", var)
-        lines.append(indent + "}")
-    elif t == isl.ast_node_type.if_:
-        lines.append(f"{indent}if ({ast_expr_c(nd.if_get_cond())}) {{")
-        _count(nd.if_get_then_node(), lines, indent + "  ", var)
-        if nd.if_has_else_node():
-            lines.append(indent + "} else {")
-            _count(nd.if_get_else_node(), lines, indent + "  ", var)
-        lines.append(indent + "}")
-    elif t == isl.ast_node_type.block:
-        children = nd.block_get_children()
-        for i in range(children.n_ast_node()):
-            _count(children.get_at(i), lines, indent, var)
-    elif t == isl.ast_node_type.user:
-        lines.append(f"{indent}{var} += 1;")
-    elif t == isl.ast_node_type.mark:
-        _count(nd.mark_get_node(), lines, indent, var)
-    else:
-        raise EmitError("unexpected isl AST node in a work function")
+        if trip is None:
+            return False
+        init, last, step = trip
+        lines.append(f"{indent}{{ const int64_t lo_ = {init}, hi_ = {last}; "
+                     f"if (hi_ >= lo_) {var} += (hi_ - lo_) / {step} + 1; }}")
+        return True
+    walk(nd, lines, indent, C_KERNEL, lambda call, ind: lines.append(f"{ind}{var} += 1;"), innermost)
 
 
 def _context(mp: MeshProgram, dom: isl.Set, cls: KernelClass, steps: int) -> isl.Set:
@@ -102,7 +82,7 @@ def _work_function(mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, tar
              "  (void)x; (void)y; (void)v;",
              "  const int64_t t = v[0]; (void)t;"]
     if mp.skew is not None:
-        lines.append(f"  const int64_t kb = {_skew_c(mp.skew)}; (void)kb;")
+        lines.append(f"  const int64_t kb = {skew_block(mp.skew.kind, mp.skew.n, C_KERNEL)}; (void)kb;")
     lines.append("  double cycles = 0.0;")
     for i, part in enumerate(k.statements):
         dom = iset(part.domain)

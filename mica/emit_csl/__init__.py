@@ -9,7 +9,8 @@ emulator. The emitted set is checked before it is written: :func:`mica.emit_csl.
 
 Modules: ``plan`` (channels, colours, queues, classes), ``kernels`` (kernel classes as CSL), ``pe`` (PE
 program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (plan.json), ``validate``,
-``syntax`` (+ ``csl.lark``), ``isl_ast`` / ``csltext`` (printing helpers).
+``syntax`` (+ ``csl.lark``), ``boxes`` / ``csltext`` (printing helpers; expressions and isl ASTs print
+through :mod:`mica.codeprint`).
 
 Public API: :func:`emit`, :func:`render` (the files as text without writing them).
 """

@@ -3,77 +3,20 @@ RegionTensor box defines, launch, memcpy_d2h, comparison with a sequential refer
 (the cslc and cs_python command lines).
 
 The reference in ``run.py`` is the original program executed in its textual order in plain Python over
-numpy arrays (generated from isl's AST of the original schedule), so the script needs nothing but numpy
-and the SDK.
+numpy arrays (:func:`mica.codeprint.program_py`), so the script needs nothing but numpy and the SDK.
 
 Public API: :func:`render_run_py`, :func:`render_commands`.
 """
 
 from __future__ import annotations
 
-import islpy as isl
-
-from ..affine.expr import Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
 from ..affine.program import Program
+from ..codeprint import program_py
 from ..errors import EmitError
 from ..meshir import ir
-from .isl_ast import py_expr, walk
 from .plan import CslPlan
 
 NP = {"f32": "np.float32", "f16": "np.float16"}
-
-
-def _reference(prog: Program) -> list[str]:
-    """Python lines of ``reference(arrays, scalars)``: the program in its original order."""
-    lines = ["def reference(arrays, scalars):",
-             '    """The original program, sequentially, in its textual order (isl AST of its schedule)."""']
-    for a in prog.arrays:
-        lines.append(f"    {a.name}_ = arrays[{a.name!r}]")
-
-    def expr(e, st, env):
-        if isinstance(e, Const):
-            return repr(float(e.value))
-        if isinstance(e, Scalar):
-            return f"scalars[{e.name!r}]"
-        if isinstance(e, Read):
-            acc = st.access(e.ref)
-            ix = ", ".join(_aff(i, env) for i in acc.index)
-            return f"{acc.array}_[{ix}]" if acc.index else f"{acc.array}_[()]"
-        if isinstance(e, Bin):
-            return f"({expr(e.lhs, st, env)} {e.op} {expr(e.rhs, st, env)})"
-        if isinstance(e, Neg):
-            return f"(-{expr(e.arg, st, env)})"
-        if isinstance(e, Call):
-            return f"np.{e.fn}({', '.join(expr(a, st, env) for a in e.args)})"
-        if isinstance(e, Cmp):
-            return f"({expr(e.lhs, st, env)} {e.op} {expr(e.rhs, st, env)})"
-        if isinstance(e, Select):
-            return f"({expr(e.then, st, env)} if {expr(e.cond, st, env)} else {expr(e.other, st, env)})"
-        raise EmitError(f"CSL back end: host reference cannot print {e!r}")
-
-    def user(call: isl.AstExpr, indent: str):
-        st = prog.statement(call.get_op_arg(0).get_id().get_name())
-        args = [py_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
-        env = dict(zip(st.loops, args))
-        w = st.write
-        ix = ", ".join(_aff(i, env) for i in w.index) or "()"
-        lines.append(f"{indent}{w.array}_[{ix}] = {expr(st.expr, st, env)}  # {st.name}")
-    sched = prog.schedule_map()
-    doms = None
-    for s in prog.statements:
-        d = isl.UnionSet.from_set(s.domain_set)
-        doms = d if doms is None else doms.union(d)
-    node = isl.AstBuild.from_context(isl.Set("{ : }")).node_from_schedule_map(sched.intersect_domain(doms))
-    walk(node, lines, "    ", "py", user)
-    lines.append("    return arrays")
-    return lines
-
-
-def _aff(a, env) -> str:
-    parts = [f"({env[n]})" if c == 1 else f"{c} * ({env[n]})" for n, c in a.coeffs]
-    if a.const or not parts:
-        parts.append(str(a.const))
-    return " + ".join(parts)
 
 
 def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
@@ -163,7 +106,7 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
           "            array[tuple(slice(a, e) for _, _, a, e in b)] = block[src]",
           "",
           ""]
-    L += _reference(prog)
+    L += program_py(prog)
     L += ["",
           "",
           "def main():",

@@ -1,6 +1,6 @@
 """MeshIR kernels -> CSL functions, one per kernel class (as the C back end has one C function per class).
 
-The loop nest is isl's AST of the kernel's domain on the class's rectangle (``isl_ast.walk``). Where the
+The loop nest is isl's AST of the kernel's domain on the class's rectangle (:func:`mica.codeprint.walk`). Where the
 innermost loop is a vector update with unit step, it becomes one DSD operation instead of a scalar loop:
 
     W[..] = W[..] + X[..] * s   ->  @fmacs(dW, dW, dX, s)      W[..] = X[..] + Y[..]  ->  @fadds(dW, dX, dY)
@@ -19,12 +19,11 @@ from math import prod
 
 import islpy as isl
 
-from ..affine.expr import Aff, Bin, Call, Cmp, Const, Neg, Read, Scalar, Select
+from ..affine.expr import Aff, Bin, Call, Cmp, Read, Select
 from ..affine.isl_names import iset, umap, uset
-from ..errors import EmitError
+from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
-from . import boxes
-from .isl_ast import csl_expr, walk
+from ..meshir.printer import statement_text
 
 SUFFIX = {"f32": "s", "f16": "h"}
 
@@ -45,17 +44,9 @@ class KernelPrinter:
     # -- geometry ----------------------------------------------------------------------------------------
     def _size(self, d: BoxDim):
         """Box extent along ``d`` on this class: an int when constant, else CSL text."""
-        f = boxes.fixed_size(d)
-        if f is not None:
-            return f
-        if d.coord in ("x", "y"):
-            r = self.cls.region
-            lo, hi = (r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)
-            if d.size(lo) == d.size(hi - 1):
-                return d.size(lo)
-        elif d.coord == "t" and d.extent % d.tile == 0:
-            return d.tile
-        return f"imin({d.tile}, {d.extent} - {d.tile} * {d.coord})"
+        r = self.cls.region
+        n = d.size_on(*((r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)))
+        return n if n is not None else f"imin({d.tile}, {d.extent} - {d.tile} * {d.coord})"
 
     def _strides(self, t: RegionTensor):
         sizes = [self._size(d) for d in t.box]
@@ -71,10 +62,9 @@ class KernelPrinter:
     def offset(self, t: RegionTensor, index: tuple[Aff, ...], env: dict[str, str]) -> str:
         terms = []
         for d, ix, st in zip(t.box, index, self._strides(t)):
-            off = boxes.offset(d)
-            lo = (f" - {d.tile} * {d.coord}" + (f" - ({off})" if off else "")) if d.coord else ""
+            lo = (f" - {d.tile} * {d.coord}" + (f" - ({d.offset})" if d.offset else "")) if d.coord else ""
             mul = "" if st == 1 else f" * {st}" if isinstance(st, int) else f" * ({st})"
-            terms.append(f"({_aff(ix, env)}{lo}){mul}")
+            terms.append(f"({print_aff(ix, env, CSL)}{lo}){mul}")
         if t.name in self.slotted:
             terms.append(f"slot_{t.name}")
         return " + ".join(terms) or "0"
@@ -85,36 +75,17 @@ class KernelPrinter:
         return p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
 
     def expr(self, e, env) -> str:
-        ty = self.mp.tensor(self.part.write.buffer).dtype
-        if isinstance(e, Const):
-            v = float(e.value)
-            if v != v or v in (float("inf"), float("-inf")):
-                raise EmitError(f"CSL back end: kernel {self.k.name}: constant {v} has no CSL literal")
-            return f"@as({ty}, {v!r})"
-        if isinstance(e, Scalar):
-            return f"@as({ty}, scalars[{self.mp.scalars.index(e.name)}])"
-        if isinstance(e, Read):
-            a = self._acc(e.ref)
+        def read(ref):
+            a = self._acc(ref)
             return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
-        if isinstance(e, Bin):
-            if e.op not in "+-*/":
-                raise EmitError(f"CSL back end: kernel {self.k.name}: operator {e.op!r} has no CSL form")
-            return f"({self.expr(e.lhs, env)} {e.op} {self.expr(e.rhs, env)})"
-        if isinstance(e, Neg):
-            return f"(-{self.expr(e.arg, env)})"
-        if isinstance(e, Select):
-            return f"(if ({self.expr(e.cond, env)}) {self.expr(e.then, env)} else {self.expr(e.other, env)})"
-        if isinstance(e, Cmp):
-            return f"({self.expr(e.lhs, env)} {e.op} {self.expr(e.rhs, env)})"
-        if isinstance(e, Call):
-            raise EmitError(f"CSL back end: kernel {self.k.name}: math function {e.fn}() is not mapped to CSL's "
-                            f"<math> library yet")
-        raise EmitError(f"CSL back end: kernel {self.k.name}: cannot print expression {e!r}")
+        ty = self.mp.tensor(self.part.write.buffer).dtype
+        return print_expr(e, CSL, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
+                          where=f"CSL back end: kernel {self.k.name}")
 
     # -- statements ----------------------------------------------------------------------------------------
-    def _env(self, call: isl.AstExpr, subst: dict[str, str] | None = None):
+    def _env(self, call: isl.AstExpr):
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]
-        args = [csl_expr(call.get_op_arg(i), subst) for i in range(1, call.get_op_n_arg())]
+        args = [ast_expr(call.get_op_arg(i), CSL) for i in range(1, call.get_op_n_arg())]
         return p, dict(zip(p.loops, args))
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
@@ -131,20 +102,20 @@ class KernelPrinter:
         if body.get_type() != isl.ast_node_type.user or inc.get_type() != isl.ast_expr_type.int \
                 or inc.get_val().to_python() != 1:
             return False
-        it = csl_expr(nd.for_get_iterator())
+        it = ast_expr(nd.for_get_iterator(), CSL)
         cond = nd.for_get_cond()
         if cond.get_type() != isl.ast_expr_type.op or cond.get_op_type() not in (
-                isl.ast_expr_op_type.le, isl.ast_expr_op_type.lt) or csl_expr(cond.get_op_arg(0)) != it:
+                isl.ast_expr_op_type.le, isl.ast_expr_op_type.lt) or ast_expr(cond.get_op_arg(0), CSL) != it:
             return False
-        init = csl_expr(nd.for_get_init())
-        ub = csl_expr(cond.get_op_arg(1))
+        init = ast_expr(nd.for_get_init(), CSL)
+        ub = ast_expr(cond.get_op_arg(1), CSL)
         count = f"{ub} - {init} + 1" if cond.get_op_type() == isl.ast_expr_op_type.le else f"{ub} - {init}"
         call = body.user_get_expr()
         p = self.by_name[call.get_op_arg(0).get_id().get_name()]
         word = re.compile(rf"\b{re.escape(it)}\b")
         coef = {}
         for lp, k in zip(p.loops, range(1, call.get_op_n_arg())):
-            a = csl_expr(call.get_op_arg(k))
+            a = ast_expr(call.get_op_arg(k), CSL)
             if a == it:
                 coef[lp] = 1
             elif word.search(a):
@@ -227,11 +198,11 @@ class KernelPrinter:
         def dsd(acc, s):
             t = self.mp.tensor(acc.buffer)
             name = f"dsd_{acc.buffer}_s{s}".replace("-", "m")
-            elems = boxes.alloc(t) * (2 if t.name in self.slotted else 1)
+            elems = t.elems * (2 if t.name in self.slotted else 1)
             self.dsds[name] = (acc.buffer, s, max(1, -(-elems // abs(s))), t.dtype)
             return f"@set_dsd_length(@increment_dsd_offset({name}, @as(i16, {self.offset(t, acc.index, woff_env)}), {ty}), " \
                    f"@as(u16, {n}))"
-        src = format_src(p)
+        src = statement_text(p)
         self.lines.append(f"{indent}// {p.statement or p.name}: {src}  -- vector over {it} (@{kind}{sfx})")
         self.lines.append(f"{indent}const {n}: i32 = {count};")
         self.lines.append(f"{indent}if ({n} > 0) {{")
@@ -284,7 +255,7 @@ class KernelPrinter:
             build = isl.AstBuild.from_context(ctx)
             udom = dom if k.parts else isl.UnionSet.from_set(dom)
             node = build.node_from_schedule_map(sched.intersect_domain(udom))
-            walk(node, self.lines, "  ", "csl", self.user, self.vector_loop, iterators)
+            walk(node, self.lines, "  ", CSL, self.user, self.vector_loop, iterators)
         body = "\n".join(self.lines)
         used = {n for n in ("x", "y", "t", "kb") if re.search(rf"\b{n}\b", body)}
         if "kb" in used:
@@ -296,24 +267,6 @@ class KernelPrinter:
             ("kb", "skew_block(x, y, t)", "  // the block this core works on")) if n in used]
         head += [f"  var {it}: i32 = 0;" for it in sorted(iterators, key=lambda v: (len(v), v))]
         return "\n".join(head + self.lines + ["}"])
-
-
-def format_src(p: Kernel) -> str:
-    from ..affine.expr import format_expr
-    accs = {a.ref: a for a in (p.write, *p.reads)}
-
-    def ref(r):
-        a = accs[r]
-        return f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]"
-    w = p.write
-    return f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}] = {format_expr(p.expr, ref)}"
-
-
-def _aff(a: Aff, env: dict[str, str]) -> str:
-    parts = [f"({env[n]})" if c == 1 else f"{c} * ({env[n]})" for n, c in a.coeffs]
-    if a.const or not parts:
-        parts.append(str(a.const))
-    return " + ".join(parts)
 
 
 def kernel_functions(mp: MeshProgram, slotted: frozenset = frozenset()) -> tuple[list[tuple[str, str]], dict]:

@@ -244,7 +244,7 @@ def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
     """Elements of ``t``'s box on core (x, y) at loop values ``env`` (0 when empty)."""
     n = 1
     for d in t.box:
-        n *= boxes.size_at(d, {"x": x, "y": y}.get(d.coord, env.get(d.coord, 0)))
+        n *= d.size({"x": x, "y": y}.get(d.coord, env.get(d.coord, 0)))
     return n
 
 
@@ -254,7 +254,7 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int) -> tu
         if t.dtype not in DTYPES:
             raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
                             f"(compile the program with f32 arrays)")
-        elems = boxes.alloc(t)
+        elems = t.elems
         out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t),
                           2 if t.name in double.buffers else 1))
     # MeshIR gives buffers of operators that never run at once the same arena bytes; CSL declares every

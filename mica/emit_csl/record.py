@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..meshir import ir
-from . import boxes
 from .plan import CslPlan, use_ranges
 
 _BIT = {"RAMP": 1, "N": 2, "E": 4, "S": 8, "W": 16}
@@ -59,7 +58,7 @@ def _exchanges(mp: ir.MeshProgram, plan: CslPlan) -> list[dict]:
                 env = dict(u)
                 size = np.full((len(range(b.y0, b.y1, b.ys)), len(range(b.x0, b.x1, b.xs))), t.elem_bytes, np.int64)
                 for d in t.box:
-                    f = boxes.fixed_size(d)
+                    f = d.fixed
                     if f is not None:
                         size = size * f
                     else:

@@ -28,28 +28,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ..affine.expr import Bin, Const, Neg, Read, format_expr
+import islpy as isl
+
+from ..affine.expr import Bin, Call, Const, Neg, Read, Scalar
+from ..affine.isl_names import iset
+from ..codeprint import C_KERNEL, ast_expr
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
+from ..meshir.printer import statement_text
 from .api import TILE
-
-
-def box_alloc(d) -> int:
-    """Elements a box dimension allocates: a window's span, else its tile (whole dimensions: the extent)."""
-    span = getattr(d, "span", 0)
-    return span or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent))
 
 
 def geometry(d) -> tuple:
     """What places element ``g`` of a box dimension at local index ``g - lo`` and where its real elements
     end: two dimensions with the same geometry hold the same elements at the same tile positions on every
     core (and zero padding at the same places)."""
-    return (d.coord, d.tile if d.coord else 0, getattr(d, "offset", 0), box_alloc(d), d.extent)
+    return (d.coord, d.tile if d.coord else 0, d.offset, d.alloc, d.extent)
 
 
 def tile_grid(t: RegionTensor) -> tuple[int, int]:
     """(tile rows, tile columns) of ``t``'s per-core box."""
-    dims = [box_alloc(d) for d in t.box]
+    dims = [d.alloc for d in t.box]
     if len(dims) == 0:
         return 1, 1
     if len(dims) == 1:
@@ -104,7 +103,6 @@ def _pure(acc: KAccess) -> tuple[str, ...] | None:
 
 
 def classify(mp: MeshProgram, k: Kernel) -> TileOp:
-    from .generic import check_generic
     if k.parts:
         check_generic(mp, k)
         return TileOp(k.name, "generic", k.parts[0].write.buffer,
@@ -119,9 +117,7 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
     w = k.write
     wt = mp.tensor(w.buffer)
     wm, wn = tile_grid(wt)
-    text = f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}] = " + format_expr(
-        k.expr, lambda r: (lambda a: f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]")(
-            k.write if r == k.write.ref else reads[r]))
+    text = statement_text(k)
     wv = _pure(w)
     if isinstance(k.expr, Const):
         return TileOp(k.name, "fill", w.buffer, value=float(k.expr.value), mt=wm * wn, text=text)
@@ -154,6 +150,20 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
                 return TileOp(k.name, "scalar", w.buffer, (x.buffer,), mt=wm * wn, text=text, chain=tuple(ops))
     check_generic(mp, k)
     return TileOp(k.name, "generic", w.buffer, text=text)
+
+
+def check_generic(mp: MeshProgram, k: Kernel) -> None:
+    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls, scalar arguments)."""
+    for p in k.statements:
+        for e in p.expr.walk():
+            if isinstance(e, (Call, Scalar)):
+                what = f"call of {e.fn}" if isinstance(e, Call) else f"scalar argument {e.name}"
+                raise EmitError(f"kernel {k.name}: {what}: neither a tile routine nor the generic path (no "
+                                f"math library and no scalar arguments on the data-movement RISC-V) renders it")
+        for a in (p.write, *p.reads):
+            if len(mp.tensor(a.buffer).box) > 2:
+                raise EmitError(f"kernel {k.name}: rank-{len(mp.tensor(a.buffer).box)} buffer {a.buffer} has no "
+                                f"tile layout in the Metalium back end")
 
 
 def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:
@@ -223,10 +233,6 @@ def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | No
 
     The box of a loop is the box dimension of the first access that indexes by it; the check is one isl
     inclusion: boxes (restricted to where the domain is non-empty) must lie inside the domain."""
-    import islpy as isl
-
-    from ..affine.isl_names import iset
-    from ..emit_c.kernels import ast_expr_c
     dom = iset(k.domain, EmitError)
     params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
     cons = []
@@ -253,4 +259,4 @@ def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | No
     if ctx_set.is_subset(live):
         return None
     expr = isl.AstBuild.from_context(ctx_set).expr_from_set(live)
-    return ast_expr_c(expr)
+    return ast_expr(expr, C_KERNEL)

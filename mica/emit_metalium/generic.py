@@ -14,20 +14,12 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..affine.expr import Aff, Bin, Cmp, Const, Neg, Read, Select
 from ..affine.isl_names import iset, umap, uset
-from ..emit_c.kernels import ast_expr_c, ast_to_c
+from ..codeprint import METALIUM, ast_expr, print_aff, print_expr, walk
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
 from .classify import tile_grid
-
-
-def _aff_c(a: Aff, env: dict[str, str]) -> str:
-    parts = [env[n] if c == 1 else f"{c} * {env[n]}" for n, c in a.coeffs]
-    if a.const or not parts:
-        parts.append(str(a.const))
-    return "(" + " + ".join(parts) + ")"
 
 
 class _Printer:
@@ -53,36 +45,22 @@ class _Printer:
         for d, ix in zip(t.box, index):
             lo = ""
             if d.coord:
-                off = getattr(d, "offset", 0)
-                lo = f" - ({d.tile} * {d.coord}" + (f" + {off}" if off else "") + ")"
-            local.append(f"({_aff_c(ix, env)}{lo})")
+                lo = f" - ({d.tile} * {d.coord}" + (f" + {d.offset}" if d.offset else "") + ")"
+            local.append(f"({print_aff(ix, env, METALIUM)}{lo})")
         row, col = (local + ["0", "0"])[:2]
         return f"mica_tile_offset({row}, {col}, {tile_grid(t)[1]})"
 
     def expr(self, e, env) -> str:
         p = self.part
-        if isinstance(e, Const):
-            v = float(e.value)
-            if v != v or v in (float("inf"), float("-inf")):
-                raise EmitError(f"kernel {self.k.name}: constant {v} in the generic path")
-            return f"{v!r}f"
-        if isinstance(e, Read):
-            acc = p.write if e.ref == p.write.ref else next(a for a in p.reads if a.ref == e.ref)
+
+        def read(ref):
+            acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]"
-        if isinstance(e, Bin):
-            return f"({self.expr(e.lhs, env)} {e.op} {self.expr(e.rhs, env)})"
-        if isinstance(e, Neg):
-            return f"(-{self.expr(e.arg, env)})"
-        if isinstance(e, Cmp):
-            return f"({self.expr(e.lhs, env)} {e.op} {self.expr(e.rhs, env)})"
-        if isinstance(e, Select):
-            return f"({self.expr(e.cond, env)} ? {self.expr(e.then, env)} : {self.expr(e.other, env)})"
-        raise EmitError(f"kernel {self.k.name}: {type(e).__name__} {e!r} has no rendering on the data-movement "
-                        f"RISC-V (no math library, no scalar arguments there)")
+        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}")
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]
-        args = [ast_expr_c(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+        args = [ast_expr(call.get_op_arg(i), METALIUM) for i in range(1, call.get_op_n_arg())]
         env = {lp: f"i_{lp}" for lp in p.loops}
         self.lines.append(indent + "{" + (f"  // {p.statement}" if len(self.by_name) > 1 else ""))
         for lp, a in zip(p.loops, args):
@@ -127,32 +105,13 @@ class _Printer:
                 self.user_noloop(indent + "    ")
             else:
                 node = isl.AstBuild.from_context(ctx).node_from_schedule_map(sched.intersect_domain(udom))
-                ast_to_c(node, self.lines, indent + "    ", self.user)
+                walk(node, self.lines, indent + "    ", METALIUM, self.user)
         return out + self.lines + [f"{indent}}}"]
 
     def user_noloop(self, indent: str) -> None:
         w = self.k.write
         self.lines.append(f"{indent}{self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, {})}] = "
                           f"{self.expr(self.k.expr, {})};")
-
-
-def check_generic(mp: MeshProgram, k: Kernel) -> None:
-    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls, scalar arguments)."""
-    from ..affine.expr import Call, Scalar
-
-    def walk(e):
-        if isinstance(e, (Call, Scalar)):
-            what = f"call of {e.fn}" if isinstance(e, Call) else f"scalar argument {e.name}"
-            raise EmitError(f"kernel {k.name}: {what}: neither a tile routine nor the generic path (no math "
-                            f"library and no scalar arguments on the data-movement RISC-V) renders it")
-        for c in getattr(e, "children", lambda: ())():
-            walk(c)
-    for p in k.statements:
-        walk(p.expr)
-        for a in (p.write, *p.reads):
-            if len(mp.tensor(a.buffer).box) > 2:
-                raise EmitError(f"kernel {k.name}: rank-{len(mp.tensor(a.buffer).box)} buffer {a.buffer} has no "
-                                f"tile layout in the Metalium back end")
 
 
 def render_generic(plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, indent: str, t_c: str,

@@ -4,8 +4,8 @@ Device, command queue and program; one ``CoreRangeSet`` for the work region (cir
 semaphores) and one per core class (kernels and their runtime args); DRAM buffers holding every host
 load/store as per-core tile blocks (the host does the staging: box of core (x, y) -> zero-padded 32x32
 tiles of four 16x16 faces); ``EnqueueWriteBuffer``, ``EnqueueProgram``, ``Finish``, ``EnqueueReadBuffer``;
-then the program's sequential reference (the same C :func:`mica.testing.program_c` compiles for the
-emulator's differential tests) on the same random inputs, and a comparison. ``CloseDevice`` at the end.
+then the program's sequential reference (the C :func:`mica.codeprint.program_c` prints, which the
+emulator's differential tests compile too) on the same random inputs, and a comparison. ``CloseDevice`` at the end.
 
 Public API: :func:`render_host`.
 """
@@ -16,8 +16,9 @@ from math import prod
 
 from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
-from ..testing import program_c
+from ..codeprint import program_c
 from .api import tile_bytes
+from .classify import tile_grid
 from .kernels import LAYOUT, header
 from .plan import MetalPlan, ident
 
@@ -89,13 +90,11 @@ def _skew_c(mp: MeshProgram) -> str:
 
 
 def _box_c(t) -> str:
-    dims = list(t.box) + []
-    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile if (d.coord or d.padded) else min(d.tile, d.extent)}, {d.extent}, "
-                   f"{'true' if d.padded else 'false'}, {getattr(d, 'offset', 0)}, {getattr(d, 'span', 0)}}}"
+    dims = list(t.box)
+    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile}, {d.extent}, {'true' if d.padded else 'false'}, {d.offset}, {d.span}}}"
                    for d in dims)
     if len(dims) < 2:
         ds += ", {0, 1, 1, false, 0, 0}" * (2 - len(dims))
-    from .classify import tile_grid
     r, c = tile_grid(t)
     return f"Box{{{len(dims)}, {{{ds}}}, {r}, {c}, {r * c}}}"
 

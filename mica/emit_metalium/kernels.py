@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import struct
 
+from ..codeprint import METALIUM, skew_block
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
@@ -454,11 +455,7 @@ def _routine(plan: MetalPlan, op) -> list[str]:
 
 def _kb_c(mp: MeshProgram) -> str:
     """C for the block core (x, y) works on at step t (:class:`mica.meshir.ir.Skew`)."""
-    n = mp.skew.n
-    if mp.skew.kind == "cannon":
-        return f"(t + x + y) % {n}"
-    pos = "({c} % 2 == 0 ? {c} / 2 : {m} - {c} / 2)"
-    return f"(t + {pos.format(c='x', m=n - 1)} + {pos.format(c='y', m=n - 1)}) % {n}"
+    return skew_block(mp.skew.kind, mp.skew.n, METALIUM)
 
 
 def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:

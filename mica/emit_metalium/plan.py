@@ -30,13 +30,15 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.placed import placed_refusal
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
-                         RingShift, Shift)
-from . import cexpr
-from .api import DATA_FORMATS, DEVICE_GRIDS, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION, tile_bytes
-from .classify import TileOp, box_domain_guard, classify, tile_grid
+                         RingShift, Shift, walk_ops)
+from ..meshir.placed import placed_refusal
 from ..meshir.prefetch import DoubleBuffering, double_buffering
+from ..targets import get_target
+from . import cexpr
+from .api import (DATA_FORMATS, DEVICE_GRIDS, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
+                  tile_bytes)
+from .classify import TileOp, box_domain_guard, classify, tile_grid
 
 STEP = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}
 
@@ -467,8 +469,8 @@ def _nonempty_c(mp: MeshProgram, buffer: str, x: str, y: str) -> str:
     """C: the box of ``buffer`` on core (x, y) at the current loop values holds at least one element."""
     conds = []
     for d in mp.tensor(buffer).box:
-        if d.padded or d.coord in (None, "kb") or getattr(d, "span", 0):
-            continue                    # always full (a window always holds its span)
+        if d.fixed is not None:
+            continue                    # the same on every core (a window always holds its span)
         c = {"x": x, "y": y}.get(d.coord, cexpr.var_c(d.coord))
         conds.append(f"mica_positive({d.extent} - {d.tile} * {c})")
     out = "1"
@@ -610,8 +612,6 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     double = double_buffering(mp, lambda op, scope, two: _metal_reason(mp, kinds, op, scope, two))
     cbs = _cbs(mp, dtype, double)
     w = mp.region
-    from .api import L1_RESERVED_BYTES
-    from ..targets import get_target
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
     sems, transfers = _sems(mp, _transfers(mp, cbs, dtype, double))
@@ -733,17 +733,10 @@ def _check_host_ends(mp: MeshProgram) -> None:
         body.pop(0)
     while body and isinstance(body[-1], HostStore):
         body.pop()
-    for op, _ in _walk(body):
+    for op, _ in walk_ops(body):
         if isinstance(op, (HostLoad, HostStore)):
             raise EmitError(f"{mp.name}: host transfer of {op.array} in the middle of the program; the Metalium "
                             f"back end loads at the start and stores at the end")
-
-
-def _walk(ops):
-    for op in ops:
-        yield op, None
-        if isinstance(op, Loop):
-            yield from _walk(op.body)
 
 
 # -- expansion: what the rendered expressions do, step by step -----------------------------------------

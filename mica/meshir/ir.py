@@ -135,10 +135,10 @@ class Region:
 class BoxDim:
     """One dimension of a per-core box: ``[tile*c, min(tile*c + tile, extent))``, c = ``coord`` or 0.
 
-    Without a coordinate the box holds the leading ``tile`` elements (usually all: ``tile == extent``).
-    Coordinate ``kb`` is the block a skewed step gives the core (:class:`Skew`). A ``padded`` dimension
-    always holds ``tile`` elements, the ones past ``extent`` being zero (ring buffers, whose contents move
-    between cores of different block sizes).
+    Without a coordinate the box holds the leading ``tile`` elements (usually all: ``tile == extent``;
+    never more than ``extent``). Coordinate ``kb`` is the block a skewed step gives the core (:class:`Skew`);
+    such a dimension is always padded. A ``padded`` dimension always holds ``tile`` elements, the ones past
+    ``extent`` being zero (ring buffers, whose contents move between cores of different block sizes).
 
     A **window** (``span > 0``) always holds ``span`` elements, the global indices
     ``[tile*c + offset, tile*c + offset + span)``; those outside ``[0, extent)`` are never read. Homes with
@@ -147,7 +147,11 @@ class BoxDim:
 
     ``origin`` is the core coordinate of block 0 along an ``x`` or ``y`` dimension: an operator placed on
     cores ``[ox, ...)`` (:mod:`mica.meshir.place`) gives core ``c`` block ``c - ox``. Every formula above
-    reads ``c - origin`` for ``c``."""
+    reads ``c - origin`` for ``c``.
+
+    The geometry every back end uses is defined here once: :attr:`alloc` (elements allocated),
+    :attr:`fixed` (the size when it is the same on every core), :meth:`size` (on one core) and
+    :meth:`size_on` (on a class of cores)."""
 
     coord: str | None
     tile: int
@@ -168,6 +172,8 @@ class BoxDim:
             raise MeshIRError(f"a box window has a positive span (got span {self.span}, offset {self.offset})")
         if self.span and (self.coord not in ("x", "y") or self.padded):
             raise MeshIRError("only an x or y box dimension can be a window")
+        if self.coord == "kb" and not self.padded:
+            raise MeshIRError("a kb box dimension (the block of a skewed step: a ring buffer) is padded")
         if self.origin and self.coord not in ("x", "y"):
             raise MeshIRError(f"only an x or y box dimension has an origin, got origin {self.origin} on "
                               f"{self.coord!r}")
@@ -178,24 +184,46 @@ class BoxDim:
 
     @property
     def alloc(self) -> int:
-        """Elements the buffer allocates along this dimension (its largest size on any core)."""
+        """Elements the buffer allocates along this dimension, at least its largest size on any core: a
+        window's span, else the tile (for a whole dimension the tile is at most the extent)."""
         return self.span or self.tile
 
+    @property
+    def fixed(self) -> int | None:
+        """The size on every core when no coordinate changes it (a window, a padded -- so also a ``kb`` --
+        or a whole dimension), else None."""
+        if self.span:
+            return self.span
+        if self.padded or self.coord is None:
+            return self.tile
+        return None
+
     def lo(self, c: int) -> int:
+        """Global index of the first element on a core whose coordinate for this dimension is ``c``."""
         return self.tile * (c - self.origin) + self.offset if self.coord else 0
 
     def size(self, c: int) -> int:
-        if self.padded:
-            return self.tile
-        if self.span:
-            return self.span
-        return max(0, min(self.tile, self.extent - self.lo(c)))
+        """Elements on a core whose coordinate for this dimension is ``c`` (a partial last tile is a prefix,
+        a tile past the extent is empty)."""
+        f = self.fixed
+        return f if f is not None else max(0, min(self.tile, self.extent - self.lo(c)))
+
+    def size_on(self, lo: int, hi: int) -> int | None:
+        """The size on every core of a class whose coordinates along an ``x`` / ``y`` dimension are
+        ``[lo, hi)`` -- along ``t``, at every step -- when it is one number, else None. Sizes never grow with
+        the coordinate, so along x and y the first and last core decide."""
+        f = self.fixed
+        if f is not None:
+            return f
+        if self.coord in ("x", "y"):
+            return self.size(lo) if self.size(lo) == self.size(hi - 1) else None
+        return self.tile if self.extent % self.tile == 0 else None
 
     def isl(self, var: str, prefix: str = "") -> str:
         """Constraint text for array index ``var`` inside this box dimension (the coordinate named
         ``prefix + coord``)."""
         if self.coord is None:
-            return f"0 <= {var} < {min(self.tile, self.extent)}"
+            return f"0 <= {var} < {self.tile}"
         c = prefix + self.coord
         if self.origin:
             c = f"({c} - {self.origin})"
@@ -209,7 +237,7 @@ class BoxDim:
         if self.span:
             return f"{self.coord}{at}/{self.tile}{self.offset:+d}..+{self.span}"
         pad = " padded" if self.padded else ""
-        return (f"{self.coord}{at}/{self.tile}" if self.coord else f":{min(self.tile, self.extent)}") + pad
+        return (f"{self.coord}{at}/{self.tile}" if self.coord else f":{self.tile}") + pad
 
 
 @dataclass(frozen=True)
@@ -244,9 +272,14 @@ class RegionTensor:
             raise MeshIRError(f"tensor {self.name}: slots must be 1 or 2 (a double buffer), got {self.slots}")
 
     @property
+    def elems(self) -> int:
+        """Elements of one slot: the largest per-core box (row-major, :attr:`BoxDim.alloc` per dimension)."""
+        return prod(d.alloc for d in self.box)
+
+    @property
     def max_bytes(self) -> int:
         """Bytes of one slot: the largest per-core box."""
-        return self.elem_bytes * prod(d.alloc for d in self.box)
+        return self.elem_bytes * self.elems
 
     @property
     def alloc_bytes(self) -> int:
@@ -518,9 +551,13 @@ class MeshProgram:
 
     def walk(self):
         """Every op, depth first, with the loop variables in scope: yields (op, ((var, count), ...))."""
-        def go(ops, scope):
-            for op in ops:
-                yield op, scope
-                if isinstance(op, Loop):
-                    yield from go(op.body, scope + ((op.var, op.count),))
-        yield from go(self.body, ())
+        return walk_ops(self.body)
+
+
+def walk_ops(ops, scope: tuple = ()):
+    """Every op of ``ops`` (a program body or part of one) and of the loops in it, depth first, with the
+    loop variables in scope: yields (op, ((var, count), ...))."""
+    for op in ops:
+        yield op, scope
+        if isinstance(op, Loop):
+            yield from walk_ops(op.body, scope + ((op.var, op.count),))

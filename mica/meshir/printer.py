@@ -1,9 +1,24 @@
-"""MeshIR as text a compiler engineer can read: regions, tensors, kernels, and the op sequence."""
+"""MeshIR as text a compiler engineer can read: regions, tensors, kernels, and the op sequence.
+
+Public API: :func:`format_mesh_program`, :func:`statement_text` (one kernel statement, as back ends quote
+it in comments and records).
+"""
 
 from __future__ import annotations
 
-from ..affine.expr import format_expr
-from .ir import (Compute, Exchange, HostLoad, HostStore, Kernel, Loop, MeshProgram, Multicast, Shift)
+from ..codeprint import expr_text
+from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, Loop, MeshProgram, Multicast, Shift)
+
+
+def access_text(a: KAccess) -> str:
+    """``buffer[index, ...]``."""
+    return f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]"
+
+
+def statement_text(k: Kernel) -> str:
+    """``W[..] = expr`` of single-statement kernel ``k``, reads spelled as :func:`access_text`."""
+    accs = {a.ref: a for a in (k.write, *k.reads)}
+    return f"{access_text(k.write)} = {expr_text(k.expr, lambda r: access_text(accs[r]))}"
 
 
 def _kernel_text(k: Kernel) -> str:
@@ -14,17 +29,10 @@ def _kernel_text(k: Kernel) -> str:
 
 
 def _single_text(k: Kernel) -> str:
-    accs = {a.ref: a for a in (k.write, *k.reads)}
-
-    def ref(r):
-        a = accs[r]
-        return f"{a.buffer}[{', '.join(ix.text() for ix in a.index)}]"
-    w = k.write
-    lhs = f"{w.buffer}[{', '.join(ix.text() for ix in w.index)}]"
     head = f"  kernel {k.name}" + (f" (statement {k.statement})" if k.statement else "")
     classes = ", ".join(f"{c.name} [{c.region.x0}:{c.region.x1}, {c.region.y0}:{c.region.y1}]"
                         for c in k.classes)
-    return (f"{head}: {lhs} = {format_expr(k.expr, ref)}\n"
+    return (f"{head}: {statement_text(k)}\n"
             f"    loops ({', '.join(k.order)}) over {k.domain}\n"
             f"    classes: {classes}")
 

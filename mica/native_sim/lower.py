@@ -97,7 +97,7 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
         loads.append(body.pop(0))
     while body and isinstance(body[-1], ir.HostStore):
         stores.insert(0, body.pop())
-    if any(isinstance(op, (ir.HostLoad, ir.HostStore)) for op, _ in _walk(body)):
+    if any(isinstance(op, (ir.HostLoad, ir.HostStore)) for op, _ in ir.walk_ops(body)):
         raise MeshIRError(f"{mp.name}: host transfers in the middle of a program are not supported yet")
 
     def go(ops, slots: dict[str, int]) -> list:
@@ -138,10 +138,3 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
 
     code = oc.encode(go(body, {}))
     return Lowered(code, tuple(names), tuple(loads), tuple(stores))
-
-
-def _walk(ops):
-    for op in ops:
-        yield op, None
-        if isinstance(op, ir.Loop):
-            yield from _walk(op.body)

@@ -150,11 +150,10 @@ def test_run_py_stages_windows_with_ghost_zones():
 
 
 def test_box_geometry_of_windows():
-    from types import SimpleNamespace as D
-
     from mica.emit_csl import boxes
-    win = D(coord="x", tile=4, extent=10, padded=False, offset=-1, span=6)
-    part = D(coord="x", tile=4, extent=10, padded=False)                 # a MeshIR BoxDim without windows
-    assert boxes.alloc_dim(win) == 6 and boxes.size_at(win, 2) == 6 and boxes.size_csl(win, "px") == "6"
-    assert boxes.alloc_dim(part) == 4 and boxes.size_at(part, 2) == 2
+    from mica.meshir.ir import BoxDim
+    win = BoxDim("x", 4, 10, offset=-1, span=6)
+    part = BoxDim("x", 4, 10)
+    assert win.alloc == 6 and win.size(2) == 6 and boxes.size_csl(win, "px") == "6"
+    assert part.alloc == 4 and part.size(2) == 2
     assert boxes.size_csl(part, "px") == "imax(0, imin(4, 10 - 4 * px))"

@@ -72,10 +72,10 @@ def test_host_staging_matches_the_emulator(name, tmp_path):
     for line in out.splitlines():
         k, x, y, *vals = line.split()
         got[(int(k), int(x), int(y))] = np.array(vals, dtype=np.float32)
-    from mica.emit_metalium.classify import box_alloc, tile_grid
+    from mica.emit_metalium.classify import tile_grid
     for k, ld in enumerate(loads):
         t = mp.tensor(ld.buffer)
-        dims = [box_alloc(d) for d in t.box]
+        dims = [d.alloc for d in t.box]
         if needs_staging(t):                      # as the emulator stages it: core (x, y)'s buffer at [y, x]
             full = staged_load(arrays[ld.array], t, ld.region, mp.skew)[0]
         rows, cols = tile_grid(t)

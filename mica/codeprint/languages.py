@@ -1,0 +1,147 @@
+"""The languages MICA prints code in, one table each: how a language spells literals, operators, calls,
+affine index expressions, isl AST expressions and the loops and branches of an isl AST.
+
+The visitors (:mod:`.expr`, :mod:`.aff`, :mod:`.isl_ast`) hold no language knowledge; adding a language is
+adding a :class:`Language` here. What a language cannot print is refused with :class:`~mica.errors.EmitError`
+through the ``no_*`` reasons (``{v}`` a constant, ``{fn}`` a function, ``{kind}``/``{e}`` the node).
+
+Tables: :data:`TEXT` (the MeshIR / affine text form), :data:`C_KERNEL` (the emulator's kernels),
+:data:`REFERENCE_C` (a Program's sequential reference in C), :data:`CSL` (Cerebras kernels),
+:data:`PYTHON` (the CSL host script's reference), :data:`METALIUM` (the Tenstorrent generic path, C++ on a
+data-movement RISC-V).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+# -- literals ---------------------------------------------------------------------------------------------
+
+
+def _finite(v: float) -> bool:
+    return v == v and abs(v) != float("inf")
+
+
+def _c_special(v: float) -> str:
+    return "NAN" if v != v else ("INFINITY" if v > 0 else "(-INFINITY)")
+
+
+def _c_kernel_const(value, elem: str) -> str:
+    v = float(value)
+    return f"({elem}){v.hex()}" if _finite(v) else _c_special(v)
+
+
+def _reference_c_const(value, elem: str) -> str:
+    v = float(value)
+    return f"(({elem}){v.hex()})" if _finite(v) else _c_special(v)
+
+
+def _csl_const(value, elem: str) -> str | None:
+    v = float(value)
+    return f"@as({elem}, {v!r})" if _finite(v) else None
+
+
+def _metalium_const(value, elem: str) -> str | None:
+    v = float(value)
+    return f"{v!r}f" if _finite(v) else None
+
+
+def _c_call(fn: str, elem: str) -> str:
+    return fn + ("f" if elem == "float" else "")
+
+
+# -- loops of an isl AST: (opening lines, closing lines, whether the iterator needs a declaration) -------
+
+def _c_for(it: str, init: str, cond: str, inc: str, stop: str | None):
+    return [f"for (int64_t {it} = {init}; {cond}; {it} += {inc}) {{"], ["}"], False
+
+
+def _csl_for(it: str, init: str, cond: str, inc: str, stop: str | None):
+    # it <= ub (it < ub): CSL's loop over @range, the iterator a capture; anything else a while loop whose
+    # iterator is assigned (declared once by the caller: sibling loops reuse isl's names).
+    if stop is not None:
+        return [f"for (@range(i32, {init}, {stop}, {inc})) |{it}| {{"], ["}"], False
+    return [f"{it} = {init};", f"while {cond} : ({it} += {inc}) {{"], ["}"], True
+
+
+def _py_for(it: str, init: str, cond: str, inc: str, stop: str | None):
+    return [f"{it} = {init}", f"while {cond}:"], [f"    {it} += {inc}"], False
+
+
+@dataclass(frozen=True)
+class Language:
+    """How one language spells what MICA prints (format strings take positional operands)."""
+
+    name: str
+    # expression trees (mica.affine.expr): literal of a value for an element type (None: none exists)
+    const: Callable[[object, str], str | None]
+    call: Callable[[str, str], str] | None       # callee of a math function for an element type; None: no calls
+    binary: str = "({} {} {})"                   # lhs, operator, rhs (arithmetic and comparisons)
+    neg: str = "(-{})"
+    select: str = "({} ? {} : {})"               # cond, then, else
+    no_const: str = "constant {v} has no literal"
+    no_call: str = "cannot print expression {e}"
+    no_scalar: str = "cannot print expression {e}"
+    repr_unknown: bool = False                   # print an unknown node as its repr (else refuse it)
+    # affine index expressions (mica.affine.expr.Aff) and other integer text
+    int_lit: str = "{}"
+    aff_var: str = "{}"                          # a variable with coefficient 1
+    aff_term: str = "{} * {}"                    # coefficient, variable
+    aff_group: str = "{}"                        # the whole sum
+    # isl AST expressions (integer arithmetic on loop iterators and parameters)
+    isl_int: str = "{}"
+    isl_exact_div: str = "({} / {})"             # isl div, pdiv_q: exact, or non-negative dividend
+    isl_floor_div: str = "mica_floord({}, {})"   # isl fdiv_q
+    isl_mod: str = "({} % {})"                   # isl pdiv_r, zdiv_r: compared with 0, or non-negative
+    isl_and: str = "({} && {})"
+    isl_or: str = "({} || {})"
+    isl_max: str = "mica_max"
+    isl_min: str = "mica_min"
+    isl_nary: bool = False                       # max/min take every operand (else nested pairs)
+    isl_select: str = "({} ? {} : {})"
+    isl_who: str = ""                            # prefix of a refusal ("CSL back end: ")
+    # isl AST statements
+    step: str = "  "                             # one level of indentation
+    loop: Callable = _c_for
+    if_open: str = "if ({}) {{"
+    if_else: str = "} else {"
+    if_close: str | None = "}"
+
+
+#: The MeshIR / affine text form (``mica.meshir.printer``; what a compiler engineer reads).
+TEXT = Language("text", const=lambda value, elem: repr(value), call=lambda fn, elem: fn, neg="-{}",
+                repr_unknown=True)
+
+#: C of the emulator's kernels (``mica.emit_c``): 64-bit integer literals, float or double arithmetic.
+C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", aff_term="{}LL * {}",
+                    isl_int="{}LL")
+
+#: C of a Program's sequential reference (:func:`mica.codeprint.reference.program_c`).
+REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const)
+
+#: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``.
+CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})",
+               no_const="constant {v} has no CSL literal",
+               no_call="math function {fn}() is not mapped to CSL's <math> library yet",
+               aff_var="({})", aff_term="{} * ({})",
+               isl_exact_div="floord({}, {})", isl_floor_div="floord({}, {})", isl_mod="pmod({}, {})",
+               isl_and="({} and {})", isl_or="({} or {})", isl_max="imax", isl_min="imin",
+               isl_select="sel({}, {}, {})", isl_who="CSL back end: ",
+               loop=_csl_for, if_open="if {} {{")
+
+#: Python over numpy (the CSL host script's sequential reference).
+PYTHON = Language("Python", const=lambda value, elem: repr(float(value)), call=lambda fn, elem: f"np.{fn}",
+                  select="({1} if {0} else {2})", aff_var="({})", aff_term="{} * ({})",
+                  isl_exact_div="({} // {})", isl_floor_div="({} // {})", isl_and="({} and {})",
+                  isl_or="({} or {})", isl_max="max", isl_min="min", isl_nary=True,
+                  isl_select="({1} if {0} else {2})", isl_who="CSL back end: ",
+                  step="    ", loop=_py_for, if_open="if {}:", if_else="else:", if_close=None)
+
+#: C++ of the Metalium generic path: f32 literals, no math library and no scalar arguments on the
+#: data-movement RISC-V; isl's index arithmetic as in C.
+_RISCV = ("{kind} {e} has no rendering on the data-movement RISC-V (no math library, no scalar arguments "
+          "there)")
+METALIUM = replace(C_KERNEL, name="Metalium C++", const=_metalium_const, call=None,
+                   no_const="constant {v} in the generic path", no_call=_RISCV, no_scalar=_RISCV,
+                   int_lit="{}", aff_term="{} * {}", aff_group="({})")
