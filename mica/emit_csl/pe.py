@@ -157,7 +157,7 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         s = mp.skew
         add(f"// MeshIR skew ({s.kind}, n = {s.n}): the block core (x, y) works on at step t")
         if s.kind == "cannon":
-            add(f"fn ring_pos(c: i32) i32 {{ return c; }}")
+            add("fn ring_pos(c: i32) i32 { return c; }")
         else:
             add(f"fn ring_pos(c: i32) i32 {{ if (urem(c, 2) == 0) {{ return udiv(c, 2); }} return {s.n - 1} - udiv(c, 2); }}")
         add(f"fn skew_block(x: i32, y: i32, t: i32) i32 {{ return pmod(t + ring_pos(x) + ring_pos(y), {s.n}); }}")

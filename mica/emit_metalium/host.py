@@ -129,7 +129,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
          f"        std::fprintf(stderr, \"this device's worker grid is too small for the {plan.work.x1}x{plan.work.y1} "
          f"program\\n\");",
          "        CloseDevice(device);", "        return 2;", "    }", "",
-         f"    // Work region: every MeshIR tensor lives on all of it (CBs and semaphores).",
+         "    // Work region: every MeshIR tensor lives on all of it (CBs and semaphores).",
          f"    const CoreRangeSet work(std::vector<CoreRange>{{{_range_c(plan.work)}}});"]
     for cc in plan.classes:
         L.append(f"    // core class {cc.name}: kernel classes {', '.join(cc.kernel_classes) or '-'}; host loads "
@@ -249,18 +249,18 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
           "    int bad = 0;"]
     for name in program.outputs:
         i = ident(name)
-        L += [f"    {{",
-              f"        float scale = 1.0f, worst = 0.0f;",
-              f"        size_t missing = 0;",
+        L += ["    {",
+              "        float scale = 1.0f, worst = 0.0f;",
+              "        size_t missing = 0;",
               f"        for (float v : arr_{i}) scale = std::fmax(scale, std::fabs(v));",
               f"        for (size_t k = 0; k < arr_{i}.size(); ++k) {{",
               f"            if (std::isnan(dev_{i}[k]) && !std::isnan(arr_{i}[k])) ++missing;",
               f"            else worst = std::fmax(worst, std::fabs(dev_{i}[k] - arr_{i}[k]));",
-              f"        }}",
-              f"        const bool ok = missing == 0 && worst <= 2e-2f * scale;",
+              "        }",
+              "        const bool ok = missing == 0 && worst <= 2e-2f * scale;",
               f"        if (missing) std::printf(\"{name}: %zu element(s) never stored by the device\\n\", missing);",
               f"        std::printf(\"{name}: max |device - reference| = %g (scale %g) %s\\n\", worst, scale, ok ? \"ok\" : \"MISMATCH\");",
-              f"        bad += ok ? 0 : 1;",
-              f"    }}"]
+              "        bad += ok ? 0 : 1;",
+              "    }"]
     L += ["", "    CloseDevice(device);", "    return bad == 0 ? 0 : 1;", "}", ""]
     return "\n".join(L)

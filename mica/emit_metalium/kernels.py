@@ -203,7 +203,6 @@ def _body_ops(mp: MeshProgram):
 # -- reader --------------------------------------------------------------------------------------------
 
 def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
-    tb = tile_bytes(plan.dtype)
     loads = {op.buffer: op for op, _ in mp.walk() if isinstance(op, HostLoad)}
     lines = [header(f"reader_{cc.name}: data-movement kernel (RISCV_0, NoC 0) of core class {cc.name}: host loads, "
                     f"every exchange, and the turns of the compute kernel.", plan),

@@ -515,7 +515,6 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str, double: DoubleB
     out = []
     for i, ex, j, c, scope in _comm_ops(mp):
         _check_fields(c)
-        oid = op_ident(i, j, c)
         srcs = {o.src for o in ex.ops} if i not in double.exchanges else set()
         dst_cb = by_name[cb_name(c.dst, "landing")] if c.dst in srcs else by_name[cb_name(c.dst)]
         src_cb = by_name[cb_name(c.src)]
