@@ -38,9 +38,9 @@ from ..targets import Target
 from ..tiling.cost import expr_flops
 from ..tiling.legality import check_legal
 from ..tiling.schedule import Schedule
-from ..meshir.ir import (ARENA_ALIGN, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass,
+from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass,
                          Loop, MeshProgram, Region, RegionTensor)
-from .builder import _Builder, walk
+from .builder import _Builder
 from .halo import ghost_homes, halo_exchange, initial_ghosts
 from .reads import multicast_exchange, plan_reads
 from .reduce import fill_partials, reduction_chains
@@ -200,7 +200,7 @@ def _assemble(b: _Builder, body: list) -> MeshProgram:
     colours the busiest exchange uses, the kernels in the order they were made. Changes nothing in ``b``."""
     laid, offset = _lay_out_arena(b)
     colours = max([sum(len(getattr(c, "groups", ())) or 1 for c in op.ops)
-                   for op, _ in walk(body) if isinstance(op, Exchange)] or [0])
+                   for op, _ in walk_ops(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(b.prog.name, b.target.name, b.sched.mesh, b.region, tuple(laid), tuple(b.kernels),
                        tuple(body), offset, tuple(n for n, _ in b.prog.scalars), colours, b.skew)
 

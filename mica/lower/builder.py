@@ -24,7 +24,7 @@ from ..tiling.mapping import loop_extent, main_statement, work_blocks
 from ..tiling.schedule import Schedule
 from ..tiling.spacetime import placement_constraints
 from ..comm.sets import ownership_map
-from ..meshir.ir import (BoxDim, HostLoad, KAccess, Kernel, KernelClass, Loop, Rect, Region, RegionTensor,
+from ..meshir.ir import (BoxDim, HostLoad, KAccess, Kernel, KernelClass, Rect, Region, RegionTensor,
                          Skew)
 
 
@@ -50,14 +50,6 @@ def line_rect(axis: str, across: tuple[int, int], lo, hi, stride: int = 1, phase
 def line_region(name: str, axis: str, lo: int, hi: int, across: tuple[int, int]) -> Region:
     """The :class:`Region` ``name`` of cores ``lo <= c < hi`` of ``axis`` on the lines ``across``."""
     return Region(name, lo, hi, *across) if axis == "x" else Region(name, *across, lo, hi)
-
-
-def walk(ops, scope=()):
-    """Every op of ``ops`` with the loop variables around it, loops' bodies included, in program order."""
-    for op in ops:
-        yield op, scope
-        if isinstance(op, Loop):
-            yield from walk(op.body, scope + (op.var,))
 
 
 class _Builder:

@@ -16,8 +16,8 @@ from ..errors import CommError
 from ..comm.halo import ghosted_box, strip_relation, strips
 from ..comm.routes import assign_colours, shift_routes
 from ..comm.sets import box_map
-from ..meshir.ir import BoxDim, Compute, Exchange, Multicast, RegionTensor, Shift
-from .builder import _Builder, line_rect, line_region, walk
+from ..meshir.ir import BoxDim, Compute, Exchange, Multicast, RegionTensor, Shift, walk_ops
+from .builder import _Builder, line_rect, line_region
 
 
 def initial_ghosts(b: _Builder, ghost_widths: dict[str, tuple[tuple[int, int], ...]] | None) -> None:
@@ -101,7 +101,7 @@ def ghost_homes(b: _Builder, body: list) -> None:
     them in ``b.tensors`` in place (their ownership ``{ core[x, y] -> A[a...] }`` text is kept). A multicast
     sends its root's whole home box, so an array cannot be both multicast in ``body`` and ghosted: that is
     a :class:`CommError`."""
-    both = sorted(set(b.ghosts) & {c.src for op, _ in walk(body) if isinstance(op, Exchange)
+    both = sorted(set(b.ghosts) & {c.src for op, _ in walk_ops(body) if isinstance(op, Exchange)
                                    for c in op.ops if isinstance(c, Multicast)})
     if both:
         raise CommError(f"{', '.join(both)} would be read both by multicasts and through ghost zones; "

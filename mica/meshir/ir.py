@@ -146,7 +146,7 @@ class BoxDim:
     exchange sends and receives are windows.
 
     ``origin`` is the core coordinate of block 0 along an ``x`` or ``y`` dimension: an operator placed on
-    cores ``[ox, ...)`` (:mod:`mica.meshir.place`) gives core ``c`` block ``c - ox``. Every formula above
+    cores ``[ox, ...)`` (:mod:`mica.lower.place`) gives core ``c`` block ``c - ox``. Every formula above
     reads ``c - origin`` for ``c``.
 
     The geometry every back end uses is defined here once: :attr:`alloc` (elements allocated),

@@ -4,7 +4,7 @@ A plain translation with no decisions: loop variables get slots by nesting depth
 boxes become op-code rectangles and boxes, each :class:`~mica.meshir.ir.Exchange` becomes one EXCHANGE op
 (its patterns' routes, sends and receives) and each :class:`~mica.meshir.ir.Compute` one COMPUTE op with an
 entry per kernel class, clipped to the op's rectangle. Host loads and stores are not op code: they run
-before and after it (:func:`host_transfers` checks they sit at the ends of the program).
+before and after it (:func:`lower` checks they sit at the ends of the program).
 
 ``op_names[op_id]`` tells which MeshIR op an emulator error is about.
 """
@@ -71,7 +71,7 @@ def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
         if d.padded or d.coord == "kb" or d.window:
             dims.append(oc.BoxDim(oc.AXIS_WHOLE, d.alloc, d.alloc))
         elif d.coord is None:
-            dims.append(oc.BoxDim(oc.AXIS_WHOLE, min(d.tile, d.extent), d.extent))
+            dims.append(oc.BoxDim(oc.AXIS_WHOLE, d.tile, d.extent))     # tile <= extent (BoxDim)
         elif d.coord in _AXIS:
             dims.append(oc.BoxDim(_AXIS[d.coord], d.tile, d.extent, d.origin))
         else:

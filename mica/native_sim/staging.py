@@ -43,7 +43,7 @@ def _counts(t: RegionTensor) -> list[int]:
     for d in t.box:
         if d.coord in ("x", "y", "kb") and not (d.padded or d.window):
             raise SimError(f"cannot stage {t.name}: dimension {d} is neither padded nor a window")
-        out.append(d.alloc if d.coord else min(d.tile, d.extent))
+        out.append(d.alloc if d.coord else d.tile)          # a whole dimension: tile <= extent
     return out
 
 
