@@ -4,7 +4,9 @@
 ``source``. The library is cached under a key that is the SHA-256 of everything that determines the
 output: :data:`FORMAT_VERSION`, the emulator's ABI (a hash of ``mica_rt.h``), the compiler (its resolved
 path and its ``--version`` output), every compiler flag and the source text. A later call with the same
-inputs returns the cached file without running the compiler.
+inputs returns the cached file without running the compiler. The emulator itself is a unity build
+(``mica_rt.c`` includes the other parts of ``mica/runtime_c``): its source text carries
+:func:`runtime_sources_digest`, a hash of every ``.c``/``.h`` file there, so editing any part rebuilds it.
 
 Cache directory: ``$MICA_CACHE_DIR``, else ``$XDG_CACHE_HOME/mica`` (an absolute ``XDG_CACHE_HOME``
 only, as the XDG specification asks), else ``~/.cache/mica``. It is created private (mode 0700). Since
@@ -69,7 +71,11 @@ ERROR_LINES = 40
 
 _COMPILE_TIMEOUT_S = 600
 
-_RUNTIME_HEADER = Path(__file__).resolve().parent.parent / "runtime_c" / "mica_rt.h"
+_RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime_c"
+_RUNTIME_HEADER = _RUNTIME_DIR / "mica_rt.h"
+
+#: Suffixes of the emulator's source files (:func:`runtime_sources_digest`).
+RUNTIME_SUFFIXES = (".c", ".h")
 
 _MAGIC = b"\n\0MICA-ARTIFACT "
 _TRAILER_LEN = len(_MAGIC) + 64 + 1 + 64 + 1      # magic, key, space, digest, newline
@@ -111,6 +117,28 @@ def runtime_abi() -> str:
         return hashlib.sha256(_RUNTIME_HEADER.read_bytes()).hexdigest()
     except OSError:
         return "no-runtime-header"
+
+
+def runtime_sources(directory: Path | None = None) -> list[Path]:
+    """Every ``.c`` and ``.h`` file of the emulator's directory (``mica/runtime_c`` unless ``directory``
+    is given, subdirectories included), sorted by relative path: the parts of the unity build
+    ``mica_rt.c`` and its header."""
+    root = Path(directory) if directory is not None else _RUNTIME_DIR
+    files = [p for p in root.rglob("*") if p.suffix in RUNTIME_SUFFIXES and p.is_file()]
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def runtime_sources_digest(directory: Path | None = None) -> str:
+    """SHA-256 over the relative path and bytes of every file of :func:`runtime_sources`: part of the
+    runtime library's cache key, so that editing any part of the emulator (or adding one) rebuilds it.
+    Read on every call (not cached)."""
+    root = Path(directory) if directory is not None else _RUNTIME_DIR
+    h = hashlib.sha256()
+    for path in runtime_sources(root):
+        for data in (path.relative_to(root).as_posix().encode(), path.read_bytes()):
+            h.update(len(data).to_bytes(8, "little"))  # length-prefixed: no ambiguity between files
+            h.update(data)
+    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,8 +1,8 @@
 """Python binding of the native mesh emulator (``mica/runtime_c``), through cffi in ABI mode.
 
-The runtime library is compiled once from the packaged ``mica_rt.c`` with
-:func:`mica.emit_c.build.compile_shared` (so it is cached across processes) and opened lazily on first
-use. One module-level :data:`ffi` declares both the runtime API of ``mica_rt.h`` and the API of a
+The runtime library is compiled once from the packaged ``mica_rt.c`` (a unity build of the parts in
+``mica/runtime_c``) with :func:`mica.emit_c.build.compile_shared` (so it is cached across processes) and
+opened lazily on first use. One module-level :data:`ffi` declares both the runtime API of ``mica_rt.h`` and the API of a
 generated kernel module::
 
     int32_t        mica_kernel_count(void);
@@ -18,7 +18,6 @@ reports raises :class:`mica.errors.SimError` with its one-line message.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -30,11 +29,12 @@ from typing import Sequence
 import cffi
 import numpy as np
 
-from mica.emit_c.build import compile_shared
+from mica.emit_c.build import compile_shared, runtime_sources_digest
 from mica.errors import EmitError, SimError
 from mica.native_sim.opcode import Box, RectLike, as_rect
 
-#: Directory holding ``mica_rt.h`` and ``mica_rt.c`` (also the include directory for kernel modules).
+#: Directory holding ``mica_rt.h``, ``mica_rt.c`` and the parts it includes (also the include directory for
+#: kernel modules).
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime_c"
 
 #: The timing model's part of the runtime API (mica_rt.h), and the optional work table of a kernel module.
@@ -133,11 +133,12 @@ def include_flags() -> tuple[str, ...]:
 
 
 def runtime_source() -> str:
-    """The emulator source as compiled: ``mica_rt.c``, tagged with a hash of ``mica_rt.h`` so that
-    editing the header also changes the cache key."""
-    header = (RUNTIME_DIR / "mica_rt.h").read_bytes()
+    """The emulator source as compiled: ``mica_rt.c`` (a unity build that includes the other parts of
+    :data:`RUNTIME_DIR`, found through :func:`include_flags`), tagged with a hash of every ``.c`` and ``.h``
+    file there (:func:`mica.emit_c.build.runtime_sources_digest`) so that editing any part, or the header,
+    changes the cache key."""
     source = (RUNTIME_DIR / "mica_rt.c").read_text()
-    return f"/* mica_rt.h sha256 {hashlib.sha256(header).hexdigest()} */\n{source}"
+    return f"/* mica runtime_c sha256 {runtime_sources_digest(RUNTIME_DIR)} */\n{source}"
 
 
 def runtime_lib():

@@ -7,6 +7,8 @@ A wrapper script stands in for the C compiler where a test needs to count or slo
 
 import multiprocessing
 import os
+import re
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -17,6 +19,8 @@ import pytest
 from mica.emit_c import build
 from mica.emit_c.build import cache_dir, compile_shared, verify_artifact
 from mica.errors import EmitError
+from mica.native_sim import runtime
+from mica.native_sim.runtime import RUNTIME_DIR
 
 SRC = "int mica_cache_probe(int x) { return x + %d; }\n"
 
@@ -96,6 +100,64 @@ def test_the_name_only_decorates_the_file_name(cache):
     b = compile_shared(SRC % 3, name="other")
     assert a.parent == cache and b.parent == cache and a != b and key_of(a) == key_of(b)
     assert "/" not in a.name and not a.name.startswith(".")
+
+
+# -- the emulator's sources: a unity build of several parts -----------------------------------------------
+
+def _runtime_key() -> str:
+    return build.cache_key(runtime.runtime_source(), "cc 1.0", build.DEFAULT_FLAGS)
+
+
+def test_editing_or_adding_any_part_of_the_emulator_changes_its_key(tmp_path, monkeypatch):
+    copy = tmp_path / "runtime_c"
+    shutil.copytree(RUNTIME_DIR, copy)
+    monkeypatch.setattr(runtime, "RUNTIME_DIR", copy)
+    parts = build.runtime_sources(copy)
+    names = {p.name for p in parts}
+    assert {"mica_rt.c", "mica_rt.h"} <= names and len(names) >= 10        # the unity file and its parts
+    assert names == {p.name for p in RUNTIME_DIR.iterdir() if p.suffix in (".c", ".h")}
+    base = _runtime_key()
+    assert _runtime_key() == base                                              # deterministic
+    seen = {base}
+    for part in parts:
+        original = part.read_bytes()
+        part.write_bytes(original + b"\n/* edited */\n")
+        key = _runtime_key()
+        assert key not in seen, part.name                                      # every part counts, apart
+        seen.add(key)
+        part.write_bytes(original)
+        assert _runtime_key() == base, part.name
+    (copy / "rt_extra.c").write_text("/* a new part */\n")
+    assert _runtime_key() not in seen
+    (copy / "rt_extra.c").unlink()
+    (copy / "sub").mkdir()
+    (copy / "sub" / "more.h").write_text("/* a part in a subdirectory */\n")
+    assert _runtime_key() not in seen
+    (copy / "sub" / "more.h").unlink()
+    (copy / "NOTES.txt").write_text("not C\n")                                # other files do not count
+    assert _runtime_key() == base
+    part = next(p for p in parts if p.name != "mica_rt.c")
+    part.rename(copy / f"renamed_{part.name}")                                 # a name counts too
+    assert _runtime_key() != base
+
+
+def test_the_unity_build_includes_every_part_once():
+    unity = (RUNTIME_DIR / "mica_rt.c").read_text()
+    included = re.findall(r'^#include "([^"]+)"', unity, flags=re.M)
+    parts = sorted(p.name for p in RUNTIME_DIR.glob("*.c") if p.name != "mica_rt.c")
+    assert sorted(included) == sorted(parts + ["mica_rt.h"])                   # each once, none missing
+    for name in parts:                                                         # parts include nothing local
+        assert not re.search(r'^#include "', (RUNTIME_DIR / name).read_text(), flags=re.M), name
+        assert f" *   {name} " in unity, f"{name} is not listed in mica_rt.c's overview"
+
+
+def test_the_package_ships_every_part_of_the_emulator():
+    tomllib = pytest.importorskip("tomllib")                                   # Python 3.11+
+    with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+        patterns = tomllib.load(f)["tool"]["setuptools"]["package-data"]["mica.runtime_c"]
+    shipped = {p for pattern in patterns for p in RUNTIME_DIR.glob(pattern)}
+    missing = [p.name for p in build.runtime_sources(RUNTIME_DIR) if p not in shipped]
+    assert not missing, f"pyproject.toml package-data does not ship {missing}"
 
 
 # -- where the cache lives ----------------------------------------------------------------------------------
