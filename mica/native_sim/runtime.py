@@ -2,8 +2,8 @@
 
 The runtime library is compiled once from the packaged ``mica_rt.c`` (a unity build of the parts in
 ``mica/runtime_c``) with :func:`mica.emit_c.build.compile_shared` (so it is cached across processes) and
-opened lazily on first use. One module-level :data:`ffi` declares both the runtime API of ``mica_rt.h`` and the API of a
-generated kernel module::
+opened lazily on first use. One module-level :data:`ffi` declares the API of ``mica_rt.h``, read from the
+header itself (:func:`header_cdef`): the runtime's functions and what a generated kernel module exports::
 
     int32_t        mica_kernel_count(void);
     mica_kernel_fn mica_kernel_get(int32_t i);
@@ -19,6 +19,7 @@ reports raises :class:`mica.errors.SimError` with its one-line message.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -37,90 +38,34 @@ from mica.native_sim.opcode import Box, RectLike, as_rect
 #: kernel modules).
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime_c"
 
-#: The timing model's part of the runtime API (mica_rt.h), and the optional work table of a kernel module.
-_TIMING_CDEF = """
-typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);
-int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,
-                        int32_t errlen);
-void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);
-typedef struct {
-    double cycles;
-    uint64_t contended_messages;
-    uint64_t timed_messages;
-} mica_timing_totals;
-void mica_timing(const mica_mesh *m, mica_timing_totals *out);
-void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
-mica_work_fn mica_work_get(int32_t i);
-typedef void (*mica_prefetch_fn)(const uint8_t *next, int64_t bytes);
-void mica_set_prefetch(mica_mesh *m, mica_prefetch_fn hint);
-void mica_prefetch_hint(const uint8_t *next, int64_t bytes);
-"""
+#: Marks of the part of ``mica_rt.h`` that is also the cffi declaration of the API (see :func:`header_cdef`).
+CDEF_BEGIN, CDEF_END = "/* cdef-begin", "/* cdef-end */"
 
-_CDEF = """
-#define MICA_RAMP 1
-#define MICA_NORTH 2
-#define MICA_EAST 4
-#define MICA_SOUTH 8
-#define MICA_WEST 16
-#define MICA_LINK_N 0
-#define MICA_LINK_E 1
-#define MICA_LINK_S 2
-#define MICA_LINK_W 3
-#define MICA_OP_LOOP 1
-#define MICA_OP_EXCHANGE 2
-#define MICA_OP_COMPUTE 3
-#define MICA_MAX_VARS 4
-#define MICA_MAX_RANK 4
-#define MICA_MAX_TERMS 4
 
-typedef void (*mica_kernel_fn)(uint8_t *arena, int64_t x, int64_t y, const int64_t *v,
-                               const double *scalars);
-typedef struct mica_mesh mica_mesh;
+def header_cdef(header: str) -> str:
+    """The cffi declarations of the emulator's API, taken from the text of ``mica_rt.h``: the part between
+    its ``cdef-begin`` and ``cdef-end`` comments, with comments removed. That part declares the runtime's
+    functions, types and constants and what a kernel module exports; it may hold no preprocessor
+    directive but ``#define MICA_<NAME> <integer>`` (cffi parses no other). Raises :class:`EmitError`
+    otherwise."""
+    start, end = header.find(CDEF_BEGIN), header.find(CDEF_END)
+    if start < 0 or end < start:
+        raise EmitError("mica_rt.h has no cdef-begin ... cdef-end section for cffi")
+    text = re.sub(r"/\*.*?\*/", " ", header[start:end + len(CDEF_END)], flags=re.S)
+    if "/*" in text or "*/" in text or "//" in text:
+        raise EmitError("mica_rt.h: unbalanced comment in the cdef section")
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#") and not re.fullmatch(r"#\s*define\s+MICA_\w+\s+-?\d+", line):
+            raise EmitError(f"mica_rt.h: cffi cannot take {line!r} (integer #defines only)")
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip()) + "\n"
 
-mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64_t sram_bytes,
-                         char *err, int32_t errlen);
-void mica_mesh_free(mica_mesh *m);
-int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t bytes,
-                          char *err, int32_t errlen);
-int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
-int64_t mica_mesh_host_bytes(const mica_mesh *m);
-int32_t mica_host_gather(mica_mesh *m, const void *host, int64_t elem, int32_t rank, const int64_t *shape,
-                         const int64_t *counts, int64_t offset, const int64_t *rect, const int64_t *origins,
-                         int64_t n_cells, char *err, int32_t errlen);
-void mica_set_host_threads(mica_mesh *m, int32_t n);
-int32_t mica_host_copy(mica_mesh *m, int32_t dir, void *host, const int64_t *box, const int64_t *rect,
-                       char *err, int32_t errlen);
-int32_t mica_run(mica_mesh *m, const int64_t *code, int64_t n_words, mica_kernel_fn *kernels,
-                 int32_t n_kernels, const double *scalars, int32_t n_threads, char *err, int32_t errlen);
 
-typedef struct {
-    uint64_t messages;
-    uint64_t deliveries;
-    uint64_t link_bytes;
-    uint64_t link_messages;
-    uint64_t max_hops;
-    uint64_t exchanges;
-    uint64_t computes;
-    uint64_t arena_bytes;
-    uint64_t arena_max;
-} mica_totals;
-
-void mica_progress(const mica_mesh *m, int64_t *done, int64_t *total);
-void mica_stats(const mica_mesh *m, mica_totals *out);
-const uint64_t *mica_link_bytes(const mica_mesh *m);
-const uint64_t *mica_link_messages(const mica_mesh *m);
-const uint64_t *mica_core_bytes_sent(const mica_mesh *m);
-const uint64_t *mica_core_bytes_recv(const mica_mesh *m);
-const int64_t *mica_core_arena_bytes(const mica_mesh *m);
-void mica_stats_reset(mica_mesh *m);
-
-int32_t mica_kernel_count(void);
-mica_kernel_fn mica_kernel_get(int32_t i);
-""" + _TIMING_CDEF
-
+#: The declarations :data:`ffi` holds: every declaration of ``mica_rt.h``, read from the header.
+CDEF = header_cdef((RUNTIME_DIR / "mica_rt.h").read_text())
 
 ffi = cffi.FFI()
-ffi.cdef(_CDEF)
+ffi.cdef(CDEF)
 
 _ERR_LEN = 1024
 _lib = None

@@ -20,6 +20,9 @@
 
 #include <stdint.h>
 
+/* cdef-begin: the text from here to cdef-end, comments removed, is also the cffi declaration of this API
+ * (mica/native_sim/runtime.py reads it from this file): it holds declarations and integer #defines only. */
+
 /* Directions, as bits of a route's rx/tx masks. RAMP is the link between router and core. */
 #define MICA_RAMP  1
 #define MICA_NORTH 2
@@ -214,5 +217,23 @@ void mica_timing(const mica_mesh *m, mica_timing_totals *out);
  * cycles it spent computing, sending/receiving, or waiting for data (they sum to its clock). */
 enum { MICA_T_CLOCK = 0, MICA_T_COMPUTE = 1, MICA_T_COMM = 2, MICA_T_IDLE = 3 };
 void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Kernel module
+ *
+ * The generated C that mica_run's kernel table comes from (mica/emit_c) is a shared library exporting the
+ * functions below; the emulator never calls them itself: its loader (mica/native_sim/runtime.py) builds
+ * the tables it passes to mica_run, mica_set_work and mica_set_prefetch from them.
+ * ------------------------------------------------------------------------------------------------- */
+
+/* The number of kernels and kernel i (NULL when i is out of range). */
+int32_t mica_kernel_count(void);
+mica_kernel_fn mica_kernel_get(int32_t i);
+/* Optional: the work function of kernel i (timing model). */
+mica_work_fn mica_work_get(int32_t i);
+/* Optional: the prefetch hint (see above). */
+void mica_prefetch_hint(const uint8_t *next, int64_t bytes);
+
+/* cdef-end */
 
 #endif
