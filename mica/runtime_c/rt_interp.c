@@ -145,6 +145,10 @@ static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------------
+ * Interpreter
+ * ------------------------------------------------------------------------------------------------- */
+
 static void run_phase(run_t *r, tctx *t) {
     band_t b = band_of(r, t->tid);  /* chunk t->tid of nt_op */
     t->band = b;
