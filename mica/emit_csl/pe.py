@@ -287,7 +287,8 @@ def _exchange(mp: ir.MeshProgram, plan: CslPlan, xi: int, st, counts: dict[str, 
         src, dst = chans[0].src, chans[0].dst
         fam = _Family(xi, pattern, part, src, dst, senders, receivers, sorted({c.colour for c in chans}), slots, dbl,
                       "mov16" if mp.tensor(src).dtype == "f16" else "mov32", plan.rounds > 1 and src == dst)
-        L.append(f"  // {pattern}, part {part} (MeshIR colour {chans[0].meshir_colour}): {src} -> {dst}, <= {hops} hops;")
+        L.append(f"  // {pattern}, part {part} (MeshIR colour {chans[0].meshir_colour}): {src} -> {dst}, "
+                 f"<= {hops} hops;")
         L.append(f"  //   channel(s) {_id_ranges([c.id for c in chans])} on "
                  f"{', '.join(f'color_{k}' for k in fam.colours)}")
         L += _family(mp, plan, fam, chans, counts)
@@ -377,8 +378,8 @@ def _mem_source(mp: ir.MeshProgram, plan: CslPlan, fam: _Family, role: str, buf:
     if fam.dbl is not None and plan.double.buffers.get(buf) == fam.xi:
         ty = mp.tensor(buf).dtype
         e = next(x.elems for x in plan.buffers if x.name == buf)
-        memsrc = (f"@increment_dsd_offset(mem_{buf}, @as(i16, pmod({_rel(fam.dbl, 1 if role == 'recv' else 0)}, 2) * {e}), "
-                  f"{ty})")
+        rel = _rel(fam.dbl, 1 if role == "recv" else 0)
+        memsrc = f"@increment_dsd_offset(mem_{buf}, @as(i16, pmod({rel}, 2) * {e}), {ty})"
     return memsrc
 
 

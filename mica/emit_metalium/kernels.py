@@ -322,7 +322,8 @@ class _Reader:
             _, count, first = self.plan.double.exchanges[xi]
             v = cexpr.var_c(self.loop_var[xi])
             out.append(f"{ind}// MeshIR: exchange {ex.name}, double-buffered: each step's tiles were received into the "
-                       f"next slot during the step before" + (f", except at {self.loop_var[xi]} = 0:" if first == 0 else ""))
+                       f"next slot during the step before"
+                       + (f", except at {self.loop_var[xi]} = 0:" if first == 0 else ""))
             if first == 0:
                 out.append(f"{ind}if ({v} == 0) {{")
                 self.exchange_body(out, ex, ind + "    ")
