@@ -19,8 +19,104 @@ from .plan import CslPlan
 NP = {"f32": "np.float32", "f16": "np.float16"}
 
 
+#: The layout helpers of ``run.py``: each core's box of an array, and the per-PE arrays memcpy moves.
+_PES_PY = ("",
+           "",
+           "def box(dims, x, y):",
+           "    \"\"\"Per dimension of the box core (x, y) holds: (lo, n, own_lo, own_hi) -- global index of its",
+           "    first element, elements it holds (the buffer's extent along it), and the global range it owns",
+           "    (written back to the host). dims are (coord, tile, extent, padded, offset, span) as in the",
+           "    MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset).\"\"\"",
+           "    out = []",
+           "    for coord, tile, extent, padded, offset, span in dims:",
+           "        if coord is None:",
+           "            n = min(tile, extent)",
+           "            out.append((0, n, 0, n))",
+           "            continue",
+           "        c = {'x': x, 'y': y}.get(coord, 0) if coord != 'kb' else kb(x, y)",
+           "        lo = tile * c + offset",
+           "        n = span or (tile if (padded or coord == 'kb') else max(0, min(tile, extent - lo)))",
+           "        out.append((lo, n, tile * c, min(tile * c + tile, extent)))",
+           "    return out",
+           "",
+           "",
+           "def to_pes(array, dims, x0, x1, y0, y1, elems):",
+           "    \"\"\"The (rows, columns, elems) array memcpy_h2d copies: core (x, y)'s box, row-major, packed.\"\"\"",
+           "    out = np.zeros((y1 - y0, x1 - x0, elems), dtype=array.dtype)",
+           "    for y in range(y0, y1):",
+           "        for x in range(x0, x1):",
+           "            b = box(dims, x, y)",
+           "            block = np.zeros([n for _, n, _, _ in b], dtype=array.dtype)",
+           "            src, dst = [], []",
+           "            for (lo, n, _, _), extent in zip(b, array.shape):",
+           "                a, e = max(lo, 0), min(lo + n, extent)",
+           "                src.append(slice(a, max(a, e)))",
+           "                dst.append(slice(a - lo, a - lo + max(0, e - a)))",
+           "            block[tuple(dst)] = array[tuple(src)]",
+           "            flat = block.reshape(-1)",
+           "            out[y - y0, x - x0, :flat.size] = flat",
+           "    return out.reshape(-1)",
+           "",
+           "",
+           "def widen16(flat):",
+           "    \"\"\"f16 values as the 32-bit words a MEMCPY_16BIT transfer moves (the value in the low half).\"\"\"",
+           "    return flat.view(np.uint16).astype(np.uint32)",
+           "",
+           "",
+           "def narrow16(words):",
+           "    \"\"\"The f16 values in the low halves of the 32-bit words a MEMCPY_16BIT transfer returns.\"\"\"",
+           "    return words.astype(np.uint16).view(np.float16)",
+           "",
+           "",
+           "def from_pes(flat, array, dims, x0, x1, y0, y1, elems):",
+           "    \"\"\"Scatters what memcpy_d2h read back into ``array``: each core's owned elements.\"\"\"",
+           "    pes = flat.reshape(y1 - y0, x1 - x0, elems)",
+           "    for y in range(y0, y1):",
+           "        for x in range(x0, x1):",
+           "            b = box(dims, x, y)",
+           "            n = int(np.prod([n for _, n, _, _ in b]))",
+           "            block = pes[y - y0, x - x0, :n].reshape([n for _, n, _, _ in b])",
+           "            src = tuple(slice(a - lo, e - lo) for lo, _, a, e in b)",
+           "            array[tuple(slice(a, e) for _, _, a, e in b)] = block[src]",
+           "",
+           "")
+
+
+#: The end of ``run.py``'s ``main``: the comparison with the reference, and the script's entry point.
+_COMPARE_PY = ("    runner.stop()",
+               "",
+               "    want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)",
+               "    ok = True",
+               "    for name, value in got.items():",
+               "        ref = want[name]",
+               "        tol = 1e-2 if value.dtype == np.float16 else 1e-4",
+               "        good = np.allclose(value, ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max())))",
+               "        print(f'{name}: max |device - reference| = {float(np.abs(value - ref).max()):.3g}', "
+               "'OK' if good else 'MISMATCH')",
+               "        ok = ok and good",
+               "    print('SUCCESS' if ok else 'FAILURE')",
+               "    return 0 if ok else 1",
+               "",
+               "",
+               "if __name__ == '__main__':",
+               "    raise SystemExit(main())",
+               "")
+
+
 def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
     prog: Program = compiled.program
+    L = _run_py_head(mp, plan)
+    L += _PES_PY
+    L += program_py(prog)
+    L += _main_setup(prog, plan)
+    L += _host_loads(mp, plan)
+    L += _host_stores(prog, plan)
+    L += _COMPARE_PY
+    return "\n".join(L)
+
+
+def _run_py_head(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
+    """The script's docstring, imports and mesh size, and the skew's block function when the program has one."""
     w, h = plan.mesh
     L = ['#!/usr/bin/env cs_python',
          f'"""Host script for MICA program {mp.name!r} ({plan.arch}, {w}x{h} PEs), generated by MICA.',
@@ -46,77 +142,22 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
               "def kb(x, y):",
               "    \"\"\"The block core (x, y) holds at step 0 of the skewed loop.\"\"\"",
               "    return (ring_pos(x) + ring_pos(y)) % SKEW_N"]
-    L += ["",
-          "",
-          "def box(dims, x, y):",
-          "    \"\"\"Per dimension of the box core (x, y) holds: (lo, n, own_lo, own_hi) -- global index of its",
-          "    first element, elements it holds (the buffer's extent along it), and the global range it owns",
-          "    (written back to the host). dims are (coord, tile, extent, padded, offset, span) as in the",
-          "    MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset).\"\"\"",
-          "    out = []",
-          "    for coord, tile, extent, padded, offset, span in dims:",
-          "        if coord is None:",
-          "            n = min(tile, extent)",
-          "            out.append((0, n, 0, n))",
-          "            continue",
-          "        c = {'x': x, 'y': y}.get(coord, 0) if coord != 'kb' else kb(x, y)",
-          "        lo = tile * c + offset",
-          "        n = span or (tile if (padded or coord == 'kb') else max(0, min(tile, extent - lo)))",
-          "        out.append((lo, n, tile * c, min(tile * c + tile, extent)))",
-          "    return out",
-          "",
-          "",
-          "def to_pes(array, dims, x0, x1, y0, y1, elems):",
-          "    \"\"\"The (rows, columns, elems) array memcpy_h2d copies: core (x, y)'s box, row-major, packed.\"\"\"",
-          "    out = np.zeros((y1 - y0, x1 - x0, elems), dtype=array.dtype)",
-          "    for y in range(y0, y1):",
-          "        for x in range(x0, x1):",
-          "            b = box(dims, x, y)",
-          "            block = np.zeros([n for _, n, _, _ in b], dtype=array.dtype)",
-          "            src, dst = [], []",
-          "            for (lo, n, _, _), extent in zip(b, array.shape):",
-          "                a, e = max(lo, 0), min(lo + n, extent)",
-          "                src.append(slice(a, max(a, e)))",
-          "                dst.append(slice(a - lo, a - lo + max(0, e - a)))",
-          "            block[tuple(dst)] = array[tuple(src)]",
-          "            flat = block.reshape(-1)",
-          "            out[y - y0, x - x0, :flat.size] = flat",
-          "    return out.reshape(-1)",
-          "",
-          "",
-          "def widen16(flat):",
-          "    \"\"\"f16 values as the 32-bit words a MEMCPY_16BIT transfer moves (the value in the low half).\"\"\"",
-          "    return flat.view(np.uint16).astype(np.uint32)",
-          "",
-          "",
-          "def narrow16(words):",
-          "    \"\"\"The f16 values in the low halves of the 32-bit words a MEMCPY_16BIT transfer returns.\"\"\"",
-          "    return words.astype(np.uint16).view(np.float16)",
-          "",
-          "",
-          "def from_pes(flat, array, dims, x0, x1, y0, y1, elems):",
-          "    \"\"\"Scatters what memcpy_d2h read back into ``array``: each core's owned elements.\"\"\"",
-          "    pes = flat.reshape(y1 - y0, x1 - x0, elems)",
-          "    for y in range(y0, y1):",
-          "        for x in range(x0, x1):",
-          "            b = box(dims, x, y)",
-          "            n = int(np.prod([n for _, n, _, _ in b]))",
-          "            block = pes[y - y0, x - x0, :n].reshape([n for _, n, _, _ in b])",
-          "            src = tuple(slice(a - lo, e - lo) for lo, _, a, e in b)",
-          "            array[tuple(slice(a, e) for _, _, a, e in b)] = block[src]",
-          "",
-          ""]
-    L += program_py(prog)
-    L += ["",
-          "",
-          "def main():",
-          "    ap = argparse.ArgumentParser()",
-          "    ap.add_argument('--name', default='out', help='the compile output directory')",
-          "    ap.add_argument('--cmaddr', default='', help='IP:port of a CS system; empty for the simulator')",
-          "    ap.add_argument('--seed', type=int, default=0)",
-          "    args = ap.parse_args()",
-          "    rng = np.random.default_rng(args.seed)",
-          "    arrays = {}"]
+    return L
+
+
+def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
+    """The start of ``main``: arguments, the arrays (random inputs, zeros elsewhere) and scalars, and the
+    runtime with the symbols of the buffers it loads and stores, loaded and running."""
+    L = ["",
+         "",
+         "def main():",
+         "    ap = argparse.ArgumentParser()",
+         "    ap.add_argument('--name', default='out', help='the compile output directory')",
+         "    ap.add_argument('--cmaddr', default='', help='IP:port of a CS system; empty for the simulator')",
+         "    ap.add_argument('--seed', type=int, default=0)",
+         "    args = ap.parse_args()",
+         "    rng = np.random.default_rng(args.seed)",
+         "    arrays = {}"]
     for a in prog.arrays:
         if a.dtype not in NP:
             raise EmitError(f"CSL back end: array {a.name} has dtype {a.dtype}; CSL has f32 and f16 only")
@@ -133,10 +174,18 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
     L.append("    sym_scalars = runner.get_id('scalars')")
     L += ["    runner.load()",
           "    runner.run()"]
-    bufs = {b.name: b for b in plan.buffers}
+    return L
 
-    def dt(b):
-        return "MemcpyDataType.MEMCPY_16BIT" if b.dtype == "f16" else "MemcpyDataType.MEMCPY_32BIT"
+
+def _memcpy_type(b) -> str:
+    """The memcpy data type of buffer ``b`` (f16 moves as the low halves of 32-bit words)."""
+    return "MemcpyDataType.MEMCPY_16BIT" if b.dtype == "f16" else "MemcpyDataType.MEMCPY_32BIT"
+
+
+def _host_loads(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
+    """The ``memcpy_h2d`` of every MeshIR host_load (each core's box of the array) and of the scalars."""
+    L: list[str] = []
+    bufs = {b.name: b for b in plan.buffers}
     for ld in plan.loads:
         b = bufs[ld.buffer]
         r = ld.region
@@ -144,16 +193,23 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
         data = f"to_pes(arrays[{ld.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})"
         if b.dtype == "f16":
             data = f"widen16({data})"
-        L.append(f"    runner.memcpy_h2d(sym_{ld.buffer}, {data}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, {b.elems}, "
-                 f"streaming=False, data_type={dt(b)}, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
+        L.append(f"    runner.memcpy_h2d(sym_{ld.buffer}, {data}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, "
+                 f"{b.elems}, streaming=False, data_type={_memcpy_type(b)}, order=MemcpyOrder.ROW_MAJOR, "
+                 f"nonblock=False)")
     sc = ", ".join(f"scalars[{n!r}]" for n in mp.scalars) or "0.0"
     reg = mp.region
     L.append(f"    # scalar arguments, on every PE of the program region {reg}")
     L.append(f"    runner.memcpy_h2d(sym_scalars, np.tile(np.array([{sc}], dtype=np.float32), "
              f"{reg.cores}), {reg.x0}, {reg.y0}, {reg.x1 - reg.x0}, {reg.y1 - reg.y0}, {max(1, len(mp.scalars))}, "
              f"streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
-    L.append("    runner.launch('main', nonblock=False)")
-    L.append("    got = {}")
+    return L
+
+
+def _host_stores(prog: Program, plan: CslPlan) -> list[str]:
+    """The launch of ``main``, then the ``memcpy_d2h`` of every MeshIR host_store, scattered into ``got``."""
+    L = ["    runner.launch('main', nonblock=False)",
+         "    got = {}"]
+    bufs = {b.name: b for b in plan.buffers}
     for st in plan.stores:
         b = bufs[st.buffer]
         r = st.region
@@ -161,29 +217,12 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
         L.append(f"    # MeshIR host_store {st.array} <- {st.buffer} from {r}")
         L.append(f"    flat = np.zeros({r.cores * b.elems}, dtype={'np.uint32' if b.dtype == 'f16' else NP[b.dtype]})")
         L.append(f"    runner.memcpy_d2h(flat, sym_{st.buffer}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, "
-                 f"{b.elems}, streaming=False, data_type={dt(b)}, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
+                 f"{b.elems}, streaming=False, data_type={_memcpy_type(b)}, order=MemcpyOrder.ROW_MAJOR, "
+                 f"nonblock=False)")
         L.append(f"    got[{st.array!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")
         flat = "narrow16(flat)" if b.dtype == "f16" else "flat"
         L.append(f"    from_pes({flat}, got[{st.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})")
-    L += ["    runner.stop()",
-          "",
-          "    want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)",
-          "    ok = True",
-          "    for name, value in got.items():",
-          "        ref = want[name]",
-          "        tol = 1e-2 if value.dtype == np.float16 else 1e-4",
-          "        good = np.allclose(value, ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max())))",
-          "        print(f'{name}: max |device - reference| = {float(np.abs(value - ref).max()):.3g}', "
-          "'OK' if good else 'MISMATCH')",
-          "        ok = ok and good",
-          "    print('SUCCESS' if ok else 'FAILURE')",
-          "    return 0 if ok else 1",
-          "",
-          "",
-          "if __name__ == '__main__':",
-          "    raise SystemExit(main())",
-          ""]
-    return "\n".join(L)
+    return L
 
 
 def render_commands(plan: CslPlan) -> str:

@@ -97,16 +97,33 @@ class KernelPrinter:
 
     def vector_loop(self, nd: isl.AstNode, indent: str) -> bool:
         """Prints ``nd`` (a ``for``) as one DSD operation when it is a vector update; else returns False."""
+        loop = self._unit_loop(nd)
+        if loop is None:
+            return False
+        it, init, count, call, p, coef = loop
+        ty = self.mp.tensor(p.write.buffer).dtype
+        if ty not in SUFFIX:
+            return False
+        form = self._vector_form(p, coef, ty)
+        if form is None:
+            return False
+        self._print_vector(indent, call, p, coef, it, init, count, ty, form)
+        return True
+
+    def _unit_loop(self, nd: isl.AstNode):
+        """``nd`` as a unit-step loop around one statement: (iterator, first value, trip count, the call, the
+        statement's part, each loop variable's coefficient of the iterator: 1 or 0); None when it is not one,
+        or a loop variable of the call is another function of the iterator."""
         body = nd.for_get_body()
         inc = nd.for_get_inc()
         if body.get_type() != isl.ast_node_type.user or inc.get_type() != isl.ast_expr_type.int \
                 or inc.get_val().to_python() != 1:
-            return False
+            return None
         it = ast_expr(nd.for_get_iterator(), CSL)
         cond = nd.for_get_cond()
         if cond.get_type() != isl.ast_expr_type.op or cond.get_op_type() not in (
                 isl.ast_expr_op_type.le, isl.ast_expr_op_type.lt) or ast_expr(cond.get_op_arg(0), CSL) != it:
-            return False
+            return None
         init = ast_expr(nd.for_get_init(), CSL)
         ub = ast_expr(cond.get_op_arg(1), CSL)
         count = f"{ub} - {init} + 1" if cond.get_op_type() == isl.ast_expr_op_type.le else f"{ub} - {init}"
@@ -119,13 +136,15 @@ class KernelPrinter:
             if a == it:
                 coef[lp] = 1
             elif word.search(a):
-                return False
+                return None
             else:
                 coef[lp] = 0
-        ty = self.mp.tensor(p.write.buffer).dtype
-        if ty not in SUFFIX:
-            return False
+        return it, init, count, call, p, coef
 
+    def _vector_form(self, p, coef: dict, ty: str):
+        """The DSD operation statement ``p`` is along the loop (``coef``): (kind, [(vector access, stride)],
+        scalar operand or None, stride of the write), kind ``fmac``, ``fadd``, ``fmul`` or ``fmov``; None when
+        it is none of them or a vector read overlaps the written elements."""
         def stride(acc):
             t = self.mp.tensor(acc.buffer)
             if t.dtype != ty:
@@ -152,6 +171,7 @@ class KernelPrinter:
                 p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)) is None))
                 for r in e.walk() if isinstance(r, Read)) and not any(isinstance(r, (Call, Cmp, Select))
                                                                      for r in e.walk())
+
         def acc_of(r):
             return p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)
 
@@ -160,7 +180,7 @@ class KernelPrinter:
 
         ws = stride(p.write)
         if not ws or not (0 < abs(ws) < 128):
-            return False
+            return None
         e = p.expr
         form = None
         if isinstance(e, Bin) and e.op == "+" and is_w(e.lhs) and isinstance(e.rhs, Bin) and e.rhs.op == "*":
@@ -180,14 +200,21 @@ class KernelPrinter:
         elif invariant(e) and not any(isinstance(r, Read) and acc_of(r).buffer == p.write.buffer for r in e.walk()):
             form = ("fmov", [], e)
         if form is None:
-            return False
+            return None
         kind, vecs, scal = form
         # A vector read of the written buffer must be the written elements themselves (no overlap).
         for a, s in vecs:
             if a.buffer == p.write.buffer and (a.index != p.write.index or s != ws):
-                return False
+                return None
         if kind == "fmac" and vecs[0][0].buffer == p.write.buffer:
-            return False
+            return None
+        return kind, vecs, scal, ws
+
+    def _print_vector(self, indent: str, call: isl.AstExpr, p, coef: dict, it: str, init: str, count: str,
+                      ty: str, form) -> None:
+        """Prints the loop as its DSD operation ``form`` (of :meth:`_vector_form`): the length, the DSDs at
+        the first element, the operation."""
+        kind, vecs, scal, ws = form
         self.part = p
         _, env0 = self._env(call)
         woff_env = {lp: (init if coef[lp] else v) for lp, v in env0.items()}   # the first element
@@ -222,7 +249,6 @@ class KernelPrinter:
             args = [dw, ops[0] if ops else self.expr(scal, woff_env)]
         self.lines.append(f"{indent}  @{kind}{sfx}({', '.join(args)});")
         self.lines.append(f"{indent}}}")
-        return True
 
     def function(self) -> str:
         k, r = self.k, self.cls.region

@@ -95,6 +95,13 @@ def _uses_text(uses) -> str:
 
 
 def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
+    L = _layout_head(mp, plan) + _parameter_functions(mp, plan) + _class_comments(mp, plan) + _tile_code(mp, plan)
+    L += _routes(plan) + _exports(plan, exported)
+    return "\n".join(L) + "\n"
+
+
+def _layout_head(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
+    """The file's head: the rectangle's parameters, the memcpy module, and the colours with the channels on each."""
     w, h = plan.mesh
     L: list[str] = []
     add = L.append
@@ -116,6 +123,14 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
         what = "; ".join(f"{x}/{p} (ch{_ids(ids)})" for (x, p), ids in fams.items())
         add(f"const color_{c}: color = @get_color({c});  // {what}")
     add("")
+    return L
+
+
+def _parameter_functions(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
+    """The comptime functions giving core (x, y) its region-class parameters: the colours it receives and sends
+    on, and the kernel class of every kernel."""
+    L: list[str] = []
+    add = L.append
     add("// a mod m in [0, m) for a >= 0 (layout coordinates are never negative), m > 0")
     add("fn pmod(a: i16, m: i16) i16 { return @as(i16, @as(u16, a) % @as(u16, m)); }")
     add("fn in_box(x: i16, y: i16, x0: i16, x1: i16, xs: i16, y0: i16, y1: i16, ys: i16) bool {")
@@ -144,6 +159,13 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
         add("  return 255;")
         add("}")
     add("")
+    return L
+
+
+def _class_comments(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
+    """A comment listing the region classes (the first ``MAX_CLASS_LINES``)."""
+    L: list[str] = []
+    add = L.append
     add(f"// ---- region classes ({len(plan.classes)}): cores with equal parameter values ----")
     knames = [k.name for k in mp.kernels]
     for cid, rx, tx, kcs, n, ex in plan.classes[:MAX_CLASS_LINES]:
@@ -152,6 +174,14 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     if len(plan.classes) > MAX_CLASS_LINES:
         add(f"//   ... {len(plan.classes) - MAX_CLASS_LINES} more classes (plan.json lists them all)")
     add("")
+    return L
+
+
+def _tile_code(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
+    """The opening of the ``layout`` block: the rectangle, and the tile code of every core with its parameters."""
+    w, h = plan.mesh
+    L: list[str] = []
+    add = L.append
     add("layout {")
     add("  @comptime_assert(width == %d and height == %d);" % (w, h))
     add(f"  @set_rectangle({w}, {h});")
@@ -172,6 +202,13 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add("    }")
     add("  }")
     add("")
+    return L
+
+
+def _routes(plan: CslPlan) -> list[str]:
+    """The static routes of every colour, channel family by channel family (each router set once per colour)."""
+    L: list[str] = []
+    add = L.append
     add("  // ---- routes: per colour, the static route tables of its channels (MeshIR pattern parts); channels")
     add("  //      sharing a colour at different times hold equal settings on shared routers: each is set once")
     groups: dict[tuple, list] = {}
@@ -188,6 +225,13 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
         for rb in fresh:
             add("  " + route_line(colour, rb))
     add("")
+    return L
+
+
+def _exports(plan: CslPlan, exported: list[str]) -> list[str]:
+    """The symbols the host script uses, and the end of the ``layout`` block."""
+    L: list[str] = []
+    add = L.append
     add("  // ---- symbols the host script uses ----")
     for name in exported:
         b = next(x for x in plan.buffers if x.name == name)
@@ -195,4 +239,4 @@ def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str
     add('  @export_name("scalars", [*]f32, true);')
     add('  @export_name("main", fn()void);')
     add("}")
-    return "\n".join(L) + "\n"
+    return L

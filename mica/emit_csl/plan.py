@@ -529,10 +529,31 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     double = double_buffering(mp)
     buffers = _buffers(mp, double, target.sram_bytes)
     steps, loads, stores, exchanges = _steps(mp, double)
-    # A pattern that sends a buffer into the same buffer (ring shifts) receives into a landing buffer: the
-    # emulator's exchange is bulk-synchronous, CSL's asynchronous send and receive are not. The landing
-    # buffer holds the whole buffer when SRAM allows; otherwise the exchange runs in rounds of ``chunk``
-    # elements (send chunk r, receive chunk r beside it, copy it in once chunk r has left).
+    buffers, landing, chunk, rounds = _landing(mp, target, buffers, exchanges, double, landing_elems)
+    chans = _channels(mp, exchanges, target.colours)
+    mask = {}                                   # (channel id, role) -> cores doing it
+    for c in chans:
+        mask[(c.id, "send")], mask[(c.id, "recv")] = c.senders.mask(w, h), c.receivers.mask(w, h)
+    in_queue, out_queue = _queues(chans, mask, (w, h), target.name == "wse3")
+    slots, n_slots = _completion_slots(chans, mask)
+    task_ids = _task_ids(chans, n_slots)
+    kernel_classes = {k.name: tuple((cls.name, cls.region) for cls in k.classes) for k in mp.kernels}
+    classes = _classes(mp, chans, in_queue, out_queue, kernel_classes)
+    ro = MappingProxyType
+    return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
+                   tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
+                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds, double)
+
+
+def _landing(mp: ir.MeshProgram, target, buffers: tuple[Buffer, ...], exchanges, double: DoubleBuffering,
+             landing_elems: int | None) -> tuple[tuple[Buffer, ...], dict, dict, int]:
+    """The landing buffers: ``buffers`` with them added, buffer -> landing buffer, buffer -> landing elements,
+    and the rounds of an exchange into itself.
+
+    A pattern that sends a buffer into the same buffer (ring shifts) receives into a landing buffer: the
+    emulator's exchange is bulk-synchronous, CSL's asynchronous send and receive are not. The landing
+    buffer holds the whole buffer when SRAM allows; otherwise the exchange runs in rounds of ``chunk``
+    elements (send chunk r, receive chunk r beside it, copy it in once chunk r has left)."""
     same = []
     for xi, (op, _) in enumerate(exchanges):
         for c in op.ops:
@@ -565,21 +586,25 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
         buffers += (Buffer(landing[n], b.array, b.dtype, chunk[n], chunk[n] * (b.bytes // b.elems), "landing",
                            b.dims),)
     rounds = max((-(-sizes[n].elems // chunk[n]) for n in same), default=1)
-    chans = _channels(mp, exchanges, target.colours)
+    return buffers, landing, chunk, rounds
+
+
+def _queues(chans: list[Channel], mask: dict, mesh: tuple[int, int],
+            wse3: bool) -> tuple[dict[int, int], dict[int, int]]:
+    """Input and output queues per hardware colour (colour -> queue), by colouring the graph of (colour, role)
+    nodes one core may use together; ``mask`` holds the cores of every (channel id, role)."""
+    w, h = mesh
     # Per-core role masks per hardware colour: which colours each core sends / receives on (ever, and per
-    # exchange instance), for queue and completion-slot assignment.
+    # exchange instance).
     rx_any: dict[int, np.ndarray] = {}
     tx_any: dict[int, np.ndarray] = {}
-    mask = {}                                   # (channel id, role) -> cores doing it
     inst: dict[tuple, set] = {}
     for c in chans:
-        mask[(c.id, "send")], mask[(c.id, "recv")] = c.senders.mask(w, h), c.receivers.mask(w, h)
         rx_any[c.colour] = rx_any.get(c.colour, np.zeros((h, w), bool)) | mask[(c.id, "recv")]
         tx_any[c.colour] = tx_any.get(c.colour, np.zeros((h, w), bool)) | mask[(c.id, "send")]
         for u in c.uses:
             inst.setdefault((c.exchange_index, u), set()).add(c.id)
     together = {(i, j) for ids in {frozenset(v) for v in inst.values()} for i in ids for j in ids}
-    wse3 = target.name == "wse3"
     overlap: dict = {}
 
     def overlaps(a, b) -> bool:
@@ -625,8 +650,12 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     queue = _assign(nodes, conflicts, USER_QUEUES, too_many)
     in_queue = {c: q for (c, r), q in queue.items() if r == "recv"}
     out_queue = {c: q for (c, r), q in queue.items() if r == "send"}
-    # Completion slots: (exchange, channel, role) pairs done by one core in one instance get distinct slots.
-    # Completion slots, per (exchange, pattern, part, role): two that one core may do at once differ.
+    return in_queue, out_queue
+
+
+def _completion_slots(chans: list[Channel], mask: dict) -> tuple[dict[tuple, int], int]:
+    """Completion slots per (exchange, pattern, part, role): two that one core may do at once differ. Returns
+    the slots and their number."""
     fam_mask: dict[tuple, np.ndarray] = {}
     for c in chans:
         for role in ("send", "recv"):
@@ -635,7 +664,12 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
             fam_mask[key] = fam_mask[key] | m if key in fam_mask else m
     slots = _greedy(list(fam_mask), lambda a, b: a[0] == b[0] and bool((fam_mask[a] & fam_mask[b]).any()),
                     tuple(range(64)), lambda k: "slots")
-    n_slots = max(slots.values(), default=-1) + 1
+    return slots, max(slots.values(), default=-1) + 1
+
+
+def _task_ids(chans: list[Channel], n_slots: int) -> dict[str, int]:
+    """Local task IDs of the step task and the ``n_slots`` completion tasks, from the top of the IDs no
+    colour uses."""
     used_ids = {c.colour for c in chans}
     free_ids = [i for i in range(ROUTABLE + 7) if i not in used_ids and i not in RESERVED_IDS and i < 31]
     free_ids = sorted(free_ids, reverse=True)
@@ -645,12 +679,7 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     task_ids = {"step": free_ids[0]}
     for k in range(n_slots):
         task_ids[f"done{k}"] = free_ids[1 + k]
-    kernel_classes = {k.name: tuple((cls.name, cls.region) for cls in k.classes) for k in mp.kernels}
-    classes = _classes(mp, chans, in_queue, out_queue, kernel_classes)
-    ro = MappingProxyType
-    return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
-                   tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
-                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds, double)
+    return task_ids
 
 
 def _classes(mp, chans, in_queue, out_queue, kernel_classes) -> tuple:

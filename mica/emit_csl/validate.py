@@ -314,8 +314,24 @@ def validate(files: dict[str, str]) -> None:
         plan = json.loads(files["plan.json"])
     except ValueError as exc:
         raise EmitError(f"plan.json: not JSON ({exc})") from None
+    declared, table = _check_colours(layout, plan)
+    for ch in plan["channels"]:
+        _trace(ch, table, layout)
+    _check_shared_colours(plan, table, layout)
+    _check_queues(plan)
+    _check_fabric_dsds(pe, plan, declared, table)
+    _check_symbols(layout, pe, run)
+    _check_memory(pe, plan)
+    # names: no declaration repeats a name visible where it is made (CSL has no shadowing/redeclaration)
+    for fname, text in (("pe_program.csl", pe), ("layout.csl", layout)):
+        _check_scopes(fname, text)
+    _check_parameters(layout, pe)
+
+
+def _check_colours(layout: str, plan: dict) -> tuple[dict[int, int], _Table]:
+    """Colours: every declared ID routable and outside memcpy's, every route on a declared colour, no router
+    over the colour budget. Returns the declared colours (colour -> line) and the layout's route table."""
     w, h = plan["mesh"]
-    # colours
     declared = {}
     for i, ln in enumerate(layout.splitlines(), 1):
         m = _COLOUR.search(ln)
@@ -334,10 +350,11 @@ def validate(files: dict[str, str]) -> None:
         line = max(int(table.line[c][y, x]) for c in table.line)
         _fail("layout.csl", line, f"router ({x},{y}) holds {int(per_router[y, x])} colours, more than the budget "
                                   f"of {plan['colour_budget']}")
-    for ch in plan["channels"]:
-        _trace(ch, table, layout)
-    _check_shared_colours(plan, table, layout)
-    _check_queues(plan)
+    return declared, table
+
+
+def _check_fabric_dsds(pe: str, plan: dict, declared: dict[int, int], table: _Table) -> None:
+    """The PE program's fabric DSDs and queue bindings: the queues plan.json records, on routed colours."""
     want = {"input": plan["queues"]["input"], "output": plan["queues"]["output"]}
     for i, ln in enumerate(pe.splitlines(), 1):
         m = re.search(r"const f(in|out)_c(\d+) = @get_dsd\(fab\w+_dsd, .*@get_(input|output)_queue\((\d+)\)", ln)
@@ -354,7 +371,10 @@ def validate(files: dict[str, str]) -> None:
             c = int(m.group(1))
             if c not in declared or c not in routed:
                 _fail("pe_program.csl", i, f"fabric DSD on colour color_{c}, which the layout does not route")
-    # symbols
+
+
+def _check_symbols(layout: str, pe: str, run: str) -> None:
+    """Every symbol run.py uses is exported by the layout and the PE program."""
     exported_layout = set(re.findall(r'@export_name\("(\w+)"', layout))
     exported_pe = set(re.findall(r'@export_symbol\(\w+, "(\w+)"\)', pe)) | set(re.findall(r"@export_symbol\((\w+)\);", pe))
     for i, ln in enumerate(run.splitlines(), 1):
@@ -363,7 +383,11 @@ def validate(files: dict[str, str]) -> None:
                 _fail("run.py", i, f"symbol {sym!r} is not exported by layout.csl")
             if sym not in exported_pe:
                 _fail("run.py", i, f"symbol {sym!r} is not exported by pe_program.csl")
-    # memory
+
+
+def _check_memory(pe: str, plan: dict) -> None:
+    """Memory: buffer slots as recorded (two for each double buffer), buffer sizes as plan.json records, and
+    all of them within the PE's SRAM."""
     sizes = {b["name"]: b.get("alloc_bytes", b["bytes"]) for b in plan["buffers"]}
     for b in plan["buffers"]:
         slots = b.get("slots", 1)
@@ -389,10 +413,10 @@ def validate(files: dict[str, str]) -> None:
         if total > plan["sram_bytes"]:
             _fail("pe_program.csl", i, f"buffers reach {total} B at {name}: more than the {plan['sram_bytes']} B of "
                                        f"SRAM per PE")
-    # names: no declaration repeats a name visible where it is made (CSL has no shadowing/redeclaration)
-    for fname, text in (("pe_program.csl", pe), ("layout.csl", layout)):
-        _check_scopes(fname, text)
-    # parameters
+
+
+def _check_parameters(layout: str, pe: str) -> None:
+    """Parameters: the layout's ``@set_tile_code`` gives exactly the PE program's params."""
     pe_params = {m.group(1): i for i, ln in enumerate(pe.splitlines(), 1)
                  for m in [re.match(r"param (\w+):", ln)] if m}
     start = _line_of(layout, "@set_tile_code(")

@@ -105,9 +105,22 @@ def _range_c(r) -> str:
 
 def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     program = compiled.program
-    tb = tile_bytes(plan.dtype)
     loads = [op for op, _ in mp.walk() if isinstance(op, HostLoad)]
     stores = [op for op, _ in mp.walk() if isinstance(op, HostStore)]
+    L = _host_head(plan, mp, program)
+    L += _cbs_and_semaphores(plan)
+    L += _dram_buffers(plan, mp, loads + stores)
+    L += _kernels(plan)
+    L += _runtime_args(plan)
+    L += _staged_loads(plan, mp, program, loads)
+    L += _run_and_stores(plan, mp, program, stores)
+    L += _check(program)
+    return "\n".join(L)
+
+
+def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
+    """The file's head (includes, the sequential reference, the skew and staging helpers) and the start of
+    ``main``: device, queue, program, the grid check, and the core ranges of the work region and classes."""
     ref = "\n".join(line for line in program_c(program).splitlines() if not line.startswith("#include"))
     L = [header("host.cpp: opens the device, builds the program (CBs, semaphores, kernels per core class, "
                 "runtime args), stages the inputs, runs, and checks the outputs against the sequential "
@@ -136,7 +149,12 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
                  f"{', '.join(cc.loads) or '-'}; host stores {', '.join(cc.stores) or '-'}")
         L.append(f"    const CoreRangeSet class_{cc.name}(std::vector<CoreRange>{{"
                  f"{', '.join(_range_c(r) for r in cc.ranges)}}});")
-    L += ["", f"    // Circular buffers: {plan.cb_bytes} B per core."]
+    return L
+
+
+def _cbs_and_semaphores(plan: MetalPlan) -> list[str]:
+    """The circular buffers and semaphores, created on the whole work region."""
+    L = ["", f"    // Circular buffers: {plan.cb_bytes} B per core."]
     for c in plan.cbs:
         what = {"tensor": f"tensor {c.tensor}", "landing": f"landing buffer of {c.tensor}", "token": "turn token"}[c.kind]
         L.append(f"    // {c.name}: {what}, {c.pages} page(s) of {c.page_bytes} B")
@@ -147,10 +165,16 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
           "    // both sends and receives; ops of the same geometry share)."]
     for s in plan.sems:
         L.append(f"    const uint32_t {s.name} = CreateSemaphore(program, work, 0);  // id {s.index}: {s.role} of {s.op}")
-    L += ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order",
-          "    // (a tensor loaded and stored uses one buffer)."]
+    return L
+
+
+def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
+    """One interleaved DRAM buffer per tensor the host loads or stores (``ops``), on one region."""
+    tb = tile_bytes(plan.dtype)
+    L = ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order",
+         "    // (a tensor loaded and stored uses one buffer)."]
     seen: dict[str, object] = {}
-    for op in loads + stores:
+    for op in ops:
         if op.buffer in seen:
             if seen[op.buffer] != op.region:
                 raise EmitError(f"{mp.name}: {op.buffer} is loaded on {seen[op.buffer]} and stored from "
@@ -164,7 +188,12 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
                  f".page_size = {tb}, .buffer_type = BufferType::DRAM}};")
         L.append(f"    std::shared_ptr<Buffer> dram_{ident(op.buffer)} = CreateBuffer(cfg_{ident(op.buffer)});  "
                  f"// {op.array} <-> {t.name} on {r}")
-    L += ["", "    // Kernels: reader / compute / writer per core class."]
+    return L
+
+
+def _kernels(plan: MetalPlan) -> list[str]:
+    """The reader, compute and writer kernels of every core class, with their compile-time args."""
+    L = ["", "    // Kernels: reader / compute / writer per core class."]
     for cc in plan.classes:
         n = cc.name
         ct = plan.args(f"kernels/reader_{n}.cpp").compile
@@ -180,31 +209,45 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
         L.append(f"    KernelHandle writer_{n} = CreateKernel(program, \"kernels/writer_{n}.cpp\", class_{n}, "
                  f"DataMovementConfig{{.processor = DataMovementProcessor::RISCV_1, .noc = NOC::RISCV_1_default, "
                  f".compile_args = writer_{n}_ct}});")
-    w, h = plan.mesh
-    L += ["", "    // NoC coordinates of every logical column and row (multicast rectangles need them).",
-          f"    std::vector<uint32_t> noc_x({w}), noc_y({h});",
-          f"    for (uint32_t i = 0; i < {w}; ++i) noc_x[i] = device->worker_core_from_logical_core(CoreCoord(i, 0)).x;",
-          f"    for (uint32_t j = 0; j < {h}; ++j) noc_y[j] = device->worker_core_from_logical_core(CoreCoord(0, j)).y;",
-          "", "    // Runtime args, per core of each class."]
+    return L
 
-    def value(name: str) -> str:
-        if name == "my_x":
-            return "(uint32_t)core.x"
-        if name == "my_y":
-            return "(uint32_t)core.y"
-        if name.startswith("noc_x") or name.startswith("noc_y"):
-            return f"{name[:5]}[{name[5:]}]"
-        return f"(uint32_t){name}->address()"
+
+def _arg_value(name: str) -> str:
+    """The host expression of runtime arg ``name`` for the core ``core``."""
+    if name == "my_x":
+        return "(uint32_t)core.x"
+    if name == "my_y":
+        return "(uint32_t)core.y"
+    if name.startswith("noc_x") or name.startswith("noc_y"):
+        return f"{name[:5]}[{name[5:]}]"
+    return f"(uint32_t){name}->address()"
+
+
+def _runtime_args(plan: MetalPlan) -> list[str]:
+    """The NoC coordinates of every logical column and row, then every kernel's runtime args, per core."""
+    w, h = plan.mesh
+    L = ["", "    // NoC coordinates of every logical column and row (multicast rectangles need them).",
+         f"    std::vector<uint32_t> noc_x({w}), noc_y({h});",
+         f"    for (uint32_t i = 0; i < {w}; ++i) noc_x[i] = device->worker_core_from_logical_core(CoreCoord(i, 0)).x;",
+         f"    for (uint32_t j = 0; j < {h}; ++j) noc_y[j] = device->worker_core_from_logical_core(CoreCoord(0, j)).y;",
+         "", "    // Runtime args, per core of each class."]
     for cc in plan.classes:
         n = cc.name
         L.append(f"    for (const CoreCoord& core : corerange_to_cores(class_{n})) {{")
         for kind in ("reader", "compute", "writer"):
             args = plan.args(f"kernels/{kind}_{n}.cpp").runtime
             L.append(f"        // {kind}_{n}: {len(args)} runtime args ({', '.join(args)})")
-            L.append(f"        SetRuntimeArgs(program, {kind}_{n}, core, {{{', '.join(value(a) for a in args)}}});")
+            values = ", ".join(_arg_value(a) for a in args)
+            L.append(f"        SetRuntimeArgs(program, {kind}_{n}, core, {{{values}}});")
         L.append("    }")
-    L += ["", "    // Host arrays (random inputs, fixed seed) and the staged DRAM images.",
-          "    std::mt19937 rng(0);", "    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);"]
+    return L
+
+
+def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list) -> list[str]:
+    """The host arrays (random inputs) and, per host load, its cores' boxes staged as tiles and written to
+    DRAM."""
+    L = ["", "    // Host arrays (random inputs, fixed seed) and the staged DRAM images.",
+         "    std::mt19937 rng(0);", "    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);"]
     for a in program.arrays:
         n = prod(a.shape) if a.shape else 1
         init = "for (float& v : arr_{0}) v = dist(rng);" if a.name in program.inputs else ""
@@ -222,8 +265,14 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
               f"                stage(arr_{ident(op.array)}, box, x, y, staged.data() + "
               f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, true);",
               f"        EnqueueWriteBuffer(cq, dram_{b}, staged, true);", "    }"]
-    L += ["", "    EnqueueProgram(cq, program, false);", "    Finish(cq);", "",
-          "    // Outputs back from DRAM."]
+    return L
+
+
+def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list) -> list[str]:
+    """Running the program, then the device's arrays: outputs start as NaN, and each host store reads its
+    DRAM buffer back and unstages its cores' boxes."""
+    L = ["", "    EnqueueProgram(cq, program, false);", "    Finish(cq);", "",
+         "    // Outputs back from DRAM."]
     L.append("    // (outputs start as NaN: an element the device never stores fails the comparison)")
     for a in program.arrays:
         if a.name in program.outputs:
@@ -242,11 +291,16 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
               f"                stage(dev_{ident(op.array)}, box, x, y, staged.data() + "
               f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, false);", "    }"]
-    L += ["", "    // The reference: the original loop nests, in order, on the host.",
-          f"    void* arrays[] = {{{', '.join(f'arr_{ident(a.name)}.data()' for a in program.arrays)}}};",
-          "    const double scalars[1] = {0.0};", "    reference::mica_program(arrays, scalars);", "",
-          "    // Compare (the FPU multiplies with 19-bit inputs: tolerance relative to the largest value).",
-          "    int bad = 0;"]
+    return L
+
+
+def _check(program) -> list[str]:
+    """The sequential reference on the host arrays, the comparison of every output, and the end of ``main``."""
+    L = ["", "    // The reference: the original loop nests, in order, on the host.",
+         f"    void* arrays[] = {{{', '.join(f'arr_{ident(a.name)}.data()' for a in program.arrays)}}};",
+         "    const double scalars[1] = {0.0};", "    reference::mica_program(arrays, scalars);", "",
+         "    // Compare (the FPU multiplies with 19-bit inputs: tolerance relative to the largest value).",
+         "    int bad = 0;"]
     for name in program.outputs:
         i = ident(name)
         L += ["    {",
@@ -263,4 +317,4 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
               "        bad += ok ? 0 : 1;",
               "    }"]
     L += ["", "    CloseDevice(device);", "    return bad == 0 ? 0 : 1;", "}", ""]
-    return "\n".join(L)
+    return L

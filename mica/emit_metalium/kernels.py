@@ -204,6 +204,18 @@ def _body_ops(mp: MeshProgram):
 
 def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     loads = {op.buffer: op for op, _ in mp.walk() if isinstance(op, HostLoad)}
+    lines = _reader_head(plan, cc) + _reader_args(plan, cc, loads) + _reader_loads(plan, cc, loads)
+    lines += _reader_handover(plan)
+    reader = _Reader(plan, mp, cc)
+    lines += _Body(mp, reader.on_exchange, reader.on_compute).run(_body_ops(mp), "    ")
+    lines += ["", "    // Everything is computed and exchanged: the writer's turn.",
+              "    cb_reserve_back(cb_tok_r2w, 1);", "    cb_push_back(cb_tok_r2w, 1);", "}", ""]
+    return "\n".join(lines)
+
+
+def _reader_head(plan: MetalPlan, cc: CoreClass) -> list[str]:
+    """The reader's head: includes, circular buffers, semaphore ids, the compute-turn helper, and the opening
+    of ``kernel_main`` down to the NoC coordinate arrays."""
     lines = [header(f"reader_{cc.name}: data-movement kernel (RISCV_0, NoC 0) of core class {cc.name}: host loads, "
                     f"every exchange, and the turns of the compute kernel.", plan),
              LAYOUT, "#include <stdint.h>", '#include "dataflow_api.h"', '#include "mica_mesh.h"',
@@ -220,12 +232,24 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
               "void kernel_main() {", "    // Runtime args."]
     lines.append(f"    uint32_t noc_x[{plan.mesh[0]}];  // NoC x of every logical column")
     lines.append(f"    uint32_t noc_y[{plan.mesh[1]}];  // NoC y of every logical row")
+    return lines
+
+
+def _reader_args(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
+    """The reader's runtime arguments (NoC coordinates, the core's position, DRAM addresses of its loads) and
+    the core's own NoC coordinates."""
     names = list(plan.args(f"kernels/reader_{cc.name}.cpp").runtime)
-    lines += _arg_lines(names, {f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
-                                f"(host_load {loads[b].array} -> {b})" for b in cc.loads})
+    lines = _arg_lines(names, {f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
+                               f"(host_load {loads[b].array} -> {b})" for b in cc.loads})
     lines += ["    const uint32_t my_noc_x = noc_x[my_x];", "    const uint32_t my_noc_y = noc_y[my_y];",
-              "    (void)my_noc_x; (void)my_noc_y;", "",
-              "    // Zero every tensor (tile padding must be zero: contractions run over whole tiles)."]
+              "    (void)my_noc_x; (void)my_noc_y;", ""]
+    return lines
+
+
+def _reader_loads(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
+    """Zeroing every tensor, then the core class's host loads: each core reads its tiles of the staged DRAM
+    buffer."""
+    lines = ["    // Zero every tensor (tile padding must be zero: contractions run over whole tiles)."]
     for c in plan.cbs:
         if c.kind == "tensor":
             lines.append(f"    mica_zero_l1(get_write_ptr({c.name}), {c.pages} * tile_bytes);")
@@ -242,7 +266,13 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
                   f"        for (uint32_t i = 0; i < {c.slot_pages}; ++i) {{",
                   f"            noc_async_read_tile(first + i, gen, get_write_ptr({c.name}) + i * tile_bytes);",
                   "        }", "        noc_async_read_barrier();", "    }"]
-    lines += ["", "    // Hand every tensor to the compute kernel once; it rewrites them in place, tile by tile."]
+    return lines
+
+
+def _reader_handover(plan: MetalPlan) -> list[str]:
+    """Handing every tensor to the compute kernel once (one slot of a double buffer, whose front pointer
+    starts there)."""
+    lines = ["", "    // Hand every tensor to the compute kernel once; it rewrites them in place, tile by tile."]
     for c in plan.cbs:
         if c.kind == "tensor" and c.slots > 1:
             lines.append(f"    // double buffer {c.tensor}: one slot now (what was loaded, or zeros); each step's exchange "
@@ -255,39 +285,58 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
             lines.append(f"    cb_reserve_back({c.name}, {c.pages});")
             lines.append(f"    cb_push_back({c.name}, {c.pages});")
     lines.append("")
-    by_ex: dict[str, list[Transfer]] = {}
-    for t in plan.transfers:
-        by_ex.setdefault(t.exchange, []).append(t)
+    return lines
 
-    ex_index = {id(ex): i for i, (ex, _) in enumerate((op, sc) for op, sc in mp.walk() if isinstance(op, Exchange))}
-    ex_by_index = {i: ex for ex, i in ((op, ex_index[id(op)]) for op, _ in mp.walk() if isinstance(op, Exchange))}
-    loop_var = {}
-    for op, scope in mp.walk():
-        if isinstance(op, Exchange) and plan.is_double(ex_index[id(op)]):
-            loop_var[ex_index[id(op)]] = scope[-1][0]
-    hosts = dict(plan.prefetch_at)
 
-    def double_cbs(ex: Exchange):
+class _Reader:
+    """The reader's MeshIR body: what the exchanges and computes of core class ``cc`` print (the callbacks of
+    :class:`_Body`), with the indices of the program's exchanges and transfers they share."""
+
+    def __init__(self, plan: MetalPlan, mp: MeshProgram, cc: CoreClass):
+        self.plan, self.mp, self.cc = plan, mp, cc
+        self.by_ex: dict[str, list[Transfer]] = {}
+        for t in plan.transfers:
+            self.by_ex.setdefault(t.exchange, []).append(t)
+        exchanges = [op for op, _ in mp.walk() if isinstance(op, Exchange)]
+        self.ex_index = {id(ex): i for i, ex in enumerate(exchanges)}
+        self.ex_by_index = dict(enumerate(exchanges))
+        self.loop_var = {}
+        for op, scope in mp.walk():
+            if isinstance(op, Exchange) and plan.is_double(self.ex_index[id(op)]):
+                self.loop_var[self.ex_index[id(op)]] = scope[-1][0]
+        self.hosts = dict(plan.prefetch_at)
+        self.kinds = {o.kernel: o.kind for o in plan.tile_ops}
+        self.kernel_of_class = {cls.name: k for k in mp.kernels for cls in k.classes}
+        self.steps = kernel_steps(mp)
+
+    def double_cbs(self, ex: Exchange):
+        """The double-buffered CBs of the tensors ``ex`` sends or receives."""
         names = sorted({c.dst for c in ex.ops} | {c.src for c in ex.ops})
-        return [plan.tensor_cb(n) for n in names if plan.tensor_cb(n).slots > 1]
+        return [self.plan.tensor_cb(n) for n in names if self.plan.tensor_cb(n).slots > 1]
 
-    def on_exchange(out, ex: Exchange, ind):
-        xi = ex_index[id(ex)]
-        if plan.is_double(xi):
-            _, count, first = plan.double.exchanges[xi]
-            v = cexpr.var_c(loop_var[xi])
+    def on_exchange(self, out, ex: Exchange, ind):
+        """An exchange in the body: its three phases, or (double-buffered) only at the loop's first step, the
+        others having been prefetched during the step before."""
+        xi = self.ex_index[id(ex)]
+        if self.plan.is_double(xi):
+            _, count, first = self.plan.double.exchanges[xi]
+            v = cexpr.var_c(self.loop_var[xi])
             out.append(f"{ind}// MeshIR: exchange {ex.name}, double-buffered: each step's tiles were received into the "
-                       f"next slot during the step before" + (f", except at {loop_var[xi]} = 0:" if first == 0 else ""))
+                       f"next slot during the step before"
+                       + (f", except at {self.loop_var[xi]} = 0:" if first == 0 else ""))
             if first == 0:
                 out.append(f"{ind}if ({v} == 0) {{")
-                exchange_body(out, ex, ind + "    ")
+                self.exchange_body(out, ex, ind + "    ")
                 out.append(f"{ind}}}")
             return
-        exchange_body(out, ex, ind)
+        self.exchange_body(out, ex, ind)
 
-    def exchange_body(out, ex: Exchange, ind):
-        ts = by_ex.get(ex.name, [])
-        dbl = double_cbs(ex) if plan.is_double(ex_index[id(ex)]) else []
+    def exchange_body(self, out, ex: Exchange, ind):
+        """The three phases of exchange ``ex`` (under its guard), with the next slot of each double buffer
+        reserved before and pushed after."""
+        plan = self.plan
+        ts = self.by_ex.get(ex.name, [])
+        dbl = self.double_cbs(ex) if plan.is_double(self.ex_index[id(ex)]) else []
         out.append(f"{ind}// MeshIR: exchange {ex.name} ({', '.join(c.name for c in ex.ops)})"
                    + (f", only where {ex.guard} > 0" if ex.guard is not None else ""))
         inner = ind
@@ -304,84 +353,94 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
             out.append(f"{inner}}}")
         out.append(f"{inner}// phase 2: senders wait for their receivers, write, raise valid")
         for t in ts:
-            src = plan.cb(_cb_of(plan, t.src_cb))
-            dst = plan.cb(_cb_of(plan, t.dst_cb))
-            out.append(f"{inner}if ({t.send_when}) {{")
-            src_addr = f"front_{src.name}" if src.slots > 1 else f"get_read_ptr({src.name})"
-            if t.kind == "unicast":
-                out.append(f"{inner}    // {t.pattern} {t.op} (colour {t.colour}): {t.tiles} tile(s), {t.noc_bytes} B "
-                           f"to ({t.dst[0]}, {t.dst[1]})")
-                out.append(f"{inner}    mica_send_unicast({src_addr}, get_write_ptr({dst.name}), "
-                           f"{t.noc_bytes}, {t.ready}, {t.valid}, noc_x[{t.dst[0]}], noc_y[{t.dst[1]}]);")
-            else:
-                x0, x1, y0, y1 = t.mcast
-                out.append(f"{inner}    // multicast {t.op} (colour {t.colour}): {t.tiles} tile(s), {t.noc_bytes} B "
-                           f"to the cores [x0, x1) x [y0, y1)")
-                out.append(f"{inner}    const int32_t x0 = {x0}, x1 = {x1}, y0 = {y0}, y1 = {y1};")
-                out.append(f"{inner}    const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);")
-                out.append(f"{inner}    mica_send_multicast({src_addr}, get_write_ptr({dst.name}), "
-                           f"{t.noc_bytes}, {t.ready}, {t.valid}, noc_x[x0], noc_y[y0], noc_x[x1 - 1], "
-                           f"noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);")
-            out.append(f"{inner}}}")
+            self.send(out, t, inner)
         out.append(f"{inner}// phase 3: receivers wait for their data")
         for t in ts:
-            out.append(f"{inner}if ({t.recv_when}) {{")
-            out.append(f"{inner}    mica_wait_valid({t.valid});")
-            dst = plan.cb(_cb_of(plan, t.dst_cb))
-            if dst.kind == "landing":
-                tgt = plan.tensor_cb(dst.tensor)
-                out.append(f"{inner}    // {t.dst_buffer} is also sent in this exchange: it landed aside, now "
-                           f"copy it into place")
-                out.append(f"{inner}    mica_local_copy(get_write_ptr({dst.name}), get_write_ptr({tgt.name}), "
-                           f"{t.noc_bytes}, my_noc_x, my_noc_y);")
-            out.append(f"{inner}}}")
+            self.wait(out, t, inner)
         for c in dbl:
             out.append(f"{inner}front_{c.name} = get_write_ptr({c.name});  // the slot just filled is the next front")
             out.append(f"{inner}cb_push_back({c.name}, {c.slot_pages});")
         if ex.guard is not None:
             out.append(f"{ind}}}")
 
-    kinds = {o.kernel: o.kind for o in plan.tile_ops}
-    kernel_of_class = {cls.name: k for k in mp.kernels for cls in k.classes}
-    steps = kernel_steps(mp)
+    def send(self, out, t: Transfer, inner: str):
+        """Phase 2 of transfer ``t`` at its sender: a unicast or multicast write that raises valid."""
+        src = self.plan.cb(_cb_of(self.plan, t.src_cb))
+        dst = self.plan.cb(_cb_of(self.plan, t.dst_cb))
+        out.append(f"{inner}if ({t.send_when}) {{")
+        src_addr = f"front_{src.name}" if src.slots > 1 else f"get_read_ptr({src.name})"
+        if t.kind == "unicast":
+            out.append(f"{inner}    // {t.pattern} {t.op} (colour {t.colour}): {t.tiles} tile(s), {t.noc_bytes} B "
+                       f"to ({t.dst[0]}, {t.dst[1]})")
+            out.append(f"{inner}    mica_send_unicast({src_addr}, get_write_ptr({dst.name}), "
+                       f"{t.noc_bytes}, {t.ready}, {t.valid}, noc_x[{t.dst[0]}], noc_y[{t.dst[1]}]);")
+        else:
+            x0, x1, y0, y1 = t.mcast
+            out.append(f"{inner}    // multicast {t.op} (colour {t.colour}): {t.tiles} tile(s), {t.noc_bytes} B "
+                       f"to the cores [x0, x1) x [y0, y1)")
+            out.append(f"{inner}    const int32_t x0 = {x0}, x1 = {x1}, y0 = {y0}, y1 = {y1};")
+            out.append(f"{inner}    const bool self = mica_in_rect(my_x, my_y, x0, x1, y0, y1, 1, 0, 1, 0);")
+            out.append(f"{inner}    mica_send_multicast({src_addr}, get_write_ptr({dst.name}), "
+                       f"{t.noc_bytes}, {t.ready}, {t.valid}, noc_x[x0], noc_y[y0], noc_x[x1 - 1], "
+                       f"noc_y[y1 - 1], (uint32_t)((x1 - x0) * (y1 - y0)), self);")
+        out.append(f"{inner}}}")
 
-    def on_compute(out, op: Compute, ind, scope):
-        xi = hosts.get(id(op))
+    def wait(self, out, t: Transfer, inner: str):
+        """Phase 3 of transfer ``t`` at a receiver: wait for valid, then copy a landing buffer into place."""
+        out.append(f"{inner}if ({t.recv_when}) {{")
+        out.append(f"{inner}    mica_wait_valid({t.valid});")
+        dst = self.plan.cb(_cb_of(self.plan, t.dst_cb))
+        if dst.kind == "landing":
+            tgt = self.plan.tensor_cb(dst.tensor)
+            out.append(f"{inner}    // {t.dst_buffer} is also sent in this exchange: it landed aside, now "
+                       f"copy it into place")
+            out.append(f"{inner}    mica_local_copy(get_write_ptr({dst.name}), get_write_ptr({tgt.name}), "
+                       f"{t.noc_bytes}, my_noc_x, my_noc_y);")
+        out.append(f"{inner}}}")
+
+    def on_compute(self, out, op: Compute, ind, scope):
+        """A compute in the body: the compute kernel's turn (overlapped with the next step's exchange where the
+        op hosts a prefetch), or a generic kernel run here."""
+        xi = self.hosts.get(id(op))
         if xi is not None:
-            _, count, first = plan.double.exchanges[xi]
-            v = cexpr.var_c(loop_var[xi])
-            ex = ex_by_index[xi]
-            out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}; while it runs, the next step's exchange "
-                       f"{ex.name} fills the other slots")
-            out += [f"{ind}cb_reserve_back(cb_tok_r2c, 1);", f"{ind}cb_push_back(cb_tok_r2c, 1);",
-                    f"{ind}if ({f'{v} + 1 >= {first} && ' if first > 1 else ''}{v} + 1 < {count}) {{",
-                    f"{ind}    const int32_t next = {v} + 1;",
-                    f"{ind}    {{",
-                    f"{ind}        const int32_t {v} = next;  // the exchange's expressions at the next step"]
-            exchange_body(out, ex, ind + "        ")
-            out += [f"{ind}    }}", f"{ind}}}", f"{ind}cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step",
-                    f"{ind}cb_pop_front(cb_tok_c2r, 1);"]
-            return
-        if kinds[op.kernel] != "generic":
+            self.prefetching_turn(out, op, ind, xi)
+        elif self.kinds[op.kernel] != "generic":
             out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
-            return
+        else:
+            self.generic(out, op, ind, scope)
+
+    def prefetching_turn(self, out, op: Compute, ind, xi: int):
+        """The compute kernel's turn while the reader runs exchange ``xi`` of the next step into the other
+        slots."""
+        _, count, first = self.plan.double.exchanges[xi]
+        v = cexpr.var_c(self.loop_var[xi])
+        ex = self.ex_by_index[xi]
+        out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}; while it runs, the next step's exchange "
+                   f"{ex.name} fills the other slots")
+        out += [f"{ind}cb_reserve_back(cb_tok_r2c, 1);", f"{ind}cb_push_back(cb_tok_r2c, 1);",
+                f"{ind}if ({f'{v} + 1 >= {first} && ' if first > 1 else ''}{v} + 1 < {count}) {{",
+                f"{ind}    const int32_t next = {v} + 1;",
+                f"{ind}    {{",
+                f"{ind}        const int32_t {v} = next;  // the exchange's expressions at the next step"]
+        self.exchange_body(out, ex, ind + "        ")
+        out += [f"{ind}    }}", f"{ind}}}", f"{ind}cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step",
+                f"{ind}cb_pop_front(cb_tok_c2r, 1);"]
+
+    def generic(self, out, op: Compute, ind, scope):
+        """A compute no tile routine fits: this core class's kernel class runs on the reader."""
+        mp, cc = self.mp, self.cc
         out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}: no tile routine fits, so it runs here")
-        mine = [n for n in cc.kernel_classes if kernel_of_class[n].name == op.kernel]
+        mine = [n for n in cc.kernel_classes if self.kernel_of_class[n].name == op.kernel]
         if not mine:
             out.append(f"{ind}// (no class of {op.kernel} covers core class {cc.name})")
             return
-        k = kernel_of_class[mine[0]]
+        k = self.kernel_of_class[mine[0]]
         cls = next(c for c in k.classes if c.name == mine[0])
         t = cexpr.var_c(scope[0]) if scope else "0"
         out.append(f"{ind}if ({cexpr.in_rect_c(op.rect)}) {{")
-        out.extend(render_generic(plan, mp, k, cls, steps[k.name], ind + "    ", t,
+        out.extend(render_generic(self.plan, mp, k, cls, self.steps[k.name], ind + "    ", t,
                                   _kb_c(mp) if mp.skew else "0"))
         out.append(f"{ind}}}")
-
-    lines += _Body(mp, on_exchange, on_compute).run(_body_ops(mp), "    ")
-    lines += ["", "    // Everything is computed and exchanged: the writer's turn.",
-              "    cb_reserve_back(cb_tok_r2w, 1);", "    cb_push_back(cb_tok_r2w, 1);", "}", ""]
-    return "\n".join(lines)
 
 
 def _cb_of(plan: MetalPlan, index: int) -> str:
