@@ -32,7 +32,7 @@ def _plan(op, mesh, plan, target="wse2", buffers=1):
 def _one_core(op, mesh=(8, 8)):
     """Stencils: no halo-exchange mapping yet, so the whole program runs on one core."""
     from mica.tiling.mapping import derive_schedule
-    return mica.compile_affine(op, mesh=mesh, schedule=derive_schedule(op, mesh, assignment=[], name="one-core"))
+    return mica.compile_affine(op, mesh=mesh, schedule=derive_schedule(op, mesh, assignment=[], family="one-core"))
 
 
 def _halo(op, mesh):
