@@ -31,6 +31,7 @@ from .meshir.ir import HostLoad, MeshProgram
 from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
 from .native_sim.execute import execute
+from .progress import search_reporter
 from .targets import Target, get_target
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
@@ -144,7 +145,7 @@ class CompiledProgram:
 
 def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", *,
                    schedule: Schedule | None = None, search: bool = True, params=None,
-                   side_by_side: bool = True) -> CompiledProgram:
+                   side_by_side: bool = True, progress: bool | None = None) -> CompiledProgram:
     """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target``.
 
     By default the plan is searched (:func:`mica.tiling.search.search`); ``search=False`` takes the
@@ -153,6 +154,8 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
     on disjoint rectangles at the same time (the CSL and Metalium back ends lay out blocks from core (0, 0)).
+    ``progress``: a line on stderr while a long search runs (default: only on a terminal, or as
+    ``$MICA_PROGRESS`` says; see :mod:`mica.progress`), as ``run(progress=...)`` does for the emulator.
     """
     if isinstance(op, str):
         op = from_c(op, params=params)
@@ -170,7 +173,8 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                sched, report = search_program(op, mesh, tgt, LOWERING, side_by_side)
+                sched, report = search_program(op, mesh, tgt, LOWERING, side_by_side,
+                                               progress=search_reporter(progress))
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise

@@ -18,7 +18,6 @@ reports raises :class:`mica.errors.SimError` with its one-line message.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import threading
@@ -32,6 +31,7 @@ import numpy as np
 
 from mica.emit_c.build import compile_shared, runtime_sources_digest
 from mica.errors import EmitError, SimError
+from mica.progress import PROGRESS_ENV, progress_wanted  # noqa: F401 (re-exported: the run's policy)
 from mica.native_sim.opcode import Box, RectLike, as_rect
 
 #: Directory holding ``mica_rt.h``, ``mica_rt.c`` and the parts it includes (also the include directory for
@@ -435,25 +435,6 @@ class NativeMesh:
 PROGRESS_AFTER_S = 2.0
 #: Seconds between redraws of the progress bar.
 PROGRESS_EVERY_S = 0.5
-#: Environment variable: ``0`` turns the progress bar off, ``1`` turns it on even when stderr is no terminal.
-PROGRESS_ENV = "MICA_PROGRESS"
-
-
-def progress_wanted(enabled: bool | None = None, stream=None) -> bool:
-    """Whether a run draws a progress bar: ``enabled`` if given, else ``$MICA_PROGRESS`` (``0``/``1``) if
-    set, else whether ``stream`` (stderr) is a terminal."""
-    if enabled is not None:
-        return bool(enabled)
-    env = os.environ.get(PROGRESS_ENV, "").strip().lower()
-    if env in ("0", "no", "off", "false"):
-        return False
-    if env in ("1", "yes", "on", "true"):
-        return True
-    stream = sys.stderr if stream is None else stream
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 class Progress:

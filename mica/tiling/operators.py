@@ -27,27 +27,28 @@ from .search import Lowering, SearchReport, search
 from .split import fixed_homes_after, mapped_program, operator_program, phase_operators, split_operators
 
 
-def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True
+def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None
                    ) -> tuple[Schedule, SearchReport | None]:
     """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
     fission lets spread over the mesh) through :func:`search_operators`."""
     if len(split_operators(op)) > 1:
-        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side)
+        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress)
     splits = operator_splits(op)
     try:
-        sched, report = search(op, mesh, tgt, lowering)
+        sched, report = search(op, mesh, tgt, lowering, progress=progress)
     except MicaError:
         if not splits:
             raise
         try:
-            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side)
+            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress)
         except MicaError:
             pass
         raise
     if sched.space or sched.step is not None or not splits:
         return sched, report
     try:
-        phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side)
+        phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side,
+                                                 progress=progress)
     except MicaError:
         return sched, report
     if not phased.phases:
@@ -65,7 +66,7 @@ def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
 
 
 def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits: list[tuple[str, list]] | None = None, *,
-                     side_by_side: bool = True) -> tuple[Schedule, SearchReport | None]:
+                     side_by_side: bool = True, progress=None) -> tuple[Schedule, SearchReport | None]:
     """A program of several operators, mapped one after another (each searched by
     :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
 
@@ -87,7 +88,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     if splits is None:
         splits = operator_splits(op)
     one = derive_schedule(op, mesh, assignment=[], family="one-core")
-    ways = _Ways(op, tgt, lowering)
+    ways = _Ways(op, tgt, lowering, progress)
     memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
     side = min(mesh)
     # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
@@ -100,7 +101,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             if grid == mesh and side_by_side:
                 _side_by_side(ways, ops, split_name, mesh, memo)
     if side_by_side:
-        for how, phased in stream_schedules(op, mesh, tgt, lowering):
+        for how, phased in stream_schedules(op, mesh, tgt, lowering, progress=progress):
             if isinstance(phased, MicaError):
                 ways.reject(how, phased)
             else:
@@ -130,8 +131,8 @@ class Way:
 class _Ways:
     """The ways tried so far (an explicitly mutable accumulator of frozen :class:`Way` records)."""
 
-    def __init__(self, op: Program, tgt: Target, lowering: Lowering):
-        self.op, self.tgt, self.lowering = op, tgt, lowering
+    def __init__(self, op: Program, tgt: Target, lowering: Lowering, progress=None):
+        self.op, self.tgt, self.lowering, self.progress = op, tgt, lowering, progress
         self.tried: list[Way] = []
 
     def reject(self, how: str, exc: MicaError) -> None:
@@ -161,7 +162,7 @@ def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo
                + on)
 
         def whole(heaviest=heaviest):
-            phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest,
+            phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest, progress=ways.progress,
                                            memo=memo if grid == mesh else {})
             if grid != mesh:
                 phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
@@ -180,7 +181,7 @@ def _side_by_side(ways: _Ways, ops: list, split_name: str, mesh, memo: dict) -> 
                + ", ".join(f"[{o[0]}:{o[0] + w}, {o[1]}:{o[1] + h}]" for o, (w, h) in
                            (places[k] for k in group)))
         done = ways.consider(how, lambda places=places: map_operators(
-            op, ops, mesh, tgt, lowering, memo=memo, places=places),
+            op, ops, mesh, tgt, lowering, memo=memo, places=places, progress=ways.progress),
             f"{how}, the others one after another on the whole mesh")
         packed = done and packed_slabs(op, ops, done[0], group, 0 if mesh[0] >= mesh[1] else 1)
         if packed:
@@ -225,7 +226,7 @@ def _cheapest(ways: _Ways, one: Schedule, mesh) -> tuple[Schedule, SearchReport 
 STREAM_PIECES = (2, 4)      # piece counts the search tries when it streams a program's operators
 
 
-def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering):
+def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering, *, progress=None):
     """The streamed plans :func:`search_operators` tries: for every dimension class the program can be cut
     along (:func:`mica.affine.pieces.cut_candidates`) and every count of :data:`STREAM_PIECES` that divides
     it, the pieces' operators on one slab each, cut along either mesh axis (:func:`_stream_first_piece`).
@@ -251,7 +252,7 @@ def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering):
                         # again: the piece statements are named alike, so ``like`` matches them).
                         first = map_operators(pieces.program, ops[:per], mesh, None, None, like=firsts[axis])[0]
                     else:
-                        first = _stream_first_piece(pieces.program, ops[:per], mesh, tgt, lowering, axis)
+                        first = _stream_first_piece(pieces.program, ops[:per], mesh, tgt, lowering, axis, progress)
                         if first is None:
                             continue
                         firsts[axis] = first
@@ -262,7 +263,8 @@ def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering):
                     yield how, exc
 
 
-def _stream_first_piece(prog: Program, ops: list, mesh, tgt: Target, lowering: Lowering, axis: int) -> Schedule | None:
+def _stream_first_piece(prog: Program, ops: list, mesh, tgt: Target, lowering: Lowering, axis: int,
+                        progress=None) -> Schedule | None:
     """Piece 0's operators searched on slabs along ``axis`` (:func:`slab_places`), then each slab trimmed to
     the lines its operator works on and the slabs packed from the mesh's edge (a block crosses fewer cores
     to the next slab; the decisions are kept, not searched again); None when there are more operators
@@ -270,7 +272,7 @@ def _stream_first_piece(prog: Program, ops: list, mesh, tgt: Target, lowering: L
     places = slab_places(ops, mesh, axis)
     if places is None:
         return None
-    first, _ = map_operators(prog, ops, mesh, tgt, lowering, places=places)
+    first, _ = map_operators(prog, ops, mesh, tgt, lowering, places=places, progress=progress)
     return packed_slabs(prog, ops, first, range(len(ops)), axis) or first
 
 
@@ -293,7 +295,7 @@ RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every c
 
 def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lowering | None, *, heaviest_first: bool = False,
                   like: Schedule | None = None, memo: dict | None = None,
-                  relayout: bool = True, places: list | None = None) -> tuple[Schedule, SearchReport | None]:
+                  relayout: bool = True, places: list | None = None, progress=None) -> tuple[Schedule, SearchReport | None]:
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
     heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
@@ -347,7 +349,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
             key = (tuple(s.name for s in ops[k]), frozenset(homes.items()), resident, size, origin == (0, 0))
             if key not in memo:
                 try:
-                    memo[key] = search(sub, size, tgt, lowering, fixed_homes=homes, resident=resident,
+                    memo[key] = search(sub, size, tgt, lowering, fixed_homes=homes, resident=resident, progress=progress,
                                            rings=origin == (0, 0))
                 except MicaError as exc:
                     memo[key] = exc

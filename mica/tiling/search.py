@@ -18,7 +18,6 @@ could not be compiled.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from math import ceil, isqrt
@@ -313,6 +312,9 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     ``fixed_homes`` are layouts other operators chose (see :func:`mica.tiling.split.fixed_homes_after`);
     ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``).
 
+    ``progress`` is called ``(count, total, elapsed, done=False)`` while a search runs longer than
+    :data:`PROGRESS_AFTER_S` (:func:`mica.progress.search_reporter` makes the pipeline's); None: silent.
+
     Raises the first candidate's error when no candidate is feasible (e.g. the data cannot fit the SRAM
     at all on this mesh), so the user sees the most direct reason.
     """
@@ -324,7 +326,6 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     results: list[Candidate] = []
     best_cycles = float("inf")
     shown, last_shown = False, 0.0
-    report_progress = progress or _stderr_progress
     for i, k in enumerate(order):
         d = decisions[k]
         if bounds[k] >= best_cycles:
@@ -336,11 +337,11 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)
         elapsed = time.perf_counter() - t0
-        if elapsed > PROGRESS_AFTER_S and (elapsed - last_shown > 0.5 or i + 1 == len(decisions)):
+        if progress and elapsed > PROGRESS_AFTER_S and (elapsed - last_shown > 0.5 or i + 1 == len(decisions)):
             shown, last_shown = True, elapsed
-            report_progress(i + 1, len(decisions), elapsed)
+            progress(i + 1, len(decisions), elapsed)
     if shown:
-        report_progress(len(decisions), len(decisions), time.perf_counter() - t0, done=True)
+        progress(len(decisions), len(decisions), time.perf_counter() - t0, done=True)
     feasible = [i for i, c in enumerate(results) if c.cycles is not None]
     if not feasible:
         # Re-raise the plainest candidate's error with its full message.
@@ -357,8 +358,3 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     reasons = sched.reasons + (f"chosen by search: {report.best.decisions.describe()} has the lowest modelled "
                                f"cycles of {len(feasible)} feasible plans ({len(results) - len(feasible)} rejected)",)
     return sched.copy(reasons=reasons), report
-
-
-def _stderr_progress(count: int, total: int, elapsed: float, done: bool = False) -> None:
-    end = "\n" if done else "\r"
-    print(f"mica: searching schedules {count}/{total} ({elapsed:.1f} s)", end=end, file=sys.stderr, flush=True)
