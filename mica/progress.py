@@ -24,10 +24,13 @@ def progress_wanted(enabled: bool | None = None, stream=None) -> bool:
         return False
     if env in ("1", "yes", "on", "true"):
         return True
-    stream = sys.stderr if stream is None else stream
+    return _is_terminal(sys.stderr if stream is None else stream)
+
+
+def _is_terminal(stream) -> bool:
     try:
         return bool(stream.isatty())
-    except (AttributeError, ValueError):
+    except (AttributeError, ValueError):       # no isatty, or a closed stream
         return False
 
 
@@ -37,10 +40,7 @@ def search_reporter(enabled: bool | None = None, stream=None):
     stream = sys.stderr if stream is None else stream
     if not progress_wanted(enabled, stream):
         return None
-    try:
-        redraw = bool(stream.isatty())
-    except (AttributeError, ValueError):
-        redraw = False
+    redraw = _is_terminal(stream)
 
     def report(count: int, total: int, elapsed: float, done: bool = False) -> None:
         end = "\n" if done or not redraw else "\r"

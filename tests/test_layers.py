@@ -46,16 +46,14 @@ def _imports(path: Path):
     funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
     inside = {id(c) for f in funcs for c in ast.walk(f) if c is not f}
     for node in ast.walk(tree):
-        node_module: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[: len(package) - node.level + 1]
+                base, parts = package[: len(package) - node.level + 1], (node.module or "").split(".")
             elif node.module and node.module.split(".")[0] == "mica":
-                base = ()
-                node_module = node.module.split(".")[1:]
+                base, parts = (), node.module.split(".")[1:]
             else:
                 continue
-            parts = node_module if not node.level else (node.module.split(".") if node.module else [])
+            parts = [p for p in parts if p]
             if parts:
                 yield node.lineno, base + tuple(parts), id(node) in inside
             else:               # ``from . import ops``: each name is a module of the package

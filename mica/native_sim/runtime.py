@@ -31,7 +31,7 @@ import numpy as np
 
 from mica.emit_c.build import compile_shared, runtime_sources_digest
 from mica.errors import EmitError, SimError
-from mica.progress import PROGRESS_ENV, progress_wanted  # noqa: F401 (re-exported: the run's policy)
+from mica.progress import progress_wanted
 from mica.native_sim.opcode import Box, RectLike, as_rect
 
 #: Directory holding ``mica_rt.h``, ``mica_rt.c`` and the parts it includes (also the include directory for

@@ -247,24 +247,23 @@ class Schedule:
     def _from_dict(d: dict) -> "Schedule":
         if "family" not in d:
             d = {**d, **_legacy_label(d.get("name", "derived"), bool(d.get("phases")))}
-        if True:
-            return Schedule(
-                mesh=tuple(d["mesh"]),
-                space=tuple(SpaceMap(**s) for s in d["space"]),
-                step=StepMap(**d["step"]) if d["step"] else None,
-                local_order=tuple((s, tuple(o)) for s, o in d["local_order"]),
-                homes=tuple(Home(h["array"], tuple((a, t) for a, t in h["dims"]),
-                                 tuple((a, c) for a, c in h["pin"])) for h in d["homes"]),
-                reduce=d["reduce"],
-                group=d.get("group", 0),
-                family=d["family"],
-                searched=bool(d.get("searched", False)),
-                order=d.get("order", "program"),
-                reasons=tuple(d.get("reasons", ())),
-                phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
-                origin=tuple(d.get("origin", (0, 0))),
-                pieces=tuple(d.get("pieces", ())),
-            )
+        return Schedule(
+            mesh=tuple(d["mesh"]),
+            space=tuple(SpaceMap(**s) for s in d["space"]),
+            step=StepMap(**d["step"]) if d["step"] else None,
+            local_order=tuple((s, tuple(o)) for s, o in d["local_order"]),
+            homes=tuple(Home(h["array"], tuple((a, t) for a, t in h["dims"]),
+                             tuple((a, c) for a, c in h["pin"])) for h in d["homes"]),
+            reduce=d["reduce"],
+            group=d.get("group", 0),
+            family=d["family"],
+            searched=bool(d.get("searched", False)),
+            order=d.get("order", "program"),
+            reasons=tuple(d.get("reasons", ())),
+            phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
+            origin=tuple(d.get("origin", (0, 0))),
+            pieces=tuple(d.get("pieces", ())),
+        )
 
     def explain(self) -> str:
         if self.phases:

@@ -22,7 +22,8 @@ import mica
 from mica.emit_c.kernels import emit_kernel_module
 from mica.native_sim import runtime as rt
 from mica.native_sim.execute import execute
-from mica.native_sim.runtime import NativeMesh, Progress, progress_wanted
+from mica.native_sim.runtime import NativeMesh, Progress
+from mica.progress import PROGRESS_ENV, progress_wanted
 from mica.testing import run_c
 
 _DECL = {"f32": "float", "f64": "double"}
@@ -165,11 +166,11 @@ def test_route_planes_are_allocated_per_colour_used():
 
 
 def test_progress_bar_is_off_in_tests_and_for_non_terminals(monkeypatch):
-    monkeypatch.delenv(rt.PROGRESS_ENV, raising=False)
+    monkeypatch.delenv(PROGRESS_ENV, raising=False)
     assert not progress_wanted(None, io.StringIO())
-    monkeypatch.setenv(rt.PROGRESS_ENV, "0")
+    monkeypatch.setenv(PROGRESS_ENV, "0")
     assert not progress_wanted(None, types.SimpleNamespace(isatty=lambda: True))
-    monkeypatch.setenv(rt.PROGRESS_ENV, "1")
+    monkeypatch.setenv(PROGRESS_ENV, "1")
     assert progress_wanted(None, io.StringIO())
     assert not progress_wanted(False, io.StringIO())
 
