@@ -88,7 +88,12 @@ class BudgetError(ScheduleError):
 
 
 class SramError(ScheduleError):
-    """Per-core data that cannot fit the target's SRAM even on the full mesh."""
+    """Per-core data that cannot fit the target's SRAM; ``needed`` is the bytes per core the plan asked for,
+    when known (the search shows the rejected plan that came closest)."""
+
+    def __init__(self, message: str, *, needed: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.needed = needed
 
 
 class CommError(MicaError):

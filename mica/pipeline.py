@@ -104,7 +104,7 @@ class CompiledProgram:
     def explain(self) -> str:
         """Why this plan: the mapping decisions and, when it was searched, every candidate considered
         with its modelled cycles or the reason it was rejected."""
-        out = self.schedule.explain()
+        out = self.schedule.explain() + "\n" + self._cores_line()
         mp = self.mesh_program
         loaded = {op.buffer for op in mp.body if isinstance(op, HostLoad)}
         for t in mp.tensors:
@@ -116,6 +116,18 @@ class CompiledProgram:
         if self.search_report is not None:
             out += "\n" + self.search_report.table()
         return out
+
+    def _cores_line(self) -> str:
+        """How many cores compute, of the mesh and of the cores the plan allocates, and why the rest idle."""
+        w, h = self.mesh
+        c = self.cost
+        line = f"cores that compute: {c.cores:,} of the {w}x{h} mesh's {w * h:,}"
+        if c.allocated > c.cores:
+            line += (f"; {c.allocated - c.cores:,} more of the {c.allocated:,} the plan allocates only hold data, "
+                     f"relay or combine nothing (their tiles of the domain are empty)")
+        if c.allocated < w * h:
+            line += f"; {w * h - c.allocated:,} are not used by the plan (it has fewer blocks than the mesh has cores)"
+        return line
 
     def retarget(self, mesh) -> "CompiledProgram":
         """The same schedule shape re-instantiated for ``mesh``."""

@@ -289,8 +289,20 @@ def _box_count(s: isl.Set) -> int | None:
 def shift_params(text: str, shifts: Mapping[str, int], error: type[MicaError] = AffineError) -> str:
     """The set or map of isl ``text`` with each parameter ``p`` of ``shifts`` replaced by ``p - shifts[p]``
     (the space is unchanged: same tuples, same parameters): what held at ``p = v`` holds at ``v + shift``.
-    Parameters the text does not name are left alone."""
-    obj = _parse(isl.Map if "->" in text.split("{", 1)[1] else isl.Set, text, error)
+    Parameters the text does not name are left alone. A union (statements of several tuples, as a sequence
+    kernel's domain) is shifted piece by piece."""
+    is_map = "->" in text.split("{", 1)[1]
+    union = _parse(isl.UnionMap if is_map else isl.UnionSet, text, error)
+    pieces: list = []
+    (union.foreach_map if is_map else union.foreach_set)(pieces.append)
+    if len(pieces) > 1:
+        shifted = [shift_params(str(p), shifts, error) for p in pieces]
+        kind = isl.UnionMap if is_map else isl.UnionSet
+        out = _parse(kind, shifted[0], error)
+        for t in shifted[1:]:
+            out = out.union(_parse(kind, t, error))
+        return str(out)
+    obj = _parse(isl.Map if is_map else isl.Set, text, error)
     order = param_names(obj)
     for name, k in shifts.items():
         if not k or name not in param_names(obj):

@@ -191,7 +191,7 @@ def _lay_out_arena(b: _Builder) -> tuple[list[RegionTensor], int]:
         raise SramError(
             f"{prog.name} on a {sched.mesh[0]}x{sched.mesh[1]} mesh needs {offset} bytes per core on the "
             f"interior class of region {b.region} (full tiles: {parts}){why}; target {target.name} has "
-            f"{target.sram_bytes} bytes of SRAM per core", cause="double-buffers" if single_fits else "sram")
+            f"{target.sram_bytes} bytes of SRAM per core", cause="double-buffers" if single_fits else "sram", needed=offset)
     return laid, offset
 
 
@@ -226,7 +226,7 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     if offset > target.sram_bytes:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in tensors)
         raise SramError(f"{prog.name} on one core needs {offset} bytes ({parts}); target {target.name} has "
-                        f"{target.sram_bytes} bytes of SRAM per core")
+                        f"{target.sram_bytes} bytes of SRAM per core", needed=offset)
     parts = tuple(
         Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
                tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), expr_flops(s.expr))

@@ -239,7 +239,7 @@ def _merged_program(m: _Merger, n: int) -> MeshProgram:
                           + (f" (operators {spans[t.name][0]}-{spans[t.name][1]})"
                              if spans[t.name] != (0, n) else "") for t in laid)
         raise SramError(f"{prog.name}: its operators need {offset} bytes per core at the peak ({parts}); target "
-                        f"{target.name} has {target.sram_bytes} bytes of SRAM per core")
+                        f"{target.name} has {target.sram_bytes} bytes of SRAM per core", needed=offset)
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(m.kernels),
                        tuple(m.loads + m.body + stores), offset, tuple(name for name, _ in prog.scalars),
                        m.colours, m.skew)

@@ -110,6 +110,7 @@ class RunStats:
             "busiest_core": {"core": (int(bc[1]), int(bc[0])), "compute_cycles": float(comp[bc]),
                              "comm_cycles": float(comm[bc]), "idle_cycles": float(idle[bc])},
             "active_cores": n_active,
+            "computing_cores": int((comp > 0).sum()),
             "mean_compute_cycles": float(comp[active].mean()) if n_active else 0.0,
             "mean_comm_cycles": float(comm[active].mean()) if n_active else 0.0,
             "mean_idle_cycles": float(idle[active].mean()) if n_active else 0.0,
@@ -123,7 +124,8 @@ class RunStats:
         h = s["hottest_link"]
         b = s["busiest_core"]
         return (f"emulator: {s['cycles']:,.0f} modelled cycles ({s['seconds'] * 1e6:,.2f} us), utilisation "
-                f"{s['utilisation']:.1%} over {s['active_cores']:,} active cores; busiest core {b['core']}: "
+                f"{s['utilisation']:.1%} over {s['active_cores']:,} active cores ({s['computing_cores']:,} "
+                f"computing); busiest core {b['core']}: "
                 f"compute {b['compute_cycles']:,.0f}, communication {b['comm_cycles']:,.0f}, idle "
                 f"{b['idle_cycles']:,.0f} cycles\n"
                 f"  {s['messages']:,} messages ({s['deliveries']:,} deliveries, {s['contended_messages']:,} "

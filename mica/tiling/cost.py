@@ -39,13 +39,18 @@ import islpy as isl
 
 from ..affine.expr import Bin, Call, Neg
 from ..affine.isl_names import count_points, iset
+from ..meshir.busy import computing_cores
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
 
 
 @dataclass(frozen=True)
 class Cost:
-    """Modelled cycles of one mesh program, with the breakdown and the budgets it was checked against."""
+    """Modelled cycles of one mesh program, with the breakdown and the budgets it was checked against.
+
+    ``cores`` counts the cores that compute (run at least one kernel instance,
+    :func:`mica.meshir.busy.computing_cores`); ``allocated`` the cores of the program's region, which also
+    holds cores that only keep data, relay, or sit in tiles a triangular or partial domain leaves empty."""
 
     target: str
     clock_ghz: float
@@ -59,6 +64,12 @@ class Cost:
     colour_budget: int
     cores: int
     hidden_cycles: float = 0.0
+    allocated: int = 0
+
+    def _cores_text(self) -> str:
+        if self.allocated and self.allocated != self.cores:
+            return f"{self.cores:,} of {self.allocated:,} allocated cores compute"
+        return f"{self.cores:,} cores compute"
 
     @property
     def idle_cycles(self) -> float:
@@ -75,12 +86,12 @@ class Cost:
                 "idle_cycles": self.idle_cycles, "per_tensor": dict(self.per_tensor),
                 "sram_bytes": self.sram_bytes, "sram_budget": self.sram_budget,
                 "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores,
-                "hidden_cycles": self.hidden_cycles}
+                "allocated": self.allocated, "hidden_cycles": self.hidden_cycles}
 
     def __str__(self) -> str:
         per = ", ".join(f"{n} {c:,.0f}" for n, c in self.per_tensor) or "none"
         return (f"modelled {self.total_cycles:,.0f} cycles = {self.seconds * 1e6:,.2f} us at "
-                f"{self.clock_ghz} GHz on {self.target} ({self.cores:,} cores)\n"
+                f"{self.clock_ghz} GHz on {self.target} ({self._cores_text()})\n"
                 f"  compute {self.compute_cycles:,.0f} cycles, communication {self.comm_cycles:,.0f} "
                 f"cycles (idle while waiting {self.idle_cycles:,.0f})"
                 + (f"; {self.hidden_cycles:,.0f} more hidden behind compute by double buffering"
@@ -370,7 +381,7 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                                                                                           0.0, {}))
     return Cost(target.name, target.clock_ghz, total, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
-                target.colours, mp.region.cores, hidden)
+                target.colours, computing_cores(mp), hidden, mp.region.cores)
 
 
 def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:

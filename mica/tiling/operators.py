@@ -90,10 +90,11 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     one = derive_schedule(op, mesh, assignment=[], family="one-core")
     ways = _Ways(op, tgt, lowering, progress)
     memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
-    side = min(mesh)
-    # On a rectangular mesh, when no way works on the whole of it (an operator's grid of blocks is not
-    # square, so a later one cannot transpose its result), the largest square of cores is tried too.
-    for grid in ((mesh, (side, side)) if mesh[0] != mesh[1] else (mesh,)):
+    # When no way works on the whole mesh, smaller grids from core (0, 0) are tried until one does (a plan
+    # that works on a smaller mesh stays a candidate on a larger one): on a rectangular mesh first the
+    # largest square (an operator's grid of blocks is not square, so a later one cannot transpose its
+    # result), then halves of it.
+    for grid in fallback_grids(mesh):
         if grid != mesh and any(w.schedule is not None for w in ways.tried):
             break
         for split_name, ops in splits:
@@ -107,6 +108,17 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             else:
                 ways.consider(how, lambda phased=phased: (phased, None), how)
     return _cheapest(ways, one, mesh)
+
+
+def fallback_grids(mesh) -> list[tuple[int, int]]:
+    """The grids :func:`search_operators` maps a program onto, in order, while no way has worked: the mesh,
+    its largest square, then that square halved (rounding up) down to 2x2."""
+    side = min(mesh)
+    grids = [tuple(mesh)] + ([(side, side)] if mesh[0] != mesh[1] else [])
+    while side > 2:
+        side = -(-side // 2)
+        grids.append((side, side))
+    return grids
 
 
 @dataclass(frozen=True)
@@ -153,7 +165,7 @@ class _Ways:
 
 
 def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo: dict) -> None:
-    """Tries the operators ``ops`` one after another on ``grid`` (the mesh, or its largest square), in
+    """Tries the operators ``ops`` one after another on ``grid`` (the mesh, or a square of it from (0, 0)), in
     program order and heaviest first."""
     op, tgt, lowering = ways.op, ways.tgt, ways.lowering
     on = "" if grid == mesh else f" on the {grid[0]}x{grid[1]} square of the mesh"

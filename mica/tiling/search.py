@@ -96,6 +96,7 @@ class Candidate:
     schedule: Schedule | None = field(default=None, compare=False, repr=False)
     cost: Cost | None = field(default=None, compare=False, repr=False)
     cause: str = ""                 # why it was rejected: a key of REJECTIONS or the error class's cause
+    error: MicaError | None = field(default=None, compare=False, repr=False)   # the rejecting error
 
 
 @dataclass(frozen=True)
@@ -274,8 +275,36 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
             cost = estimate(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
         cause, line = rejection(exc)
-        return Candidate(d, None, line, cause=cause)
+        return Candidate(d, None, line, cause=cause, error=exc)
     return Candidate(d, cost.total_cycles, "", sched, cost)
+
+
+def dominant_rejection(prog: Program, mesh: tuple[int, int], results: list[Candidate]) -> MicaError:
+    """The error to raise when every candidate of ``results`` was rejected: among those rejected for the most
+    frequent cause (SRAM, dependence, ownership, ...), that of the plan needing the least SRAM (for SRAM) or
+    else of the most promising one (the lowest compute bound: ``results`` is in bound order), with the count per cause in its message and every
+    rejection in its detail. Preserves the error's class (an SRAM error stays an :class:`SramError`)."""
+    rejected = [c for c in results if c.error is not None]
+    if not rejected:
+        return ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
+                             detail="\n".join(c.rejected for c in results))
+    counts: dict[str, int] = {}
+    for c in rejected:
+        counts[c.cause] = counts.get(c.cause, 0) + 1
+    cause = max(counts, key=lambda k: (counts[k], -next(i for i, c in enumerate(rejected) if c.cause == k)))
+    of_cause = [c for c in rejected if c.cause == cause]
+    # The plan that came closest to fitting, for SRAM; else the most promising one.
+    best = min(of_cause, key=lambda c: getattr(c.error, "needed", None) or 0) if cause == "sram" else of_cause[0]
+    exc = best.error
+    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    w, h = mesh
+    which = "the one closest to fitting" if cause == "sram" else "the most promising"
+    exc.args = (f"{exc.args[0] if exc.args else exc} [no plan of {prog.name} works on the {w}x{h} mesh; this is "
+                f"{which} of the {counts[cause]} candidate(s) rejected for {cause}, {best.decisions.describe()}; "
+                f"{len(rejected)} rejected in all: {tally}]",) + tuple(exc.args[1:])
+    exc.detail = "\n".join(["candidates rejected:"] + [f"  {c.decisions.describe()}: {c.rejected}" for c in rejected]
+                           + ([exc.detail] if exc.detail else []))
+    return exc
 
 
 def _resident(fixed_homes: dict | None, resident: frozenset[str] | None) -> frozenset[str]:
@@ -315,8 +344,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     ``progress`` is called ``(count, total, elapsed, done=False)`` while a search runs longer than
     :data:`PROGRESS_AFTER_S` (:func:`mica.progress.search_reporter` makes the pipeline's); None: silent.
 
-    Raises the first candidate's error when no candidate is feasible (e.g. the data cannot fit the SRAM
-    at all on this mesh), so the user sees the most direct reason.
+    When no candidate is feasible, raises :func:`dominant_rejection`'s error: the most frequent cause across
+    the candidates (e.g. the data cannot fit the SRAM at all on this mesh), with its most promising candidate.
     """
     t0 = time.perf_counter()
     with isl_budget("schedule search: candidate space"):
@@ -344,14 +373,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
         progress(len(decisions), len(decisions), time.perf_counter() - t0, done=True)
     feasible = [i for i, c in enumerate(results) if c.cycles is not None]
     if not feasible:
-        # Re-raise the plainest candidate's error with its full message.
-        first = decisions[0]
-        sched = derive_schedule(prog, mesh, assignment=list(first.assignment), blocks=dict(first.blocks),
-                                skew=first.skew, reduce=first.reduce, group=first.group, family=first.family,
-                                searched=True, fixed_homes=fixed_homes)
-        lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
-        raise ScheduleError(f"no feasible schedule for {prog.name} on {mesh}",
-                            detail="\n".join(c.rejected for c in results))
+        raise dominant_rejection(prog, mesh, results)
     best = min(feasible, key=lambda i: (results[i].cycles, i))
     report = SearchReport(tuple(results), best, time.perf_counter() - t0)
     sched = results[best].schedule

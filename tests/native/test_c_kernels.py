@@ -31,7 +31,10 @@ def test_kernel_matches_native_c_on_two_meshes(name):
     given = {k: v for k, v in ins.items() if k in set(prog.inputs) | {n for n, _ in prog.scalars}}
     for mesh in MESHES:
         compiled = mica.compile_affine(prog, mesh=mesh, target="wormhole")
-        got = compiled.run(given).outputs
+        res = compiled.run(given)
+        got = res.outputs
+        # The cores the cost model says compute are the cores the emulator measured computing.
+        assert res.stats.summary()["computing_cores"] == compiled.cost.cores, (name, mesh)
         for arr, value in want.items():
             np.testing.assert_allclose(got[arr], value, rtol=RTOL, atol=ATOL, err_msg=f"{name} {arr} on {mesh}")
 

@@ -1,12 +1,15 @@
 """The schedule search: candidates, budgets as hard constraints, reference plans, explain()."""
 
+import re
 from dataclasses import replace
 
 import pytest
 
 import mica
+from mica.errors import SramError
 from mica.pipeline import LOWERING
-from mica.tiling.search import Decisions, evaluate, space
+from mica.targets import get_target
+from mica.tiling.search import Decisions, evaluate, search, space
 
 
 @pytest.mark.parametrize("side", [16, 64, 256, 720])
@@ -112,3 +115,21 @@ def test_sram_rejections_say_when_only_the_second_slots_overflow():
     assert rejection(SramError("x"))[0] == "sram"
     assert rejection(SramError("x", cause="double-buffers"))[0] == "double-buffers"
     assert rejection(mica.ScheduleError("odd"))[1] == "ScheduleError: odd"
+
+
+
+def test_all_rejected_names_the_dominant_cause_and_the_closest_plan():
+    """When no candidate fits, the error is an SramError (the most frequent cause), counts the causes, and
+    shows the rejected plan that needed the least SRAM, not the first one tried."""
+    op = mica.ops.matmul(256, 256, 256)
+    tgt = get_target("wse2")
+    with pytest.raises(SramError) as info:
+        search(op, (2, 2), tgt, LOWERING)
+    msg = str(info.value)
+    counts = {k: int(n) for n, k in re.findall(r"(\d+) ([a-z-]+)(?=[,\]])", msg.split("rejected in all: ", 1)[1])}
+    assert counts["sram"] == max(counts.values()) and sum(counts.values()) > counts["sram"]
+    assert len([ln for ln in info.value.detail.splitlines() if "SramError" in ln]) >= counts["sram"]
+    assert "the one closest to fitting" in msg and info.value.needed is not None
+    needed = [c.error.needed for c in (evaluate(op, (2, 2), tgt, d, LOWERING) for d in space(op, (2, 2), True))
+              if isinstance(c.error, SramError) and c.cause == "sram"]
+    assert len(needed) == counts["sram"] and min(needed) == info.value.needed
