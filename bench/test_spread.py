@@ -1,0 +1,97 @@
+"""How far each classic kernel spreads: the cores that compute and the modelled speedup over one core.
+
+    python -m pytest bench/test_spread.py --benchmark-only -s -m "slow or not slow"
+
+For every kernel of ``tests/frontend/kernels`` (the PolyBench-style set, at the manifest's sizes) the
+searched plan is compiled for 8x8 and for the whole WSE-2 rectangle (750x994); the baseline is the same
+program forced onto one core of the same mesh, costed by the same model in the same run. A kernel that does
+not spread prints the reason the plan gives. The table printed at the end of a run is the figure for the notes.
+
+In CI (the smoke run) only :data:`QUICK` runs, on 8x8; the full table is marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import mica
+from mica.affine.from_c import from_c
+from mica.tiling.mapping import derive_schedule
+
+from frontend.frontend_util import MANIFEST, kernel_function, kernel_source
+
+NAMES = sorted(MANIFEST)
+QUICK = ("gemm", "syrk", "trisolv")          # a spread one, a triangular one, one that stays on one core
+MESHES = {"8x8": (8, 8), "750x994": (750, 994)}
+ROWS: dict[tuple[str, str], dict] = {}
+
+
+def spread_row(name: str, mesh: tuple[int, int]) -> dict:
+    """The searched plan of kernel ``name`` on ``mesh`` against the one-core plan: computing cores, modelled
+    cycles of both, the speedup, and (when it stays on one core) the first reason its schedule gives."""
+    spec = MANIFEST[name]
+    prog = from_c(kernel_source(name), kernel_function(name), params=spec["params"], filename=f"{name}.c")
+    chosen = mica.compile_affine(prog, mesh=mesh)
+    try:
+        one = mica.compile_affine(prog, mesh=mesh, schedule=derive_schedule(prog, mesh, assignment=[],
+                                                                             family="one-core"))
+        one_cycles = one.cost.total_cycles
+    except mica.SramError:
+        one_cycles = None
+    row = {"cores": chosen.cost.cores, "cycles": chosen.cost.total_cycles, "one_core_cycles": one_cycles,
+           "speedup": one_cycles / chosen.cost.total_cycles if one_cycles else None,
+           "family": chosen.schedule.family, "reason": ""}
+    if chosen.cost.cores <= 1:
+        row["reason"] = next((r for r in chosen.schedule.reasons if "rejected" in r or "carries" in r),
+                             chosen.schedule.reasons[0] if chosen.schedule.reasons else "")
+    return row
+
+
+def _check(row: dict) -> None:
+    # The search never picks a plan the model says is slower than the one-core plan it also tried.
+    if row["one_core_cycles"] is not None:
+        assert row["cycles"] <= row["one_core_cycles"] * (1 + 1e-9)
+    assert row["cores"] >= 1
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_spread_quick(benchmark, name):
+    row = benchmark.pedantic(spread_row, args=(name, (8, 8)), rounds=1, iterations=1)
+    benchmark.extra_info.update(row)
+    _check(row)
+    ROWS[(name, "8x8")] = row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh", sorted(MESHES))
+@pytest.mark.parametrize("name", NAMES)
+def test_spread(benchmark, name, mesh):
+    row = benchmark.pedantic(spread_row, args=(name, MESHES[mesh]), rounds=1, iterations=1)
+    benchmark.extra_info.update(row)
+    _check(row)
+    ROWS[(name, mesh)] = row
+
+
+def table(rows: dict[tuple[str, str], dict]) -> str:
+    """The rows as a Markdown table: one line per kernel, cores and speedup per mesh."""
+    meshes = [m for m in MESHES if any(k[1] == m for k in rows)]
+    head = "| kernel | " + " | ".join(f"cores {m} | speedup {m}" for m in meshes) + " | why one core |"
+    lines = [head, "|" + "---|" * (2 * len(meshes) + 2)]
+    for name in sorted({k[0] for k in rows}):
+        cells, why = [], ""
+        for m in meshes:
+            r = rows.get((name, m))
+            if r is None:
+                cells += ["", ""]
+                continue
+            cells += [f"{r['cores']:,}", f"{r['speedup']:,.1f}x" if r["speedup"] else "n/a"]
+            why = why or r["reason"].strip()
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {why[:140]} |")
+    return "\n".join(lines)
+
+
+def teardown_module():
+    if ROWS:
+        spread = sum(1 for (_, m), r in ROWS.items() if m == "8x8" and r["cores"] > 1)
+        total = sum(1 for (_, m) in ROWS if m == "8x8")
+        print(f"\n{table(ROWS)}\n\n{spread} of {total} kernels spread over more than one core on 8x8")
