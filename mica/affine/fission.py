@@ -10,7 +10,9 @@ dependence goes from an instance of a later group to an instance of an earlier o
 therefore unions of the strongly connected components of the statement dependence graph (an edge
 ``S -> T`` when some instance of ``T`` depends on an instance of ``S``: flow, anti or output), in an
 order that respects every edge, ties broken by textual order. Consecutive groups that write the same
-array stay together (an initialisation ``tmp[i] = 0`` with the reduction that accumulates into it).
+elements of an array stay together (an initialisation ``tmp[i] = 0`` with the reduction that accumulates
+into it); groups writing disjoint parts of one array (a symmetric matrix's upper triangle, then its
+mirror image ``corr[j][i] = corr[i][j]`` below the diagonal) become operators of their own.
 """
 
 from __future__ import annotations
@@ -117,10 +119,23 @@ def fission(prog: Program, nests: list[tuple[Statement, ...]]) -> list[tuple[Sta
         groups = _ordered(_components(names, edges), edges, pos)
         merged: list[list[str]] = []
         for g in groups:
-            writes = {by_name[n].write.array for n in g}
-            if merged and writes & {by_name[n].write.array for n in merged[-1]}:
+            if merged and _writes_meet(prog, g, merged[-1]):
                 merged[-1] = sorted(merged[-1] + g, key=pos.__getitem__)
             else:
                 merged.append(g)
         out.extend(tuple(by_name[n] for n in g) for g in merged)
     return out
+
+
+def _writes_meet(prog: Program, a: list[str], b: list[str]) -> bool:
+    """True when statements ``a`` and ``b`` write a common element of some array (the images of their
+    write relations ``{ S[loops] -> X[...] }`` meet)."""
+    def written(names):
+        out: dict[str, isl.Set] = {}
+        for n in names:
+            s = prog.statement(n)
+            img = s.access_map(s.write).range()
+            out[s.write.array] = img if s.write.array not in out else out[s.write.array].union(img)
+        return out
+    wa, wb = written(a), written(b)
+    return any(not wa[x].intersect(wb[x]).is_empty() for x in wa.keys() & wb.keys())
