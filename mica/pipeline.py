@@ -36,7 +36,7 @@ from .targets import Target, get_target
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
 from .tiling.operators import retarget_schedule, search_program
-from .tiling.schedule import Schedule
+from .tiling.schedule import Schedule, with_buffers
 from .tiling.search import Lowering, SearchReport
 from .tiling.split import program_pieces
 
@@ -130,12 +130,20 @@ class CompiledProgram:
         return line
 
     def retarget(self, mesh) -> "CompiledProgram":
-        """The same schedule shape re-instantiated for ``mesh``."""
+        """The same schedule shape re-instantiated for ``mesh`` (single-buffered where the new mesh leaves a
+        double-buffered step loop nothing to receive)."""
         mesh = check_mesh(mesh, self.target)
         if mesh == self.mesh:
             return self
-        return compile_affine(self.program, mesh=mesh, target=self.target,
-                              schedule=retarget_schedule(self.program, self.schedule, mesh))
+        sched = retarget_schedule(self.program, self.schedule, mesh)
+        try:
+            return compile_affine(self.program, mesh=mesh, target=self.target, schedule=sched)
+        except ScheduleError as exc:
+            if exc.cause != "nothing-to-prefetch":
+                raise
+        # On the new mesh a double-buffered step loop receives nothing (its panels are local, e.g. on one
+        # core): the same plan single-buffered.
+        return compile_affine(self.program, mesh=mesh, target=self.target, schedule=with_buffers(sched, 1))
 
     def emit(self, kind: str, out_dir) -> list:
         """Writes the program for a real machine into ``out_dir`` and returns the written paths.
