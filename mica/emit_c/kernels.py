@@ -154,7 +154,7 @@ class _KernelPrinter:
             acc = next(a for a in p.reads if a.ref == ref) if ref != p.write.ref else p.write
             return f"{self.buf_ids[acc.buffer]}[{self.offset_c(self.mp.tensor(acc.buffer), acc.index, env)}]"
         return print_expr(e, C_KERNEL, read, lambda n: f"(({self.ctype})scalars[{self.mp.scalars.index(n)}])",
-                          elem=self.ctype, where=f"kernel {self.k.name}")
+                          elem=self.ctype, where=f"kernel {self.k.name}", env=env)
 
     def user(self, expr: isl.AstExpr, indent: str) -> None:
         n = expr.get_op_n_arg()

@@ -56,7 +56,7 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]"
-        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}")
+        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}", env=env)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]

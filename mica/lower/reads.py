@@ -35,7 +35,7 @@ def plan_reads(b: _Builder, stmt: Statement):
     halos: dict[str, tuple[tuple[int, int], ...]] = {}
     red_s = b.reds.get(stmt.name)
     for acc in stmt.reads:
-        if red_s is not None and acc.ref == red_s.read_ref:
+        if red_s is not None and acc.ref in red_s.read_refs:
             buffers[acc.ref] = acc.array            # the accumulator: the core's own partial
             continue
         if acc.array in b.ring_arrays:

@@ -9,12 +9,14 @@ first for a ``tree`` reduction.
 
 from __future__ import annotations
 
-from ..affine.expr import Bin, Const, Read
+from ..affine.deps import combine
+from ..affine.expr import Const, Read
 from ..comm.routes import assign_colours, shift_routes
 from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
 from .builder import _Builder, line_rect, line_region
 
-IDENTITY = {"+": 0.0, "*": 1.0}
+#: The identity of each combining operator: partials start at it on every core but the root.
+IDENTITY = {"+": 0.0, "*": 1.0, "max": float("-inf"), "min": float("inf")}
 
 
 def fill_partials(b: _Builder) -> list:
@@ -58,7 +60,7 @@ def reduction_chains(b: _Builder) -> list:
         across = (0, 1) if (axis == "y" and "x" in b.reduced_axes) else \
             ((b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1))
         acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, line_region(f"line_{axis}", axis, 0, n, across),
-                           Bin(red.op, Read("w"), Read("r0")), (inbuf,))
+                           combine(red.op, Read("w"), Read("r0")), (inbuf,))
         colour = assign_colours(1, b.target.colours, f"reduction of {part.array}")[0]
         g = min(b.sched.group, n) if b.sched.reduce == "tree" else 1
         for stage in _reduction_stages(axis, n, g, across):

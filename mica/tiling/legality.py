@@ -92,7 +92,7 @@ def check_legal(prog: Program, sched: Schedule) -> None:
     placed_times = {n: places[n].flat_range_product(times[n]) for n in places}
 
     # Self-dependences of reductions through their accumulators are re-associable.
-    exempt_refs = frozenset(r for rd in reds.values() for r in (rd.write_ref, rd.read_ref))
+    exempt_refs = frozenset(r for rd in reds.values() for r in rd.refs)
     plain_of = dict(_deps(prog, exempt_refs)) if exempt_refs else None
     for kind, rel in _deps(prog, frozenset()):
         plain = plain_of[kind] if plain_of is not None else rel
