@@ -261,7 +261,8 @@ def _pair_of(a: Statement, b: Statement, red: Reduction | None):
     """(index half, value half) when ``a`` is the index statement of a pair with the max/min ``b``."""
     if red is None or red.op not in ("max", "min") or red.partner is not None:
         return None
-    if a.loops != b.loops or a.order[:-1] != b.order[:-1] or not a.domain_set.is_equal(b.domain_set):
+    if a.loops != b.loops or a.order[:-1] != b.order[:-1] or \
+            not a.domain_set.set_tuple_name(b.name).is_equal(b.domain_set):
         return None
     if a.write.index != b.write.index or a.write.array == b.write.array:
         return None

@@ -253,7 +253,7 @@ class KernelPrinter:
     def function(self) -> str:
         k, r = self.k, self.cls.region
         dom = uset(k.domain) if k.parts else iset(k.domain)
-        params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+        params = [dom.get_space().get_dim_name(isl.dim_type.param, i) for i in range(dom.get_space().dim(isl.dim_type.param))]
         ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
         if "__t" in params:
             ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")

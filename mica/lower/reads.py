@@ -183,7 +183,7 @@ def check_writes(b: _Builder, stmt: Statement) -> None:
     box, pins = b.home_box(arr.name)
     own = ownership_map(arr, box, b.home_region(arr.name), pins)
     red = b.reds.get(stmt.name)
-    if red is not None and stmt is b.main and arr.name == b.reduced_array:
+    if red is not None and stmt.name in b.combined and arr.name in b.reduced_arrays:
         # Partial sums are combined along the reduced axes into the root (coordinate 0 there): the
         # element must belong to the core the chain ends at.
         xs = "0" if "x" in b.reduced_axes else "x"
