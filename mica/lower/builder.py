@@ -154,12 +154,6 @@ class _Builder:
         box, pins = self.home_box(array)
         own = ownership_map(self.prog.array(array), box, self.home_region(array), pins)
         role = "partial" if array in self.reduced_arrays else "home"
-        along = [d.coord for d in box if d.coord in self.reduced_axes]
-        if role == "partial" and along:
-            # Every core of a reduced axis holds a partial of the same elements: a home laid out (or
-            # pinned) along that axis, as an earlier operator may leave it, has no room for them.
-            raise ScheduleError(f"the partial results of {array} need the same elements on every core of mesh "
-                                f"axis {along[0]}, but its home is laid out along that axis")
         return self.add_tensor(array, array, box, role, str(own))
 
     # -- kernels -------------------------------------------------------------------------------------

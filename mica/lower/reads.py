@@ -196,3 +196,9 @@ def check_writes(b: _Builder, stmt: Statement) -> None:
         raise ScheduleError(
             f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
             f"(the writes would be lost)", detail=str(writes.subtract(held)))
+    along = [d.coord for d in t.box if d.coord in b.reduced_axes]
+    if t.role == "partial" and along:
+        # Every core of a reduced axis holds a partial of the same elements: a home laid out along that
+        # axis, as an earlier operator may leave it, has no room for them.
+        raise ScheduleError(f"statement {stmt.name}: the partial results of {arr.name} need the same elements "
+                            f"on every core of mesh axis {along[0]}, but its home is laid out along that axis")
