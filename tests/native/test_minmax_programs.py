@@ -129,6 +129,7 @@ def test_searched_on_8x8_and_retargeted(name):
     p = mica.compile_affine(src, mesh=(8, 8), target="generic", params=params)
     computing = _check(name, p, ins, want)
     assert computing >= max(min_cores, 2), (name, computing, str(p.schedule))
+    assert p.cost.cores == computing             # the model's count of computing cores agrees
     for mesh in RETARGET:
         _check(name, p, ins, want, mesh)
 
