@@ -19,13 +19,16 @@ from ..errors import AffineError
 from . import c_affine as F
 from .c_affine import TRUE
 from .c_parse import DTYPE_OF, c_div, c_mod, lvalue_base, parse_number, type_words
-from .expr import CALLS, Bin, Call, Cmp, Const, Expr, Neg, Read, Scalar, Select
+from .expr import CALLS, Aff, Bin, Call, Cmp, Const, Expr, Index, Neg, Read, Scalar, Select
 from .isl_names import iset
 from .program import Access
 
 MATH_ARGS = {"sqrt": 1, "exp": 1, "log": 1, "pow": 2, "fabs": 1, "fmax": 2, "fmin": 2}
 assert set(MATH_ARGS) == set(CALLS)
 CMP = ("<", "<=", ">", ">=", "==", "!=")
+#: The floating-point constants of <math.h> a computation may use (when no local or parameter hides them).
+MATH_CONSTANTS = {"INFINITY": ("float", float("inf")), "HUGE_VALF": ("float", float("inf")),
+                  "HUGE_VAL": ("double", float("inf"))}
 MAX_PIECES = 256
 MAX_FORMULA = 4096
 
@@ -68,6 +71,23 @@ class V:
 
     def as_expr(self) -> Expr:
         return Const(float(self.const)) if self.expr is None else self.expr
+
+    def as_aff(self) -> Aff | None:
+        """This int value as an affine form of the loop iterators (a constant or an :class:`Index`)."""
+        if self.ctype != "int":
+            return None
+        if self.expr is None:
+            return Aff.of({}, self.const)
+        return self.expr.aff if isinstance(self.expr, Index) else None
+
+
+def _int_value(a: Aff) -> V:
+    """An int value from an affine form: a constant when it has no iterator, else an :class:`Index`."""
+    return V("int", const=a.const) if not a.coeffs else V("int", expr=Index(a))
+
+
+def _scaled(a: Aff, k: int) -> Aff:
+    return Aff.of({n: c * k for n, c in a.coeffs}, a.const * k)
 
 
 class Split(Exception):
@@ -278,6 +298,9 @@ class ExprMixin:
             v, t = parse_number(n, self.fn)
             return V("int", const=v) if t == "int" else V(t, expr=Const(v))
         if isinstance(n, c_ast.ID):
+            if n.name in MATH_CONSTANTS and not any(n.name in sc for sc in self.scopes):
+                ctype, v = MATH_CONSTANTS[n.name]
+                return V(ctype, expr=Const(v))
             var = self.lookup(n)
             if var.kind in ("array", "temp"):
                 if var.shape:
@@ -296,8 +319,7 @@ class ExprMixin:
             if st[0] == "const":
                 return V("int", const=st[1])
             if st[0] == "iter":
-                raise self.err(n, f"loop iterator {var.cname!r} is used as a value; only array elements, "
-                                  f"scalars and constants may appear in computations")
+                return V("int", expr=Index(Aff.var(st[1].name)))
             if st[0] == "dead":
                 raise self.err(n, f"{var.cname!r} is used after the loop over it")
             raise self.err(n, f"{var.cname!r} is used before it is given a value")
@@ -316,6 +338,11 @@ class ExprMixin:
             t = usual(a.ctype, b.ctype)
             if a.expr is None and b.expr is None:
                 return V("int", const=self.fold(n, n.op, a.const, b.const))
+            fa, fb = a.as_aff(), b.as_aff()
+            if fa is not None and fb is not None and n.op in ("+", "-"):
+                return _int_value(fa + _scaled(fb, 1 if n.op == "+" else -1))
+            if fa is not None and fb is not None and n.op == "*" and (a.expr is None or b.expr is None):
+                return _int_value(_scaled(fb, a.const) if a.expr is None else _scaled(fa, b.const))
             if n.op == "%":
                 raise self.err(n, "% on floating-point or run-time values is not supported")
             if t == "int" and n.op == "/":
@@ -324,7 +351,10 @@ class ExprMixin:
         if isinstance(n, c_ast.UnaryOp):
             if n.op == "-":
                 a = self.value(n.expr, ctx)
-                return V("int", const=-a.const) if a.expr is None else V(a.ctype, expr=Neg(a.expr))
+                if a.expr is None:
+                    return V("int", const=-a.const)
+                fa = a.as_aff()
+                return _int_value(_scaled(fa, -1)) if fa is not None else V(a.ctype, expr=Neg(a.expr))
             if n.op == "+":
                 return self.value(n.expr, ctx)
             if n.op == "!":

@@ -1,20 +1,21 @@
 """Exact dataflow and loop classification.
 
 :func:`dependences` runs isl's ``compute_flow`` over the program's tagged accesses and original schedule and
-returns a :class:`Dependences` record. :func:`reductions` finds associative updates ``X[f] = X[f] op e``.
+returns a :class:`Dependences` record. :func:`reductions` finds associative updates ``X[f] = X[f] op e``
+(sums, products, max/min in their call and ternary spellings, and (value, index) arg-min/arg-max pairs).
 :func:`loop_kinds` says, per statement and loop, whether the loop carries no dependence (``parallel``),
 carries only the dependence of a reduction (``reduction``), or carries a real one (``sequential``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from functools import reduce as _fold
 
 import islpy as isl
 
-from .expr import Bin, Read
+from .expr import Bin, Call, Cmp, Const, Expr, Index, Read, Scalar, Select
 from .isl_names import out_of_budget
 from .program import Program, Statement
 
@@ -44,13 +45,42 @@ class Dependences:
 
 @dataclass(frozen=True)
 class Reduction:
-    """Statement ``stmt`` is ``array[...] = array[...] op e`` through accesses ``write_ref``/``read_ref``."""
+    """Statement ``stmt`` updates ``array[f]`` associatively through accesses ``write_ref`` / ``read_refs``.
+
+    ``op`` is ``+``, ``*`` (``X = X op e``), ``max`` or ``min`` (``X = fmax(X, e)``, ``fmin``, or a
+    comparison and a ternary choosing between ``X`` and ``e``: ``X = e > X ? e : X``), or ``argmax`` /
+    ``argmin`` for the index half of a (value, index) pair (see :func:`reductions`). ``read_refs`` are the
+    statement's reads of the accumulator ``array[f]`` (one for ``+``, two or three for a ternary).
+
+    A pair is two statements of one loop nest, the index first (``I = e < X ? v : I; X = e < X ? e : X``):
+    each names the other in ``partner``; ``strict`` says the comparison keeps the accumulator on ties
+    (``<`` / ``>``: the first index among equal values wins in the sequential order; ``<=`` / ``>=``: the
+    last)."""
 
     stmt: str
     op: str
     array: str
     write_ref: str
-    read_ref: str
+    read_refs: tuple[str, ...]
+    partner: str | None = None
+    strict: bool = True
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        """Every reference of the accumulator: the write and the reads."""
+        return (self.write_ref, *self.read_refs)
+
+
+#: Reduction operators whose combine is an :class:`Expr` of two partial results.
+COMBINE_OPS = ("+", "*", "max", "min")
+
+
+def combine(op: str, a: Expr, b: Expr) -> Expr:
+    """``a op b`` for a reduction operator of :data:`COMBINE_OPS`: ``max`` / ``min`` as ``fmax`` /
+    ``fmin`` (the non-NaN operand wins, as C's fmaxf)."""
+    if op in ("max", "min"):
+        return Call("f" + op, (a, b))
+    return Bin(op, a, b)
 
 
 def _union(maps: list[isl.UnionMap], space_of: isl.UnionMap) -> isl.UnionMap:
@@ -128,7 +158,13 @@ def _memory_based(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> D
 
 @lru_cache(maxsize=64)
 def reductions(prog: Program) -> dict[str, Reduction]:
-    """Statements of the form ``X[f] = X[f] op e`` with ``op`` in ``+``/``*`` and ``e`` not reading ``X``.
+    """The associative updates of ``prog`` by statement name (see :class:`Reduction`), ``e`` never reading
+    ``X``: ``X[f] = X[f] op e`` with ``op`` ``+`` / ``*``; ``X[f] = fmax(X[f], e)`` (either argument order,
+    ``fmin`` too, float or double); ``X[f] = e CMP X[f] ? e : X[f]`` and every equivalent spelling of a
+    max or min (operands of the comparison swapped, branches swapped with the comparison reversed). Then
+    (value, index) pairs: a statement ``I[f] = e CMP X[f] ? v : I[f]`` (or its swapped spellings) right
+    before the max/min ``X[f] = ...`` with the same condition, both in the same loops over the same domain,
+    ``v`` reading neither ``I`` nor ``X``, every loop ``f`` does not index running upwards.
 
     Cached per program (programs are frozen values); do not modify the returned dict."""
     found = {}
@@ -136,23 +172,130 @@ def reductions(prog: Program) -> dict[str, Reduction]:
         r = _reduction_of(s)
         if r is not None:
             found[s.name] = r
+    for a, b in zip(prog.statements, prog.statements[1:]):
+        pair = _pair_of(a, b, found.get(b.name))
+        if pair is not None and a.name not in found:
+            found[a.name], found[b.name] = pair
     return found
+
+
+def _is_acc(s: Statement, e: Expr) -> bool:
+    """``e`` is a read of the element ``s`` writes."""
+    if not isinstance(e, Read):
+        return False
+    acc = s.access(e.ref)
+    return acc.array == s.write.array and acc.index == s.write.index
+
+
+def _shape(s: Statement, e: Expr):
+    """``e`` with each read replaced by the (array, index) it reads: equal shapes compute equal values."""
+    if isinstance(e, Read):
+        acc = s.access(e.ref)
+        return ("read", acc.array, acc.index)
+    if isinstance(e, (Const, Scalar, Index)):
+        return e
+    return (type(e).__name__, getattr(e, "op", getattr(e, "fn", None)),
+            tuple(_shape(s, c) for c in e.children()))
+
+
+def _reads_array(s: Statement, e: Expr, array: str) -> bool:
+    return any(s.access(r).array == array for r in e.refs())
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _choice(e: Expr, acc, old_acc=None) -> tuple[str, Expr, Expr, bool] | None:
+    """``e`` as ``cond ? new : old`` with ``old_acc(old)`` true (default ``acc``), normalised: (``op``,
+    ``a``, ``new``, ``taken``) where the condition reads ``a op X`` (``acc(X)``) and ``new`` is chosen when
+    it is ``taken``. None unless ``e`` is such a choice with one comparison side an ``acc`` read."""
+    old_acc = old_acc or acc
+    if not (isinstance(e, Select) and isinstance(e.cond, Cmp) and e.cond.op in _FLIP):
+        return None
+    c = e.cond
+    if acc(c.rhs) and not acc(c.lhs):
+        op, a = c.op, c.lhs
+    elif acc(c.lhs) and not acc(c.rhs):
+        op, a = _FLIP[c.op], c.rhs
+    else:
+        return None
+    if old_acc(e.other) and not old_acc(e.then):
+        return op, a, e.then, True
+    if old_acc(e.then) and not old_acc(e.other):
+        return op, a, e.other, False
+    return None
 
 
 def _reduction_of(s: Statement) -> Reduction | None:
     e = s.expr
-    if not isinstance(e, Bin) or e.op not in ("+", "*"):
+    X = s.write.array
+    mine = [r for r in e.refs() if _is_acc(s, Read(r))]
+    if isinstance(e, Bin) and e.op in ("+", "*"):
+        for acc_side, other in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if _is_acc(s, acc_side):
+                if _reads_array(s, other, X):
+                    return None
+                return Reduction(s.name, e.op, X, s.write.ref, (acc_side.ref,))
         return None
-    for acc_side, other in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
-        if not isinstance(acc_side, Read):
-            continue
-        acc = s.access(acc_side.ref)
-        if acc.array != s.write.array or acc.index != s.write.index:
-            continue
-        if any(s.access(r).array == s.write.array for r in other.refs()):
-            return None
-        return Reduction(s.name, e.op, s.write.array, s.write.ref, acc.ref)
-    return None
+    if isinstance(e, Call) and e.fn in ("fmax", "fmin"):
+        for acc_side, other in ((e.args[0], e.args[1]), (e.args[1], e.args[0])):
+            if _is_acc(s, acc_side):
+                if _reads_array(s, other, X):
+                    return None
+                return Reduction(s.name, e.fn[1:], X, s.write.ref, (acc_side.ref,))
+        return None
+    ch = _choice(e, lambda x: _is_acc(s, x))
+    if ch is None:
+        return None
+    op, a, new, taken = ch
+    if _reads_array(s, a, X) or _shape(s, a) != _shape(s, new):
+        return None
+    greater = op in (">", ">=")          # new wins when new > X (taken) or when not new < X (not taken)
+    kind = "max" if greater == taken else "min"
+    # Ties keep X when the comparison that picks ``new`` is strict.
+    strict = (op in ("<", ">")) if taken else (op in ("<=", ">="))
+    return Reduction(s.name, kind, X, s.write.ref, tuple(mine), strict=strict)
+
+
+def _pair_of(a: Statement, b: Statement, red: Reduction | None):
+    """(index half, value half) when ``a`` is the index statement of a pair with the max/min ``b``."""
+    if red is None or red.op not in ("max", "min") or red.partner is not None:
+        return None
+    if a.loops != b.loops or a.order[:-1] != b.order[:-1] or \
+            not a.domain_set.set_tuple_name(b.name).is_equal(b.domain_set):
+        return None
+    if a.write.index != b.write.index or a.write.array == b.write.array:
+        return None
+    X, Ia = b.write.array, a.write.array
+    if any(str(o).startswith("-") for o in a.order[1::2]
+           if o not in {v for ix in a.write.index for v in ix.names}):
+        return None                     # the tie rule needs the reduced loops running upwards
+    ch_b = _choice(b.expr, lambda x: _is_acc(b, x))
+
+    def x_read(e):
+        if not isinstance(e, Read):
+            return False
+        acc = a.access(e.ref)
+        return acc.array == X and acc.index == b.write.index
+    ch_a = _choice(a.expr, x_read, lambda x: _is_acc(a, x))
+    if ch_b is None or ch_a is None:
+        return None
+    op_a, cmp_a, v, taken_a = ch_a
+    op_b, cmp_b, _, taken_b = ch_b
+    # The same condition: "new wins" in both statements.
+    wins_a = op_a if taken_a else _negate(op_a)
+    wins_b = op_b if taken_b else _negate(op_b)
+    if wins_a != wins_b or _shape(a, cmp_a) != _shape(b, cmp_b):
+        return None
+    if _reads_array(a, v, X) or _reads_array(a, v, Ia) or _reads_array(a, cmp_a, Ia):
+        return None
+    acc_reads = tuple(r for r in a.expr.refs() if _is_acc(a, Read(r)) or x_read(Read(r)))
+    ia = Reduction(a.name, "arg" + red.op, Ia, a.write.ref, acc_reads, partner=b.name, strict=red.strict)
+    return ia, replace(red, partner=a.name)
+
+
+def _negate(op: str) -> str:
+    return {"<": ">=", ">=": "<", ">": "<=", "<=": ">"}[op]
 
 
 def carried_loops(rel: isl.UnionMap, stmt: Statement) -> set[str]:
@@ -178,7 +321,7 @@ def loop_kinds(prog: Program) -> dict[str, dict[str, str]]:
     Cached per program (programs are frozen values; the search asks once per candidate); do not modify
     the returned dicts."""
     reds = reductions(prog)
-    skip = frozenset(r for red in reds.values() for r in (red.write_ref, red.read_ref))
+    skip = frozenset(r for red in reds.values() for r in red.refs)
     full = dependences(prog).all
     plain = dependences(prog, skip_refs=skip).all if skip else full
     kinds: dict[str, dict[str, str]] = {}

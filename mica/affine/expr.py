@@ -2,8 +2,10 @@
 
 :class:`Aff` is an integer affine form over loop and parameter names (``2*i + j - 1``); it is what an
 array subscript is. The expression tree (:class:`Const`, :class:`Scalar`, :class:`Read`, :class:`Bin`,
-:class:`Neg`, :class:`Call`, :class:`Select`, :class:`Cmp`) is what a statement computes; its leaves read
-arrays through tagged references (``Read.ref`` names an :class:`~mica.affine.program.Access`).
+:class:`Neg`, :class:`Call`, :class:`Select`, :class:`Cmp`, :class:`Index`) is what a statement computes; its
+leaves read arrays through tagged references (``Read.ref`` names an :class:`~mica.affine.program.Access`) or
+take the value of an integer affine form of the statement's loop iterators (:class:`Index`: ``(float)n``,
+``i - j``).
 All records are frozen and hashable.
 """
 
@@ -101,6 +103,14 @@ class Const(Expr):
 class Scalar(Expr):
     """A scalar parameter of the program (e.g. ``alpha``), passed to ``run()`` by name."""
     name: str
+
+
+@dataclass(frozen=True)
+class Index(Expr):
+    """The value of the integer affine form ``aff`` of the statement's loop iterators (the GLOBAL iteration
+    indices: ``(float)n``, ``i - j``), converted to the statement's element type. Every printer gives it
+    the text of the global index, whatever local loops a kernel runs."""
+    aff: Aff
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ..errors import ScheduleError
-from .expr import Expr, Read
+from .expr import Expr, Index, Read
 from .isl_names import imap, iset, rename_dims
 from .program import Access, Array, Program, Statement
 
@@ -215,20 +215,23 @@ def _piece_statement(s: Statement, loop: str, k: int, lo: int, hi: int, cut: dic
     order = s.order or (0,)
     order = (k * len(tops) + tops.index(order[0]), *order[1:])
     return replace(s, name=name, domain=str(dom), write=write, reads=reads,
-                   expr=_renamed(s.expr, refs), order=order)
+                   expr=_renamed(s.expr, refs, loop, lo), order=order)
 
 
-def _renamed(e: Expr, refs: dict[str, str]) -> Expr:
-    """``e`` with every read's reference renamed through ``refs``."""
+def _renamed(e: Expr, refs: dict[str, str], loop: str = "", lo: int = 0) -> Expr:
+    """``e`` with every read's reference renamed through ``refs`` and every iterator value
+    (:class:`Index`) reading ``loop + lo`` for ``loop`` (the piece's loop runs from 0)."""
     if isinstance(e, Read):
         return Read(refs[e.ref])
+    if isinstance(e, Index):
+        return Index(e.aff + e.aff.coeff(loop) * lo) if loop else e
     changes = {}
     for f in fields(e):
         v = getattr(e, f.name)
         if isinstance(v, Expr):
-            changes[f.name] = _renamed(v, refs)
+            changes[f.name] = _renamed(v, refs, loop, lo)
         elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
-            changes[f.name] = tuple(_renamed(x, refs) for x in v)
+            changes[f.name] = tuple(_renamed(x, refs, loop, lo) for x in v)
     return replace(e, **changes) if changes else e
 
 

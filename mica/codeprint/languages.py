@@ -83,6 +83,8 @@ class Language:
     no_const: str = "constant {v} has no literal"
     no_call: str = "cannot print expression {e}"
     no_scalar: str = "cannot print expression {e}"
+    index: str | None = "(({1})({0}))"           # an iterator's integer value (text, element type) as a value
+    no_index: str = "the value of loop index {aff} cannot be printed here"
     repr_unknown: bool = False                   # print an unknown node as its repr (else refuse it)
     # affine index expressions (mica.affine.expr.Aff) and other integer text
     int_lit: str = "{}"
@@ -111,7 +113,7 @@ class Language:
 
 #: The MeshIR / affine text form (``mica.meshir.printer``; what a compiler engineer reads).
 TEXT = Language("text", const=lambda value, elem: repr(value), call=lambda fn, elem: fn, neg="-{}",
-                repr_unknown=True)
+                repr_unknown=True, index="({0})")
 
 #: C of the emulator's kernels (``mica.emit_c``): 64-bit integer literals, float or double arithmetic.
 C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", aff_term="{}LL * {}",
@@ -121,7 +123,7 @@ C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", af
 REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const)
 
 #: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``.
-CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})",
+CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})", index="@as({1}, {0})",
                no_const="constant {v} has no CSL literal",
                no_call="math function {fn}() is not mapped to CSL's <math> library yet",
                aff_var="({})", aff_term="{} * ({})",
@@ -132,6 +134,7 @@ CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})"
 
 #: Python over numpy (the CSL host script's sequential reference).
 PYTHON = Language("Python", const=lambda value, elem: repr(float(value)), call=lambda fn, elem: f"np.{fn}",
+                  index="float({0})",
                   select="({1} if {0} else {2})", aff_var="({})", aff_term="{} * ({})",
                   isl_exact_div="({} // {})", isl_floor_div="({} // {})", isl_and="({} and {})",
                   isl_or="({} or {})", isl_max="max", isl_min="min", isl_nary=True,
@@ -144,4 +147,5 @@ _RISCV = ("{kind} {e} has no rendering on the data-movement RISC-V (no math libr
           "there)")
 METALIUM = replace(C_KERNEL, name="Metalium C++", const=_metalium_const, call=None,
                    no_const="constant {v} in the generic path", no_call=_RISCV, no_scalar=_RISCV,
+                   index="((float)({0}))",
                    int_lit="{}", aff_term="{} * {}", aff_group="({})")

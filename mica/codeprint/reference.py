@@ -68,7 +68,7 @@ def program_c(prog: Program) -> str:
         def scalar(n):
             return f"(({CTYPE[scalar_types[n]]})scalars[{scalar_ids[n]}])"
         rhs = print_expr(st.expr, REFERENCE_C, read, scalar, elem=CTYPE[prog.array(st.write.array).dtype],
-                         where="run_program")
+                         where="run_program", env=env)
         lines.append(indent + "{")
         for lp, a in zip(st.loops, args):
             lines.append(f"{indent}  const int64_t v_{lp} = {a};")
@@ -113,7 +113,8 @@ def program_py(prog: Program) -> list[str]:
             return f"{acc.array}_[{ix}]" if acc.index else f"{acc.array}_[()]"
         w = st.write
         ix = ", ".join(print_aff(i, env, PYTHON) for i in w.index) or "()"
-        rhs = print_expr(st.expr, PYTHON, read, lambda n: f"scalars[{n!r}]", where="CSL back end: host reference")
+        rhs = print_expr(st.expr, PYTHON, read, lambda n: f"scalars[{n!r}]", where="CSL back end: host reference",
+                         env=env)
         lines.append(f"{indent}{w.array}_[{ix}] = {rhs}  # {st.name}")
     walk(_ast(original_order(prog)), lines, "    ", PYTHON, user)
     lines.append("    return arrays")

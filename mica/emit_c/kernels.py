@@ -154,7 +154,7 @@ class _KernelPrinter:
             acc = next(a for a in p.reads if a.ref == ref) if ref != p.write.ref else p.write
             return f"{self.buf_ids[acc.buffer]}[{self.offset_c(self.mp.tensor(acc.buffer), acc.index, env)}]"
         return print_expr(e, C_KERNEL, read, lambda n: f"(({self.ctype})scalars[{self.mp.scalars.index(n)}])",
-                          elem=self.ctype, where=f"kernel {self.k.name}")
+                          elem=self.ctype, where=f"kernel {self.k.name}", env=env)
 
     def user(self, expr: isl.AstExpr, indent: str) -> None:
         n = expr.get_op_n_arg()
@@ -177,7 +177,7 @@ class _KernelPrinter:
     def function(self) -> str:
         k, r = self.k, self.cls.region
         dom = uset(k.domain) if k.parts else iset(k.domain)
-        params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+        params = [dom.get_space().get_dim_name(isl.dim_type.param, i) for i in range(dom.get_space().dim(isl.dim_type.param))]
         ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
         if "__t" in params:
             ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")

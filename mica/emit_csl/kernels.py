@@ -19,7 +19,7 @@ from math import prod
 
 import islpy as isl
 
-from ..affine.expr import Aff, Bin, Call, Cmp, Read, Select
+from ..affine.expr import Aff, Bin, Call, Cmp, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
 from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
@@ -80,7 +80,7 @@ class KernelPrinter:
             return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
         ty = self.mp.tensor(self.part.write.buffer).dtype
         return print_expr(e, CSL, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
-                          where=f"CSL back end: kernel {self.k.name}")
+                          where=f"CSL back end: kernel {self.k.name}", env=env)
 
     # -- statements ----------------------------------------------------------------------------------------
     def _env(self, call: isl.AstExpr):
@@ -169,7 +169,7 @@ class KernelPrinter:
         def invariant(e) -> bool:
             return all(not (vec(r) or (isinstance(r, Read) and stride(
                 p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)) is None))
-                for r in e.walk() if isinstance(r, Read)) and not any(isinstance(r, (Call, Cmp, Select))
+                for r in e.walk() if isinstance(r, Read)) and not any(isinstance(r, (Call, Cmp, Select, Index))
                                                                      for r in e.walk())
 
         def acc_of(r):
@@ -253,7 +253,7 @@ class KernelPrinter:
     def function(self) -> str:
         k, r = self.k, self.cls.region
         dom = uset(k.domain) if k.parts else iset(k.domain)
-        params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+        params = [dom.get_space().get_dim_name(isl.dim_type.param, i) for i in range(dom.get_space().dim(isl.dim_type.param))]
         ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
         if "__t" in params:
             ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")

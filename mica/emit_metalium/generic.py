@@ -56,7 +56,7 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]"
-        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}")
+        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}", env=env)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]
@@ -73,7 +73,7 @@ class _Printer:
     def block(self, indent: str, t_c: str, kb_c: str) -> list[str]:
         k, r = self.k, self.cls.region
         dom = uset(k.domain, EmitError) if k.parts else iset(k.domain, EmitError)
-        params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+        params = [dom.get_space().get_dim_name(isl.dim_type.param, i) for i in range(dom.get_space().dim(isl.dim_type.param))]
         ctx_cons = [f"{r.x0} <= __x < {r.x1}", f"{r.y0} <= __y < {r.y1}"]
         if "__t" in params:
             ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")

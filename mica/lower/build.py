@@ -100,9 +100,9 @@ def _statement_groups(b: _Builder) -> tuple[list[Statement], list[Statement], li
     one, else the main statement) and those after it, in textual order. Changes nothing."""
     prog, in_step = b.prog, b.in_step
     idx = prog.statements.index(b.main)
-    pre = [s for s in prog.statements[:idx] if s not in in_step]
+    pre = [s for s in prog.statements[:idx] if s not in in_step and s is not b.partner]
     post = [s for s in prog.statements[idx + 1:] if s not in in_step]
-    body_main = in_step if b.step is not None else [b.main]
+    body_main = in_step if b.step is not None else [s for s in (b.partner, b.main) if s is not None]
     return pre, body_main, post
 
 
@@ -118,7 +118,12 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
     its step (``step_<stmt>``: receive boxes that move with ``t``) and its kernel's compute. Multicasts
     that do not move with ``t`` (``bring_<stmt>``) go to ``hoisted`` when given (before the step loop),
     else to ``out``. With ``prefetch`` the step's multicasts are marked prefetched and their receive
-    buffers get a second slot. Adds the buffers and kernels to ``b``."""
+    buffers get a second slot. Adds the buffers and kernels to ``b``.
+
+    The index half of a (value, index) pair (``b.partner``) runs in one kernel with the main statement,
+    interleaved in their original order (:meth:`_Builder.sequence_kernel`): its reads are planned with
+    its own, its compute is the main statement's."""
+    pending: dict[str, str] = {}
     for s in stmts:
         buffers, moves, halos = plan_reads(b, s)
         out.extend(halo_exchange(b, s, halos))
@@ -136,7 +141,13 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
                     b.tensors[dst] = replace(b.tensors[dst], slots=2)
                 b.prefetched.append(x.name)
             out.append(x)
-        k = b.statement_kernel(s, buffers)
+        if b.partner is not None and s is b.partner:
+            pending = dict(buffers)
+            continue
+        if b.partner is not None and s is b.main and pending:
+            k = b.sequence_kernel([b.partner, s], {**pending, **buffers})
+        else:
+            k = b.statement_kernel(s, buffers)
         out.append(Compute(k.name, b.compute_rect(s).rect))
 
 

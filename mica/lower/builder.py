@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from math import ceil
 
+import islpy as isl
+
 from ..affine.deps import reductions
 from ..affine.expr import Aff
-from ..affine.isl_names import iset
+from ..affine.isl_names import iset, umap
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
 from ..targets import Target
@@ -88,6 +90,14 @@ class _Builder:
                 if sm is not None and sm.loop not in written:
                     self.reduced_axes.append(axis)
         self.reduced_array = red.array if (red is not None and self.reduced_axes) else None
+        # A (value, index) pair: the index statement runs with the main one, in one kernel, and its array
+        # holds partials too (``reduced_arrays``: the main reduction's array first).
+        self.partner = prog.statement(red.partner) if red is not None and red.partner else None
+        self.combined = {self.main.name} | ({self.partner.name} if self.partner is not None else set())
+        self.reduced_arrays: tuple[str, ...] = ()
+        if self.reduced_array is not None:
+            self.reduced_arrays = (self.reduced_array,) + \
+                ((self.partner.write.array,) if self.partner is not None else ())
         self.resident = resident
         self.step = sched.step
         self.written = {s.write.array for s in prog.statements}
@@ -143,7 +153,7 @@ class _Builder:
             return self.tensors[array]
         box, pins = self.home_box(array)
         own = ownership_map(self.prog.array(array), box, self.home_region(array), pins)
-        role = "partial" if array == self.reduced_array else "home"
+        role = "partial" if array in self.reduced_arrays else "home"
         return self.add_tensor(array, array, box, role, str(own))
 
     # -- kernels -------------------------------------------------------------------------------------
@@ -197,6 +207,30 @@ class _Builder:
             reads=tuple(KAccess(a.ref, buffers[a.ref], a.index) for a in stmt.reads),
             expr=stmt.expr, classes=self.classes(kname, rect, self.tilings_of(stmt.loops, bufs)),
             flops_per_instance=expr_flops(stmt.expr))
+        self.kernels.append(k)
+        return k
+
+    def sequence_kernel(self, stmts: list[Statement], buffers: dict[str, str]) -> Kernel:
+        """One kernel running the single-statement kernels of ``stmts`` (:meth:`statement_kernel`, not added
+        to ``kernels`` themselves) interleaved in the program's original order, e.g. the two halves of a
+        (value, index) pair; appended to ``kernels``."""
+        parts = []
+        for s in stmts:
+            parts.append(self.statement_kernel(s, buffers))
+            self.kernels.pop()
+        udom = isl.UnionSet.from_set(iset(parts[0].domain))
+        for p in parts[1:]:
+            udom = udom.union(isl.UnionSet.from_set(iset(p.domain)))
+        names = {s.name for s in stmts}
+        order = [s for s in self.prog.statements if s.name in names]
+        n = max(len(s.order) for s in order)
+        sched = "; ".join(f"{s.name}[{', '.join(s.loops)}] -> [{', '.join(map(str, s.order))}"
+                          f"{', 0' * (n - len(s.order))}]" for s in order)
+        kname = "k_" + "_".join(s.name for s in stmts)
+        classes = self.classes(kname, self.compute_rect(stmts[-1]),
+                               self.tilings_of(stmts[-1].loops, [self.tensors[b] for b in buffers.values()]))
+        k = Kernel(kname, "", (), str(udom), (), parts[-1].write, (), parts[-1].expr, classes, 0, tuple(parts),
+                   str(umap("{ " + sched + " }")))
         self.kernels.append(k)
         return k
 

@@ -35,7 +35,7 @@ def plan_reads(b: _Builder, stmt: Statement):
     halos: dict[str, tuple[tuple[int, int], ...]] = {}
     red_s = b.reds.get(stmt.name)
     for acc in stmt.reads:
-        if red_s is not None and acc.ref == red_s.read_ref:
+        if red_s is not None and acc.ref in red_s.read_refs:
             buffers[acc.ref] = acc.array            # the accumulator: the core's own partial
             continue
         if acc.array in b.ring_arrays:
@@ -183,7 +183,7 @@ def check_writes(b: _Builder, stmt: Statement) -> None:
     box, pins = b.home_box(arr.name)
     own = ownership_map(arr, box, b.home_region(arr.name), pins)
     red = b.reds.get(stmt.name)
-    if red is not None and stmt is b.main and arr.name == b.reduced_array:
+    if red is not None and stmt.name in b.combined and arr.name in b.reduced_arrays:
         # Partial sums are combined along the reduced axes into the root (coordinate 0 there): the
         # element must belong to the core the chain ends at.
         xs = "0" if "x" in b.reduced_axes else "x"
@@ -196,3 +196,9 @@ def check_writes(b: _Builder, stmt: Statement) -> None:
         raise ScheduleError(
             f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
             f"(the writes would be lost)", detail=str(writes.subtract(held)))
+    along = [d.coord for d in t.box if d.coord in b.reduced_axes]
+    if t.role == "partial" and along:
+        # Every core of a reduced axis holds a partial of the same elements: a home laid out along that
+        # axis, as an earlier operator may leave it, has no room for them.
+        raise ScheduleError(f"statement {stmt.name}: the partial results of {arr.name} need the same elements "
+                            f"on every core of mesh axis {along[0]}, but its home is laid out along that axis")

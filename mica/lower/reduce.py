@@ -4,27 +4,34 @@ When the main statement is a reduction whose write does not index a spatial loop
 every core of those axes accumulates a partial result in the array's home (role ``partial``). The partials
 start at the reduction's identity everywhere but the root (:func:`fill_partials`) and are combined after
 the statements by chains of one-hop shifts towards coordinate 0 (:func:`reduction_chains`), in groups
-first for a ``tree`` reduction.
+first for a ``tree`` reduction. A (value, index) pair combines both halves together
+(:func:`reduction_chains`).
 """
 
 from __future__ import annotations
 
-from ..affine.expr import Bin, Const, Read
+from ..affine.deps import combine
+from ..affine.expr import Cmp, Const, Read, Select
 from ..comm.routes import assign_colours, shift_routes
 from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
 from .builder import _Builder, line_rect, line_region
 
-IDENTITY = {"+": 0.0, "*": 1.0}
+#: The identity of each combining operator: partials start at it on every core but the root.
+IDENTITY = {"+": 0.0, "*": 1.0, "max": float("-inf"), "min": float("inf")}
+
+#: What the index half of a (value, index) pair holds before its core sees a value (never read back for
+#: non-NaN data: see :func:`reduction_chains`).
+NO_INDEX = 0.0
 
 
 def fill_partials(b: _Builder) -> list:
     """The computes that set the partial results to the reduction's identity on every core but the roots
     (``x >= 1`` on a reduced x axis, then ``y >= 1`` on a reduced y axis); adds their kernels
-    ``k_fill<i>_<array>`` to ``b``. Empty without a cross-core reduction."""
+    ``k_fill<i>_<array>`` to ``b``. The index half of a pair starts at :data:`NO_INDEX`. Empty without a
+    cross-core reduction."""
     if b.reduced_array is None:
         return []
-    part = b.tensors[b.reduced_array]
-    ident = Const(IDENTITY[b.reds.get(b.main.name).op])
+    red = b.reds.get(b.main.name)
     rects = []
     if "x" in b.reduced_axes:
         rects.append(Region("nonroot_x", 1, b.region.x1, b.region.y0, b.region.y1))
@@ -32,10 +39,12 @@ def fill_partials(b: _Builder) -> list:
         x1 = 1 if "x" in b.reduced_axes else b.region.x1
         rects.append(Region("nonroot_y", 0, x1, 1, b.region.y1))
     out = []
-    for i, rg in enumerate(rects):
-        if rg.cores:
-            k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, ident)
-            out.append(Compute(k.name, rg.rect))
+    for array, ident in zip(b.reduced_arrays, (IDENTITY[red.op], NO_INDEX)):
+        part = b.tensors[array]
+        for i, rg in enumerate(rects):
+            if rg.cores:
+                k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, Const(ident))
+                out.append(Compute(k.name, rg.rect))
     return out
 
 
@@ -44,12 +53,20 @@ def reduction_chains(b: _Builder) -> list:
     one-hop shifts ``{ [core_src[x'] -> core_dst[x' - d]] }``, or (tree) chains inside groups of
     ``sched.group`` cores in parallel, then a chain over the group roots; each stage a loop over ``s`` of
     one exchange and the accumulating compute. Adds the receive buffer ``<array>_in`` and the kernels
-    ``k_acc<axis>_<array>`` to ``b``. Empty without a cross-core reduction."""
+    ``k_acc<axis>_<array>`` to ``b``. Empty without a cross-core reduction.
+
+    A (value, index) pair moves both partials (one colour each) and combines them as the sequential
+    statements would, the partial that arrives standing for the later iterations: the receiver always
+    holds the lower block (chains and trees run towards 0), so ``idx = in_v < v ? in_idx : idx;
+    v = in_v < v ? in_v : v`` (``<=`` for a tie rule that keeps the last index; ``>``/``>=`` for arg-max)
+    gives what the sequential loop gives for non-NaN data. A NaN value never wins a comparison; a core
+    whose values were all NaN keeps its identity and :data:`NO_INDEX`, which a ``<=`` pair could take on a
+    tie of infinities (the sequential loop keeps the earlier index there)."""
     if b.reduced_array is None:
         return []
     red = b.reds.get(b.main.name)
-    part = b.tensors[b.reduced_array]
-    inbuf = b.add_tensor(f"{part.name}_in", part.array, part.box, "recv", part.ownership)
+    parts = [b.tensors[a] for a in b.reduced_arrays]
+    inbufs = [b.add_tensor(f"{p.name}_in", p.array, p.box, "recv", p.ownership) for p in parts]
     body = []
     for axis in b.reduced_axes:
         n = b.region.x1 if axis == "x" else b.region.y1
@@ -57,20 +74,32 @@ def reduction_chains(b: _Builder) -> list:
             continue
         across = (0, 1) if (axis == "y" and "x" in b.reduced_axes) else \
             ((b.region.y0, b.region.y1) if axis == "x" else (b.region.x0, b.region.x1))
-        acc = b.box_kernel(f"k_acc{axis}_{part.name}", part, line_region(f"line_{axis}", axis, 0, n, across),
-                           Bin(red.op, Read("w"), Read("r0")), (inbuf,))
-        colour = assign_colours(1, b.target.colours, f"reduction of {part.array}")[0]
+        line = line_region(f"line_{axis}", axis, 0, n, across)
+        if len(parts) == 1:
+            accs = [b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
+                                 combine(red.op, Read("w"), Read("r0")), (inbufs[0],))]
+        else:
+            cmp = {("min", True): "<", ("min", False): "<=", ("max", True): ">", ("max", False): ">="}[
+                (red.op, red.strict)]
+            wins = Cmp(cmp, Read("r1"), Read("r0"))          # the arriving value beats the held one
+            accs = [b.box_kernel(f"k_acc{axis}_{parts[1].name}", parts[1], line,
+                                 Select(wins, Read("r2"), Read("w")), (parts[0], inbufs[0], inbufs[1])),
+                    b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
+                                 Select(wins, Read("r1"), Read("w")), (parts[0], inbufs[0]))]
+        colours = assign_colours(len(parts), b.target.colours, f"reduction of {', '.join(b.reduced_arrays)}")
         g = min(b.sched.group, n) if b.sched.reduce == "tree" else 1
         for stage in _reduction_stages(axis, n, g, across):
             senders, receivers, distance, count, what = stage
             direction = "W" if axis == "x" else "N"
-            shift = Shift(f"{part.array} partials {what}", part.array, part.name, inbuf.name,
-                          direction, senders, receivers, colour,
-                          shift_routes(direction, senders, receivers, colour, distance), distance,
-                          f"{{ [core_src[{axis}'] -> core_dst[{axis}' - {distance}]] }} along {axis}",
-                          distance)
-            body.append(Loop("s", count, (Exchange(f"reduce_{part.array}_{axis}_{what}", (shift,)),
-                                          Compute(acc.name, receivers))))
+            shifts = tuple(
+                Shift(f"{part.array} partials {what}", part.array, part.name, inbuf.name,
+                      direction, senders, receivers, colour,
+                      shift_routes(direction, senders, receivers, colour, distance), distance,
+                      f"{{ [core_src[{axis}'] -> core_dst[{axis}' - {distance}]] }} along {axis}",
+                      distance)
+                for part, inbuf, colour in zip(parts, inbufs, colours))
+            body.append(Loop("s", count, (Exchange(f"reduce_{'_'.join(b.reduced_arrays)}_{axis}_{what}", shifts),
+                                          *(Compute(acc.name, receivers) for acc in accs))))
     return body
 
 

@@ -28,7 +28,7 @@ def find_ring_arrays(b: _Builder) -> None:
         for s_ in b.in_step:
             red_s = b.reds.get(s_.name)
             for acc in s_.reads:
-                if red_s is not None and acc.ref == red_s.read_ref:
+                if red_s is not None and acc.ref in red_s.read_refs:
                     continue
                 if any(ix.coeff(b.step.loop) for ix in acc.index):
                     ring_arrays.add(acc.array)

@@ -15,9 +15,12 @@ isl, that executing the program under the schedule respects every flow, anti and
   every dependence must go forward in that order (``D ∩ (T_S x T_T)^-1(lex_ge) = ∅``).
 
 Exempt, because they are re-associated on purpose: the self-dependences of a reduction statement through
-its accumulator (the order of its updates may change, and partial sums may live on several cores), and —
-for a reduction combined across cores — dependences through the accumulator between the reduction and a
-statement that runs at the reduction's root (its initialisation before, its use after).
+its accumulator (the order of its updates may change, and partial sums may live on several cores), the
+dependences between the two halves of a (value, index) pair (one kernel runs them interleaved, in their
+original order), and — for a reduction combined across cores — dependences through the accumulators
+between the reduction (or its pair) and a statement that runs at the reduction's root (its
+initialisation before, its use after). A pair is legal only when each core's partial is a block of
+consecutive iterations combined lower block first (:func:`_check_pair_order`).
 """
 
 from __future__ import annotations
@@ -50,13 +53,15 @@ def _maps(u: isl.UnionMap) -> list[isl.Map]:
 
 def _groups(prog: Program, sched: Schedule) -> dict[str, tuple[int, int]]:
     """(phase, position) of every statement: 0 before the step loop, 1 inside it (or the main
-    statement without one), 2 after."""
+    statement and the other half of its (value, index) pair without one), 2 after."""
     main = main_statement(prog)
+    red = reductions(prog).get(main.name)
+    partner = red.partner if red is not None else None
     step = sched.step
     idx = prog.statements.index(main)
     out = {}
     for pos, s in enumerate(prog.statements):
-        if (step is not None and step.loop in s.loops) or (step is None and s is main):
+        if (step is not None and step.loop in s.loops) or (step is None and (s is main or s.name == partner)):
             out[s.name] = (1, pos)
         else:
             out[s.name] = (0 if pos < idx else 2, pos)
@@ -82,6 +87,10 @@ def check_legal(prog: Program, sched: Schedule) -> None:
     red = reds.get(main.name)
     written = {v for ix in main.write.index for v in ix.names}
     cross = red is not None and any(sm.loop not in written for sm in sched.space)
+    # The statements combined across cores: the main reduction and the other half of its pair.
+    combined = {main.name} | ({red.partner} if red is not None and red.partner else set())
+    if red is not None and red.partner:
+        _check_pair_order(prog, sched, main, red)
     groups = _groups(prog, sched)
     depth = max((len(sched.order_of(s.name)) for s in prog.statements), default=0)
     stmts = {s.name: s for s in prog.statements}
@@ -92,7 +101,7 @@ def check_legal(prog: Program, sched: Schedule) -> None:
     placed_times = {n: places[n].flat_range_product(times[n]) for n in places}
 
     # Self-dependences of reductions through their accumulators are re-associable.
-    exempt_refs = frozenset(r for rd in reds.values() for r in (rd.write_ref, rd.read_ref))
+    exempt_refs = frozenset(r for rd in reds.values() for r in rd.refs)
     plain_of = dict(_deps(prog, exempt_refs)) if exempt_refs else None
     for kind, rel in _deps(prog, frozenset()):
         plain = plain_of[kind] if plain_of is not None else rel
@@ -100,19 +109,42 @@ def check_legal(prog: Program, sched: Schedule) -> None:
             src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
             if src == dst and src in reds:
                 m = _restrict(plain, src, dst, m)        # drop the accumulator's own chain
-            elif cross and main.name in (src, dst):
-                other = dst if src == main.name else src
+            elif src in combined and dst in combined:
+                # The two halves of a (value, index) pair: one kernel runs them interleaved in their
+                # original order on each core (mica.lower.build), the partials combine as pairs.
+                m = _restrict(plain, src, dst, m)
+            elif cross and (src in combined or dst in combined):
+                other = src if dst in combined else dst
                 # An initialisation that runs wholly before the reduction (or a use wholly after it), at
                 # the root, composes with partial sums; anything interleaved with the reduction does not.
-                before = groups[other][0] == 0 and dst == main.name
-                after = groups[other][0] == 2 and src == main.name
+                before = groups[other][0] == 0 and dst in combined
+                after = groups[other][0] == 2 and src in combined
                 if _at_root(stmts[other], sched, main) and (before or after):
                     m = _restrict(plain, src, dst, m)
             if m.is_empty():
                 continue
             # Partial sums of a reduction spread over cores live in accumulators no halo refreshes.
-            halo_ok = not (cross and main.name in (src, dst))
+            halo_ok = not (cross and (src in combined or dst in combined))
             _check_one(m, kind, src, dst, placed_times, halo_ok)
+
+
+def _check_pair_order(prog: Program, sched: Schedule, main: Statement, red) -> None:
+    """A (value, index) pair keeps the sequential tie rule only when every core's partial covers a block of
+    consecutive iterations of the sequential order, and the partials combine lower block first: at most
+    one reduced loop is spatial, it is the outermost loop the written element does not depend on, and no
+    skewed step reorders the blocks of a reduced loop. Raises :class:`ScheduleError` otherwise."""
+    written = {v for ix in main.write.index for v in ix.names}
+    reduced = [lp for lp in main.loops if lp not in written]
+    spatial = [sm.loop for sm in sched.space if sm.loop in reduced]
+    what = f"the ({red.op}, arg{red.op}) pair of {main.name} and {red.partner}"
+    if len(spatial) > 1 or (spatial and spatial[0] != reduced[0]):
+        raise ScheduleError(f"{what} spreads loop(s) {spatial} over cores: only its outermost reduced loop "
+                            f"{reduced[0]} may be spatial (each core's partial must be a block of consecutive "
+                            f"iterations for the sequential tie rule)")
+    step = sched.step
+    if step is not None and step.skew != "none" and step.loop in reduced:
+        raise ScheduleError(f"{what}: a {step.skew} step over reduced loop {step.loop} visits its blocks out of "
+                            f"order, which breaks the sequential tie rule")
 
 
 def _check_coverage(prog: Program, sched: Schedule) -> None:

@@ -1,0 +1,170 @@
+"""Max/min reductions, arg-min (value, index) pairs and iterator values end to end: every program compiled
+for 8x8 (searched) and re-instantiated on smaller and non-divisible meshes matches the original C compiled
+natively, and the 8x8 plans of attention and arg-min spread their computation over at least 16 cores
+(cores whose emulated compute time is nonzero, not cores allocated). The full matrix, each mesh searched
+on its own, 1x1 included, is marked slow."""
+
+import numpy as np
+import pytest
+
+import mica
+from mica.testing import assert_matches, run_c
+
+ROW_MAX = """
+void row_max(int N, int M, float A[N][M], float m[N]) {
+  for (int i = 0; i < N; i++) {
+    m[i] = -INFINITY;
+    for (int j = 0; j < M; j++)
+      m[i] = fmaxf(m[i], A[i][j]);
+  }
+}
+"""
+
+SOFTMAX = """
+void softmax(int N, int M, float A[N][M], float m[N], float z[N], float P[N][M]) {
+  for (int i = 0; i < N; i++) {
+    m[i] = -INFINITY;
+    for (int j = 0; j < M; j++)
+      m[i] = A[i][j] > m[i] ? A[i][j] : m[i];
+  }
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < M; j++)
+      P[i][j] = expf(A[i][j] - m[i]);
+  for (int i = 0; i < N; i++) {
+    z[i] = 0.0f;
+    for (int j = 0; j < M; j++)
+      z[i] += P[i][j];
+  }
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < M; j++)
+      P[i][j] = P[i][j] / z[i];
+}
+"""
+
+# Decode attention over a KV cache: one query per head, max-subtracted softmax.
+ATTENTION = """
+void attention(int H, int L, int D, float q[H][D], float K[L][H][D], float V[L][H][D], float s[H][L],
+               float m[H], float z[H], float o[H][D]) {
+  for (int h = 0; h < H; h++)
+    for (int l = 0; l < L; l++) {
+      s[h][l] = 0.0f;
+      for (int d = 0; d < D; d++)
+        s[h][l] += q[h][d] * K[l][h][d];
+    }
+  for (int h = 0; h < H; h++) {
+    m[h] = -INFINITY;
+    for (int l = 0; l < L; l++)
+      m[h] = fmaxf(m[h], s[h][l]);
+  }
+  for (int h = 0; h < H; h++)
+    for (int l = 0; l < L; l++)
+      s[h][l] = expf(s[h][l] - m[h]);
+  for (int h = 0; h < H; h++) {
+    z[h] = 0.0f;
+    for (int l = 0; l < L; l++)
+      z[h] += s[h][l];
+  }
+  for (int h = 0; h < H; h++)
+    for (int d = 0; d < D; d++) {
+      o[h][d] = 0.0f;
+      for (int l = 0; l < L; l++)
+        o[h][d] += s[h][l] * V[l][h][d];
+      o[h][d] = o[h][d] / z[h];
+    }
+}
+"""
+
+# Top-1 search: squared distances of a query to N vectors, then arg-min with the first index on ties.
+ARGMIN = """
+void argmin(int N, int D, float x[D], float V[N][D], float dist[N], float best[1], float idx[1]) {
+  for (int n = 0; n < N; n++) {
+    dist[n] = 0.0f;
+    for (int k = 0; k < D; k++)
+      dist[n] += (x[k] - V[n][k]) * (x[k] - V[n][k]);
+  }
+  best[0] = INFINITY;
+  idx[0] = -1.0f;
+  for (int n = 0; n < N; n++) {
+    idx[0] = dist[n] < best[0] ? n : idx[0];
+    best[0] = dist[n] < best[0] ? dist[n] : best[0];
+  }
+}
+"""
+
+
+def _inputs(name, params, seed=0):
+    rng = np.random.default_rng(seed)
+    if name == "argmin":
+        N, D = params["N"], params["D"]      # small integers: many equal distances (ties)
+        return {"x": rng.integers(0, 3, D).astype(np.float32), "V": rng.integers(0, 3, (N, D)).astype(np.float32)}
+    if name == "attention":
+        H, L, D = params["H"], params["L"], params["D"]
+        return {n: rng.uniform(-2, 2, sh).astype(np.float32)
+                for n, sh in (("q", (H, D)), ("K", (L, H, D)), ("V", (L, H, D)))}
+    return {"A": rng.uniform(-3, 3, (params["N"], params["M"])).astype(np.float32)}
+
+
+CASES = {
+    "row_max": (ROW_MAX, {"N": 5, "M": 37}, 0),
+    "softmax": (SOFTMAX, {"N": 6, "M": 29}, 0),
+    "attention_1": (ATTENTION, {"H": 1, "L": 40, "D": 8}, 16),
+    "attention_3": (ATTENTION, {"H": 3, "L": 24, "D": 4}, 16),
+    "argmin": (ARGMIN, {"N": 150, "D": 6}, 16),
+}
+RETARGET = [(2, 3), (3, 2), (4, 4), (5, 3)]
+
+
+def _check(name, prog_or_compiled, ins, want, mesh=None):
+    res = prog_or_compiled.run(ins, mesh=mesh)
+    assert_matches(res.outputs, want, rtol=2e-5 if "attention" in name or name == "softmax" else 0, atol=1e-7)
+    return int((res.stats.core_compute > 0).sum())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_searched_on_8x8_and_retargeted(name):
+    src, params, min_cores = CASES[name]
+    kind = name.split("_")[0] if name.startswith("attention") else name
+    ins = _inputs(kind, params)
+    want = run_c(src, None, ins, params)
+    p = mica.compile_affine(src, mesh=(8, 8), target="generic", params=params)
+    computing = _check(name, p, ins, want)
+    assert computing >= max(min_cores, 2), (name, computing, str(p.schedule))
+    assert p.cost.cores == computing             # the model's count of computing cores agrees
+    for mesh in RETARGET:
+        _check(name, p, ins, want, mesh)
+
+
+def test_argmin_ties_keep_the_first_index_across_cores():
+    src, params, _ = CASES["argmin"]
+    ins = {"x": np.zeros(6, np.float32), "V": np.ones((150, 6), np.float32)}
+    ins["V"][[20, 77, 140]] = 0.0                        # three equal minima on three different cores
+    want = run_c(src, None, ins, params)
+    assert want["idx"][0] == 20
+    p = mica.compile_affine(src, mesh=(8, 8), target="generic", params=params)
+    assert "reduce_best_idx" in p.meshir and "k_S4_S5" in p.meshir   # the pair combined across cores
+    _check("argmin", p, ins, want)
+    ins["V"][20] = 1.0
+    want = run_c(src, None, ins, params)
+    assert want["idx"][0] == 77
+    _check("argmin", p, ins, want, (5, 3))
+
+
+def test_max_reduction_in_csl_and_metalium_is_emitted_or_refused_by_name(tmp_path):
+    src, params, _ = CASES["row_max"]
+    p = mica.compile_affine(src, mesh=(4, 4), target="wse2", params=params)
+    assert "fmax" in p.meshir and "k_accx_m" in p.meshir
+    with pytest.raises(mica.errors.EmitError, match=r"k_fill0_m: constant -inf has no CSL literal"):
+        p.emit("csl", tmp_path / "csl")
+    with pytest.raises(mica.errors.EmitError, match=r"call of fmax: neither a tile routine nor the generic path"):
+        p.emit("metalium", tmp_path / "metalium")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh", [(1, 1), (2, 3), (3, 2), (4, 4), (5, 3), (8, 8)])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_mesh_searched(name, mesh):
+    src, params, _ = CASES[name]
+    kind = name.split("_")[0] if name.startswith("attention") else name
+    ins = _inputs(kind, params, seed=1)
+    want = run_c(src, None, ins, params)
+    _check(name, mica.compile_affine(src, mesh=mesh, target="generic", params=params), ins, want)
