@@ -13,7 +13,7 @@ builds every candidate through :data:`LOWERING`, the same passes a forced schedu
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .affine.deps import loop_kinds, reductions
@@ -131,19 +131,30 @@ class CompiledProgram:
 
     def retarget(self, mesh) -> "CompiledProgram":
         """The same schedule shape re-instantiated for ``mesh`` (single-buffered where the new mesh leaves a
-        double-buffered step loop nothing to receive)."""
+        double-buffered step loop nothing to receive); when its decisions do not carry over to ``mesh``, the
+        program searched anew there, with a reason saying so."""
         mesh = check_mesh(mesh, self.target)
         if mesh == self.mesh:
             return self
-        sched = retarget_schedule(self.program, self.schedule, mesh)
         try:
-            return compile_affine(self.program, mesh=mesh, target=self.target, schedule=sched)
-        except ScheduleError as exc:
-            if exc.cause != "nothing-to-prefetch":
-                raise
-        # On the new mesh a double-buffered step loop receives nothing (its panels are local, e.g. on one
-        # core): the same plan single-buffered.
-        return compile_affine(self.program, mesh=mesh, target=self.target, schedule=with_buffers(sched, 1))
+            sched = retarget_schedule(self.program, self.schedule, mesh)
+            try:
+                return compile_affine(self.program, mesh=mesh, target=self.target, schedule=sched)
+            except ScheduleError as exc:
+                if exc.cause != "nothing-to-prefetch":
+                    raise
+            # On the new mesh a double-buffered step loop receives nothing (its panels are local, e.g. on
+            # one core): the same plan single-buffered.
+            return compile_affine(self.program, mesh=mesh, target=self.target, schedule=with_buffers(sched, 1))
+        except SramError:
+            raise
+        except MicaError as exc:
+            # The decisions do not carry over (an operator's tiles no longer meet the layout an earlier one
+            # left, a grid of blocks larger than the mesh): the program is searched anew for ``mesh``.
+            why = str(exc).splitlines()[0]
+        fresh = compile_affine(self.program, mesh=mesh, target=self.target)
+        note = f"searched anew for {mesh[0]}x{mesh[1]}: the {self.mesh[0]}x{self.mesh[1]} plan does not carry over ({why})"
+        return replace(fresh, schedule=fresh.schedule.copy(reasons=fresh.schedule.reasons + (note,)))
 
     def emit(self, kind: str, out_dir) -> list:
         """Writes the program for a real machine into ``out_dir`` and returns the written paths.
