@@ -20,6 +20,7 @@ from .affine.deps import loop_kinds, reductions
 from .affine.from_c import from_c
 from .affine.isl_names import isl_budget
 from .affine.pieces import Pieces
+from .affine.privatise import privatise
 from .affine.program import Program
 from .emit import emit
 from .emit_c.kernels import KernelModule, emit_kernel_module
@@ -186,6 +187,8 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     mesh = check_mesh(mesh, tgt)
     timings = {}
     t0 = time.perf_counter()
+    with isl_budget("privatisation"):
+        op = privatise(op)
     with isl_budget("dependence analysis"):
         loop_kinds(op)
         reductions(op)
