@@ -1,6 +1,7 @@
 """The compiler as one flat function of named passes, with a verifier at the seams.
 
-    program  --search_program / derive_schedule-->  Schedule    (tiling/: per operator and across them)
+    program  --privatise-->  Program                             (affine/privatise: temporaries expanded)
+             --search_program / derive_schedule-->  Schedule    (tiling/: per operator and across them)
              --build_program-->  MeshProgram                     (lower/, with comm/ sets)
              --verify-->                                           (meshir/)
              --estimate-->  Cost                                   (tiling/cost)
@@ -175,6 +176,10 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
     on disjoint rectangles at the same time (the CSL and Metalium back ends lay out blocks from core (0, 0)).
+    Temporaries (arrays neither input nor output) are first expanded along the loops within whose
+    iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's
+    ``program`` is the expanded one, whose statements a forced schedule names (expansion is deterministic
+    and idempotent, so a schedule saved from an earlier compile replays).
     ``progress``: a line on stderr while a long search runs (default: only on a terminal, or as
     ``$MICA_PROGRESS`` says; see :mod:`mica.progress`), as ``run(progress=...)`` does for the emulator.
     """
