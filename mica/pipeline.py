@@ -1,6 +1,7 @@
 """The compiler as one flat function of named passes, with a verifier at the seams.
 
-    program  --search_program / derive_schedule-->  Schedule    (tiling/: per operator and across them)
+    program  --privatise-->  Program                             (affine/privatise: temporaries expanded)
+             --search_program / derive_schedule-->  Schedule    (tiling/: per operator and across them)
              --build_program-->  MeshProgram                     (lower/, with comm/ sets)
              --verify-->                                           (meshir/)
              --estimate-->  Cost                                   (tiling/cost)
@@ -20,6 +21,7 @@ from .affine.deps import loop_kinds, reductions
 from .affine.from_c import from_c
 from .affine.isl_names import isl_budget
 from .affine.pieces import Pieces
+from .affine.privatise import privatise
 from .affine.program import Program
 from .emit import emit
 from .emit_c.kernels import KernelModule, emit_kernel_module
@@ -185,6 +187,10 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
     on disjoint rectangles at the same time (the CSL and Metalium back ends lay out blocks from core (0, 0)).
+    Temporaries (arrays neither input nor output) are first expanded along the loops within whose
+    iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's
+    ``program`` is the expanded one, whose statements a forced schedule names (expansion is deterministic
+    and idempotent, so a schedule saved from an earlier compile replays).
     ``progress``: a line on stderr while a long search runs (default: only on a terminal, or as
     ``$MICA_PROGRESS`` says; see :mod:`mica.progress`), as ``run(progress=...)`` does for the emulator.
     """
@@ -197,6 +203,8 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     mesh = check_mesh(mesh, tgt)
     timings = {}
     t0 = time.perf_counter()
+    with isl_budget("privatisation"):
+        op = privatise(op)
     with isl_budget("dependence analysis"):
         loop_kinds(op)
         reductions(op)

@@ -37,6 +37,7 @@ from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.cost import expr_flops
 from ..tiling.legality import check_legal
+from ..tiling.mapping import fused_body
 from ..tiling.schedule import Schedule
 from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass,
                          Loop, MeshProgram, Region, RegionTensor)
@@ -76,6 +77,8 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     if b.step is not None:
         loop = _step_loop(b, body_main, body)
         body.append(loop)
+    elif len(fused_body(prog, sched)) > 1:
+        emit_fused(b, body_main, body)
     else:
         emit_statements(b, body_main, body)
     body += reduction_chains(b)
@@ -100,6 +103,11 @@ def _statement_groups(b: _Builder) -> tuple[list[Statement], list[Statement], li
     one, else the main statement) and those after it, in textual order. Changes nothing."""
     prog, in_step = b.prog, b.in_step
     idx = prog.statements.index(b.main)
+    fused = fused_body(prog, b.sched)
+    if len(fused) > 1:
+        pre = [s for s in prog.statements[:idx] if s not in in_step and s not in fused]
+        post = [s for s in prog.statements[idx + 1:] if s not in in_step and s not in fused]
+        return pre, list(fused), post
     pre = [s for s in prog.statements[:idx] if s not in in_step and s is not b.partner]
     post = [s for s in prog.statements[idx + 1:] if s not in in_step]
     body_main = in_step if b.step is not None else [s for s in (b.partner, b.main) if s is not None]
@@ -149,6 +157,23 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
         else:
             k = b.statement_kernel(s, buffers)
         out.append(Compute(k.name, b.compute_rect(s).rect))
+
+
+def emit_fused(b: _Builder, stmts: list[Statement], out: list) -> None:
+    """Appends to ``out`` the exchanges every statement of ``stmts`` (the main statement's fused body,
+    :func:`~mica.tiling.mapping.fused_body`) needs, then one sequence kernel whose parts are their kernels,
+    interleaved on each core in the original textual order (:meth:`_Builder.sequence_kernel`). Legality
+    has checked that nothing the body reads from another core is produced inside it. Adds the buffers and
+    the kernel to ``b``."""
+    buffers: dict[str, str] = {}
+    for s in stmts:
+        bufs, moves, halos = plan_reads(b, s)
+        out.extend(halo_exchange(b, s, halos))
+        if moves:
+            out.append(multicast_exchange(b, f"bring_{s.name}", moves))
+        buffers.update(bufs)
+    k = b.sequence_kernel(list(stmts), buffers)
+    out.append(Compute(k.name, b.compute_rect(b.main).rect))
 
 
 def _step_loop(b: _Builder, stmts: list[Statement], body: list) -> Loop:

@@ -35,7 +35,7 @@ from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
 from .spacetime import placement_map
-from .mapping import loop_extent, main_statement
+from .mapping import fused_body, loop_extent, main_statement
 from .schedule import Schedule
 
 
@@ -53,24 +53,38 @@ def _maps(u: isl.UnionMap) -> list[isl.Map]:
 
 def _groups(prog: Program, sched: Schedule) -> dict[str, tuple[int, int]]:
     """(phase, position) of every statement: 0 before the step loop, 1 inside it (or the main
-    statement and the other half of its (value, index) pair without one), 2 after."""
+    statement and the other half of its (value, index) pair without one; the statements fused with the
+    main one all at its position), 2 after."""
     main = main_statement(prog)
     red = reductions(prog).get(main.name)
     partner = red.partner if red is not None else None
     step = sched.step
     idx = prog.statements.index(main)
+    fused = {s.name for s in fused_body(prog, sched)}
     out = {}
     for pos, s in enumerate(prog.statements):
-        if (step is not None and step.loop in s.loops) or (step is None and (s is main or s.name == partner)):
+        if step is None and len(fused) > 1 and s.name in fused:
+            out[s.name] = (1, idx)
+        elif (step is not None and step.loop in s.loops) or (step is None and (s is main or s.name == partner)):
             out[s.name] = (1, pos)
         else:
             out[s.name] = (0 if pos < idx else 2, pos)
     return out
 
 
-def _time_map(stmt: Statement, sched: Schedule, phase: tuple[int, int], depth: int) -> isl.Map:
-    """``{ S[loops] -> [phase, t, position, local loops..., 0...] }`` of ``depth + 3`` entries."""
-    order = list(sched.order_of(stmt.name)) + ["0"] * (depth - len(sched.order_of(stmt.name)))
+def _local_time(stmt: Statement, sched: Schedule, fused: bool) -> list[str]:
+    """The time of an instance inside its core and step: the schedule's local loop order, or for a
+    statement fused with the main one (:func:`~mica.tiling.mapping.fused_body`) its original 2d+1
+    textual-order vector (the fused kernel interleaves the statements as the source does)."""
+    if fused:
+        return [str(v) for v in stmt.order]
+    return list(sched.order_of(stmt.name))
+
+
+def _time_map(stmt: Statement, sched: Schedule, phase: tuple[int, int], depth: int, fused: bool = False) -> isl.Map:
+    """``{ S[loops] -> [phase, t, position, local time..., 0...] }`` of ``depth + 3`` entries."""
+    local_time = _local_time(stmt, sched, fused)
+    order = local_time + ["0"] * (depth - len(local_time))
     local = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> [{', '.join(order) or '0'}] }}")
     g, pos = phase
     head = placement_map(stmt, sched).apply_range(imap(f"{{ M[t, x, y] -> [{g}, t, {pos}] }}"))
@@ -92,11 +106,13 @@ def check_legal(prog: Program, sched: Schedule) -> None:
     if red is not None and red.partner:
         _check_pair_order(prog, sched, main, red)
     groups = _groups(prog, sched)
-    depth = max((len(sched.order_of(s.name)) for s in prog.statements), default=0)
+    body = fused_body(prog, sched)
+    fused = {s.name for s in body} if len(body) > 1 else set()
+    depth = max((len(_local_time(s, sched, s.name in fused)) for s in prog.statements), default=0)
     stmts = {s.name: s for s in prog.statements}
     places = {s.name: placement_map(s, sched).apply_range(imap("{ M[t, x, y] -> core[x, y] }"))
               for s in prog.statements}
-    times = {s.name: _time_map(s, sched, groups[s.name], depth) for s in prog.statements}
+    times = {s.name: _time_map(s, sched, groups[s.name], depth, s.name in fused) for s in prog.statements}
 
     placed_times = {n: places[n].flat_range_product(times[n]) for n in places}
 

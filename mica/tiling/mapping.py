@@ -14,6 +14,7 @@ from __future__ import annotations
 from math import ceil
 
 from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, reductions
+from ..affine.fission import statement_graph
 from ..affine.isl_names import int_bounds
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
@@ -27,6 +28,39 @@ def main_statement(prog: Program) -> Statement:
         if len(s.loops) >= len(best.loops):
             best = s
     return best
+
+
+def fused_body(prog: Program, sched: Schedule) -> tuple[Statement, ...]:
+    """The statements each core runs interleaved with the main statement, in their original order: when
+    there is no step loop and the main statement is not a reduction combined across cores, the statements
+    of the main statement's innermost loop body (same loops, same textual-order prefix) if that body holds
+    a dependence cycle between two of its statements — a recurrence through scalars such as deriche's
+    ``y1[i][j] = ... ym1; ym2 = ym1; ym1 = y1[i][j]`` cannot run one statement after another. Otherwise
+    just the main statement (the others run wholly before or after it). Changes nothing."""
+    main = main_statement(prog)
+    if sched.step is not None:
+        return (main,)
+    red = reductions(prog).get(main.name)
+    written = {v for ix in main.write.index for v in ix.names}
+    if red is not None and any(sm.loop not in written for sm in sched.space):
+        return (main,)
+    body = tuple(s for s in prog.statements
+                 if s.loops == main.loops and tuple(s.order[:-1]) == tuple(main.order[:-1]))
+    if len(body) < 2:
+        return (main,)
+    names = {s.name for s in body}
+    graph = statement_graph(prog)
+    reach = {n: {m for m in graph[n] if m in names} for n in names}
+    for n in names:                 # transitive closure inside the body (a few statements)
+        todo = list(reach[n])
+        while todo:
+            m = todo.pop()
+            for k in reach[m] - reach[n]:
+                reach[n].add(k)
+                todo.append(k)
+    if not any(m != n and n in reach[m] for n in names for m in reach[n]):
+        return (main,)
+    return body
 
 
 def loop_extent(stmt: Statement, loop: str) -> int:
