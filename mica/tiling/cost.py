@@ -470,3 +470,15 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
 def expr_flops(expr) -> int:
     """Arithmetic operations one evaluation of ``expr`` performs (binary operators, negations, calls)."""
     return sum(1 for e in expr.walk() if isinstance(e, (Bin, Neg, Call)))
+
+
+def one_core_cycles(prog, target: Target) -> float:
+    """Modelled cycles of ``prog`` run whole on one core: every statement instance at ``target``'s rate for
+    its written array's dtype (at least one operation each, as :func:`instance_cycles` charges), with no
+    communication. This is what the one-core plan costs, computed from the program alone, so it exists even
+    when the data could never fit one core's SRAM (the baseline of a speedup at wafer scale)."""
+    total = 0.0
+    for s in prog.statements:
+        n = count_points(s.domain_set, {})
+        total += n * max(expr_flops(s.expr), 1) / target.flops(prog.array(s.write.array).dtype)
+    return total

@@ -93,7 +93,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     # When no way works on the whole mesh, smaller grids from core (0, 0) are tried until one does (a plan
     # that works on a smaller mesh stays a candidate on a larger one): on a rectangular mesh first the
     # largest square (an operator's grid of blocks is not square, so a later one cannot transpose its
-    # result), then halves of it.
+    # result), then half of it.
     for grid in fallback_grids(mesh):
         if grid != mesh and any(w.schedule is not None for w in ways.tried):
             break
@@ -112,12 +112,12 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
 
 def fallback_grids(mesh) -> list[tuple[int, int]]:
     """The grids :func:`search_operators` maps a program onto, in order, while no way has worked: the mesh,
-    its largest square, then that square halved (rounding up) down to 2x2."""
+    its largest square, then that square halved (rounding up; one halving only: each grid costs a whole
+    operator-level search)."""
     side = min(mesh)
     grids = [tuple(mesh)] + ([(side, side)] if mesh[0] != mesh[1] else [])
-    while side > 2:
-        side = -(-side // 2)
-        grids.append((side, side))
+    if side > 2:
+        grids.append((-(-side // 2),) * 2)
     return grids
 
 

@@ -1,8 +1,15 @@
 """The PLMR cost estimate: breakdown, budgets, and the direction of its trends."""
 
 import numpy as np
+import pytest
 
 import mica
+from mica.affine.from_c import from_c
+from mica.targets import get_target
+from mica.tiling.cost import one_core_cycles
+from mica.tiling.mapping import derive_schedule
+
+from frontend.frontend_util import MANIFEST, kernel_function, kernel_source
 
 
 def test_breakdown_adds_up_and_budgets_are_reported():
@@ -37,3 +44,14 @@ def test_chain_reduction_stages_are_on_the_critical_path():
     assert c.compute_cycles == (8 * 8 * 2 + 8 + 7 * 8) / 2
     assert c.total_cycles == mica.compile_affine(mica.ops.gemv(64, 64), mesh=(8, 8), search=False).run(
         {"A": np.ones((64, 64), np.float32), "x": np.ones(64, np.float32)}).stats.cycles
+
+
+@pytest.mark.parametrize("name", ["gemm", "trisolv", "durbin", "jacobi-2d", "correlation"])
+def test_one_core_cycles_is_what_the_one_core_plan_costs(name):
+    """The wafer-scale speedup's baseline, computed from the program alone, equals the modelled cost of the
+    program built and costed on one core (where that fits)."""
+    spec = MANIFEST[name]
+    prog = from_c(kernel_source(name), kernel_function(name), params=spec["params"])
+    one = mica.compile_affine(prog, mesh=(4, 4), schedule=derive_schedule(prog, (4, 4), assignment=[],
+                                                                           family="one-core"))
+    assert one_core_cycles(one.program, get_target("wse2")) == one.cost.total_cycles
