@@ -35,8 +35,11 @@ def fused_body(prog: Program, sched: Schedule) -> tuple[Statement, ...]:
     there is no step loop and the main statement is not a reduction combined across cores, the statements
     of the main statement's innermost loop body (same loops, same textual-order prefix) if that body holds
     a dependence cycle between two of its statements — a recurrence through scalars such as deriche's
-    ``y1[i][j] = ... ym1; ym2 = ym1; ym1 = y1[i][j]`` cannot run one statement after another. Otherwise
-    just the main statement (the others run wholly before or after it). Changes nothing."""
+    ``y1[i][j] = ... ym1; ym2 = ym1; ym1 = y1[i][j]`` cannot run one statement after another; else the
+    statements of the main statement's top-level nest that run inside every spatial loop, if they hold
+    such a cycle. Otherwise just the main statement (the others run wholly before or after it). Legality
+    (:func:`mica.tiling.legality.check_legal`) still proves that no dependence crosses cores unsatisfied.
+    Changes nothing."""
     main = main_statement(prog)
     if sched.step is not None:
         return (main,)
@@ -46,9 +49,40 @@ def fused_body(prog: Program, sched: Schedule) -> tuple[Statement, ...]:
         return (main,)
     body = tuple(s for s in prog.statements
                  if s.loops == main.loops and tuple(s.order[:-1]) == tuple(main.order[:-1]))
-    if len(body) < 2:
-        return (main,)
-    names = {s.name for s in body}
+    if _has_cycle(prog, body):
+        return body
+    # The whole nest around the main statement, every statement of it that runs inside the mapped loops
+    # (symm's ``C[k][j] += ...`` feeding the later ``C[i][j] = ...`` that the next iteration of i reads
+    # back): each core runs its slice of the spatial loops in the original order.
+    nest = sliced_nest(prog, {sm.loop for sm in sched.space})
+    return nest or (main,)
+
+
+def sliced_nest(prog: Program, spatial: set[str]) -> tuple[Statement, ...]:
+    """The statements of the main statement's top-level nest that run inside every loop of ``spatial``, when
+    they must run interleaved, in the original order, on each core: they hold a dependence cycle, or a
+    statement after the main one feeds one before it (symm: ``C[i][j] = ...`` at the end of iteration i is
+    read by ``C[k][j] += ...`` in later iterations), which running each group wholly before or after the main
+    statement would break. Else empty."""
+    main = main_statement(prog)
+    nest = tuple(s for s in prog.statements
+                 if s.order[:1] == main.order[:1] and spatial and spatial <= set(s.loops))
+    if len(nest) < 2:
+        return ()
+    if _has_cycle(prog, nest):
+        return nest
+    idx = prog.statements.index(main)
+    side = {s.name: (prog.statements.index(s) > idx) - (prog.statements.index(s) < idx) for s in nest}
+    graph = statement_graph(prog)
+    backward = any(side[t] < side[n] for n in side for t in graph[n] if t in side)
+    return nest if backward else ()
+
+
+def _has_cycle(prog: Program, stmts: tuple[Statement, ...]) -> bool:
+    """True when two of ``stmts`` (at least two) depend on each other, directly or through others of them."""
+    if len(stmts) < 2:
+        return False
+    names = {s.name for s in stmts}
     graph = statement_graph(prog)
     reach = {n: {m for m in graph[n] if m in names} for n in names}
     for n in names:                 # transitive closure inside the body (a few statements)
@@ -58,9 +92,7 @@ def fused_body(prog: Program, sched: Schedule) -> tuple[Statement, ...]:
             for k in reach[m] - reach[n]:
                 reach[n].add(k)
                 todo.append(k)
-    if not any(m != n and n in reach[m] for n in names for m in reach[n]):
-        return (main,)
-    return body
+    return any(m != n and n in reach[m] for n in names for m in reach[n])
 
 
 def loop_extent(stmt: Statement, loop: str) -> int:
@@ -140,7 +172,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
                     family: str = "derived", searched: bool = False, fixed_homes: dict[str, Home] | None = None,
-                    buffers: int = 1) -> Schedule:
+                    buffers: int = 1, steps: bool = True) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
     The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
@@ -151,7 +183,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     the same plan on another mesh. ``fixed_homes`` pins the layout of arrays an earlier operator left on
     the mesh (a stepped loop then takes its tile from them, so their panels can be multicast in place).
     ``buffers=2`` double-buffers the step loop's received panels (:func:`~mica.tiling.schedule.with_buffers`;
-    a :class:`ScheduleError` when there is no step loop to overlap). ``family`` and ``searched`` label the
+    a :class:`ScheduleError` when there is no step loop to overlap); ``steps=False`` makes no step loop at all
+    (every core runs its slice of the spatial loops in the original order: :func:`fused_body`). ``family`` and ``searched`` label the
     plan (:attr:`Schedule.family`); a SUMMA plan whose step turns out to be a sweep is of the halo family.
 
     The steps: the checked assignment (:func:`_checked_assignment`), 1. spatial loops block-tiled over the
@@ -170,8 +203,12 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     reasons = _checked_assignment(main, kinds[main.name], assignment)
     cores = _cores_used(mesh, blocks, skew, len(assignment))
     space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons)
-    step = _step_map(prog, main, kinds[main.name], space, cores, skew, like, fixed_homes, reasons)
-    if step is None and space and skew == "none":
+    step = None
+    if steps:
+        step = _step_map(prog, main, kinds[main.name], space, cores, skew, like, fixed_homes, reasons)
+    elif space:
+        reasons.append("no step loop: each core runs its slice of the spatial loops in the original order")
+    if steps and step is None and space and skew == "none":
         step = sweep_step(prog, kinds, like)
         if step is not None:
             if family == "summa":

@@ -15,7 +15,8 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
   ``group`` cores in parallel, then a chain over the group roots: MeshGEMV's two-level K-tree);
 * ``family``: the plan family, one of :data:`PLAN_FAMILIES` (``derived`` when nothing was asked for;
   ``summa``, ``cannon``, ``interleaved``, ``chain``, ``ktree``, ``halo`` for the reference plans of
-  :mod:`mica.tiling.plans`; ``one-core``; ``operators`` for a phased schedule); ``searched``: chosen by the
+  :mod:`mica.tiling.plans`; ``one-core``; ``operators`` for a phased schedule; ``slices`` when each core runs
+  its slice of the spatial loops in the original order, without a step loop); ``searched``: chosen by the
   schedule search; ``order``: in which order a phased schedule's operators were mapped, one of
   :data:`OPERATOR_ORDERS` (re-deriving it for another mesh maps them in the same order). These are typed
   decisions; :attr:`Schedule.name` is only the label printed for people, made from them;
@@ -41,7 +42,8 @@ from ..errors import ScheduleError
 AXES = ("x", "y")
 REDUCES = ("chain", "tree")
 SCHEDULE_VERSION = 1
-PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "halo", "operators")
+PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "halo", "operators",
+                 "slices")
 OPERATOR_ORDERS = ("program", "heaviest-first")
 #: Families whose label says when the step loop's panels are double-buffered (``summa+db``).
 _STEPPED = ("summa", "cannon", "interleaved", "halo")

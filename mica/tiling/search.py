@@ -31,7 +31,7 @@ from ..meshir.ir import MeshProgram
 from ..meshir.verify import verify
 from ..targets import DTYPE_BYTES, Target
 from .cost import Cost, estimate, expr_flops
-from .mapping import derive_schedule, loop_extent, main_statement, spatial_candidates
+from .mapping import derive_schedule, loop_extent, main_statement, sliced_nest, spatial_candidates
 from .schedule import Home, Schedule
 
 PROGRESS_AFTER_S = 2.0
@@ -67,12 +67,15 @@ class Decisions:
     reduce: str = "chain"
     group: int = 0
     buffers: int = 1
+    steps: bool = True
 
     @property
     def family(self) -> str:
         """The plan family of :data:`mica.tiling.schedule.PLAN_FAMILIES` these decisions make."""
         if not self.assignment:
             return "one-core"
+        if not self.steps:
+            return "slices"
         return {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
 
     def describe(self) -> str:
@@ -85,6 +88,8 @@ class Decisions:
             out += f" tree/{self.group}"
         if self.buffers == 2:
             out += " double-buffered"
+        if not self.steps:
+            out += " slices in original order"
         return out
 
 
@@ -201,6 +206,10 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Deci
                         # A stepped loop: its panels may be double-buffered (after the single-buffered
                         # variant, which wins ties: it needs less SRAM).
                         out.append(Decisions(base.assignment, base.blocks, skew, reduce, group, 2))
+                if skew == "none" and leftover_reduction and not reduced and sliced_nest(prog, spatial):
+                    # The nest's statements feed each other across iterations (symm): no step loop, each
+                    # core runs its slice of the spatial loops in the original order.
+                    out.append(Decisions(tuple(assignment), tuple(sorted(blocks.items())), steps=False))
     return list(dict.fromkeys(out))
 
 
@@ -269,7 +278,7 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
-                                    fixed_homes=fixed_homes, buffers=d.buffers)
+                                    fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
             verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
@@ -357,7 +366,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     shown, last_shown = False, 0.0
     for i, k in enumerate(order):
         d = decisions[k]
-        if bounds[k] >= best_cycles:
+        if bounds[k] >= best_cycles and d.assignment:       # (the one-core plan is always built: it wins ties)
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, REJECTIONS["pruned"], cause="pruned"))
         else:
@@ -374,7 +383,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     feasible = [i for i, c in enumerate(results) if c.cycles is not None]
     if not feasible:
         raise dominant_rejection(prog, mesh, results)
-    best = min(feasible, key=lambda i: (results[i].cycles, i))
+    # On a tie the one-core plan wins: a plan whose cores add nothing is not reported as spread.
+    best = min(feasible, key=lambda i: (results[i].cycles, bool(results[i].decisions.assignment), i))
     report = SearchReport(tuple(results), best, time.perf_counter() - t0)
     sched = results[best].schedule
     reasons = sched.reasons + (f"chosen by search: {report.best.decisions.describe()} has the lowest modelled "
