@@ -110,3 +110,23 @@ def teardown_module():
         spread = sum(1 for (_, m), r in ROWS.items() if m == "8x8" and r["cores"] > 1)
         total = sum(1 for (_, m) in ROWS if m == "8x8")
         print(f"\n{table(ROWS)}\n\n{spread} of {total} kernels spread over more than one core on 8x8")
+
+
+#: The applications at the sizes people run them (decode attention over a 4096-token KV cache with head
+#: dimension 128; top-1 search over 2^20 vectors of 128 floats), compiled for the whole WSE-2 rectangle.
+REAL = {
+    "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
+    "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
+    "argmin-top1-2^20x128": (ARGMIN, "argmin", {"N": 1 << 20, "D": 128}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_application_at_real_size(benchmark, name):
+    KERNELS[name] = REAL[name]
+    row = benchmark.pedantic(spread_row, args=(name, (750, 994)), rounds=1, iterations=1)
+    benchmark.extra_info.update(row)
+    _check(row)
+    print(f"\n{name} on 750x994: compiled in {row['compile_s']:.1f} s, {row['cores']:,} cores compute, "
+          f"{row['cycles']:,.0f} modelled cycles, {row['speedup']:,.0f}x the one-core plan")
