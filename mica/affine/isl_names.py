@@ -14,6 +14,8 @@ Public API: :data:`CTX`, :func:`iset`, :func:`imap`, :func:`uset`, :func:`umap`,
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import os
 import re
 from contextlib import contextmanager
@@ -78,9 +80,17 @@ def check_ident(name: str, what: str = "name") -> str:
     return name
 
 
+@lru_cache(maxsize=8192)
+def _read(kind, text: str):
+    """``text`` parsed as a ``kind``, memoised: the search builds thousands of candidates whose domains,
+    accesses and placements repeat the same texts, and islpy objects are values (every operation returns a
+    new object), so one parsed object serves every caller. A failed parse raises and is not remembered."""
+    return kind.read_from_str(CTX, text)
+
+
 def _parse(kind, text: str, error: type[MicaError]):
     try:
-        return kind.read_from_str(CTX, text)
+        return _read(kind, text)
     except isl.Error as exc:
         if out_of_budget(exc) or (_steps and _parses_unbudgeted(kind, text)):
             # isl's reader reports a spent budget as a syntax error: a text that parses without the
