@@ -65,8 +65,10 @@ def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
             k = kind(e, ctx)
             if k and lang.int_const is None:
                 refuse(lang.no_int, e)
-            if e.op == "%" and not k:
+            if e.op == "%" and not k and dtype_of is not None:
                 refuse("operator % on floating-point operands in {e}", e)
+            if k and e.op in ("/", "%") and lang.int_div is not None:
+                return lang.int_div.format("div" if e.op == "/" else "mod", go(e.lhs, k), go(e.rhs, k))
             return lang.binary.format(go(e.lhs, k), e.op, go(e.rhs, k))
         if isinstance(e, Neg):
             return lang.neg.format(go(e.arg, kind(e, ctx)))

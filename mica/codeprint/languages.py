@@ -90,6 +90,8 @@ class Language:
     # integer arithmetic (mica.affine.expr.int_typed): an integer literal (None: the language has no integer
     # arithmetic for expression trees), a conversion (type name, operand) and the type names by dtype
     int_const: Callable[[int], str] | None = None
+    int_div: str | None = None                   # integer / and % (format with the operator's name), or None:
+    #                                              the language's own operators
     conv: str | None = None
     types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     no_int: str = "integer arithmetic ({e}) is not supported in this language"
@@ -133,12 +135,15 @@ def _c_int(value: int) -> str:
     return str(value) if -2**31 < value < 2**31 else f"{value}LL"
 
 
-#: C of the emulator's kernels (``mica.emit_c``): 64-bit integer literals, float or double arithmetic.
+#: C of the emulator's kernels (``mica.emit_c``): 64-bit integer literals, float or double arithmetic; integer
+#: division and remainder through ``mica_idiv``/``mica_imod`` (C's, except that they do not trap where C is
+#: undefined: the emulator must not die of a user's division by zero).
 C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", aff_term="{}LL * {}",
-                    isl_int="{}LL", int_const=_c_int, conv="(({})({}))", types=C_TYPES)
+                    isl_int="{}LL", int_const=_c_int, conv="(({})({}))", types=C_TYPES,
+                    int_div="mica_i{}({}, {})")
 
 #: C of a Program's sequential reference (:func:`mica.codeprint.reference.program_c`).
-REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const)
+REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const, int_div=None)
 
 #: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``.
 CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})", index="@as({1}, {0})",
