@@ -8,27 +8,36 @@ The accepted subset (everything else raises :class:`~mica.errors.NotAffineError`
 :class:`~mica.errors.AffineError` whose message starts with ``file:line:column:`` and whose
 ``line``/``column`` attributes say where):
 
-* parameters: ``double``/``float`` arrays with constant extents (constant expressions, or ``int``
-  parameters given in ``params``), ``int`` size parameters (bound to numbers by ``params``; every one used
-  in a bound, subscript or condition must have a value), ``double``/``float`` scalars (they become
-  :attr:`Program.scalars`; an ``int`` parameter without a value used in arithmetic becomes an ``f64``
-  scalar);
-* locals: ``double``/``float`` scalars and arrays (temporaries: 0-d or n-d arrays that are neither
-  inputs nor outputs), ``int`` loop iterators and ``int`` constants;
+* parameters: arrays with constant extents (constant expressions, or ``int`` parameters given in
+  ``params``) of ``double``/``float`` (``f64``/``f32``) or of an integer type: ``int``/``int32_t`` (``i32``),
+  ``short``/``int16_t`` (``i16``), ``char``/``signed char``/``int8_t`` (``i8``; plain ``char`` is signed, as
+  on the hosts MICA runs on), ``unsigned char``/``uint8_t`` (``u8``) -- ``long``, ``unsigned int``,
+  ``long double``, 64-bit and other unsigned types are refused; ``int`` size parameters (bound to numbers
+  by ``params``; every one used in a bound, subscript or condition must have a value), ``double``/``float``
+  scalars (they become :attr:`Program.scalars`; an ``int`` parameter without a value used in arithmetic
+  becomes an ``f64`` scalar, converted to ``int`` where it is used);
+* locals: scalars and arrays of those types (temporaries: 0-d or n-d arrays that are neither inputs nor
+  outputs); an ``int`` local is a loop iterator if some for loop initialises it, a constant if it is
+  initialised with a constant and never assigned, and otherwise a data temporary;
 * ``for`` loops with unit stride (``i++``, ``++i``, ``i += 1``, ``i = i + 1``, and the decreasing forms),
   affine bounds (ternary ``min``/``max`` included) and a condition that bounds the iterator monotonically;
   ``if``/``else`` on affine conditions (``&&``, ``||``, ``!``, comparisons); any nesting;
-* statements ``x = e``, ``x op= e`` (``+ - * /``), ``x++``/``x--`` on array elements and local scalars,
-  with ``e`` built from ``+ - * /``, unary minus, casts between numeric types, literals, ternaries
-  (data-dependent conditions become :class:`~mica.affine.expr.Select`; affine ones split the statement
-  into one statement per case), and ``sqrt exp log pow fabs fmax fmin`` (and their ``f`` versions).
+* statements ``x = e``, ``x op= e`` (``+ - * /``, and ``%`` on integers), ``x++``/``x--`` on array
+  elements and local scalars, with ``e`` built from ``+ - * / %``, unary minus, casts between numeric types,
+  literals, ternaries (data-dependent conditions become :class:`~mica.affine.expr.Select`; affine ones
+  split the statement into one statement per case), and ``sqrt exp log pow fabs fmax fmin`` (and their
+  ``f`` versions).
 
 The text may contain comments, ``#`` lines (blanked: reported lines are those of the text given), the
 declarations system headers bring (their GNU extensions are blanked) and other functions; only the
-function compiled is translated. ``a = b = e`` is split into ``b = e; a = b``.
+function compiled is translated. The ``<stdint.h>`` type names are known without the header.
+``a = b = e`` is split into ``b = e; a = b``.
 
 Integer division and modulo by constants (C truncation) are accepted in bounds and conditions, not in
-subscripts. Numeric casts between floating types are ignored (``(float)x`` does not round).
+subscripts. Numeric casts between floating types are ignored (``(float)x`` does not round); a cast from an
+integer to a floating type, from a floating type to an integer one, or to a narrower integer type is a
+:class:`~mica.affine.expr.Conv`. Integer expressions keep C's semantics (:mod:`mica.affine.expr`): integer
+literals next to integer operands stay integers, ``/`` truncates, ``%`` takes the dividend's sign.
 
 The original schedule is the 2d+1 textual-order vector; a decreasing loop contributes ``-i``.
 ``inputs`` are the array parameters whose initial contents matter: those read before being written

@@ -30,7 +30,8 @@ def _case(name, params=None, seed=7):
 
 
 def _check(prog, ins, want, mesh):
-    res = mica.compile_affine(prog, mesh=mesh).run({k: ins[k] for k in prog.inputs})
+    names = set(prog.inputs) | {n for n, _ in prog.scalars}
+    res = mica.compile_affine(prog, mesh=mesh).run({k: v for k, v in ins.items() if k in names})
     got = {k: res.outputs[k] for k in want}
     for k in want:
         assert got[k].dtype == want[k].dtype
@@ -105,3 +106,14 @@ def test_division_by_zero_does_not_kill_the_emulator():
     out = mica.compile_affine(from_c(src), mesh=(2, 1)).run({"a": a, "b": b}).outputs
     np.testing.assert_array_equal(out["q"], [3, -3, 0, -2147483648, -9, 0])
     np.testing.assert_array_equal(out["r"], [1, -1, 0, 0, 0, 0])
+
+
+def test_runtime_int_parameter_in_integer_arithmetic():
+    """An int parameter without a value in params is a run-time scalar; in integer arithmetic it is an int."""
+    src = "void f(int k, int x[9], int y[9], float z[9])\n{\n  for (int i = 0; i < 9; i++) {\n" \
+          "    y[i] = x[i] / k + k % 4;\n    z[i] = x[i] / k;\n  }\n}\n"
+    prog = from_c(src)
+    ins = {"x": np.arange(-40, 41, 10, dtype=np.int32), "k": 7}
+    want = run_c(src, "f", ins)
+    np.testing.assert_array_equal(want["z"], [-5, -4, -2, -1, 0, 1, 2, 4, 5])     # integer division first
+    _check(prog, ins, want, (3, 1))

@@ -156,3 +156,12 @@ def test_run_c_and_run_program_check_integer_inputs():
     np.testing.assert_array_equal(out["B"], np.array([1, 44, 127], np.int8))     # wraps as gcc does
     with pytest.raises(InputError, match=r"input 'A' has shape \(2,\), expected \(3,\)"):
         run_program(from_c(src), {"A": np.zeros(2, np.int32)})
+
+
+def test_float_updates_of_an_integer_accumulator_are_not_a_reduction():
+    """``s += f`` with int s truncates at every step: it does not re-associate; ``s += int`` does (wraps)."""
+    from mica.affine.deps import REDUCTION, SEQUENTIAL, loop_kinds
+    src = "void f(float x[6], int y[6], int s[1], int t[1])\n{\n  for (int i = 0; i < 6; i++) {\n" \
+          "    s[0] += x[i];\n    t[0] += y[i];\n  }\n}\n"
+    kinds = loop_kinds(from_c(src))
+    assert kinds["S0"]["i"] == SEQUENTIAL and kinds["S1"]["i"] == REDUCTION
