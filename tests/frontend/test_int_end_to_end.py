@@ -117,3 +117,18 @@ def test_runtime_int_parameter_in_integer_arithmetic():
     want = run_c(src, "f", ins)
     np.testing.assert_array_equal(want["z"], [-5, -4, -2, -1, 0, 1, 2, 4, 5])     # integer division first
     _check(prog, ins, want, (3, 1))
+
+
+@pytest.mark.parametrize("cmp, ident", [(">", "-2147483648"), ("<", "2147483647")])
+def test_int_max_min_reductions_start_from_the_dtype_extremes(cmp, ident):
+    """Partials of an int max (min) start at INT32_MIN (INT32_MAX): an infinity has no int value."""
+    src = f"void f(int x[200], int m[1])\n{{\n  for (int i = 0; i < 200; i++)\n" \
+          f"    m[0] = x[i] {cmp} m[0] ? x[i] : m[0];\n}}\n"
+    prog = from_c(src)
+    x = np.random.default_rng(1).integers(-2**31, 2**31 - 1, 200).astype(np.int32)
+    ins = {"x": x, "m": np.array([0], np.int32)}
+    want = run_c(src, "f", ins)
+    cp = mica.compile_affine(prog, mesh=(5, 3))
+    assert f"m[a0] = {ident}" in str(cp.meshir) and cp.cost.cores > 1
+    out = cp.run({k: ins[k] for k in prog.inputs}).outputs
+    assert_matches({"m": out["m"]}, want, rtol=0)
