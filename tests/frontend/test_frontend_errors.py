@@ -130,8 +130,6 @@ CASES = [
     ("no-condition", body("  for (i = 0; ; i++)\n    A[0] = 0.0;"), NA, "for", r"without a condition"),
     ("float-iterator", body("  for (s = 0; s < n; s++)\n    A[0] = 0.0;"), NA, "s = 0",
      r"loop iterator 's' must be an int local"),
-    ("iterator-int-division", body("  for (i = 0; i < n; i++)\n    A[i] = i / 2;"), NA, "i / 2",
-     r"integer division of run-time values"),
     ("used-after-loop", body("  for (i = 0; i < n; i++)\n    A[i] = 0.0;\n  A[i] = 1.0;"), NA, "i] = 1.0",
      r"'i' is used after the loop over it"),
     ("used-before-set", body("  A[j] = 1.0;"), NA, "j]", r"'j' is used before it is given a value"),

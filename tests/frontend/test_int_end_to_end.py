@@ -132,3 +132,14 @@ def test_int_max_min_reductions_start_from_the_dtype_extremes(cmp, ident):
     assert f"m[a0] = {ident}" in str(cp.meshir) and cp.cost.cores > 1
     out = cp.run({k: ins[k] for k in prog.inputs}).outputs
     assert_matches({"m": out["m"]}, want, rtol=0)
+
+
+def test_iterator_values_in_integer_arithmetic():
+    """A loop iterator's value is a C int: ``i / 2`` and ``i % 3`` truncate before a float array stores them."""
+    src = "void f(double A[10], int B[10][7])\n{\n  for (int i = 0; i < 10; i++) {\n    A[i] = i / 2 - (i - 5) / 3;\n" \
+          "    for (int j = 0; j < 7; j++)\n      B[i][j] = (i - 2 * j) % 3 + i * j / 4;\n  }\n}\n"
+    prog = from_c(src)
+    want = run_c(src, "f", {})
+    np.testing.assert_array_equal(want["A"], [i // 2 - int((i - 5) / 3) for i in range(10)])
+    for mesh in [(1, 1), (3, 2)]:
+        _check(prog, {}, want, mesh)
