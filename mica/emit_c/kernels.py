@@ -50,8 +50,8 @@ typedef void (*mica_kernel_fn)(uint8_t *arena, int64_t x, int64_t y, const int64
 static inline int64_t mica_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t mica_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-/* C's int / and % where C defines them; where it does not, a value instead of a trap (the emulator must not
-   die of a user's division by zero): x / 0 = x % 0 = 0, INT32_MIN / -1 = INT32_MIN (wraps), x % -1 = 0. */
+/* mica_idiv, mica_imod: C int division and remainder where C defines them, and no trap where it does not
+   (the emulator must not die of a division by zero): 0 for a zero divisor, INT32_MIN over -1 wraps. */
 static inline int32_t mica_idiv(int32_t a, int32_t b) {
   return b == 0 ? 0 : b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b;
 }
