@@ -53,7 +53,7 @@ static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b 
 /* mica_idiv, mica_imod: C int division and remainder where C defines them, and no trap where it does not
    (the emulator must not die of a division by zero): 0 for a zero divisor, INT32_MIN over -1 wraps. */
 static inline int32_t mica_idiv(int32_t a, int32_t b) {
-  return b == 0 ? 0 : b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b;
+  return b == 0 ? 0 : b == -1 ? (int32_t)(-(int64_t)a) : a / b;
 }
 static inline int32_t mica_imod(int32_t a, int32_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
 """
