@@ -15,7 +15,19 @@ from typing import Mapping
 from .errors import TargetError
 
 DTYPES = ("f16", "f32", "f64")
-DTYPE_BYTES = MappingProxyType({"f16": 2, "f32": 4, "f64": 8})
+#: Integer array dtypes (C ``int``/``int32_t``, ``short``/``int16_t``, ``signed char``/``int8_t``,
+#: ``unsigned char``/``uint8_t``). Arithmetic on them follows C: operands promote to 32-bit ``int``.
+INT_DTYPES = ("i32", "i16", "i8", "u8")
+DTYPE_BYTES = MappingProxyType({"f16": 2, "f32": 4, "f64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1})
+
+#: The float rate integer operations are costed at (EST: no cited figure for integer ALU throughput on any
+#: target; C promotes every integer operand to 32 bits, so integer ops are taken at the f32 rate).
+INT_RATE_AS = "f32"
+
+
+def is_int_dtype(dtype: str) -> bool:
+    """Whether ``dtype`` is an integer dtype (C integer arithmetic, exact)."""
+    return dtype in INT_DTYPES
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,10 @@ class Target:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
 
     def flops(self, dtype: str) -> float:
-        """FLOP per core per cycle for ``dtype``."""
+        """FLOP per core per cycle for ``dtype`` (integer operations per cycle for an integer dtype: the
+        :data:`INT_RATE_AS` rate unless the target gives one; an estimate)."""
+        if dtype in INT_DTYPES and dtype not in self.flops_per_cycle:
+            dtype = INT_RATE_AS
         try:
             return self.flops_per_cycle[dtype]
         except KeyError:

@@ -28,7 +28,8 @@ from .errors import InputError
 
 __all__ = ["run_c", "run_program", "program_c", "assert_matches"]
 
-NP_DTYPE = {"f64": np.float64, "f32": np.float32, "double": np.float64, "float": np.float32}
+NP_DTYPE = {"f64": np.float64, "f32": np.float32, "double": np.float64, "float": np.float32,
+            "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
 
 @contextmanager
@@ -81,11 +82,12 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
     arrays = {}
     for p in sig:
         if p.kind == "array":
-            if p.elem not in ("double", "float"):
-                raise InputError(f"run_c: array parameter {p.name!r} has an unsupported element type")
+            if p.dtype is None:
+                raise InputError(f"run_c: array parameter {p.name!r} has an unsupported element type "
+                                 f"{p.ctype!r}")
             shape = _extents(p, params, filename)
-            arr = _array_arg(p.name, inputs[p.name], shape, NP_DTYPE[p.elem]) if p.name in inputs \
-                else np.zeros(shape, NP_DTYPE[p.elem])
+            arr = _array_arg(p.name, inputs[p.name], shape, NP_DTYPE[p.dtype]) if p.name in inputs \
+                else np.zeros(shape, NP_DTYPE[p.dtype])
             arrays[p.name] = arr
             decls.append(f"void *{p.name}")
             values.append(arr)
@@ -132,7 +134,7 @@ _MATH_PROTOTYPES = "".join(
 def _math_prelude(source: str) -> str:
     """``#include <math.h>``, or -- for text that already went through the preprocessor with system
     headers, where including a header again would clash -- plain prototypes of the math functions."""
-    return _MATH_PROTOTYPES if _HEADERS_IN.search(source) else "#include <math.h>"
+    return _MATH_PROTOTYPES if _HEADERS_IN.search(source) else "#include <math.h>\n#include <stdint.h>"
 
 
 def _extents(p, params, filename) -> tuple[int, ...]:
@@ -154,7 +156,8 @@ def run_program(program: Program, inputs: dict) -> dict[str, np.ndarray]:
     """Executes ``program`` sequentially in its original order; returns its outputs by name.
 
     ``inputs`` must hold every array of ``program.inputs`` and every scalar of ``program.scalars``; other
-    arrays (outputs, temporaries) start filled with NaN so that a read of a value nobody wrote shows up.
+    arrays (outputs, temporaries) start filled with NaN (integer arrays with their dtype's minimum) so that a
+    read of a value nobody wrote shows up.
     """
     if not isinstance(program, Program):
         raise InputError(f"run_program needs a Program, got {type(program).__name__}")
@@ -168,7 +171,7 @@ def run_program(program: Program, inputs: dict) -> dict[str, np.ndarray]:
                 raise InputError(f"run_program: input {a.name!r} is missing")
             bufs[a.name] = _array_arg(a.name, inputs[a.name], a.shape, dt)
         else:
-            bufs[a.name] = np.full(a.shape, np.nan, dt)
+            bufs[a.name] = np.full(a.shape, np.iinfo(dt).min if np.issubdtype(dt, np.integer) else np.nan, dt)
     scal = []
     for n, _ in program.scalars:
         if n not in inputs:

@@ -18,8 +18,8 @@ from pycparser import c_ast
 from ..errors import AffineError
 from . import c_affine as F
 from .c_affine import TRUE
-from .c_parse import DTYPE_OF, c_div, c_mod, lvalue_base, parse_number, type_words
-from .expr import CALLS, Aff, Bin, Call, Cmp, Const, Expr, Index, Neg, Read, Scalar, Select
+from .c_parse import DTYPE_OF, c_div, c_mod, int_dtype, lvalue_base, parse_number, type_words
+from .expr import CALLS, Aff, Bin, Call, Cmp, Const, Conv, Expr, Index, Neg, Read, Scalar, Select
 from .isl_names import iset
 from .program import Access
 
@@ -69,8 +69,12 @@ class V:
     const: int | None = None      # int constants only (folded with C semantics)
     expr: Expr | None = None
 
-    def as_expr(self) -> Expr:
-        return Const(float(self.const)) if self.expr is None else self.expr
+    def as_expr(self, integer: bool = False) -> Expr:
+        """The value as a tree; a constant is a float literal, or with ``integer`` an integer one (neutral:
+        it takes its operator's type, :func:`mica.affine.expr.int_typed`)."""
+        if self.expr is not None:
+            return self.expr
+        return Const(int(self.const)) if integer else Const(float(self.const))
 
     def as_aff(self) -> Aff | None:
         """This int value as an affine form of the loop iterators (a constant or an :class:`Index`)."""
@@ -109,6 +113,13 @@ class StmtCtx:
         return f"{self.name}_r{len(self.reads)}"
 
 
+def wrap_int(v: int, dtype: str) -> int:
+    """``v`` converted to the integer ``dtype`` (two's complement wrap, as gcc and clang do)."""
+    bits = {"i32": 32, "i16": 16, "i8": 8, "u8": 8}[dtype]
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if dtype != "u8" and v >= 1 << (bits - 1) else v
+
+
 def usual(a: str, b: str) -> str:
     if "double" in (a, b):
         return "double"
@@ -132,7 +143,8 @@ class ExprMixin:
         if isinstance(node, c_ast.ID):
             v = self.lookup(node)
             if v.kind in ("fscalar", "temp", "array"):
-                return node, f"it reads the floating-point variable {node.name!r}"
+                what = "integer" if v.ctype == "int" else "floating-point"
+                return node, f"it reads the {what} variable {node.name!r}"
             return None
         if isinstance(node, c_ast.Constant):
             if node.type not in ("int",) and parse_number(node, self.fn)[1] != "int":
@@ -276,6 +288,11 @@ class ExprMixin:
             return "sizeof is not supported"
         return f"operator {n.op!r} in {what} is not supported"
 
+    def cast_text(self, n: c_ast.Cast) -> str:
+        t = n.to_type.type
+        words = type_words(t, self.typedefs)[1] if isinstance(t, c_ast.TypeDecl) else None
+        return " ".join(words or ["?"])
+
     def cast_kind(self, n: c_ast.Cast) -> str | None:
         t = n.to_type.type
         if isinstance(t, c_ast.TypeDecl):
@@ -313,8 +330,8 @@ class ExprMixin:
             if var.kind == "iparam":
                 if var.value is not None:
                     return V("int", const=var.value)
-                self.scalars[var.name] = "f64"
-                return V("int", expr=Scalar(var.name))
+                self.scalars[var.name] = "f64"      # passed as a double; an int value in the tree
+                return V("int", expr=Conv("i32", Scalar(var.name)))
             st = var.state
             if st[0] == "const":
                 return V("int", const=st[1])
@@ -343,11 +360,9 @@ class ExprMixin:
                 return _int_value(fa + _scaled(fb, 1 if n.op == "+" else -1))
             if fa is not None and fb is not None and n.op == "*" and (a.expr is None or b.expr is None):
                 return _int_value(_scaled(fb, a.const) if a.expr is None else _scaled(fa, b.const))
-            if n.op == "%":
-                raise self.err(n, "% on floating-point or run-time values is not supported")
-            if t == "int" and n.op == "/":
-                raise self.err(n, "integer division of run-time values is not supported")
-            return V(t, expr=Bin(n.op, a.as_expr(), b.as_expr()))
+            if n.op == "%" and t != "int":
+                raise self.err(n, "% on floating-point values is not supported")
+            return V(t, expr=Bin(n.op, a.as_expr(t == "int"), b.as_expr(t == "int")))
         if isinstance(n, c_ast.UnaryOp):
             if n.op == "-":
                 a = self.value(n.expr, ctx)
@@ -367,13 +382,19 @@ class ExprMixin:
                 if a.expr is None:
                     v = float(a.const) if kind == "double" else float(np.float32(a.const))
                     return V(kind, expr=Const(v))
-                return V(kind, expr=a.expr)
+                if a.ctype == "int":        # (double)n: the operator it feeds computes in floating point
+                    return V(kind, expr=Conv(DTYPE_OF[kind], a.expr))
+                return V(kind, expr=a.expr)  # between float types: not rounded (MICA's convention)
             if kind == "int":
+                dt = int_dtype(type_words(n.to_type.type, self.typedefs)[1])
                 if a.expr is None:
-                    return a
-                if a.ctype == "int":
-                    return a
-                raise self.err(n, "conversion of a floating-point value to an integer is not supported")
+                    return V("int", const=wrap_int(a.const, dt) if dt else a.const)
+                if a.ctype == "int" and dt in (None, "i32"):
+                    return a                 # (long)/(int) of an int value: the value itself
+                if dt is None:
+                    raise self.err(n, f"conversion to {self.cast_text(n)!r} is not supported "
+                                      f"(int, short, char and the <stdint.h> 8/16/32-bit types are)")
+                return V("int", expr=Conv(dt, a.expr))
             raise self.err(n, "cast to an unsupported type")
         if isinstance(n, c_ast.TernaryOp):
             return self.select(n.cond, lambda: self.value(n.iftrue, ctx), lambda: self.value(n.iffalse, ctx),
@@ -424,12 +445,14 @@ class ExprMixin:
             raise Split(f)
         if isinstance(cond, c_ast.BinaryOp) and cond.op in CMP:
             a, b = self.value(cond.left, ctx), self.value(cond.right, ctx)
-            c = Cmp(cond.op, a.as_expr(), b.as_expr())
+            i = usual(a.ctype, b.ctype) == "int"
+            c = Cmp(cond.op, a.as_expr(i), b.as_expr(i))
         else:
             a = self.value(cond, ctx)
-            c = Cmp("!=", a.as_expr(), Const(0.0))
+            c = Cmp("!=", a.as_expr(), Const(0) if a.ctype == "int" else Const(0.0))
         t, o = then(), other()
-        return V(usual(t.ctype, o.ctype), expr=Select(c, t.as_expr(), o.as_expr()))
+        i = usual(t.ctype, o.ctype) == "int"
+        return V(usual(t.ctype, o.ctype), expr=Select(c, t.as_expr(i), o.as_expr(i)))
 
     def domain_isl(self, ctx) -> isl.Set:
         return self.formula_set(ctx, self.domain_formula(ctx.extra))

@@ -169,6 +169,31 @@ def strip_gnu(text: str) -> str:
 
 _PARSE_MSG = re.compile(r"^:(\d+)(?::(\d+))?:\s*(.*)$", re.S)
 
+#: The <stdint.h> names the front end knows without the header (a source that includes it is parsed with
+#: the directive blanked): their MICA dtype, or None for the ones it refuses as array elements.
+STDINT = {"int32_t": "i32", "int16_t": "i16", "int8_t": "i8", "uint8_t": "u8", "int64_t": None,
+          "uint16_t": None, "uint32_t": None, "uint64_t": None}
+
+
+class _Parser(c_parser.CParser):
+    """pycparser with the <stdint.h> type names predeclared (unless the text declares them itself)."""
+
+    def __init__(self, known: frozenset[str]):
+        super().__init__()
+        self._known = known
+
+    def _is_type_in_scope(self, name: str) -> bool:
+        for scope in reversed(self._scope_stack):
+            if name in scope:
+                return scope[name]
+        return name in self._known
+
+
+def _stdint_names(text: str) -> frozenset[str]:
+    """The <stdint.h> names ``text`` uses without a typedef of its own."""
+    return frozenset(n for n in STDINT if re.search(rf"\b{n}\b", text)
+                     and not re.search(rf"\btypedef\b[^;{{}}]*\b{n}\s*;", text))
+
 
 def parse_c(text: str, filename: str) -> c_ast.FileAST:
     """The pycparser AST of ``text``; any parser failure is an :class:`AffineError` with a location."""
@@ -176,7 +201,7 @@ def parse_c(text: str, filename: str) -> c_ast.FileAST:
         raise AffineError(f"{filename}:1:1: C source must be a str, got {type(text).__name__}",
                           location=(filename, 1, 1))
     clean = strip_gnu(strip_directives(text, filename))
-    parser = c_parser.CParser()
+    parser = _Parser(_stdint_names(clean))
     try:
         return parser.parse(clean, filename)
     except c_parser.ParseError as exc:
@@ -259,7 +284,7 @@ def scalar_kind(names: list[str] | None) -> str | None:
         return "float"
     if ws == {"void"}:
         return "void"
-    if ws <= INT_WORDS:
+    if ws <= INT_WORDS or (len(names) == 1 and names[0] in STDINT):
         return "int"
     return None
 
@@ -271,6 +296,27 @@ def type_words(tdecl, typedefs) -> tuple[str | None, list[str] | None]:
         words = resolve_names(list(inner.names), typedefs)
         return scalar_kind(words), words
     return None, None
+
+
+_INT_DTYPES = (({"int"}, "i32"), ({"signed", "int"}, "i32"), ({"signed"}, "i32"),
+               ({"short"}, "i16"), ({"short", "int"}, "i16"), ({"signed", "short"}, "i16"),
+               ({"signed", "short", "int"}, "i16"),
+               ({"char"}, "i8"), ({"signed", "char"}, "i8"), ({"unsigned", "char"}, "u8"))
+
+
+def int_dtype(words: list[str] | None) -> str | None:
+    """The MICA dtype of an integer C type (``int``/``int32_t`` i32, ``short``/``int16_t`` i16, ``char``/
+    ``signed char``/``int8_t`` i8 -- plain ``char`` is signed on the hosts MICA runs on --, ``unsigned char``/
+    ``uint8_t`` u8), or None (``unsigned``, ``long``, ``_Bool`` ... have no MICA dtype)."""
+    if not words:
+        return None
+    if len(words) == 1 and words[0] in STDINT:
+        return STDINT[words[0]]
+    ws = list(words)
+    for s, d in _INT_DTYPES:
+        if sorted(ws) == sorted(s):
+            return d
+    return None
 
 
 def ctype_text(kind: str, words: list[str] | None) -> str:
@@ -288,7 +334,8 @@ class Param:
     """One parameter of the C function.
 
     ``kind``: ``'array'`` (element ``elem`` ``'double'``/``'float'``/``'int'``, ``dims`` the extent nodes,
-    outermost first), ``'int'``, ``'double'``, ``'float'`` (scalars), ``'pointer'`` or ``'other'``.
+    outermost first; an integer element's MICA dtype in ``dtype``, None if it has none), ``'int'``,
+    ``'double'``, ``'float'`` (scalars), ``'pointer'`` or ``'other'``.
     """
 
     name: str
@@ -297,6 +344,7 @@ class Param:
     ctype: str = ""
     elem: str | None = None
     dims: tuple = ()
+    dtype: str | None = None
 
 
 def signature(fdef: c_ast.FuncDef, typedefs: Mapping[str, c_ast.Node]) -> list[Param]:
@@ -333,7 +381,9 @@ def signature(fdef: c_ast.FuncDef, typedefs: Mapping[str, c_ast.Node]) -> list[P
                 t = t.type
             if isinstance(t, c_ast.TypeDecl):
                 kind, words = type_words(t, typedefs)
-                out.append(Param(p.name, "array", p, ctype_text(kind, words) if kind else "", kind, tuple(dims)))
+                dtype = DTYPE_OF.get(kind) if kind != "int" else int_dtype(words)
+                out.append(Param(p.name, "array", p, ctype_text(kind, words) if kind else " ".join(words or []),
+                                 kind, tuple(dims), dtype))
             else:
                 out.append(Param(p.name, "pointer" if isinstance(t, c_ast.PtrDecl) else "other", p))
         elif isinstance(t, c_ast.PtrDecl):

@@ -15,7 +15,7 @@ from functools import reduce as _fold
 
 import islpy as isl
 
-from .expr import Bin, Call, Cmp, Const, Expr, Index, Read, Scalar, Select
+from .expr import INT_DTYPES, Bin, Call, Cmp, Const, Expr, Index, Read, Scalar, Select, int_typed
 from .isl_names import out_of_budget
 from .program import Program, Statement
 
@@ -170,13 +170,24 @@ def reductions(prog: Program) -> dict[str, Reduction]:
     found = {}
     for s in prog.statements:
         r = _reduction_of(s)
-        if r is not None:
+        if r is not None and not _truncates_each_step(prog, s):
             found[s.name] = r
     for a, b in zip(prog.statements, prog.statements[1:]):
         pair = _pair_of(a, b, found.get(b.name))
         if pair is not None and a.name not in found:
             found[a.name], found[b.name] = pair
     return found
+
+
+def _truncates_each_step(prog: Program, s: Statement) -> bool:
+    """Whether ``s`` stores a floating-point sum or product into an integer array: each step truncates, so
+    the updates do not re-associate (``int s; s += 2.0; s += -1.5`` is 0, ``2 + (int)-1.5`` is 1)."""
+    if prog.array(s.write.array).dtype not in INT_DTYPES:
+        return False
+
+    def dtype_of(leaf) -> str:
+        return prog.array(s.access(leaf.ref).array).dtype if isinstance(leaf, Read) else dict(prog.scalars)[leaf.name]
+    return int_typed(s.expr, dtype_of) is False
 
 
 def _is_acc(s: Statement, e: Expr) -> bool:

@@ -2,17 +2,26 @@
 
 :class:`Aff` is an integer affine form over loop and parameter names (``2*i + j - 1``); it is what an
 array subscript is. The expression tree (:class:`Const`, :class:`Scalar`, :class:`Read`, :class:`Bin`,
-:class:`Neg`, :class:`Call`, :class:`Select`, :class:`Cmp`, :class:`Index`) is what a statement computes; its
-leaves read arrays through tagged references (``Read.ref`` names an :class:`~mica.affine.program.Access`) or
-take the value of an integer affine form of the statement's loop iterators (:class:`Index`: ``(float)n``,
-``i - j``).
-All records are frozen and hashable.
+:class:`Neg`, :class:`Call`, :class:`Select`, :class:`Cmp`, :class:`Index`, :class:`Conv`) is what a statement
+computes; its leaves read arrays through tagged references (``Read.ref`` names an
+:class:`~mica.affine.program.Access`) or take the value of an integer affine form of the statement's loop
+iterators (:class:`Index`: ``(float)n``, ``i - j``); :class:`Conv` is an explicit conversion. All records are frozen and hashable.
+
+Types follow C (:func:`int_typed`): a read of an integer array (``i32``/``i16``/``i8``/``u8``), a scalar of
+an integer dtype, an :class:`Index` (a C ``int`` iterator's value) and a :class:`Conv` to an integer dtype
+are *integer*; a :class:`Const` whose value is a Python ``int`` is *neutral* (it takes the type of what it
+is combined with, like a C integer literal next to a float); a float :class:`Const`, a float read or scalar,
+a :class:`Call` and a :class:`Conv` to a float dtype are *float*. An operator with a float operand is
+float; with integer (or neutral) operands only it is C's 32-bit ``int`` arithmetic: ``/`` truncates toward
+zero, ``%`` (integers only) takes the dividend's sign, narrow operands promote to ``int``. Storing converts
+to the written array's dtype (a float value to an integer array truncates toward zero). A tree without
+integer leaves means what it always meant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 from ..errors import AffineError
 from .isl_names import aff_text, check_ident
@@ -119,7 +128,7 @@ class Read(Expr):
     ref: str
 
 
-BIN_OPS = ("+", "-", "*", "/")
+BIN_OPS = ("+", "-", "*", "/", "%")    # '%' on integer operands only
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 CALLS = ("sqrt", "exp", "log", "pow", "fabs", "fmax", "fmin")
 
@@ -181,3 +190,55 @@ class Select(Expr):
 
     def children(self):
         return (self.cond, self.then, self.other)
+
+
+#: Dtypes a :class:`Conv` may convert to (those of :data:`mica.targets.DTYPE_BYTES`).
+CONV_DTYPES = ("f64", "f32", "f16", "i32", "i16", "i8", "u8")
+INT_DTYPES = ("i32", "i16", "i8", "u8")
+
+
+@dataclass(frozen=True)
+class Conv(Expr):
+    """An explicit conversion of ``arg`` to ``dtype`` (a C cast: ``(int)x`` truncates toward zero, ``(double)n``
+    makes the division it feeds a float one)."""
+    dtype: str
+    arg: Expr
+
+    def __post_init__(self):
+        if self.dtype not in CONV_DTYPES:
+            raise AffineError(f"unsupported conversion to {self.dtype!r}")
+
+    def children(self):
+        return (self.arg,)
+
+
+def int_typed(e: Expr, dtype_of: Callable[[Expr], str]) -> bool | None:
+    """True if ``e`` computes with C integer arithmetic, False if with floating point, None if it is neutral
+    (made of integer literals only: it takes its context's type). ``dtype_of(leaf)`` gives the dtype of a
+    :class:`Read` or :class:`Scalar` leaf."""
+    if isinstance(e, Const):
+        return None if isinstance(e.value, int) and not isinstance(e.value, bool) else False
+    if isinstance(e, (Read, Scalar)):
+        return dtype_of(e) in INT_DTYPES
+    if isinstance(e, Index):
+        return True
+    if isinstance(e, Conv):
+        return e.dtype in INT_DTYPES
+    if isinstance(e, Call):
+        return False
+    if isinstance(e, Neg):
+        return int_typed(e.arg, dtype_of)
+    if isinstance(e, (Bin, Cmp)):
+        return combine_types(int_typed(e.lhs, dtype_of), int_typed(e.rhs, dtype_of))
+    if isinstance(e, Select):
+        return combine_types(int_typed(e.then, dtype_of), int_typed(e.other, dtype_of))
+    return False
+
+
+def combine_types(a: bool | None, b: bool | None) -> bool | None:
+    """The type of an operator on operands of types ``a`` and ``b`` (C's usual arithmetic conversions)."""
+    if a is False or b is False:
+        return False
+    if a or b:
+        return True
+    return None

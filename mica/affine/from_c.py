@@ -8,27 +8,36 @@ The accepted subset (everything else raises :class:`~mica.errors.NotAffineError`
 :class:`~mica.errors.AffineError` whose message starts with ``file:line:column:`` and whose
 ``line``/``column`` attributes say where):
 
-* parameters: ``double``/``float`` arrays with constant extents (constant expressions, or ``int``
-  parameters given in ``params``), ``int`` size parameters (bound to numbers by ``params``; every one used
-  in a bound, subscript or condition must have a value), ``double``/``float`` scalars (they become
-  :attr:`Program.scalars`; an ``int`` parameter without a value used in arithmetic becomes an ``f64``
-  scalar);
-* locals: ``double``/``float`` scalars and arrays (temporaries: 0-d or n-d arrays that are neither
-  inputs nor outputs), ``int`` loop iterators and ``int`` constants;
+* parameters: arrays with constant extents (constant expressions, or ``int`` parameters given in
+  ``params``) of ``double``/``float`` (``f64``/``f32``) or of an integer type: ``int``/``int32_t`` (``i32``),
+  ``short``/``int16_t`` (``i16``), ``char``/``signed char``/``int8_t`` (``i8``; plain ``char`` is signed, as
+  on the hosts MICA runs on), ``unsigned char``/``uint8_t`` (``u8``) -- ``long``, ``unsigned int``,
+  ``long double``, 64-bit and other unsigned types are refused; ``int`` size parameters (bound to numbers
+  by ``params``; every one used in a bound, subscript or condition must have a value), ``double``/``float``
+  scalars (they become :attr:`Program.scalars`; an ``int`` parameter without a value used in arithmetic
+  becomes an ``f64`` scalar, converted to ``int`` where it is used);
+* locals: scalars and arrays of those types (temporaries: 0-d or n-d arrays that are neither inputs nor
+  outputs); an ``int`` local is a loop iterator if some for loop initialises it, a constant if it is
+  initialised with a constant and never assigned, and otherwise a data temporary;
 * ``for`` loops with unit stride (``i++``, ``++i``, ``i += 1``, ``i = i + 1``, and the decreasing forms),
   affine bounds (ternary ``min``/``max`` included) and a condition that bounds the iterator monotonically;
   ``if``/``else`` on affine conditions (``&&``, ``||``, ``!``, comparisons); any nesting;
-* statements ``x = e``, ``x op= e`` (``+ - * /``), ``x++``/``x--`` on array elements and local scalars,
-  with ``e`` built from ``+ - * /``, unary minus, casts between numeric types, literals, ternaries
-  (data-dependent conditions become :class:`~mica.affine.expr.Select`; affine ones split the statement
-  into one statement per case), and ``sqrt exp log pow fabs fmax fmin`` (and their ``f`` versions).
+* statements ``x = e``, ``x op= e`` (``+ - * /``, and ``%`` on integers), ``x++``/``x--`` on array
+  elements and local scalars, with ``e`` built from ``+ - * / %``, unary minus, casts between numeric types,
+  literals, ternaries (data-dependent conditions become :class:`~mica.affine.expr.Select`; affine ones
+  split the statement into one statement per case), and ``sqrt exp log pow fabs fmax fmin`` (and their
+  ``f`` versions).
 
 The text may contain comments, ``#`` lines (blanked: reported lines are those of the text given), the
 declarations system headers bring (their GNU extensions are blanked) and other functions; only the
-function compiled is translated. ``a = b = e`` is split into ``b = e; a = b``.
+function compiled is translated. The ``<stdint.h>`` type names are known without the header.
+``a = b = e`` is split into ``b = e; a = b``.
 
 Integer division and modulo by constants (C truncation) are accepted in bounds and conditions, not in
-subscripts. Numeric casts between floating types are ignored (``(float)x`` does not round).
+subscripts. Numeric casts between floating types are ignored (``(float)x`` does not round); a cast from an
+integer to a floating type, from a floating type to an integer one, or to a narrower integer type is a
+:class:`~mica.affine.expr.Conv`. Integer expressions keep C's semantics (:mod:`mica.affine.expr`): integer
+literals next to integer operands stay integers, ``/`` truncates, ``%`` takes the dividend's sign.
 
 The original schedule is the 2d+1 textual-order vector; a decreasing loop contributes ``-i``.
 ``inputs`` are the array parameters whose initial contents matter: those read before being written
@@ -51,12 +60,14 @@ from ..errors import AffineError, MicaError, NotAffineError
 from . import c_affine as F
 from .c_affine import TRUE, is_isl_keyword
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
-from .c_parse import (DTYPE_OF, error, find_function, fold_int, location, lvalue_base, parse_c, signature,
-                      strip_directives,
-                      type_words, typedefs_of)
+from .c_parse import (DTYPE_OF, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
+                      signature, strip_directives, type_words, typedefs_of, written_names)
 from .expr import Aff, Bin, Read
 from .isl_names import imap, iset, isl_budget
 from .program import Access, Array, Program, Statement
+
+SUPPORTED_ELEMS = ("double, float, int/int32_t, short/int16_t, char/signed char/int8_t, "
+                   "unsigned char/uint8_t")
 
 __all__ = ["from_c"]
 
@@ -117,6 +128,8 @@ class _Builder(ExprMixin):
         self.statements: list[Statement] = []
         self.access_nodes: dict[str, c_ast.Node] = {}
         self.domain_cache: dict[str, isl.Set] = {}
+        self.written = written_names(self.fdef)
+        self.iterators = loop_iterators(self.fdef)
 
     # -- errors / lookup ----------------------------------------------------------------------------
     def err(self, node, msg, cls=NotAffineError) -> MicaError:
@@ -169,14 +182,12 @@ class _Builder(ExprMixin):
             raise self.err(node, f"pointer parameter {p.name!r} is not supported: declare it as an array "
                                  f"with constant extents, e.g. double {p.name}[20][30]")
         if p.kind == "other":
-            raise self.err(node, f"parameter {p.name!r} has an unsupported type (supported: double/float "
-                                 f"arrays and scalars, int sizes)")
+            raise self.err(node, f"parameter {p.name!r} has an unsupported type (supported: arrays of "
+                                 f"{SUPPORTED_ELEMS}; double/float scalars, int sizes)")
         if p.kind == "array":
-            if p.elem == "int":
-                raise self.err(node, f"integer array parameter {p.name!r} is not supported "
-                                     f"(only double and float arrays)")
-            if p.elem not in ("double", "float"):
-                raise self.err(node, f"array parameter {p.name!r} has an unsupported element type")
+            if p.dtype is None:
+                raise self.err(node, f"array parameter {p.name!r} has element type {p.ctype or '?'!r}, which MICA "
+                                     f"does not support ({SUPPORTED_ELEMS})")
             shape = self.extents(p.name, p.dims, node)
             if is_isl_keyword(p.name):
                 raise self.err(node, f"array name {p.name!r} is reserved by isl; rename it", AffineError)
@@ -186,7 +197,7 @@ class _Builder(ExprMixin):
             if re.fullmatch(r"S\d+", p.name):
                 raise self.err(node, f"array name {p.name!r} clashes with the statement names S0, S1, ...; "
                                      f"rename it", AffineError)
-            self.arrays[p.name] = Array(p.name, shape, DTYPE_OF[p.elem])
+            self.arrays[p.name] = Array(p.name, shape, p.dtype)
             self.param_arrays.append(p.name)
             self.used.add(p.name)
             self.declare(Var("array", p.name, p.name, node, p.elem, shape))
@@ -278,12 +289,13 @@ class _Builder(ExprMixin):
         if isinstance(t, c_ast.PtrDecl):
             raise self.err(n, f"pointer variable {n.name!r} is not supported")
         if isinstance(t, c_ast.TypeDecl):
-            kind, _ = type_words(t, self.typedefs)
-            if kind in ("double", "float"):
+            kind, words = type_words(t, self.typedefs)
+            if kind in ("double", "float") or (kind == "int" and self.int_temp(n, words)):
+                dtype = DTYPE_OF[kind] if kind != "int" else int_dtype(words)
                 name = self.fresh(n.name, self.used | self.loop_names)
                 self.used.add(name)
                 self.temps.add(name)
-                self.arrays[name] = Array(name, (), DTYPE_OF[kind])
+                self.arrays[name] = Array(name, (), dtype)
                 var = Var("temp", n.name, name, n, kind)
                 if n.init is not None:
                     if isinstance(n.init, c_ast.InitList):
@@ -311,21 +323,35 @@ class _Builder(ExprMixin):
                 t = t.type
             if not isinstance(t, c_ast.TypeDecl):
                 raise self.err(n, f"local array {n.name!r} has an unsupported element type")
-            kind, _ = type_words(t, self.typedefs)
-            if kind == "int":
-                raise self.err(n, f"integer local array {n.name!r} is not supported (only double and float)")
-            if kind not in ("double", "float"):
-                raise self.err(n, f"local array {n.name!r} has an unsupported element type")
+            kind, words = type_words(t, self.typedefs)
+            dtype = DTYPE_OF.get(kind) if kind != "int" else int_dtype(words)
+            if dtype is None:
+                raise self.err(n, f"local array {n.name!r} has element type "
+                                  f"{' '.join(words or []) or '?'!r}, which MICA does not support ({SUPPORTED_ELEMS})")
             if n.init is not None:
                 raise self.err(n.init, f"initialiser of local array {n.name!r} is not supported")
             shape = self.extents(n.name, dims, n)
             name = self.fresh(n.name, self.used | self.loop_names)
             self.used.add(name)
             self.temps.add(name)
-            self.arrays[name] = Array(name, shape, DTYPE_OF[kind])
+            self.arrays[name] = Array(name, shape, dtype)
             self.declare(Var("temp", n.name, name, n, kind, shape))
             return
         raise self.err(n, f"declaration of {n.name!r} has an unsupported type")
+
+    def int_temp(self, n: c_ast.Decl, words) -> bool:
+        """Whether int local ``n`` is a data temporary (a 0-d integer array) rather than a loop iterator or a
+        constant: it is no for loop's iterator, and it is assigned after its declaration or initialised
+        with something other than an integer constant expression. Refuses integer types MICA has no dtype
+        for."""
+        if n.name in self.iterators:
+            return False
+        if n.name not in self.written and (n.init is None or self.data_in(n.init) is None):
+            return False
+        if int_dtype(words) is None:
+            raise self.err(n, f"local {n.name!r} of type {' '.join(words or [])!r} holds data, which MICA does "
+                              f"not support for that type ({SUPPORTED_ELEMS})")
+        return True
 
     def target(self, node, lv) -> Var:
         """The variable assigned by lvalue ``lv``; rejects iterators, parameters, pointers."""
@@ -346,8 +372,8 @@ class _Builder(ExprMixin):
 
     def assign(self, n: c_ast.Assignment) -> None:
         var = self.target(n, n.lvalue)
-        if n.op not in ("=", "+=", "-=", "*=", "/="):
-            raise self.err(n, f"assignment operator {n.op!r} is not supported (=, +=, -=, *=, /= are)")
+        if n.op not in ("=", "+=", "-=", "*=", "/=", "%="):
+            raise self.err(n, f"assignment operator {n.op!r} is not supported (=, +=, -=, *=, /=, %= are)")
         rhs = n.rvalue
         if isinstance(rhs, c_ast.Assignment):
             # a = b = e: first b = e, then a = b (the value of an assignment is its left side's new value)
@@ -397,13 +423,15 @@ class _Builder(ExprMixin):
                 widx = self.index(lv, var, subs)
                 if op == "=":
                     value = self.value(rhs, ctx)
-                    expr = value.as_expr()
+                    expr = value.as_expr(var.ctype == "int")
                 else:
                     ref = ctx.ref()
                     ctx.reads.append(Access(ref, var.name, widx))
                     ctx.nodes[ref] = lv
                     value = self.value(rhs, ctx)
-                    expr = Bin(op[0], Read(ref), value.as_expr())
+                    if op == "%=" and (var.ctype != "int" or value.ctype != "int"):
+                        raise self.err(node, "%= on floating-point values is not supported")
+                    expr = Bin(op[0], Read(ref), value.as_expr(var.ctype == "int" and value.ctype == "int"))
             except Split as sp:
                 pending[0:0] = [extra + (sp.f,), extra + (F.f_neg(sp.f),)]
                 splits += 1
@@ -681,3 +709,26 @@ def _refuse_asm(source: str, fdef, filename: str) -> None:
         col = pos - (text.rfind("\n", 0, pos) + 1) + 1
         raise NotAffineError(f"{filename}:{line}:{col}: inline assembly ({m.group(1)}) is not supported",
                              location=(filename, line, col))
+
+
+def loop_iterators(fdef: c_ast.FuncDef) -> set[str]:
+    """Names a for loop of ``fdef`` initialises or declares (its iterators), syntactically."""
+    out: set[str] = set()
+
+    class V(c_ast.NodeVisitor):
+        def visit_For(self, n):
+            init = n.init
+            if isinstance(init, c_ast.DeclList):
+                out.update(d.name for d in init.decls)
+            elif isinstance(init, c_ast.Assignment):
+                b = lvalue_base(init.lvalue)
+                if b is not None:
+                    out.add(b.name)
+            elif isinstance(init, c_ast.ExprList):
+                for e in init.exprs:
+                    if isinstance(e, c_ast.Assignment) and lvalue_base(e.lvalue) is not None:
+                        out.add(lvalue_base(e.lvalue).name)
+            self.generic_visit(n)
+
+    V().visit(fdef.body)
+    return out

@@ -26,7 +26,8 @@ from .isl_names import check_ident, dim_names, iset, imap, umap
 
 @dataclass(frozen=True)
 class Array:
-    """A named dense array of ``shape`` (row-major) and ``dtype`` (``'f32'``/``'f64'``/``'f16'``)."""
+    """A named dense array of ``shape`` (row-major) and ``dtype``: ``'f32'``/``'f64'``/``'f16'``, or an integer
+    dtype ``'i32'``/``'i16'``/``'i8'``/``'u8'`` (C's integer arithmetic: :mod:`mica.affine.expr`)."""
 
     name: str
     shape: tuple[int, ...]

@@ -4,6 +4,11 @@ The language decides the syntax; the caller decides where data live: ``read(ref)
 array read (its buffer and offset in the caller's layout), ``scalar(name)`` that of a scalar argument, and
 ``env`` the text of each loop iterator's GLOBAL index (what an :class:`~mica.affine.expr.Index` reads).
 
+Types (:func:`mica.affine.expr.int_typed`): a caller that passes ``dtype_of`` (the dtype of a read or scalar
+leaf) and the written array's ``dtype`` gets C's integer arithmetic where the tree has integer operands:
+integer literals there print as the language's integer literals, :class:`~mica.affine.expr.Conv` as its cast;
+float parts print as before (literals in ``elem``). Without ``dtype_of`` every node is float (as before).
+
 Public API: :func:`print_expr`, :func:`expr_text`.
 """
 
@@ -11,7 +16,8 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from ..affine.expr import Bin, Call, Cmp, Const, Expr, Index, Neg, Read, Scalar, Select
+from ..affine.expr import (INT_DTYPES, Bin, Call, Cmp, Const, Conv, Expr, Index, Neg, Read, Scalar, Select,
+                           int_typed)
 from ..errors import EmitError
 from .aff import print_aff
 from .languages import TEXT, Language
@@ -19,17 +25,31 @@ from .languages import TEXT, Language
 
 def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
                scalar: Callable[[str], str] | None = None, *, elem: str = "", where: str = "",
-               env: Mapping[str, str] | None = None) -> str:
-    """``e`` in ``lang``; ``elem`` is the element type as the language spells it (literals, math
-    functions and the conversion of an iterator's value depend on it); ``env`` maps each loop name to the
-    text of its global index; a node the language cannot print (an :class:`Index` without ``env``)
-    raises :class:`EmitError` prefixed by ``where``."""
+               env: Mapping[str, str] | None = None, dtype_of: Callable[[Expr], str] | None = None,
+               dtype: str = "") -> str:
+    """``e`` in ``lang``; ``elem`` is the float element type as the language spells it (float literals, math
+    functions and the conversion of an iterator's value in a float context depend on it); ``env`` maps each
+    loop name to the text of its global index; ``dtype_of`` gives the dtype of a read or scalar leaf and
+    ``dtype`` is the written array's (its context: a neutral tree stored to an integer array is integer
+    arithmetic); a node the language cannot print (an :class:`Index` without ``env``) raises
+    :class:`EmitError` prefixed by ``where``."""
 
     def refuse(reason: str, node: Expr, **kw):
         raise EmitError(f"{where}: {reason.format(e=repr(node), kind=type(node).__name__, **kw)}")
 
-    def go(e: Expr) -> str:
+    def kind(e: Expr, ctx: bool) -> bool:
+        """Whether ``e``'s operands compute as integers, in a context that is integer (``ctx``) or not."""
+        if dtype_of is None:
+            return False
+        k = int_typed(e, dtype_of)
+        return ctx if k is None else k
+
+    def go(e: Expr, ctx: bool) -> str:
         if isinstance(e, Const):
+            if ctx and isinstance(e.value, int) and not isinstance(e.value, bool):
+                if lang.int_const is None:
+                    refuse(lang.no_int, e)
+                return lang.int_const(e.value)
             text = lang.const(e.value, elem)
             return text if text is not None else refuse(lang.no_const, e, v=float(e.value))
         if isinstance(e, Scalar):
@@ -39,21 +59,49 @@ def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
         if isinstance(e, Index):
             if env is None or lang.index is None:
                 return refuse(lang.no_index, e, aff=e.aff.text())
-            return lang.index.format(print_aff(e.aff, env, lang), elem)
+            ity = lang.types.get("i32") if ctx else None     # an iterator's value in integer arithmetic: an int
+            return lang.index.format(print_aff(e.aff, env, lang), ity or elem)
         if isinstance(e, (Bin, Cmp)):
-            return lang.binary.format(go(e.lhs), e.op, go(e.rhs))
+            k = kind(e, ctx)
+            if k and lang.int_const is None:
+                refuse(lang.no_int, e)
+            if e.op == "%" and not k and dtype_of is not None:
+                refuse("operator % on floating-point operands in {e}", e)
+            if k and e.op in ("/", "%") and lang.int_div is not None:
+                return lang.int_div.format("div" if e.op == "/" else "mod", go(e.lhs, k), go(e.rhs, k))
+            return lang.binary.format(go(e.lhs, k), e.op, go(e.rhs, k))
         if isinstance(e, Neg):
-            return lang.neg.format(go(e.arg))
+            return lang.neg.format(go(e.arg, kind(e, ctx)))
         if isinstance(e, Call):
             if lang.call is None:
                 refuse(lang.no_call, e, fn=e.fn)
-            return f"{lang.call(e.fn, elem)}({', '.join(go(a) for a in e.args)})"
+            return f"{lang.call(e.fn, elem)}({', '.join(go(a, False) for a in e.args)})"
         if isinstance(e, Select):
-            return lang.select.format(go(e.cond), go(e.then), go(e.other))
+            k = kind(e, ctx)
+            return lang.select.format(go(e.cond, False), go(e.then, k), go(e.other, k))
+        if isinstance(e, Conv):
+            if lang.conv is None or e.dtype not in lang.types:
+                refuse(lang.no_int, e)
+            return lang.conv.format(lang.types[e.dtype], go(e.arg, kind(e.arg, e.dtype in INT_DTYPES)))
         if lang.repr_unknown:
             return repr(e)
         return refuse("cannot print expression {e}", e)
-    return go(e)
+    return go(e, bool(dtype_of is not None and dtype in INT_DTYPES))
+
+
+def float_dtype(e: Expr, dtype_of: Callable[[Expr], str], dtype: str) -> str:
+    """The float dtype the float parts of ``e`` compute in when it is stored to an array of ``dtype``: that
+    dtype if it is a float one (MICA's convention), else -- C's usual conversions for a float value stored to
+    an integer array -- ``f64`` if a leaf is ``f64`` or a float literal (a C double literal), ``f32`` if a
+    leaf is ``f32``, ``f64`` otherwise."""
+    if dtype not in INT_DTYPES:
+        return dtype
+    leaves = [x for x in e.walk() if isinstance(x, (Read, Scalar, Const))]
+    if any(isinstance(x, Const) and not isinstance(x.value, int) for x in leaves):
+        return "f64"
+    kinds = {dtype_of(x) for x in leaves if not isinstance(x, Const)}
+    kinds |= {x.dtype for x in e.walk() if isinstance(x, Conv)}
+    return "f64" if "f64" in kinds or "f32" not in kinds else "f32"
 
 
 def expr_text(e: Expr, ref_text: Callable[[str], str]) -> str:

@@ -13,8 +13,9 @@ data-movement RISC-V).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 # -- literals ---------------------------------------------------------------------------------------------
 
@@ -86,6 +87,14 @@ class Language:
     index: str | None = "(({1})({0}))"           # an iterator's integer value (text, element type) as a value
     no_index: str = "the value of loop index {aff} cannot be printed here"
     repr_unknown: bool = False                   # print an unknown node as its repr (else refuse it)
+    # integer arithmetic (mica.affine.expr.int_typed): an integer literal (None: the language has no integer
+    # arithmetic for expression trees), a conversion (type name, operand) and the type names by dtype
+    int_const: Callable[[int], str] | None = None
+    int_div: str | None = None                   # integer / and % (format with the operator's name), or None:
+    #                                              the language's own operators
+    conv: str | None = None
+    types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    no_int: str = "integer arithmetic ({e}) is not supported in this language"
     # affine index expressions (mica.affine.expr.Aff) and other integer text
     int_lit: str = "{}"
     aff_var: str = "{}"                          # a variable with coefficient 1
@@ -113,14 +122,28 @@ class Language:
 
 #: The MeshIR / affine text form (``mica.meshir.printer``; what a compiler engineer reads).
 TEXT = Language("text", const=lambda value, elem: repr(value), call=lambda fn, elem: fn, neg="-{}",
-                repr_unknown=True, index="({0})")
+                repr_unknown=True, index="({0})", int_const=repr, conv="{}({})",
+                types=MappingProxyType({d: d for d in ("f64", "f32", "f16", "i32", "i16", "i8", "u8")}))
 
-#: C of the emulator's kernels (``mica.emit_c``): 64-bit integer literals, float or double arithmetic.
+#: C spellings of MICA's dtypes (those C has).
+C_TYPES = MappingProxyType({"f64": "double", "f32": "float", "i32": "int32_t", "i16": "int16_t",
+                            "i8": "int8_t", "u8": "uint8_t"})
+
+
+def _c_int(value: int) -> str:
+    """A C integer literal of type int where ``value`` fits in 32 bits (as in the user's C), else long long."""
+    return str(value) if -2**31 < value < 2**31 else f"{value}LL"
+
+
+#: C of the emulator's kernels (``mica.emit_c``): 64-bit integer literals, float or double arithmetic; integer
+#: division and remainder through ``mica_idiv``/``mica_imod`` (C's, except that they do not trap where C is
+#: undefined: the emulator must not die of a user's division by zero).
 C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", aff_term="{}LL * {}",
-                    isl_int="{}LL")
+                    isl_int="{}LL", int_const=_c_int, conv="(({})({}))", types=C_TYPES,
+                    int_div="mica_i{}({}, {})")
 
 #: C of a Program's sequential reference (:func:`mica.codeprint.reference.program_c`).
-REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const)
+REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const, int_div=None)
 
 #: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``.
 CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})", index="@as({1}, {0})",
@@ -145,7 +168,7 @@ PYTHON = Language("Python", const=lambda value, elem: repr(float(value)), call=l
 #: data-movement RISC-V; isl's index arithmetic as in C.
 _RISCV = ("{kind} {e} has no rendering on the data-movement RISC-V (no math library, no scalar arguments "
           "there)")
-METALIUM = replace(C_KERNEL, name="Metalium C++", const=_metalium_const, call=None,
+METALIUM = replace(C_KERNEL, name="Metalium C++", const=_metalium_const, call=None, int_const=None, conv=None,
                    no_const="constant {v} in the generic path", no_call=_RISCV, no_scalar=_RISCV,
                    index="((float)({0}))",
                    int_lit="{}", aff_term="{} * {}", aff_group="({})")

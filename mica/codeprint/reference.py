@@ -14,11 +14,12 @@ import islpy as isl
 from ..affine.program import Program
 from ..errors import EmitError
 from .aff import print_aff
-from .expr import print_expr
+from ..affine.expr import Read
+from .expr import float_dtype, print_expr
 from .isl_ast import ast_expr, walk
-from .languages import PYTHON, REFERENCE_C
+from .languages import C_TYPES, PYTHON, REFERENCE_C
 
-CTYPE = {"f64": "double", "f32": "float"}
+CTYPE = C_TYPES
 
 
 def original_order(prog: Program) -> isl.UnionMap:
@@ -40,7 +41,7 @@ def program_c(prog: Program) -> str:
     ``prog.scalars``)."""
     for a in prog.arrays:
         if a.dtype not in CTYPE:
-            raise EmitError(f"run_program: array {a.name} has dtype {a.dtype}; only f32/f64 are supported")
+            raise EmitError(f"run_program: array {a.name} has dtype {a.dtype}; supported: {', '.join(CTYPE)}")
     ids = {a.name: f"a{k}" for k, a in enumerate(prog.arrays)}
     scalar_ids = {n: k for k, (n, _) in enumerate(prog.scalars)}
     scalar_types = dict(prog.scalars)
@@ -67,8 +68,12 @@ def program_c(prog: Program) -> str:
 
         def scalar(n):
             return f"(({CTYPE[scalar_types[n]]})scalars[{scalar_ids[n]}])"
-        rhs = print_expr(st.expr, REFERENCE_C, read, scalar, elem=CTYPE[prog.array(st.write.array).dtype],
-                         where="run_program", env=env)
+
+        def dtype_of(leaf) -> str:
+            return prog.array(st.access(leaf.ref).array).dtype if isinstance(leaf, Read) else scalar_types[leaf.name]
+        wdt = prog.array(st.write.array).dtype
+        rhs = print_expr(st.expr, REFERENCE_C, read, scalar, elem=CTYPE[float_dtype(st.expr, dtype_of, wdt)],
+                         where="run_program", env=env, dtype_of=dtype_of, dtype=wdt)
         lines.append(indent + "{")
         for lp, a in zip(st.loops, args):
             lines.append(f"{indent}  const int64_t v_{lp} = {a};")

@@ -31,6 +31,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import EmitError
+from ..targets import INT_DTYPES
 from ..meshir.placed import placed_refusal
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
@@ -251,6 +252,10 @@ def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
 def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int) -> tuple[Buffer, ...]:
     out = []
     for t in mp.tensors:
+        if t.dtype in INT_DTYPES:
+            raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype {t.dtype}; MICA emits CSL "
+                            f"for f32 and f16 arrays only, not CSL's integer types yet (integer programs run on "
+                            f"the C emulator)")
         if t.dtype not in DTYPES:
             raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
                             f"(compile the program with f32 arrays)")

@@ -34,7 +34,7 @@ from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgr
                          RingShift, Shift, walk_ops)
 from ..meshir.placed import placed_refusal
 from ..meshir.prefetch import DoubleBuffering, double_buffering
-from ..targets import get_target
+from ..targets import INT_DTYPES, get_target
 from . import cexpr
 from .api import (DATA_FORMATS, DEVICE_GRIDS, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
                   tile_bytes)
@@ -577,6 +577,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         raise EmitError(refusal)
     dtypes = {t.dtype for t in mp.tensors}
     for t in mp.tensors:
+        if t.dtype in INT_DTYPES:
+            raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; the Metalium back end "
+                            f"takes {', '.join(DATA_FORMATS)} only (tt-metal's integer data formats, Int32 and "
+                            f"UInt8 among them, are not generated yet; integer programs run on the C emulator)")
         if t.dtype not in DATA_FORMATS:
             raise EmitError(f"tensor {t.name} of {mp.name} is {t.dtype}; Tenstorrent has no such data format "
                             f"(the Metalium back end takes {', '.join(DATA_FORMATS)})")

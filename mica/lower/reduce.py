@@ -10,14 +10,31 @@ first for a ``tree`` reduction. A (value, index) pair combines both halves toget
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..affine.deps import combine
 from ..affine.expr import Cmp, Const, Read, Select
 from ..comm.routes import assign_colours, shift_routes
 from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
+from ..targets import INT_DTYPES
 from .builder import _Builder, line_rect, line_region
+
+INT_NP = {"i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
 #: The identity of each combining operator: partials start at it on every core but the root.
 IDENTITY = {"+": 0.0, "*": 1.0, "max": float("-inf"), "min": float("inf")}
+
+
+def identity(op: str, dtype: str) -> float | int:
+    """The identity of ``op`` for partials of ``dtype``: :data:`IDENTITY`, or for an integer dtype an integer
+    (the dtype's least / greatest value for max / min: an infinity does not convert to an integer)."""
+    if dtype not in INT_DTYPES:
+        return IDENTITY[op]
+    if op in ("max", "min"):
+        info = np.iinfo(INT_NP[dtype])
+        return int(info.min if op == "max" else info.max)
+    return int(IDENTITY[op])
+
 
 #: What the index half of a (value, index) pair holds before its core sees a value (never read back for
 #: non-NaN data: see :func:`reduction_chains`).
@@ -39,8 +56,9 @@ def fill_partials(b: _Builder) -> list:
         x1 = 1 if "x" in b.reduced_axes else b.region.x1
         rects.append(Region("nonroot_y", 0, x1, 1, b.region.y1))
     out = []
-    for array, ident in zip(b.reduced_arrays, (IDENTITY[red.op], NO_INDEX)):
+    for k, array in enumerate(b.reduced_arrays[:2]):
         part = b.tensors[array]
+        ident = identity(red.op, part.dtype) if k == 0 else NO_INDEX
         for i, rg in enumerate(rects):
             if rg.cores:
                 k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, Const(ident))

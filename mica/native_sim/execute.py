@@ -23,7 +23,8 @@ from .lower import box, lower, rect
 from .runtime import MeshStats, NativeMesh, load_kernels
 from .staging import load_staged, needs_staging, staged_store
 
-NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16}
+NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32, "i16": np.int16,
+            "i8": np.int8, "u8": np.uint8}
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +157,8 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
             raise InputError(f"input {name!r} has shape {val.shape}, expected {arr.shape}")
         want = np.dtype(NP_DTYPE[arr.dtype])
         if val.dtype != want:
-            raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype})")
+            raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
+                             f"with .astype(np.{want.name})")
         arrays[name] = np.ascontiguousarray(val)
     scalars = []
     for name, _ in program.scalars:

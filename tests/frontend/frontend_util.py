@@ -21,10 +21,23 @@ def kernel_function(name: str) -> str:
     return "kernel_" + name.replace("-", "_")
 
 
+INT_NP = {"i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
+
+
 def _array(kind, shape, dtype, rng):
+    integer = np.issubdtype(dtype, np.integer)
+    if kind is None:                   # the default: uniform [0, 1), integers in [-100, 100) (or the type's range)
+        if not integer:
+            return rng.uniform(0.0, 1.0, shape).astype(dtype)
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -100), min(info.max, 99) + 1, shape).astype(dtype)
     if isinstance(kind, list):
         lo, hi = kind
+        if integer:
+            return rng.integers(lo, hi, shape).astype(dtype)
         return rng.uniform(lo, hi, shape).astype(dtype)
+    if kind == "nonzero":              # integer divisors: +-1 .. +-9
+        return (rng.integers(1, 10, shape) * rng.choice([-1, 1], shape)).astype(dtype)
     if kind == "zeros":
         return np.zeros(shape, dtype)
     if kind == "diag_dominant":
@@ -43,8 +56,9 @@ def _array(kind, shape, dtype, rng):
 
 
 def make_inputs(source: str, function: str | None, params: dict, spec: dict | None = None, seed: int = 0):
-    """Inputs for every array and scalar parameter of ``function``: uniform [0, 1) arrays and scalars in
-    [0.5, 1.5) unless ``spec`` (``{"inputs": {name: kind}, "scalars": {name: value}}``) says otherwise."""
+    """Inputs for every array and scalar parameter of ``function``: uniform [0, 1) arrays (integer arrays:
+    integers in [-100, 100) within their type's range) and scalars in [0.5, 1.5) unless ``spec``
+    (``{"inputs": {name: kind}, "scalars": {name: value}}``) says otherwise."""
     spec = spec or {}
     rng = np.random.default_rng(seed)
     ast = parse_c(source, "<kernel>")
@@ -53,8 +67,8 @@ def make_inputs(source: str, function: str | None, params: dict, spec: dict | No
     for p in signature(fdef, typedefs_of(ast)):
         if p.kind == "array":
             shape = tuple(fold_int(d, lambda n: params[n.name], "<kernel>", "extent") for d in p.dims)
-            dtype = np.float64 if p.elem == "double" else np.float32
-            out[p.name] = _array(spec.get("inputs", {}).get(p.name, [0.0, 1.0]), shape, dtype, rng)
+            dtype = INT_NP.get(p.dtype) or (np.float64 if p.elem == "double" else np.float32)
+            out[p.name] = _array(spec.get("inputs", {}).get(p.name), shape, dtype, rng)
         elif p.kind in ("double", "float"):
             out[p.name] = float(spec.get("scalars", {}).get(p.name, rng.uniform(0.5, 1.5)))
     return out
