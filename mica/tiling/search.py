@@ -383,8 +383,10 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     feasible = [i for i, c in enumerate(results) if c.cycles is not None]
     if not feasible:
         raise dominant_rejection(prog, mesh, results)
-    # On a tie the one-core plan wins: a plan whose cores add nothing is not reported as spread.
-    best = min(feasible, key=lambda i: (results[i].cycles, bool(results[i].decisions.assignment), i))
+    # On a tie the one-core plan wins: a plan whose cores add nothing is not reported as spread. (On a mesh
+    # of one core every plan runs on that core; the first keeps the register-blocked contraction kernels.)
+    spread = mesh[0] * mesh[1] > 1
+    best = min(feasible, key=lambda i: (results[i].cycles, spread and bool(results[i].decisions.assignment), i))
     report = SearchReport(tuple(results), best, time.perf_counter() - t0)
     sched = results[best].schedule
     reasons = sched.reasons + (f"chosen by search: {report.best.decisions.describe()} has the lowest modelled "
