@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .choices import Chooser, RandomChooser, ReplayChooser, _HypothesisChooser
+from .items import _Loop, _Stmt
+from .shapes import NESTS, iterator_value, minmax
 
 TARGET = "wormhole"
 MAX_EXTENT = 12                 # every array dimension is at most this long
@@ -24,27 +26,12 @@ class FuzzCase:
     threads: int = 2
     target: str = TARGET
     dtype: str = "f64"
+    data: str = "uniform"       # the inputs: "uniform" in [0.5, 1.5) or "small-int" (0..3: ties happen)
     choices: tuple[int, ...] = field(default=(), compare=False)
 
     def header(self) -> str:
         return (f"mesh={self.mesh[0]}x{self.mesh[1]} target={self.target} params={self.params} "
-                f"threads={self.threads} dtype={self.dtype}")
-
-
-@dataclass
-class _Loop:
-    var: str
-    lo: int                 # the iterator's range over every execution: [lo, hi] (inclusive)
-    hi: int
-    header: str = ""
-    body: list = field(default_factory=list)
-
-
-@dataclass
-class _Stmt:
-    lhs: tuple              # (array, [subscript texts])
-    op: str
-    rhs: str
+                f"threads={self.threads} dtype={self.dtype}" + (f" data={self.data}" if self.data != "uniform" else ""))
 
 
 ARRAY_NAMES = ("A", "B", "C", "D", "E", "F")
@@ -63,6 +50,26 @@ class _Gen:
         self.ranges: dict[str, list[list[int]]] = {}    # array -> per dim [min, max] index used
         self.scalars_used: set[str] = set()
         self.decl_in_for = ch.coin(0.3)
+        self.fors = 0                                   # loops written so far (at most 4)
+        self.avoid: set[str] = set()                    # arrays a shape reserved: not read by its expressions
+        self.decls: list[str] = []                      # C locals declared at the top of the function
+        self.small_ints = False                         # the program needs small-integer data (arg pairs)
+
+    def fresh(self, k: int) -> list[str] | None:
+        """``k`` array names not used yet, reserved (kept out of expressions until the shape is done)."""
+        names = [a for a in ARRAY_NAMES if a not in self.ranks and a not in self.avoid][:k]
+        if len(names) < k:
+            return None
+        self.avoid |= set(names)
+        return names
+
+    def mark(self, name: str, ranges: list[list[int]]) -> None:
+        """Records that ``name`` (rank ``len(ranges)``) is accessed over ``ranges`` (per dim [lo, hi])."""
+        if name not in self.ranks:
+            self.ranks[name] = len(ranges)
+            self.ranges[name] = [[MAX_EXTENT, 0] for _ in ranges]
+        for r, (lo, hi) in zip(self.ranges[name], ranges):
+            r[0], r[1] = min(r[0], lo), max(r[1], hi)
 
     # -- loops ------------------------------------------------------------------------------------------
     def size_text(self) -> tuple[str, int]:
@@ -74,7 +81,7 @@ class _Gen:
         c = self.ch.between(2, 8)
         return str(c), c
 
-    def loop(self, scope: list[_Loop]) -> _Loop | None:
+    def loop(self, scope: list[_Loop], down: bool = True) -> _Loop | None:
         ch = self.ch
         var = LOOP_VARS[len(scope)]
         N, nv = self.size_text()
@@ -91,7 +98,7 @@ class _Gen:
             lo_t, ub_t, lo, hi = forms[0]
         v = var
         decl = f"int {v}" if self.decl_in_for else v
-        if ch.coin(0.25):                                  # downwards
+        if down and ch.coin(0.25):                         # downwards
             start = ub_t[:-4] if ub_t.endswith(" + 1") else f"{ub_t} - 1"
             header = f"for ({decl} = {start}; {v} >= {lo_t}; {v}--)"
         elif ch.coin(0.3):                                 # inclusive upper bound
@@ -132,11 +139,12 @@ class _Gen:
     def access(self, scope: list[_Loop], name: str | None = None) -> str:
         ch = self.ch
         if name is None:
-            fresh = [a for a in ARRAY_NAMES if a not in self.ranks]
-            if not self.ranks or (fresh and ch.coin(0.35)):
+            fresh = [a for a in ARRAY_NAMES if a not in self.ranks and a not in self.avoid]
+            used = [a for a in self.ranks if a not in self.avoid]
+            if fresh and (not used or ch.coin(0.35)):
                 name = fresh[0]
             else:
-                name = ch.choice(list(self.ranks))
+                name = ch.choice(used)
         if name not in self.ranks:
             self.ranks[name] = 1 + ch.draw(3) if not scope or ch.coin(0.4) else min(len(scope), 3)
             self.ranges[name] = [[MAX_EXTENT, 0] for _ in range(self.ranks[name])]
@@ -159,6 +167,8 @@ class _Gen:
 
     def term(self, scope) -> str:
         ch = self.ch
+        if scope and ch.coin(0.05):
+            return iterator_value(self, scope)
         k = ch.draw(10)
         if k == 8:
             s = ch.choice(SCALARS)
@@ -189,6 +199,8 @@ class _Gen:
     def stmt(self, scope) -> _Stmt:
         ch = self.ch
         lhs = self.access(scope)
+        if ch.coin(0.1):                                # a max/min update (a reduction if lhs drops a loop)
+            return _Stmt(lhs, "=", minmax(self, ch.choice(["max", "min"]), lhs, self.expr(scope)))
         op = ch.choice(["=", "+=", "="] + (["-="] if self.dtype == "double" else []))
         return _Stmt(lhs, op, self.expr(scope))
 
@@ -197,8 +209,9 @@ class _Gen:
         ch = self.ch
         items = []
         for _ in range(1 + ch.draw(3 if depth == 0 else 2)):
-            if self.loops_left and len(scope) < 4 and (not scope or ch.coin(0.45)):
+            if self.loops_left and self.fors < 4 and len(scope) < 4 and (not scope or ch.coin(0.45)):
                 self.loops_left -= 1
+                self.fors += 1
                 lp = self.loop(scope)
                 lp.body = self.block(scope + [lp], depth + 1)
                 if lp.body:
@@ -223,10 +236,26 @@ class _Gen:
                 out.append(f"{pad}{it.lhs} {it.op} {it.rhs};")
         return out
 
+    def nest(self) -> list:
+        """One of the shapes of :mod:`mica.fuzz.shapes` (or none), as top-level items."""
+        items = None
+        for make in NESTS:              # one coin each (steadier under hypothesis than one draw among them)
+            if self.ch.coin(0.12):
+                items = make(self)
+                break
+        self.avoid.clear()
+        return items or []
+
     def program(self) -> str:
+        nest = self.nest()
+        if nest:                        # a shape and a little random code around it
+            self.loops_left = min(self.loops_left, 4 - self.fors, int(self.ch.coin(0.3)))
+            self.stmts_left = min(self.stmts_left, 2)
         items = self.block([], 0)
-        if not any(isinstance(it, _Stmt) or it.body for it in items):
+        if not nest and not any(isinstance(it, _Stmt) or it.body for it in items):
             items = [self.stmt([])]
+        pos = self.ch.draw(len(items) + 1)
+        items[pos:pos] = nest
         body = self.render(items, "  ")
         ct = self.dtype
         params = ["int n", "int m"] + [f"{ct} {s}" for s in SCALARS if s in self.scalars_used]
@@ -246,6 +275,7 @@ class _Gen:
         lines = [f"void kernel_fuzz({', '.join(params)})", "{"]
         if not self.decl_in_for:
             lines.append("  int i, j, k, l;")
+        lines += [f"  {d};" for d in self.decls]
         return "\n".join(lines + body + ["}"]) + "\n"
 
 
@@ -257,8 +287,9 @@ def generate(ch: Chooser, *, max_size: int = 10, meshes: bool = True) -> FuzzCas
     # draws and the shrinker then stay on meshes where the mapping matters)
     mesh = (_MESH_WIDTHS[ch.draw(MESH_W)], 1 + ch.draw(MESH_H)) if meshes else (2, 1)
     threads = 1 + ch.draw(3)
+    data = "small-int" if g.small_ints or ch.coin(0.15) else "uniform"
     return FuzzCase(src, dict(g.sizes), mesh, threads, TARGET, "f32" if g.dtype == "float" else "f64",
-                    tuple(ch.record))
+                    data, tuple(ch.record))
 
 
 def case_from_seed(seed, **kw) -> FuzzCase:

@@ -47,8 +47,11 @@ class Outcome:
         return self.kind not in ("ok", "refused")
 
 
-def make_inputs(source: str, params: dict, seed: int = 0) -> dict:
-    """Inputs for every array (uniform in [0.5, 1.5)) and floating scalar parameter of the last function."""
+def make_inputs(source: str, params: dict, seed: int = 0, data: str = "uniform") -> dict:
+    """Inputs for every array and floating scalar parameter of the last function: uniform in [0.5, 1.5),
+    or with ``data="small-int"`` integers 0..3 (scalars 1..3), so that equal values (ties of max/min and
+    arg-min) are common and every value the programs compute is exact (sums and products of small
+    integers, halvings), whatever order a mapping evaluates them in."""
     rng = np.random.default_rng(seed)
     ast = parse_c(source, "<fuzz>")
     fdef = find_function(ast, None, "<fuzz>")
@@ -57,9 +60,12 @@ def make_inputs(source: str, params: dict, seed: int = 0) -> dict:
         if p.kind == "array":
             shape = tuple(fold_int(d, lambda n: params[n.name], "<fuzz>", "extent") for d in p.dims)
             dt = np.float64 if p.elem == "double" else np.float32
-            out[p.name] = rng.uniform(0.5, 1.5, shape).astype(dt)
+            if data == "small-int":
+                out[p.name] = rng.integers(0, 4, shape).astype(dt)
+            else:
+                out[p.name] = rng.uniform(0.5, 1.5, shape).astype(dt)
         elif p.kind in ("double", "float"):
-            out[p.name] = float(rng.uniform(0.5, 1.5))
+            out[p.name] = float(rng.integers(1, 4)) if data == "small-int" else float(rng.uniform(0.5, 1.5))
     return out
 
 
@@ -88,7 +94,7 @@ def check_case(case: FuzzCase, *, input_seed: int = 0) -> Outcome:
         prog = from_c(case.source, params=case.params, filename="fuzz.c")
     except Exception as exc:        # the generator only writes valid programs of the subset
         return done("crash", f"from_c: {type(exc).__name__}", _exc_text(exc))
-    ins = make_inputs(case.source, case.params, input_seed)
+    ins = make_inputs(case.source, case.params, input_seed, case.data)
     want = run_c(case.source, None, ins, case.params, filename="fuzz.c")
     try:
         compiled = compile_affine(prog, mesh=case.mesh, target=case.target)

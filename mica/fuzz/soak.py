@@ -25,7 +25,8 @@ def write_reproducer(path: str, case: FuzzCase, out: Outcome, seed: int, index: 
     while choices and choices[-1] == 0:     # zeros past the end are implied
         choices.pop()
     meta = {"seed": seed, "index": index, "mesh": list(case.mesh), "target": case.target,
-            "params": case.params, "threads": case.threads, "dtype": case.dtype, "choices": choices}
+            "params": case.params, "threads": case.threads, "dtype": case.dtype, "data": case.data,
+            "choices": choices}
     msg = out.message.replace("*/", "* /")
     text = (f"/* MICA fuzz failure: {out.kind} ({out.reason})\n"
             f"   program {index} of `python -m mica.fuzz --seed {seed}`\n"
@@ -46,7 +47,7 @@ def read_reproducer(path: str) -> FuzzCase:
     meta = json.loads(m.group(1))
     source = text[m.end() + 1:]
     return FuzzCase(source, meta["params"], tuple(meta["mesh"]), meta["threads"], meta["target"], meta["dtype"],
-                    tuple(meta.get("choices", ())))
+                    meta.get("data", "uniform"), tuple(meta.get("choices", ())))
 
 
 def _log(s: str) -> None:
