@@ -8,7 +8,7 @@ from typing import Sequence
 
 from .choices import Chooser, RandomChooser, ReplayChooser, _HypothesisChooser
 from .items import _Loop, _Stmt
-from .shapes import NESTS, iterator_value, minmax
+from .shapes import NESTS, argpair_stmts, iterator_value, minmax
 
 TARGET = "wormhole"
 MAX_EXTENT = 12                 # every array dimension is at most this long
@@ -216,6 +216,9 @@ class _Gen:
                 lp.body = self.block(scope + [lp], depth + 1)
                 if lp.body:
                     items.append(lp)
+            elif self.stmts_left >= 2 and scope and ch.coin(0.06) and (pair := argpair_stmts(self, scope)):
+                self.stmts_left -= 2
+                items += pair
             elif self.stmts_left and (scope or ch.coin(0.1)):
                 self.stmts_left -= 1
                 items.append(self.stmt(scope))

@@ -171,6 +171,27 @@ def argmin_nest(g):
     return [outer]
 
 
+def argpair_stmts(g, scope: list[_Loop]):
+    """An arg-min/arg-max pair inside random loops (no initialisation: the accumulators start from the
+    input), reducing over the innermost loop of ``scope``; None when no two array names are left."""
+    names = g.fresh(2)
+    if names is None:
+        return None
+    X, I = names
+    kind = g.ch.choice(["min", "max"])
+    kept = scope[:-1][-3:]
+    for a in (X, I):
+        g.mark(a, [[v.lo, v.hi] for v in kept] or [[0, 0]])
+    sub = "".join(f"[{v.var}]" for v in kept) or "[0]"
+    xref, iref = X + sub, I + sub
+    e = g.expr(scope)
+    v = iterator_value(g, scope)
+    cond, first = condition(g, kind)
+    g.avoid -= {X, I}
+    g.small_ints = True
+    return [_Stmt(iref, "=", select(cond, first, e, xref, v, iref)), _Stmt(xref, "=", select(cond, first, e, xref, e, xref))]
+
+
 # -- temporaries ----------------------------------------------------------------------------------------
 def temporary_nest(g):
     """A C local rewritten in every iteration of an outer loop: a scalar accumulated over an inner loop

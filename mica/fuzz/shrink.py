@@ -11,7 +11,7 @@ from .oracle import Outcome, _same_failure
 
 
 def shrink(choices: Sequence[int], failure: Outcome, evaluate: Callable[[list[int]], Outcome], *,
-           max_size: int = 10, budget_s: float = 300.0, max_tries: int = 300,
+           max_size: int = 10, budget_s: float = 300.0, max_tries: int = 1000,
            log: Callable[[str], None] = lambda s: None) -> tuple[list[int], Outcome]:
     """The smallest choice list found (by deleting spans and lowering values) whose program still fails
     the same way as ``failure`` under ``evaluate``; with its outcome."""
@@ -42,11 +42,13 @@ def shrink(choices: Sequence[int], failure: Outcome, evaluate: Callable[[list[in
     improved = True
     while improved and tries < max_tries and time.monotonic() < deadline:
         improved = False
-        for size in (16, 8, 4, 2, 1):
+        for size in (32, 16, 8, 4, 2, 1):
             i = 0
             while i < len(best):
                 if attempt(best[:i] + best[i + size:]):
                     improved = True
+                elif i and best[i - 1] and attempt(best[:i - 1] + [best[i - 1] - 1] + best[i + size:]):
+                    improved = True         # the span and one fewer of what the draw before it counted
                 else:
                     i += size
         for i in range(len(best)):
