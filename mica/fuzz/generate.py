@@ -43,6 +43,8 @@ class _Gen:
     def __init__(self, ch: Chooser, max_size: int):
         self.ch = ch
         self.dtype = "float" if ch.draw(3) == 2 else "double"
+        if self.dtype == "float" and ch.coin(0.35):
+            self.dtype = "int"          # int32 arrays: + - and integer / only (no overflow), small-int data
         self.sizes = {"n": ch.between(2, max_size), "m": ch.between(2, max_size)}
         self.loops_left = 1 + ch.draw(4)
         self.stmts_left = 1 + ch.draw(4)
@@ -162,6 +164,8 @@ class _Gen:
 
     # -- expressions and statements ---------------------------------------------------------------------
     def literal(self) -> str:
+        if self.dtype == "int":
+            return self.ch.choice(["1", "2", "3", "0"])
         v = self.ch.choice(["0.5", "2.0", "1.5", "0.25"])
         return v + ("f" if self.dtype == "float" else "")
 
@@ -170,7 +174,7 @@ class _Gen:
         if scope and ch.coin(0.05):
             return iterator_value(self, scope)
         k = ch.draw(10)
-        if k == 8:
+        if k == 8 and self.dtype != "int":
             s = ch.choice(SCALARS)
             self.scalars_used.add(s)
             return s
@@ -182,14 +186,16 @@ class _Gen:
         ch = self.ch
         e = self.term(scope)
         for _ in range(ch.draw(3)):
-            ops = ["+", "*"] + (["-"] if self.dtype == "double" else [])
+            ops = ["+", "-"] if self.dtype == "int" else ["+", "*"] + (["-"] if self.dtype == "double" else [])
             op = ch.choice(ops)
             rhs = self.term(scope) if depth >= 1 or not ch.coin(0.2) else f"({self.expr(scope, depth + 1)})"
             e = f"{e} {op} {rhs}"
         k = ch.draw(12)
         f = "f" if self.dtype == "float" else ""
-        if k == 11:
+        if k == 11 and self.dtype != "int":
             e = f"fmax{f}({e}, {self.term(scope)})"
+        elif k == 10 and self.dtype == "int":
+            e = f"({e}) / 2"
         elif k == 10:
             e = f"({e}) / {'2.0' if not f else '2.0f'}"
         elif k == 9 and self.dtype == "double":
@@ -201,7 +207,7 @@ class _Gen:
         lhs = self.access(scope)
         if ch.coin(0.1):                                # a max/min update (a reduction if lhs drops a loop)
             return _Stmt(lhs, "=", minmax(self, ch.choice(["max", "min"]), lhs, self.expr(scope)))
-        op = ch.choice(["=", "+=", "="] + (["-="] if self.dtype == "double" else []))
+        op = ch.choice(["=", "+=", "="] + (["-="] if self.dtype != "float" else []))
         return _Stmt(lhs, op, self.expr(scope))
 
     # -- structure --------------------------------------------------------------------------------------
@@ -290,8 +296,8 @@ def generate(ch: Chooser, *, max_size: int = 10, meshes: bool = True) -> FuzzCas
     # draws and the shrinker then stay on meshes where the mapping matters)
     mesh = (_MESH_WIDTHS[ch.draw(MESH_W)], 1 + ch.draw(MESH_H)) if meshes else (2, 1)
     threads = 1 + ch.draw(3)
-    data = "small-int" if g.small_ints or ch.coin(0.15) else "uniform"
-    return FuzzCase(src, dict(g.sizes), mesh, threads, TARGET, "f32" if g.dtype == "float" else "f64",
+    data = "small-int" if g.small_ints or g.dtype == "int" or ch.coin(0.15) else "uniform"
+    return FuzzCase(src, dict(g.sizes), mesh, threads, TARGET, {"float": "f32", "double": "f64", "int": "i32"}[g.dtype],
                     data, tuple(ch.record))
 
 

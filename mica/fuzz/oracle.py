@@ -29,6 +29,7 @@ F64_TOL = dict(rtol=1e-9, atol=1e-12)
 # subtract; rtol 1e-9 is >= 1e3 x their worst-case rounding (1e4 operations x 1e-16), and atol 1e-12
 # covers results that cancel to ~ 0.)
 F32_TOL = dict(rtol=1e-4, atol=1e-6)
+_INT_NP = {"i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
 
 
@@ -60,7 +61,9 @@ def make_inputs(source: str, params: dict, seed: int = 0, data: str = "uniform")
         if p.kind == "array":
             shape = tuple(fold_int(d, lambda n: params[n.name], "<fuzz>", "extent") for d in p.dims)
             dt = np.float64 if p.elem == "double" else np.float32
-            if data == "small-int":
+            if p.elem == "int":
+                out[p.name] = rng.integers(0, 4, shape).astype(_INT_NP[p.dtype])
+            elif data == "small-int":
                 out[p.name] = rng.integers(0, 4, shape).astype(dt)
             else:
                 out[p.name] = rng.uniform(0.5, 1.5, shape).astype(dt)
@@ -109,7 +112,7 @@ def check_case(case: FuzzCase, *, input_seed: int = 0) -> Outcome:
         got = compiled.run(given, threads=case.threads).outputs
     except Exception as exc:
         return done("crash", f"run: {type(exc).__name__}", _exc_text(exc))
-    tol = F32_TOL if case.dtype == "f32" else F64_TOL
+    tol = F32_TOL if case.dtype == "f32" else dict(rtol=0, atol=0) if case.dtype == "i32" else F64_TOL
     problems = []
     if set(got) != set(want):
         problems.append(f"outputs {sorted(got)}, expected {sorted(want)}")

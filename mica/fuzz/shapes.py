@@ -44,7 +44,7 @@ def minmax(g, kind: str, x: str, e: str) -> str:
     """``x`` updated to the max/min of ``x`` and ``e``: ``fmax``/``fmin`` (``f`` suffix for float), either
     argument order, or one of the ternary spellings."""
     ch = g.ch
-    if ch.coin(0.4):
+    if g.dtype != "int" and ch.coin(0.4):
         f = "f" if g.dtype == "float" else ""
         a, b = (x, e) if not ch.coin(0.5) else (e, x)
         return f"f{kind}{f}({a}, {b})"
@@ -52,7 +52,10 @@ def minmax(g, kind: str, x: str, e: str) -> str:
     return select(cond, first, e, x, e, x)
 
 
-def identity(kind: str) -> str:
+def identity(g, kind: str) -> str:
+    """The identity of a max/min: an infinity, or for int a value below/above every one the programs compute."""
+    if g.dtype == "int":
+        return "-1000000" if kind == "max" else "1000000"
     return "-INFINITY" if kind == "max" else "INFINITY"
 
 
@@ -118,7 +121,7 @@ def minmax_nest(g):
     k = ch.draw(3)          # 0: X starts from the input, 1: from the identity, 2: from a first value
     init = None
     if k == 1:
-        init = _Stmt(xref, "=", identity(kind))
+        init = _Stmt(xref, "=", identity(g, kind))
     elif k == 2:
         init = _Stmt(xref, "=", g.expr([outer] if not full else []))
     if full:
@@ -128,7 +131,7 @@ def minmax_nest(g):
     if init is not None and k == 2 and _loops(g, 1) and ch.coin(0.5):
         use = g.loop([outer])       # the max subtracted (double) or scaled by (float), as in softmax
         g.mark(Y, [[outer.lo, outer.hi], [use.lo, use.hi]])
-        op = "-" if g.dtype == "double" else "*"
+        op = "*" if g.dtype == "float" else "-"
         use.body = [_Stmt(f"{Y}[{outer.var}][{use.var}]", "=", f"{g.expr([outer, use])} {op} {xref}")]
         outer.body.append(use)
     g.avoid.discard(Y)
@@ -161,8 +164,8 @@ def argmin_nest(g):
                   _Stmt(xref, "=", select(cond, first, e, xref, e, xref))]
     init = []
     if ch.coin(0.7):
-        one = "-1.0f" if g.dtype == "float" else "-1.0"
-        init = [_Stmt(xref, "=", identity(kind)), _Stmt(iref, "=", one)]
+        one = {"float": "-1.0f", "double": "-1.0", "int": "-1"}[g.dtype]
+        init = [_Stmt(xref, "=", identity(g, kind)), _Stmt(iref, "=", one)]
     g.small_ints = True
     if full:
         outer.body = [inner]
@@ -238,7 +241,7 @@ def temporary_nest(g):
         i, j = outer.var, inner.var
         c = g.expr([outer, inner]) if ch.coin(0.5) else g.literal()
         s = g.expr([outer, inner]) if ch.coin(0.5) else g.literal()
-        minus = "-" if T == "double" else "+"
+        minus = "+" if T == "float" else "-"
         inner.body = [_Stmt(f"{T} a", "=", f"{Q}[{i}][{j}]"), _Stmt(f"{T} b", "=", f"{Q}[{i}][{j} + {h}]"),
                       _Stmt(f"{Q}[{i}][{j}]", "=", f"a * {c} {minus} b * {s}"),
                       _Stmt(f"{Q}[{i}][{j} + {h}]", "=", f"b * {c} + a * {s}")]
@@ -319,8 +322,8 @@ def uniform_nest(g):
     if names is None or not _loops(g, 3 if k == 3 else 2):
         return None
     (A,) = names
-    half = "0.5f" if g.dtype == "float" else "0.5"
-    quarter = "0.25f" if g.dtype == "float" else "0.25"
+    half = {"float": "* 0.5f", "double": "* 0.5", "int": "/ 2"}[g.dtype]
+    quarter = {"float": "* 0.25f", "double": "* 0.25", "int": "/ 4"}[g.dtype]
     if k == 3:                                       # Floyd-Warshall
         nt, nv = _size(g)
         kk = _for(g, LOOP_I, "0", nt, 0, nv - 1)
@@ -341,14 +344,14 @@ def uniform_nest(g):
         L = g.fresh(1)
         g.mark(A, [[0, nv - 1]])
         if L is None:
-            lref = half
+            lref = "2" if g.dtype == "int" else "0.5"
         else:
             g.mark(L[0], [[0, nv - 1], [0, nv - 1]])
             lref = f"{L[0]}[{i}][{j}]"
-        op, scale = ("-=", "") if g.dtype == "double" else ("+=", f" * {quarter}")
+        op, scale = ("-=", "") if g.dtype != "float" else ("+=", f" {quarter}")
         inner.body = [_Stmt(f"{A}[{i}]", op, f"{lref} * {A}[{j}]{scale}")]
         outer.body = [_Stmt(f"{A}[{i}]", "=", g.expr([outer])), inner,
-                      _Stmt(f"{A}[{i}]", "=", f"{A}[{i}] * {half}")]
+                      _Stmt(f"{A}[{i}]", "=", f"{A}[{i}] {half}")]
         return [outer]
     nt, nv = _size(g)
     mt, mv = _size(g)
@@ -359,7 +362,7 @@ def uniform_nest(g):
         inner = _for(g, LOOP_J, "1", mt, 1, mv - 1)
         i, j = outer.var, inner.var
         g.mark(A, [[0, nv - 1], [0, mv - 1]])
-        inner.body = [_Stmt(f"{A}[{i}][{j}]", "=", f"{A}[{i}][{j} - 1] * {half} + {g.expr([outer, inner])}")]
+        inner.body = [_Stmt(f"{A}[{i}][{j}]", "=", f"{A}[{i}][{j} - 1] {half} + {g.expr([outer, inner])}")]
         outer.body = [inner]
         return [outer]
     if k == 1:                                       # Gauss-Seidel, in place
@@ -369,7 +372,7 @@ def uniform_nest(g):
         g.mark(A, [[0, nv - 1], [0, mv - 1]])
         nb = " + ".join(f"{A}[{a}][{b}]" for a, b in ((f"{i} - 1", j), (i, f"{j} - 1"), (f"{i} + 1", j),
                                                        (i, f"{j} + 1")))
-        inner.body = [_Stmt(f"{A}[{i}][{j}]", "=", f"({nb}) * {quarter}")]
+        inner.body = [_Stmt(f"{A}[{i}][{j}]", "=", f"({nb}) {quarter}")]
         outer.body = [inner]
         return [outer]
     outer = _for(g, LOOP_I, "1", nt, 1, nv - 1)                # wavefront
@@ -378,7 +381,7 @@ def uniform_nest(g):
     g.mark(A, [[0, nv - 1], [0, mv - 1]])
     terms = [f"{A}[{i} - 1][{j}]", f"{A}[{i}][{j} - 1]"] + ([f"{A}[{i} - 1][{j} - 1]"] if ch.coin(0.4) else [])
     coef = half if len(terms) == 2 else quarter
-    rhs = f"({' + '.join(terms)}) * {coef}"
+    rhs = f"({' + '.join(terms)}) {coef}"
     if ch.coin(0.6):
         rhs += f" + {g.expr([outer, inner])}"
     inner.body = [_Stmt(f"{A}[{i}][{j}]", "=", rhs)]

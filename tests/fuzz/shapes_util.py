@@ -10,7 +10,7 @@ from mica.affine.from_c import from_c
 from mica.affine.privatise import temporaries
 
 SHAPES = ("max/min reduction", "arg pair", "iterator value", "temporary", "remote write", "uniform dependence",
-          "small-int data")
+          "small-int data", "int32 arrays")
 
 
 def _loop_names(s):
@@ -53,7 +53,7 @@ def shapes_of(case) -> set[str]:
             found.add("max/min reduction")
         if r.op in ("argmax", "argmin"):
             found.add("arg pair")
-    if re.search(r"\((double|float)\)", case.source):
+    if re.search(r"\((double|float|int)\)", case.source):
         found.add("iterator value")
     if temporaries(prog):
         found.add("temporary")
@@ -71,4 +71,6 @@ def shapes_of(case) -> set[str]:
         found.add("uniform dependence")
     if getattr(case, "data", "uniform") == "small-int":
         found.add("small-int data")
+    if case.dtype == "i32":
+        found.add("int32 arrays")
     return found
