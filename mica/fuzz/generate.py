@@ -258,8 +258,8 @@ class _Gen:
     def program(self) -> str:
         nest = self.nest()
         if nest:                        # a shape and a little random code around it
-            self.loops_left = min(self.loops_left, 4 - self.fors, int(self.ch.coin(0.3)))
-            self.stmts_left = min(self.stmts_left, 2)
+            self.loops_left = min(self.loops_left, 4 - self.fors, int(self.ch.coin(0.2)))
+            self.stmts_left = min(self.stmts_left, 1)
         items = self.block([], 0)
         if not nest and not any(isinstance(it, _Stmt) or it.body for it in items):
             items = [self.stmt([])]
