@@ -8,8 +8,15 @@ Two fuzzers live here, each usable from tests (small, derandomized) and from the
   loops, up and down, several arrays of rank 1-3 with in-bounds affine subscripts (in bounds *by
   construction*: every subscript's range over the loop ranges is computed and the array extents are made
   to cover it), ``=``/``+=`` updates (reductions whenever a statement's subscripts drop a loop), ``int``
-  size parameters and floating scalar parameters; one element type per program (``double``/``float``) --
-  plus a random mesh (1x1 .. 6x5, most of which do not divide the sizes) and a thread count.
+  size parameters and floating scalar parameters; one element type per program (``double``/``float``/
+  ``int``) -- plus a random mesh (1x1 .. 6x5, most of which do not divide the sizes) and a thread count.
+  Mixed in (:mod:`~mica.fuzz.shapes`, issue 17): max/min updates in every spelling (``fmax``/``fmin``,
+  ternaries, ``-INFINITY``/``INFINITY`` identities), arg-min/arg-max (value, index) pairs, loop iterators as
+  values (``(double)(i - j)``), temporaries (C locals, scalar and array, rewritten in every iteration of an
+  outer loop), writes to disjoint parts of one array in one nest (symmetric fill ``C[j][i] = C[i][j]``,
+  transposed copies, ``X[2*i]``/``X[2*i + 1]``) and uniform dependences (wavefronts, Gauss-Seidel,
+  recurrences, Floyd-Warshall, triangular solve). Programs with arg pairs, int programs and 15% of the
+  others run on small-integer data (0..3: ties happen, every computed value is exact).
   :func:`check_case` compiles it (``from_c`` -> ``compile_affine(target="wormhole")`` -> ``run``) and
   compares every written array with :func:`mica.testing.run_c` (the C compiled natively).
 
@@ -40,7 +47,8 @@ the first failure shrinks it, writes the minimal reproducer (C source, mesh, tar
 failure) to ``DIR/mica-fuzz-failure-<seed>-<n>.c`` and exits with status 1.
 
 The package's modules, one concern each: :mod:`~mica.fuzz.choices` (the random decisions),
-:mod:`~mica.fuzz.generate` (the program generator), :mod:`~mica.fuzz.oracle` (running one program against
+:mod:`~mica.fuzz.generate` (the program generator), :mod:`~mica.fuzz.items` (its program tree),
+:mod:`~mica.fuzz.shapes` (the shapes mixed in), :mod:`~mica.fuzz.oracle` (running one program against
 the natively compiled C), :mod:`~mica.fuzz.workers` (worker processes), :mod:`~mica.fuzz.shrink`,
 :mod:`~mica.fuzz.soak` (the long run and its reproducers), :mod:`~mica.fuzz.malformed` (malformed C) and
 :mod:`~mica.fuzz.cli` (the command line).
