@@ -34,6 +34,7 @@ def test_generated_programs_have_the_new_shapes(case):
 def test_each_shape_occurs_dozens_of_times():
     """(runs after the property above, which fills ``seen``)"""
     assert seen["programs"] == EXAMPLES, seen
+    print("\n" + ", ".join(f"{k}: {v}" for k, v in sorted(seen.items())))
     for shape in SHAPES:
         assert seen[shape] >= 15, (shape, seen)
     assert seen["arg pair, strict=True"] >= 3 and seen["arg pair, strict=False"] >= 3, seen
