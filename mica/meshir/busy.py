@@ -12,7 +12,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..affine.isl_names import iset
-from .ir import Compute, Lin, MeshProgram, Rect, walk_ops
+from .ir import Compute, MeshProgram, Rect, walk_ops
 
 _CORE = ("__x", "__y")
 
@@ -55,20 +55,16 @@ def _kernel_cores(mp: MeshProgram, name: str) -> isl.Set:
     return out
 
 
-def _lin(b: Lin) -> str:
-    return " + ".join([str(b.const)] + [f"{c}*{v}" for v, c in b.terms])
-
-
 def _rect_set(r: Rect, scope) -> isl.Set:
     """``{ [x, y] }``: the cores of ``r`` at some value of the loop variables ``scope`` ((var, count) pairs)."""
     names = [v for v, _ in scope]
     cons = [f"0 <= {v} < {n}" for v, n in scope]
-    cons += [f"x >= {_lin(b)}" for b in r.x0] + [f"x < {_lin(b)}" for b in r.x1]
-    cons += [f"y >= {_lin(b)}" for b in r.y0] + [f"y < {_lin(b)}" for b in r.y1]
+    cons += [f"x >= {b}" for b in r.x0] + [f"x < {b}" for b in r.x1]
+    cons += [f"y >= {b}" for b in r.y0] + [f"y < {b}" for b in r.y1]
     if r.xs != 1:
-        cons.append(f"(x - ({_lin(r.xp)})) mod {r.xs} = 0")
+        cons.append(f"(x - ({r.xp})) mod {r.xs} = 0")
     if r.ys != 1:
-        cons.append(f"(y - ({_lin(r.yp)})) mod {r.ys} = 0")
+        cons.append(f"(y - ({r.yp})) mod {r.ys} = 0")
     inner = " and ".join(cons)
     body = f"exists ({', '.join(names)} : {inner})" if names else inner
     return iset(f"{{ [x, y] : {body} }}")
