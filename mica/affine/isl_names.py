@@ -276,6 +276,22 @@ def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -
     return int(text)
 
 
+def count_param_values(s: isl.Set, param: str, fix: Mapping[str, int], drop: Sequence[str] = ()) -> int:
+    """Number of values of parameter ``param`` for which ``s`` (parameters ``fix`` fixed, ``drop`` projected
+    out) has a point: e.g. the steps ``__t`` at which a core runs some instance of a kernel."""
+    s = fix_params(s, fix)
+    for name in drop:
+        pos = s.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0:
+            s = s.project_out(isl.dim_type.param, pos, 1)
+    pos = s.find_dim_by_name(isl.dim_type.param, param)
+    if pos < 0:
+        return 1 if not s.is_empty() else 0
+    n = s.dim(isl.dim_type.set)
+    s = s.project_out(isl.dim_type.set, 0, n).move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
+    return count_points(s, {})
+
+
 def _box_count(s: isl.Set) -> int | None:
     """The number of points of ``s`` when it has no parameters and is a box (the product of its
     dimensions' ranges), else None. isl's ``count_val`` enumerates points, which a 2048^3 matmul domain

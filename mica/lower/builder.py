@@ -101,7 +101,7 @@ class _Builder:
         self.resident = resident
         self.step = sched.step
         self.written = {s.write.array for s in prog.statements}
-        self.in_step = [s for s in prog.statements if self.step is not None and self.step.loop in s.loops]
+        self.in_step = [s for s in prog.statements if self.step is not None and self.step.encloses(s.loops)]
         self.double = self.step is not None and self.step.buffers == 2
         # Filled by the steps of the pass.
         self.ring_arrays: set[str] = set()

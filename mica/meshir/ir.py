@@ -503,9 +503,15 @@ class HostStore:
 
 @dataclass(frozen=True)
 class Loop:
+    """``body`` run ``count`` times, ``var`` = 0, 1, ... (the step loop ``t``). ``wave``: the steps of a
+    wavefront — each core works only at the steps its coordinates select, and a dependence chain passes
+    from core to core one step after another, so the critical path pays a busy core's block every step
+    (the cost model's reading; the emulator just runs the steps)."""
+
     var: str
     count: int
     body: tuple["Op", ...]
+    wave: bool = False
 
 
 Op = Union[HostLoad, HostStore, Exchange, Compute, Loop]

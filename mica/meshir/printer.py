@@ -45,7 +45,8 @@ def _op_lines(op, indent: str) -> list[str]:
     if isinstance(op, Compute):
         return [f"{indent}compute {op.kernel} on {op.rect}"]
     if isinstance(op, Loop):
-        out = [f"{indent}for {op.var} in 0..{op.count}:"]
+        wave = "  (wavefront: each core works at the steps its coordinates select)" if op.wave else ""
+        out = [f"{indent}for {op.var} in 0..{op.count}:{wave}"]
         for sub in op.body:
             out += _op_lines(sub, indent + "  ")
         return out

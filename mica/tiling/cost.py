@@ -38,7 +38,7 @@ from math import prod
 import islpy as isl
 
 from ..affine.expr import Bin, Call, Neg
-from ..affine.isl_names import count_points, iset
+from ..affine.isl_names import count_param_values, count_points, iset
 from ..meshir.busy import computing_cores
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
@@ -289,8 +289,42 @@ def _representatives(scope):
     return [({var: 0}, 1), ({var: 1}, n - 2), ({var: n - 1}, 1)]
 
 
-def _op_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
-    """Cycles one Compute adds over every iteration of its enclosing loops ``scope``."""
+def _wave_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
+    """A kernel inside the step loop of a wavefront (:attr:`Loop.wave`): a core works only at the steps its
+    coordinates select, and every step's block waits for the block of the step before on a neighbour, so
+    the critical path pays one busy core's block at every step, fill and drain included:
+    ``steps x max over cores (work / steps it works)``. The busiest core is looked for where
+    :func:`_compute_cycles` looks (corners and centre of each class)."""
+    k = mp.kernel(op.kernel)
+    var, steps = scope[-1]
+    outer = prod(n for _, n in scope[:-1])
+    others = tuple("__" + v for v, _ in scope[:-1]) + ("__kb",)
+    best = 0.0
+    for cls in k.classes:
+        r = cls.region
+        cores = {(x, y) for x in (r.x0, (r.x0 + r.x1 - 1) // 2, r.x1 - 1)
+                 for y in (r.y0, (r.y0 + r.y1 - 1) // 2, r.y1 - 1)}
+        for x, y in sorted(cores):
+            fix = {"__x": x, "__y": y}
+            for part in k.statements:
+                dom = iset(part.domain)
+                work = count_points(dom, fix, drop=("__" + var,) + others) * instance_cycles(mp, part, target)
+                if work:
+                    active = count_param_values(dom, "__" + var, fix, drop=others)
+                    best = max(best, work / max(active, 1))
+    return outer * steps * best
+
+
+def _uses_var(k, var: str) -> bool:
+    """True when a kernel's domain depends on the loop variable ``var`` (a parameter ``__var``)."""
+    return any(iset(part.domain).find_dim_by_name(isl.dim_type.param, "__" + var) >= 0 for part in k.statements)
+
+
+def _op_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target, wave: bool = False) -> float:
+    """Cycles one Compute adds over every iteration of its enclosing loops ``scope`` (``wave``: the
+    innermost is a wavefront's step loop, :func:`_wave_compute_cycles`)."""
+    if wave and scope and _uses_var(mp.kernel(op.kernel), scope[-1][0]):
+        return _wave_compute_cycles(mp, op, scope, target)
     if scope and _moves(op.rect):
         return _staged_compute_cycles(mp, op, scope, target)
     if scope and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)):
@@ -407,7 +441,7 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                 full = _skewed_compute_cycles(mp, op, scope, target)
                 cy = _compute_cycles(mp, op, scope, target)
             else:
-                cy = _op_compute_cycles(mp, op, scope, target)
+                cy = _op_compute_cycles(mp, op, scope, target, bool(loops) and loops[-1].wave)
             compute += cy
             # Its share of one iteration of every enclosing loop (the overlap a prefetch can hide behind).
             for d, lp in enumerate(loops):

@@ -19,6 +19,7 @@ from ..affine.isl_names import int_bounds
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
 from .schedule import Home, Schedule, SpaceMap, StepMap, with_buffers
+from .wavefront import tileable, wave_weights
 
 
 def main_statement(prog: Program) -> Statement:
@@ -153,6 +154,44 @@ def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     return out
 
 
+def wave_sweep_loop(prog: Program, spatial: set[str]) -> str:
+    """The sweep loop of a wavefront whose spatial loops are ``spatial``: the loop enclosing every statement
+    (the first loop of each) when it is not spatial, else ``""`` (the wavefront runs over the mesh only)."""
+    first = {s.loops[0] if s.loops else None for s in prog.statements}
+    if len(first) == 1 and None not in first:
+        lp = next(iter(first))
+        if lp not in spatial:
+            return lp
+    return ""
+
+
+def wavefront_candidates(prog: Program) -> list[list[tuple[str, str]]]:
+    """Assignments of loops of the main statement to mesh axes for a wavefront (:mod:`.wavefront`): pairs
+    (outer -> y, inner -> x, and swapped) and single loops, each with at least one loop that carries a
+    dependence (the others are :func:`spatial_candidates`). A time loop enclosing a deeper nest (seidel-2d's
+    ``t``) stays the sweep loop. Empty when no loop of the main statement carries a dependence, or the
+    program has a reduction (its partials are combined, not pipelined); only loops whose blocks can be
+    pipelined (:func:`mica.tiling.wavefront.tileable`) are offered."""
+    kinds = loop_kinds(prog)
+    main = main_statement(prog)
+    mk = kinds[main.name]
+    if reductions(prog) or all(mk[lp] != SEQUENTIAL for lp in main.loops):
+        return []
+    sweep = wave_sweep_loop(prog, set())
+    loops = [lp for lp in main.loops if not (lp == sweep and len(main.loops) >= 3)]
+    out: list[list[tuple[str, str]]] = []
+    for i, a in enumerate(loops):
+        for b in loops[i + 1:]:
+            if SEQUENTIAL in (mk[a], mk[b]) and tileable(prog, wave_sweep_loop(prog, {a, b}), (a, b)):
+                out.append([(a, "y"), (b, "x")])
+                out.append([(b, "y"), (a, "x")])
+    for lp in loops:
+        if mk[lp] == SEQUENTIAL and tileable(prog, wave_sweep_loop(prog, {lp}), (lp,)):
+            out.append([(lp, "x")])
+            out.append([(lp, "y")])
+    return out
+
+
 def sweep_step(prog: Program, kinds: dict, like: Schedule | None = None) -> StepMap | None:
     """The sweep step of a stencil-like program: its outermost loop, when every statement sits inside it
     (the first loop of each) and it carries a dependence. None otherwise (or when ``like`` has none)."""
@@ -172,7 +211,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
                     family: str = "derived", searched: bool = False, fixed_homes: dict[str, Home] | None = None,
-                    buffers: int = 1, steps: bool = True) -> Schedule:
+                    buffers: int = 1, steps: bool = True, wave: bool = False) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
     The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
@@ -184,7 +223,9 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     the mesh (a stepped loop then takes its tile from them, so their panels can be multicast in place).
     ``buffers=2`` double-buffers the step loop's received panels (:func:`~mica.tiling.schedule.with_buffers`;
     a :class:`ScheduleError` when there is no step loop to overlap); ``steps=False`` makes no step loop at all
-    (every core runs its slice of the spatial loops in the original order: :func:`fused_body`). ``family`` and ``searched`` label the
+    (every core runs its slice of the spatial loops in the original order: :func:`fused_body`). ``wave=True``
+    makes a wavefront (:func:`_wave_step`): the assignment may spread loops that carry dependences of bounded
+    distance. ``family`` and ``searched`` label the
     plan (:attr:`Schedule.family`); a SUMMA plan whose step turns out to be a sweep is of the halo family.
 
     The steps: the checked assignment (:func:`_checked_assignment`), 1. spatial loops block-tiled over the
@@ -198,13 +239,17 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         skew = like.step.skew if like.step else "none"
         reduce, group, family, searched = like.reduce, like.group, like.family, like.searched
         buffers = like.buffers
+        wave = like.step is not None and like.step.wavefront
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
-    reasons = _checked_assignment(main, kinds[main.name], assignment)
+    reasons = _checked_assignment(main, kinds[main.name], assignment, wave)
     cores = _cores_used(mesh, blocks, skew, len(assignment))
     space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons)
     step = None
-    if steps:
+    if wave:
+        step = _wave_step(prog, space, reasons)
+        family = "wavefront" if family == "derived" else family
+    elif steps:
         step = _step_map(prog, main, kinds[main.name], space, cores, skew, like, fixed_homes, reasons)
     elif space:
         reasons.append("no step loop: each core runs its slice of the spatial loops in the original order")
@@ -236,10 +281,12 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     return with_buffers(sched, buffers) if buffers != 1 else sched
 
 
-def _checked_assignment(main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]]) -> list[str]:
+def _checked_assignment(main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
+                        wave: bool = False) -> list[str]:
     """The reasons that follow from the loop kinds ``mk`` of the main statement alone (which loops stay
-    temporal and why). Raises :class:`ScheduleError` when ``assignment`` maps a loop that carries a
-    dependence (or is not a loop of the main statement) to the mesh."""
+    temporal and why). Raises :class:`ScheduleError` when ``assignment`` maps a loop that is not a loop of
+    the main statement, or (unless ``wave``: a wavefront, whose legality isl proves later) one that carries
+    a dependence, to the mesh."""
     reasons: list[str] = []
     if not assignment:
         reasons.append(f"no loop of {main.name} is mapped to the mesh: the program runs on core (0, 0)")
@@ -247,11 +294,11 @@ def _checked_assignment(main: Statement, mk: dict[str, str], assignment: list[tu
         if mk[lp] not in (PARALLEL, REDUCTION):
             reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
     if len(main.loops) > 1 and all(mk[lp] not in (PARALLEL, REDUCTION) for lp in main.loops):
-        reasons.append(f"every loop of {main.name} carries a dependence: only a wavefront (loops skewed so "
-                       f"that a hyperplane of instances is independent) could spread it over cores, and MICA "
-                       f"does not build wavefronts yet; it runs in its original order")
+        reasons.append(f"every loop of {main.name} carries a dependence: it spreads over cores only as a "
+                       f"wavefront (blocks run at steps skewed by their cores, which needs dependence "
+                       f"distances that stay within a neighbour's block), else in its original order")
     for lp, _ in assignment:
-        if lp not in main.loops or mk[lp] not in (PARALLEL, REDUCTION):
+        if lp not in main.loops or (mk[lp] not in (PARALLEL, REDUCTION) and not wave):
             raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal: "
                                 f"it carries a dependence")
     return reasons
@@ -289,9 +336,34 @@ def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: 
         tile = max(1, ceil(n / cores[axis]))
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
-            f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)"
+            f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)" \
+            if mk[lp] == REDUCTION else "carries a dependence: its blocks run as a wavefront"
         reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
     return space
+
+
+def _wave_step(prog: Program, space: list[SpaceMap], reasons: list[str]) -> StepMap:
+    """The step of a wavefront over the spatial loops ``space``: the sweep loop (:func:`wave_sweep_loop`)
+    and the weights of :func:`mica.tiling.wavefront.wave_weights`, with every step of the pipeline's fill
+    and drain; appends the reason to ``reasons``. Raises :class:`ScheduleError` when no weights put every
+    dependence between cores at a later step."""
+    spatial = {sm.loop for sm in space}
+    loop = wave_sweep_loop(prog, spatial)
+    n = max((loop_extent(s, loop) for s in prog.statements if loop in s.loops), default=1) if loop else 1
+    blocks = {sm.axis: max(ceil(loop_extent(s, sm.loop) / sm.tile) for s in prog.statements if sm.loop in s.loops)
+              for sm in space}
+    w = wave_weights(prog, loop, tuple(space), n, blocks) if space else None
+    if w is None:
+        raise ScheduleError(f"no wavefront over loops {sorted(spatial)}: some dependence between their blocks "
+                            f"reaches arbitrarily far (or backwards along every skew), so no step offset per "
+                            f"core orders it; they stay temporal", cause="no-wavefront")
+    period, wx, wy = w
+    steps = period * (n - 1) + wx * (blocks.get("x", 1) - 1) + wy * (blocks.get("y", 1) - 1) + 1
+    over = f"iteration l of loop {loop} at step {period}*l + " if loop else "its block at step "
+    reasons.append(f"wavefront: core (x, y) runs {over}{wx}*x + {wy}*y, so every dependence between blocks on "
+                   f"two cores goes to a later step and its data arrives by a halo exchange; {steps} steps with "
+                   f"the pipeline's fill and drain")
+    return StepMap(loop, 1, steps, sweep=True, wave=(wx, wy), period=period)
 
 
 def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[SpaceMap], cores: dict[str, int],

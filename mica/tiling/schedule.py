@@ -16,7 +16,9 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``family``: the plan family, one of :data:`PLAN_FAMILIES` (``derived`` when nothing was asked for;
   ``summa``, ``cannon``, ``interleaved``, ``chain``, ``ktree``, ``halo`` for the reference plans of
   :mod:`mica.tiling.plans`; ``one-core``; ``operators`` for a phased schedule; ``slices`` when each core runs
-  its slice of the spatial loops in the original order, without a step loop); ``searched``: chosen by the
+  its slice of the spatial loops in the original order, without a step loop; ``wavefront`` when loops that
+  carry dependences of bounded distance are spread and each core runs its block at a step skewed by its
+  coordinates, :attr:`StepMap.wave`); ``searched``: chosen by the
   schedule search; ``order``: in which order a phased schedule's operators were mapped, one of
   :data:`OPERATOR_ORDERS` (re-deriving it for another mesh maps them in the same order). These are typed
   decisions; :attr:`Schedule.name` is only the label printed for people, made from them;
@@ -43,7 +45,7 @@ AXES = ("x", "y")
 REDUCES = ("chain", "tree")
 SCHEDULE_VERSION = 1
 PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "halo", "operators",
-                 "slices")
+                 "slices", "wavefront")
 OPERATOR_ORDERS = ("program", "heaviest-first")
 #: Families whose label says when the step loop's panels are double-buffered (``summa+db``).
 _STEPPED = ("summa", "cannon", "interleaved", "halo")
@@ -99,8 +101,11 @@ class StepMap:
     skew: str = "none"
     sweep: bool = False
     buffers: int = 1
+    wave: tuple[int, int] = (0, 0)
+    period: int = 1
 
     def __post_init__(self):
+        object.__setattr__(self, "wave", tuple(int(w) for w in self.wave))
         if self.tile <= 0 or self.steps <= 0:
             raise ScheduleError(f"step map of loop {self.loop!r}: tile and steps must be positive")
         if self.skew not in SKEWS:
@@ -110,9 +115,27 @@ class StepMap:
         if self.buffers not in BUFFERS:
             raise ScheduleError(f"step map of loop {self.loop!r}: buffers must be 1 (single) or 2 (double "
                                 f"buffering of received panels), got {self.buffers!r}")
+        if len(self.wave) != 2 or min(self.wave) < 0 or self.period < 1:
+            raise ScheduleError(f"step map of loop {self.loop!r}: a wavefront's weights (wx, wy) are >= 0 and its "
+                                f"period >= 1, got wave {self.wave}, period {self.period}")
+        if self.wavefront and not self.sweep:
+            raise ScheduleError(f"step map of loop {self.loop!r}: a wavefront is a sweep (one iteration per step)")
+        if not self.loop and not self.wavefront:
+            raise ScheduleError("a step map without a loop is a wavefront over the mesh (wave weights > 0)")
         if self.sweep and self.buffers != 1:
             raise ScheduleError(f"step map of loop {self.loop!r}: a sweep's halo strips are written by the step "
                                 f"itself and cannot be double-buffered (buffers must be 1)")
+
+
+    @property
+    def wavefront(self) -> bool:
+        """True for a wavefront: core (x, y) runs at steps offset by ``wx*x + wy*y``."""
+        return self.wave != (0, 0)
+
+    def encloses(self, loops: tuple[str, ...]) -> bool:
+        """True when a statement with ``loops`` runs inside the step loop (every statement does under a
+        wavefront without a sweep loop)."""
+        return self.loop in loops if self.loop else True
 
 
 @dataclass(frozen=True)
@@ -168,7 +191,7 @@ class Schedule:
         axes = [s.axis for s in self.space]
         if len(set(axes)) != len(axes):
             raise ScheduleError(f"two loops map to the same mesh axis: {self.space}")
-        loops = [s.loop for s in self.space] + ([self.step.loop] if self.step else [])
+        loops = [s.loop for s in self.space] + ([self.step.loop] if self.step and self.step.loop else [])
         if len(set(loops)) != len(loops):
             raise ScheduleError(f"a loop is mapped twice: {loops}")
         if self.reduce not in REDUCES:
@@ -231,7 +254,7 @@ class Schedule:
 
     # -- JSON ----------------------------------------------------------------------------------------
     def to_json(self) -> str:
-        d = asdict(self)
+        d = _without_default_waves(asdict(self))
         d["version"] = SCHEDULE_VERSION
         return json.dumps(d, indent=1, sort_keys=True)
 
@@ -300,7 +323,13 @@ class Schedule:
             skew = "" if self.step.skew == "none" else f", skewed ({self.step.skew} ring shifts)"
             if self.step.buffers == 2:
                 skew += ", double-buffered panels (step t+1's exchange overlaps step t's compute)"
-            if self.step.sweep:
+            if self.step.wavefront:
+                wx, wy = self.step.wave
+                over = (f"loop {self.step.loop} -> time, iteration l of core (x, y) at step "
+                        f"{self.step.period}*l + {wx}*x + {wy}*y" if self.step.loop else
+                        f"core (x, y) runs at step {wx}*x + {wy}*y")
+                lines.append(f"  wavefront: {over}; {self.step.steps} steps with halo exchanges")
+            elif self.step.sweep:
                 lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} lock-step sweeps with halo exchanges")
             else:
                 lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}{skew}")
@@ -313,6 +342,16 @@ class Schedule:
             pin = "".join(f" {a}={c}" for a, c in h.pin)
             lines.append(f"  home {h.array}[{dims}]{pin}")
         return "\n".join(lines)
+
+
+def _without_default_waves(d: dict) -> dict:
+    """A schedule's dict with the wavefront fields of a step that is not a wavefront left out (phases
+    included), so the JSON of every other plan reads as it did before wavefronts existed."""
+    step = d.get("step")
+    if step and tuple(step.get("wave", (0, 0))) == (0, 0) and step.get("period", 1) == 1:
+        d["step"] = {k: v for k, v in step.items() if k not in ("wave", "period")}
+    d["phases"] = [_without_default_waves(p) for p in d.get("phases", ())]
+    return d
 
 
 def _legacy_label(name: str, phased: bool) -> dict:

@@ -31,7 +31,8 @@ from ..meshir.ir import MeshProgram
 from ..meshir.verify import verify
 from ..targets import DTYPE_BYTES, Target
 from .cost import Cost, estimate, expr_flops
-from .mapping import derive_schedule, loop_extent, main_statement, sliced_nest, spatial_candidates
+from .mapping import (derive_schedule, loop_extent, main_statement, sliced_nest, spatial_candidates,
+                      wavefront_candidates)
 from .schedule import Home, Schedule
 
 PROGRESS_AFTER_S = 2.0
@@ -68,12 +69,15 @@ class Decisions:
     group: int = 0
     buffers: int = 1
     steps: bool = True
+    wave: bool = False
 
     @property
     def family(self) -> str:
         """The plan family of :data:`mica.tiling.schedule.PLAN_FAMILIES` these decisions make."""
         if not self.assignment:
             return "one-core"
+        if self.wave:
+            return "wavefront"
         if not self.steps:
             return "slices"
         return {"none": "summa", "cannon": "cannon", "interleaved": "interleaved"}[self.skew]
@@ -90,6 +94,8 @@ class Decisions:
             out += " double-buffered"
         if not self.steps:
             out += " slices in original order"
+        if self.wave:
+            out += " wavefront"
         return out
 
 
@@ -210,6 +216,16 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Deci
                     # The nest's statements feed each other across iterations (symm): no step loop, each
                     # core runs its slice of the spatial loops in the original order.
                     out.append(Decisions(tuple(assignment), tuple(sorted(blocks.items())), steps=False))
+    for assignment in wavefront_candidates(prog):
+        # Loops carrying dependences of bounded distance, as a wavefront on the whole mesh (more cores make
+        # a shorter pipeline per block) and on the square of its shorter side.
+        blocks = {ax: _core_options(dims[ax], loop_extent(main, lp))[0] for lp, ax in assignment}
+        options = [blocks]
+        if len(assignment) == 2 and dims["x"] != dims["y"]:
+            side = min(blocks.values())
+            options.append({ax: side for ax in blocks})
+        for b in options:
+            out.append(Decisions(tuple(assignment), tuple(sorted(b.items())), wave=True))
     return list(dict.fromkeys(out))
 
 
@@ -278,7 +294,7 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
-                                    fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps)
+                                    fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps, wave=d.wave)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
             verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)

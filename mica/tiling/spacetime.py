@@ -55,7 +55,12 @@ def placement_constraints(stmt: Statement, sched: Schedule, *, kernel: bool = Fa
         if sched.loop_on(axis) is None:
             cons.append(f"{name[axis]} = 0")
     st = sched.step
-    if st is not None and st.loop in stmt.loops:
+    if st is not None and st.wavefront and st.encloses(stmt.loops):
+        # A wavefront: the core's block of sweep iteration l runs at step period*l + wx*x + wy*y.
+        wx, wy = st.wave
+        at = f"{st.period}*{st.loop} + " if st.loop else ""
+        cons.append(f"{T} = {at}{wx}*{X} + {wy}*{Y}")
+    elif st is not None and st.loop in stmt.loops:
         if st.skew == "none":
             cons.append(f"{st.tile}*{T} <= {st.loop} < {st.tile}*{T} + {st.tile}")
         elif kernel:
