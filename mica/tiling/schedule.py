@@ -93,6 +93,15 @@ class StepMap:
     behind compute (a step costs about max(compute, communication) instead of their sum) at the price of
     one more panel buffer per received array in every core's SRAM. A sweep's halo strips are data the
     step writes and cannot be prefetched, so a sweep is single-buffered.
+
+    ``wave = (wx, wy)`` (a sweep only): a *wavefront* (:mod:`mica.tiling.wavefront`). The spatial loops may
+    carry dependences of bounded distance; core (x, y) runs its block of iteration ``l`` of the sweep loop at
+    step ``t = period*l + wx*x + wy*y`` — placement ``{ S[.., l, ..] -> M[t, x, y] : t = period*l + wx*x +
+    wy*y }`` — so every dependence between blocks on two cores goes from an earlier step to a later one and
+    its data arrives by the halo exchange before the step (legality proves it with isl). ``loop = ""``: no
+    sweep loop (a 2D recurrence ``A[i][j] = f(A[i-1][j], A[i][j-1])``), every statement is in the step and
+    ``t = wx*x + wy*y``. ``steps`` covers the pipeline's fill and drain: ``period*(n - 1) + wx*(bx - 1) +
+    wy*(by - 1) + 1`` for ``n`` sweep iterations on ``bx x by`` blocks.
     """
 
     loop: str
