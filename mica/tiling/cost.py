@@ -161,7 +161,15 @@ def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
 
 def _uses_kb(k) -> bool:
     """True when a kernel's domain depends on the block parameter ``__kb`` of a skewed plan."""
-    return any(iset(part.domain).find_dim_by_name(isl.dim_type.param, "__kb") >= 0 for part in k.statements)
+    return _uses_var(k, "kb")
+
+
+def _probe_cores(r) -> list[tuple[int, int]]:
+    """The cores of region ``r`` where the busiest one is looked for: tiles are equal inside a kernel class
+    but the domain may clip them, so the busiest core is at a corner or at the centre of the class (a
+    stencil's first and last cores skip the boundary)."""
+    return sorted({(x, y) for x in (r.x0, (r.x0 + r.x1 - 1) // 2, r.x1 - 1)
+                   for y in (r.y0, (r.y0 + r.y1 - 1) // 2, r.y1 - 1)})
 
 
 def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
@@ -177,12 +185,7 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
         parts.append((dom, repeats, instance_cycles(mp, part, target)))
     best = 0.0
     for cls in k.classes:
-        # Tiles are equal inside a class but the domain may clip them: the busiest core is at a corner
-        # or at the centre of the class (a stencil's first and last cores skip the boundary).
-        r = cls.region
-        cores = {(x, y) for x in (r.x0, (r.x0 + r.x1 - 1) // 2, r.x1 - 1)
-                 for y in (r.y0, (r.y0 + r.y1 - 1) // 2, r.y1 - 1)}
-        for x, y in sorted(cores):
+        for x, y in _probe_cores(cls.region):
             cycles = 0.0
             for dom, repeats, per in parts:
                 n = count_points(dom, {"__x": x, "__y": y}, drop=tuple("__" + v for v in loop_vars) + ("__kb",))
@@ -299,16 +302,13 @@ def _wave_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) ->
     var, steps = scope[-1]
     outer = prod(n for _, n in scope[:-1])
     others = tuple("__" + v for v, _ in scope[:-1]) + ("__kb",)
+    parts = [(iset(part.domain), instance_cycles(mp, part, target)) for part in k.statements]
     best = 0.0
     for cls in k.classes:
-        r = cls.region
-        cores = {(x, y) for x in (r.x0, (r.x0 + r.x1 - 1) // 2, r.x1 - 1)
-                 for y in (r.y0, (r.y0 + r.y1 - 1) // 2, r.y1 - 1)}
-        for x, y in sorted(cores):
+        for x, y in _probe_cores(cls.region):
             fix = {"__x": x, "__y": y}
-            for part in k.statements:
-                dom = iset(part.domain)
-                work = count_points(dom, fix, drop=("__" + var,) + others) * instance_cycles(mp, part, target)
+            for dom, per in parts:
+                work = count_points(dom, fix, drop=("__" + var,) + others) * per
                 if work:
                     active = count_param_values(dom, "__" + var, fix, drop=others)
                     best = max(best, work / max(active, 1))

@@ -48,6 +48,15 @@ def _block_map(stmt: Statement, loop: str, space: tuple[SpaceMap, ...]) -> isl.M
     return imap(text, CommError)
 
 
+@lru_cache(maxsize=16)
+def _dependence_maps(prog: Program) -> tuple[isl.Map, ...]:
+    """Every flow, anti and output dependence of ``prog``, ``{ S[loops] -> T[loops'] }`` one map per statement
+    pair; computed once per (frozen) program, however many candidate tilings ask."""
+    rels: list[isl.Map] = []
+    dependences(prog).all.foreach_map(rels.append)
+    return tuple(rels)
+
+
 @lru_cache(maxsize=64)
 def block_deltas(prog: Program, loop: str, space: tuple[SpaceMap, ...]) -> frozenset[tuple[int, int, int]] | None:
     """Every ``(dl, dx, dy)`` some dependence (flow, anti or output) of ``prog`` spans between the blocks
@@ -55,9 +64,7 @@ def block_deltas(prog: Program, loop: str, space: tuple[SpaceMap, ...]) -> froze
     are more than :data:`MAX_DELTAS` of them. Cached per (frozen) program and maps."""
     maps = {s.name: _block_map(s, loop, space) for s in prog.statements}
     out: set[tuple[int, int, int]] = set()
-    rels: list[isl.Map] = []
-    dependences(prog).all.foreach_map(rels.append)
-    for m in rels:
+    for m in _dependence_maps(prog):
         src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
         d = m.apply_domain(maps[src]).apply_range(maps[dst]).deltas()
         if d.is_empty():
