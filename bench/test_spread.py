@@ -31,6 +31,16 @@ void rope(float q[64][8][32], float cs[64][16], float sn[64][16]) {
       q[t][h][2*i] = a*cs[t][i] - b*sn[t][i]; q[t][h][2*i+1] = a*sn[t][i] + b*cs[t][i]; } }
 """
 
+#: An in-place Gauss-Seidel sweep: every loop carries a dependence of distance 1, so it spreads only as a
+#: wavefront (mica.tiling.wavefront).
+GAUSS_SEIDEL = """
+void gauss_seidel(int N, float A[N + 2][N + 2]) {
+  for (int i = 1; i <= N; i++)
+    for (int j = 1; j <= N; j++)
+      A[i][j] = (A[i - 1][j] + A[i][j - 1] + A[i + 1][j] + A[i][j + 1]) * 0.25f;
+}
+"""
+
 KERNELS = {name: (kernel_source(name), kernel_function(name), spec["params"]) for name, spec in MANIFEST.items()}
 KERNELS.update({
     "softmax": (SOFTMAX, "softmax", {"N": 64, "M": 96}),
@@ -38,6 +48,7 @@ KERNELS.update({
     "attention-decode-32": (ATTENTION, "attention", {"H": 32, "L": 64, "D": 16}),
     "argmin-top1": (ARGMIN, "argmin", {"N": 2048, "D": 16}),
     "rope-in-place": (ROPE, "rope", {}),
+    "gauss-seidel-wavefront": (GAUSS_SEIDEL, "gauss_seidel", {"N": 64}),
 })
 NAMES = sorted(KERNELS)
 QUICK = ("gemm", "syrk", "trisolv")          # a spread one, a triangular one, one that stays on one core
@@ -113,11 +124,13 @@ def teardown_module():
 
 
 #: The applications at the sizes people run them (decode attention over a 4096-token KV cache with head
-#: dimension 128; top-1 search over 2^20 vectors of 128 floats), compiled for the whole WSE-2 rectangle.
+#: dimension 128; top-1 search over 2^20 vectors of 128 floats; a 4096x4096 Gauss-Seidel sweep as a
+#: wavefront), compiled for the whole WSE-2 rectangle.
 REAL = {
     "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
     "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
     "argmin-top1-2^20x128": (ARGMIN, "argmin", {"N": 1 << 20, "D": 128}),
+    "gauss-seidel-wavefront-4096x4096": (GAUSS_SEIDEL, "gauss_seidel", {"N": 4096}),
 }
 
 

@@ -104,17 +104,15 @@ def wave_weights(prog: Program, loop: str, space: tuple[SpaceMap, ...], n: int,
     """``(period, wx, wy)`` with the fewest steps ``period*(n - 1) + wx*(bx - 1) + wy*(by - 1) + 1`` (``n``
     sweep iterations, ``bx x by`` blocks) such that every dependence between blocks on two cores goes to a
     later step, and one between blocks on one core never to an earlier one; None when no weights up to
-    :data:`MAX_WEIGHT` / :data:`MAX_PERIOD` do, when the program has no dependence between cores (a plain
-    mapping does better), or when its main statement is a reduction (its partials are combined, not
-    pipelined)."""
+    :data:`MAX_WEIGHT` / :data:`MAX_PERIOD` do, or when the program has a reduction (its partials are
+    combined, not pipelined). When no dependence crosses cores (one block per axis, as when a plan is
+    re-instantiated on one core) any weights are legal and the fewest steps win."""
     if reductions(prog):
         return None
     deltas = block_deltas(prog, loop, space)
     if deltas is None:
         return None
     cross = [(dl, dx, dy) for dl, dx, dy in deltas if (dx, dy) != (0, 0)]
-    if not cross:
-        return None
     periods = range(1, MAX_PERIOD + 1) if loop else (1,)
     best = None
     for period, wx, wy in product(periods, range(MAX_WEIGHT + 1), range(MAX_WEIGHT + 1)):
