@@ -132,7 +132,7 @@ def test_the_search_chooses_a_wavefront_and_it_carries_over():
     assert 0.8 < compiled.cost.total_cycles / res.stats.cycles < 1.25
     again = Schedule.from_json(compiled.schedule.to_json())
     assert again == compiled.schedule
-    for mesh in ((3, 5), (8, 2)):
+    for mesh in ((3, 5), (8, 2), (1, 1)):
         moved = compiled.retarget(mesh)
         assert moved.schedule.family == "wavefront"
         _check(text, moved)
