@@ -115,6 +115,11 @@ class CompiledProgram:
                        "transposed on the mesh block by block from the home an earlier operator left")
                 out += (f"\n{t.array} is also read with its mesh axes swapped: a second home {t.name} "
                         f"[{', '.join(str(d) for d in t.box)}], {how}")
+        for k in mp.kernels:
+            if k.name.endswith("_deliver"):
+                out += (f"\n{k.write.buffer} is written by {k.name[2:-len('_deliver')]} in blocks the mirror cores "
+                        f"own: staged in {k.reads[0].buffer.removesuffix('_landed')}, transposed across the mesh "
+                        f"after the operator and copied into the elements written")
         if self.search_report is not None:
             out += "\n" + self.search_report.table()
         return out

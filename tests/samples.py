@@ -92,6 +92,21 @@ void gram(double A[{n}][{n}], double B[{n}][{n}], double T[{n}][{n}], double D[{
 }}'''
 
 
+def symmetric_rank_k(n: int = 24, k: int = 20, dtype: str = "double") -> str:
+    """``C = Aᵀ A`` computed on the upper triangle, each element copied to its mirror (``C[j][i] = C[i][j]``,
+    covariance's last nest): the copy writes into the mirror core's block and is routed there."""
+    return f'''
+void symk({dtype} A[{k}][{n}], {dtype} C[{n}][{n}]) {{
+  for (int i = 0; i < {n}; i++)
+    for (int j = i; j < {n}; j++) {{
+      C[i][j] = 0;
+      for (int k = 0; k < {k}; k++)
+        C[i][j] += A[k][i] * A[k][j];
+      C[j][i] = C[i][j];
+    }}
+}}'''
+
+
 def symmetrise(n: int = 12) -> str:
     """``T = A B``, then ``D = T + T^T`` (float, loops to the literal size): T is transposed on the fabric."""
     return f'''

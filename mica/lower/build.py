@@ -42,6 +42,7 @@ from ..tiling.schedule import Schedule
 from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass,
                          Loop, MeshProgram, Region, RegionTensor)
 from .builder import _Builder
+from .owner_core import at_owner_core
 from .halo import ghost_homes, halo_exchange, initial_ghosts
 from .reads import multicast_exchange, plan_reads
 from .reduce import fill_partials, reduction_chains
@@ -84,6 +85,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     body += reduction_chains(b)
     _insert_early_loads(b, body, early)
     emit_statements(b, post, body)
+    body += b.deliveries                    # routed writes reach their owners once nothing else touches them
     body += _host_stores(b)
     ghost_homes(b, body)
     return _assemble(b, body)
@@ -244,12 +246,17 @@ def _assemble(b: _Builder, body: list) -> MeshProgram:
 def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     """Everything on core (0, 0), in the program's original order: one sequence kernel whose isl AST
     interleaves the statements exactly as the source does. Legal for every program, but only with
-    every home whole on core (0, 0): a layout another operator fixed is refused."""
+    every home whole on core (0, 0); when another operator fixed a layout, everything runs on the core that owns
+    the data it touches (:func:`mica.lower.owner_core.at_owner_core`)."""
     for h in sched.homes:
         if any(a for a, _ in h.dims) or any(c for _, c in h.pin):
-            raise ScheduleError(f"a one-core plan keeps {h.array} whole on core (0, 0); the schedule lays it "
-                                f"out over the mesh ({', '.join(f'{a}/{t}' if a else 'whole' for a, t in h.dims)}), "
-                                f"as another operator left it")
+            try:
+                return at_owner_core(prog, sched, target)
+            except ScheduleError as exc:
+                raise ScheduleError(
+                    f"a one-core plan keeps {h.array} whole on core (0, 0); the schedule lays it out over the mesh "
+                    f"({', '.join(f'{a}/{t}' if a else 'whole' for a, t in h.dims)}), as another operator left it, "
+                    f"and running on the core that owns the data fails: {exc}") from None
     region = Region("work", 0, 1, 0, 1)
     tensors, offset = [], 0
     for arr in prog.arrays:

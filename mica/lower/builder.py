@@ -24,7 +24,7 @@ from ..tiling.cost import expr_flops
 from ..tiling.homes import home_box
 from ..tiling.mapping import loop_extent, main_statement, work_blocks
 from ..tiling.schedule import Schedule
-from ..tiling.spacetime import placement_constraints
+from ..tiling.spacetime import owner_rows, placement_constraints
 from ..comm.sets import ownership_map
 from ..meshir.ir import (BoxDim, HostLoad, KAccess, Kernel, KernelClass, Rect, Region, RegionTensor,
                          Skew)
@@ -64,7 +64,8 @@ class _Builder:
     double-buffered (``double``). Filled by the steps: ``tensors`` (buffer name -> :class:`RegionTensor`, in
     arena order), ``kernels``, ``ring_arrays`` and ``rings`` (:mod:`mica.lower.rings`), ``ghosts``
     (:mod:`mica.lower.halo`), ``mirrors``, ``mirror_loads``, ``mirror_moves`` (:mod:`mica.lower.reads`) and
-    ``prefetched`` (the names of the exchanges marked prefetched)."""
+    ``prefetched`` (the names of the exchanges marked prefetched), ``deliveries`` (the ops that move routed
+    writes to the cores owning them at the end of the operator, :mod:`mica.lower.routed`)."""
 
     def __init__(self, prog: Program, sched: Schedule, target: Target, resident: frozenset[str] = frozenset()):
         self.prog, self.sched, self.target = prog, sched, target
@@ -111,6 +112,7 @@ class _Builder:
         self.mirror_loads: list[HostLoad] = []                 # inputs' mirrors, loaded by the host
         self.mirror_moves: list = []                           # resident arrays' mirrors, transposed on the mesh
         self.prefetched: list[str] = []                        # exchanges marked as prefetched (double-buffered)
+        self.deliveries: list = []                             # routed writes moved to their owners (lower.routed)
 
     # -- tensors -------------------------------------------------------------------------------------
     def home_box(self, array: str) -> tuple[tuple[BoxDim, ...], dict[str, int]]:
@@ -159,10 +161,11 @@ class _Builder:
     # -- kernels -------------------------------------------------------------------------------------
     def compute_rect(self, stmt: Statement) -> Region:
         """The cores that run ``stmt``: the work region, narrowed to coordinate 0 on every mesh axis
-        whose spatial loop ``stmt`` does not have."""
+        whose spatial loop ``stmt`` does not have (unless it runs on the owners of what it writes there,
+        :func:`~mica.tiling.spacetime.owner_rows`)."""
         r = {"x": (self.region.x0, self.region.x1), "y": (self.region.y0, self.region.y1)}
         for sm in self.sched.space:
-            if sm.loop not in stmt.loops:
+            if sm.loop not in stmt.loops and owner_rows(stmt, self.sched, sm.axis) is None:
                 r[sm.axis] = (0, 1)
         return Region(f"run_{stmt.name}", r["x"][0], r["x"][1], r["y"][0], r["y"][1])
 

@@ -23,6 +23,7 @@ from ..meshir.ir import Exchange, HostLoad, Multicast, Rect, RegionTensor
 from .builder import _Builder
 from .relayout import transpose
 from .rings import ring_buffer
+from .routed import stage_routed_write
 
 
 def plan_reads(b: _Builder, stmt: Statement):
@@ -48,7 +49,9 @@ def plan_reads(b: _Builder, stmt: Statement):
         name = recv_buffer(b, acc.array, plan)
         buffers[acc.ref] = name
         moves.append((plan, name))
-    check_writes(b, stmt)
+    routed = check_writes(b, stmt)
+    if routed is not None:
+        buffers[stmt.write.ref] = routed
     return buffers, moves, halos
 
 
@@ -171,10 +174,12 @@ def multicast_exchange(b: _Builder, name: str, moves: list[tuple[CommPlan, str]]
     return Exchange(name, tuple(ops))
 
 
-def check_writes(b: _Builder, stmt: Statement) -> None:
+def check_writes(b: _Builder, stmt: Statement) -> str | None:
     """Every instance writes an element its own core owns — the home ``{ core -> A }`` (region and pins
     included) — so nothing written is lost; the partial sums of a reduction spread over cores are written
-    where the chain that combines them ends at the element's owner. Changes nothing."""
+    where the chain that combines them ends at the element's owner. Writes into the blocks of the mirror
+    cores are routed to them (:func:`mica.lower.routed.stage_routed_write`): returns the staging buffer the
+    statement then writes, else None (changing nothing)."""
     arr = b.prog.array(stmt.write.array)
     t = b.tensors.get(stmt.write.array)
     if t is None:
@@ -193,6 +198,9 @@ def check_writes(b: _Builder, stmt: Statement) -> None:
     else:
         held = imap("{ M[t, x, y] -> core[x, y] }").apply_range(own)
     if not writes.is_subset(held):
+        routed = stage_routed_write(b, stmt, writes)
+        if routed is not None:
+            return routed
         raise ScheduleError(
             f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
             f"(the writes would be lost)", detail=str(writes.subtract(held)))
@@ -202,3 +210,4 @@ def check_writes(b: _Builder, stmt: Statement) -> None:
         # axis, as an earlier operator may leave it, has no room for them.
         raise ScheduleError(f"statement {stmt.name}: the partial results of {arr.name} need the same elements "
                             f"on every core of mesh axis {along[0]}, but its home is laid out along that axis")
+    return None

@@ -34,7 +34,7 @@ from ..affine.deps import dependences, reductions
 from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
-from .spacetime import placement_map
+from .spacetime import owner_rows, placement_map
 from .mapping import fused_body, loop_extent, main_statement
 from .schedule import Schedule
 
@@ -195,10 +195,11 @@ def _restrict(plain: isl.UnionMap, src: str, dst: str, like: isl.Map) -> isl.Map
 
 
 def _at_root(stmt: Statement, sched: Schedule, main: Statement) -> bool:
-    """The statement runs at coordinate 0 of every axis the reduction is spread over."""
+    """The statement runs at coordinate 0 of every axis the reduction is spread over (it has no loop
+    there, and no element it writes lies beyond that coordinate's block: :func:`~.spacetime.owner_rows`)."""
     written = {v for ix in main.write.index for v in ix.names}
     for sm in sched.space:
-        if sm.loop not in written and sm.loop in stmt.loops:
+        if sm.loop not in written and (sm.loop in stmt.loops or owner_rows(stmt, sched, sm.axis) is not None):
             return False
     return True
 

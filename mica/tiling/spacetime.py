@@ -6,24 +6,45 @@ each core needs at each step from it; kernels (:mod:`mica.lower.build`) enumerat
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import islpy as isl
 
-from ..affine.isl_names import imap
+from ..affine.isl_names import imap, iset
 from ..affine.program import Statement
 from ..errors import CommError
-from .schedule import Schedule
+from .schedule import Home, Schedule
 
 # Names MICA uses next to user loop names in isl text; users cannot name anything with a leading "__".
 T, X, Y, KB = "__t", "__x", "__y", "__kb"
 
 
-def statement_pins(stmt: Statement, sched: Schedule) -> dict[str, int]:
-    """Mesh axes the statement has no loop for, with the coordinate it runs at (0: the root side)."""
-    pins = {}
-    for sm in sched.space:
-        if sm.loop not in stmt.loops:
-            pins[sm.axis] = 0
-    return pins
+def owner_rows(stmt: Statement, sched: Schedule, axis: str) -> tuple[int, str] | None:
+    """Where ``stmt`` runs along a mesh ``axis`` it has no spatial loop for, when that is not coordinate 0:
+    ``(tile, index)`` when its write's home lays the dimension indexed by ``index`` out along ``axis`` in
+    tiles of ``tile`` and some written element lies beyond the first tile — the statement then runs on
+    the core that owns the element it writes (*owner computes*: ``tile*a <= index < tile*a + tile``)
+    instead of writing into another core's block. None when the statement runs at coordinate 0 (every
+    element it writes is owned there, or the home is not laid out along ``axis``)."""
+    home = next((h for h in sched.homes if h.array == stmt.write.array), None)
+    if home is None:
+        return None
+    return _owner_rows(stmt, home, axis)
+
+
+@lru_cache(maxsize=4096)
+def _owner_rows(stmt: Statement, home: Home, axis: str) -> tuple[int, str] | None:
+    for d, (a, tile) in enumerate(home.dims):
+        if a != axis or d >= len(stmt.write.index):
+            continue
+        index = stmt.write.index[d].text()
+        written = stmt.access_map(stmt.write).range()
+        dims = ", ".join(f"e{i}" for i in range(len(stmt.write.index)))
+        beyond = iset(f"{{ {stmt.write.array}[{dims}] : e{d} < 0 or e{d} >= {tile} }}")
+        if written.intersect(beyond).is_empty():
+            return None
+        return tile, index
+    return None
 
 
 def kb_clause(kind: str, n: int, body: str, *, t: str = "t", x: str = "x", y: str = "y", kb: str = "kb") -> str:
@@ -49,6 +70,9 @@ def placement_constraints(stmt: Statement, sched: Schedule, *, kernel: bool = Fa
         a = name[sm.axis]
         if sm.loop in stmt.loops:
             cons.append(f"{sm.tile}*{a} <= {sm.loop} < {sm.tile}*{a} + {sm.tile}")
+        elif (owner := owner_rows(stmt, sched, sm.axis)) is not None:
+            tile, index = owner
+            cons.append(f"{tile}*{a} <= {index} < {tile}*{a} + {tile}")
         else:
             cons.append(f"{a} = 0")
     for axis in ("x", "y"):

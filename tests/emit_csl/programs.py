@@ -57,12 +57,18 @@ def program(name: str, target: str):
     if name == "symmetrise_mirror":
         # T = A B, then D = T + T^T: T is transposed on the fabric into a mirror home (one-hop conveyor)
         return mica.compile_affine(mica.affine.from_c(SYMMETRISE), mesh=(4, 4), target=target)
+    if name == "symmetric_routed":
+        # C[j][i] = C[i][j] writes the mirror core's block: staged, transposed on the fabric, copied home
+        # (WSE-3: 2x2, whose SUMMA panels need fewer colours than its fabric queues bind)
+        mesh = (4, 4) if target == "wse2" else (2, 2)
+        return mica.compile_affine(mica.affine.from_c(samples.symmetric_rank_k(12, 8, "float")), mesh=mesh,
+                                   target=target)
     raise KeyError(name)
 
 
 GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktree", "two_ops", "jacobi_halo")
 ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single",
-                "symmetrise_mirror")
+                "symmetrise_mirror", "symmetric_routed")
 
 
 @lru_cache(maxsize=None)

@@ -1,0 +1,104 @@
+"""Writes routed to the owner (issue 17, item 3): a statement whose instances write elements of a 2D array that
+the mirror core owns — ``cov[j][i] = cov[i][j]``, the symmetric half of a matrix — keeps its plan instead of
+being rejected.
+
+The statement writes into a *staging* buffer laid out like the array's home with the two mesh axes swapped
+(the block a core writes is the block its mirror core owns). Once the operator's work is done the staging
+blocks are transposed across the mesh (:func:`mica.lower.relayout.transpose`, one-hop shifts only) into a
+*landing* buffer in the home's layout, and a copy kernel moves into the home exactly the elements the
+statement wrote — nothing else of the home changes.
+
+Delivering at the end of the operator is correct when no instance that follows a routed write in the
+original order touches an element it wrote (:func:`_nothing_follows`): earlier reads and writes of those
+elements see and leave the home as the sequential program does, and the delivered value is the last one the
+sequential program writes. Each element is staged on exactly one core (the staging box partitions the
+array), so two instances writing one element run on one core, in an order legality has checked.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..affine.isl_names import imap, iset
+from ..affine.program import Statement
+from ..comm.sets import ownership_map
+from ..errors import ScheduleError
+from ..affine.expr import Aff, Read
+from ..meshir.ir import Compute, KAccess, Kernel, KernelClass, Region, RegionTensor
+from ..tiling.homes import home_box, swap_home
+from .builder import _Builder
+from .relayout import transpose
+
+
+def stage_routed_write(b: _Builder, stmt: Statement, writes: isl.Map) -> str | None:
+    """The staging buffer ``stmt`` writes into when its writes ``{ M[t, x, y] -> A[a...] }`` land on the cores
+    that own the transposed blocks of a 2D home, after adding the staging, landing and lane buffers and the
+    delivery (transposition, then the copy of the written elements into the home) to ``b.deliveries``.
+    None when the writes cannot be routed so: the statement combines partial results or reads the element it
+    writes, the home is not a 2D block layout over both axes with a square block grid from the origin, some
+    core writes outside its mirror's block, or a later instance touches a routed element."""
+    arr = b.prog.array(stmt.write.array)
+    home = b.sched.home(arr.name)
+    swapped = swap_home(home)
+    if swapped is None or home.pin or stmt.name in b.reds or stmt.name in b.combined or b.step is not None \
+            and b.step.wavefront:
+        return None
+    if any(a.array == arr.name and a.index == stmt.write.index for a in stmt.reads):
+        return None
+    sbox = home_box(arr.shape, swapped)
+    try:
+        region = b.box_region(arr.name, sbox, {})
+    except ScheduleError:
+        return None
+    staged = ownership_map(arr, sbox, region, {})
+    if not writes.is_subset(imap("{ M[t, x, y] -> core[x, y] }").apply_range(staged)):
+        return None
+    if not _nothing_follows(b, stmt):
+        return None
+    name = f"{arr.name}_routed"
+    while name in b.tensors or any(a.name == name for a in b.prog.arrays):
+        name += "_"
+    stage = RegionTensor(name, arr.name, arr.dtype, arr.elem_bytes, b.region, sbox, "recv", str(staged))
+    landed = RegionTensor(f"{name}_landed", arr.name, arr.dtype, arr.elem_bytes, b.region,
+                          home_box(arr.shape, home), "recv", b.tensors[arr.name].ownership)
+    try:
+        lanes, kernels, ops = transpose(stage, landed, f"{name}_", b.region, b.target)
+    except ScheduleError:
+        return None
+    for t in (stage, landed, *lanes):
+        b.tensors[t.name] = t
+    b.kernels.extend(kernels)
+    deliver = _deliver_kernel(f"k_{stmt.name}_deliver", b.tensors[arr.name], landed, stmt, b)
+    b.kernels.append(deliver)
+    b.deliveries.extend([*ops, Compute(deliver.name, b.region.rect)])
+    return name
+
+
+def _nothing_follows(b: _Builder, stmt: Statement) -> bool:
+    """No instance after a write of ``stmt`` in the original order reads or writes the element it wrote (other
+    than a later instance of ``stmt`` writing it again)."""
+    order = b.prog.schedule_map()
+    before = order.lex_lt_union_map(order)                # { S[..] -> T[..] : S runs before T }
+    w = isl.UnionMap.from_map(stmt.access_map(stmt.write))
+    for s in b.prog.statements:
+        for acc in s.accesses:
+            if acc.array != stmt.write.array or (s is stmt and acc is stmt.write):
+                continue
+            touch = w.apply_range(isl.UnionMap.from_map(s.access_map(acc)).reverse())
+            if not touch.intersect(before).is_empty():
+                return False
+    return True
+
+
+def _deliver_kernel(name: str, home: RegionTensor, landed: RegionTensor, stmt: Statement, b: _Builder) -> Kernel:
+    """``home[a0, a1] = landed[a0, a1]`` for the elements of the core's home block that ``stmt`` writes."""
+    cons = " and ".join(f"{d.tile}*__{d.coord} <= a{i} < {d.tile}*__{d.coord} + {d.tile} and a{i} < {d.extent}"
+                        for i, d in enumerate(landed.box))
+    box = iset(f"[__x, __y, __t] -> {{ {name}[a0, a1] : {cons} }}")
+    written = stmt.access_map(stmt.write).range().set_tuple_name(name).align_params(box.get_space())
+    loops = ("a0", "a1")
+    index = (Aff.var("a0"), Aff.var("a1"))
+    r = b.region
+    return Kernel(name, "", loops, str(box.intersect(written).coalesce()), loops, KAccess("w", home.name, index),
+                  (KAccess("r0", landed.name, index),), Read("r0"),
+                  (KernelClass(f"{name}_0", Region(f"{name}_0", r.x0, r.x1, r.y0, r.y1)),))
