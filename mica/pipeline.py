@@ -254,7 +254,13 @@ def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:
     fits_full = False
     if mesh != tgt.grid:
         try:
-            build_program(op, derive_schedule(op, tgt.grid), tgt)
+            full = derive_schedule(op, tgt.grid)
+            if not full.space and full.step is None:
+                # Nothing spreads: more cores would not hold the data either, so no claim about the grid.
+                exc.args = (f"{exc.args[0]}; no loop of {op.name} spreads over cores (prog.explain() on a smaller "
+                            f"size says why), so one core holds all its data: a larger mesh does not help",)
+                return
+            build_program(op, full, tgt)
             fits_full = True
         except SramError:
             pass

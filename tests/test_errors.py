@@ -5,6 +5,8 @@ import pytest
 
 import mica
 from mica.errors import InputError, MeshError, MicaError, SramError, TargetError
+from mica.pipeline import _explain_sram
+from mica.targets import get_target
 
 
 @pytest.mark.parametrize("mesh, words", [
@@ -64,6 +66,19 @@ def test_sram_overflow_names_bytes_and_limit():
 def test_sram_overflow_even_on_the_full_mesh():
     with pytest.raises(SramError, match="does not fit even on the full 8x8 grid"):
         mica.compile_affine(mica.ops.add((4096, 4096)), mesh=(8, 8), target="wormhole")
+
+
+def test_sram_overflow_of_a_program_that_cannot_spread_does_not_blame_the_mesh():
+    # Every read of A reaches across the array: nothing spreads, one core must hold it all, so the message
+    # must not suggest that a larger mesh would fit it (nor that the full grid does not).
+    op = mica.affine.from_c("""
+void rec(float A[200][200]) {
+  for (int i = 0; i < 200; i++) for (int j = 0; j < 200; j++) A[i][j] = A[j][i] * 0.5f + A[i][199 - j];
+}""")
+    exc = SramError("rec on one core needs 160000 bytes; target wse2 has 49152 bytes of SRAM per core")
+    _explain_sram(exc, op, (8, 8), get_target("wse2"))
+    assert "no loop of rec spreads over cores" in str(exc) and "a larger mesh does not help" in str(exc)
+    assert "full" not in str(exc)
 
 
 def test_every_error_is_a_mica_error():

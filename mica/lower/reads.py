@@ -203,7 +203,7 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
             return routed
         raise ScheduleError(
             f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
-            f"(the writes would be lost)", detail=str(writes.subtract(held)))
+            f"(the writes would be lost)", detail=str(writes.subtract(held)), cause="ownership")
     along = [d.coord for d in t.box if d.coord in b.reduced_axes]
     if t.role == "partial" and along:
         # Every core of a reduced axis holds a partial of the same elements: a home laid out along that

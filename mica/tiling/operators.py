@@ -44,14 +44,25 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
         except MicaError:
             pass
         raise
-    if sched.space or sched.step is not None or not splits:
+    if not splits:
         return sched, report
+    spread = sched.space or sched.step is not None
+    best = report.best if report is not None else None
+    owned = report is not None and any(c.cause == "ownership" for c in report.candidates)
+    if spread and (best is None or best.cost is None or best.cost.cores > max(mesh) or min(mesh) == 1
+                   or not owned):
+        return sched, report
+    # Nothing spreads, or only along one line of the mesh while plans over more cores would write elements
+    # another core owns (gesummv's two reductions in one nest): the nest distributed into operators may
+    # spread further; the cheaper plan wins.
     try:
         phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side,
                                                  progress=progress)
     except MicaError:
         return sched, report
     if not phased.phases:
+        return sched, report
+    if spread and _checked_cycles(op, phased, tgt, lowering) >= best.cycles:
         return sched, report
     return phased, phased_report
 
