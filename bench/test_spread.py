@@ -3,7 +3,7 @@
     python -m pytest bench/test_spread.py --benchmark-only -s -m "slow or not slow"
 
 For every kernel of ``tests/frontend/kernels`` (the PolyBench-style set, at the manifest's sizes) and the
-application kernels of the tests (softmax, decode attention, arg-min, in-place RoPE) the searched plan is
+application kernels of the tests (softmax, decode and causal prefill attention, arg-min, in-place RoPE) the searched plan is
 compiled for 8x8 and for the whole WSE-2 rectangle (750x994); the baseline is the same program on one core,
 costed by the same model (:func:`mica.tiling.cost.one_core_cycles`). A kernel that does
 not spread prints the reason the plan gives. The table printed at the end of a run is the figure for the notes.
@@ -22,7 +22,7 @@ from mica.affine.from_c import from_c
 from mica.tiling.cost import one_core_cycles
 
 from frontend.frontend_util import MANIFEST, kernel_function, kernel_source
-from native.test_minmax_programs import ARGMIN, ATTENTION, SOFTMAX
+from native.test_minmax_programs import ARGMIN, ATTENTION, PREFILL, SOFTMAX
 
 ROPE = """
 void rope(float q[64][8][32], float cs[64][16], float sn[64][16]) {
@@ -46,6 +46,7 @@ KERNELS.update({
     "softmax": (SOFTMAX, "softmax", {"N": 64, "M": 96}),
     "attention-decode-1": (ATTENTION, "attention", {"H": 1, "L": 256, "D": 32}),
     "attention-decode-32": (ATTENTION, "attention", {"H": 32, "L": 64, "D": 16}),
+    "attention-prefill-causal": (PREFILL, "prefill", {"H": 2, "T": 64, "D": 16}),
     "argmin-top1": (ARGMIN, "argmin", {"N": 2048, "D": 16}),
     "rope-in-place": (ROPE, "rope", {}),
     "gauss-seidel-wavefront": (GAUSS_SEIDEL, "gauss_seidel", {"N": 64}),
@@ -124,11 +125,13 @@ def teardown_module():
 
 
 #: The applications at the sizes people run them (decode attention over a 4096-token KV cache with head
-#: dimension 128; top-1 search over 2^20 vectors of 128 floats; a 4096x4096 Gauss-Seidel sweep as a
+#: dimension 128; causal prefill attention over 4096 tokens, 32 heads; top-1 search over 2^20 vectors of
+#: 128 floats; a 4096x4096 Gauss-Seidel sweep as a
 #: wavefront), compiled for the whole WSE-2 rectangle.
 REAL = {
     "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
     "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
+    "attention-prefill-causal-32x4096x128": (PREFILL, "prefill", {"H": 32, "T": 4096, "D": 128}),
     "argmin-top1-2^20x128": (ARGMIN, "argmin", {"N": 1 << 20, "D": 128}),
     "gauss-seidel-wavefront-4096x4096": (GAUSS_SEIDEL, "gauss_seidel", {"N": 4096}),
 }

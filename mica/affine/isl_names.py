@@ -268,6 +268,10 @@ def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -
     boxed = _box_count(s)
     if boxed is not None:
         return boxed
+    if not s.dim(isl.dim_type.param):
+        factored = _factored_count(s)
+        if factored is not None:
+            return factored
     v = s.count_val()
     text = v.to_str() if v.is_int() else None
     if text is None:
@@ -290,6 +294,37 @@ def count_param_values(s: isl.Set, param: str, fix: Mapping[str, int], drop: Seq
     n = s.dim(isl.dim_type.set)
     s = s.project_out(isl.dim_type.set, 0, n).move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
     return count_points(s, {})
+
+
+#: Bounding-box volume from which :func:`count_points` tries to count a set as a product of its dimensions.
+FACTOR_ABOVE = 100_000
+
+
+def _factored_count(s: isl.Set) -> int | None:
+    """The number of points of a parameter-free ``s`` that is the product of one of its dimensions and the
+    others (no constraint ties that dimension to the rest: a causal ``j <= i`` domain times a free ``d``),
+    counted as the product of the two counts; None when no dimension is independent. isl's ``count_val``
+    scans every point of all dimensions but the last, which a 4096 x 4096 triangle times 128 makes take
+    a tenth of a second per count."""
+    n = s.dim(isl.dim_type.set)
+    if n < 2 or s.is_empty():
+        return None
+    volume = 1
+    for i in range(n):
+        lo, hi = s.dim_min_val(i), s.dim_max_val(i)
+        if not (lo.is_int() and hi.is_int()):
+            return None
+        volume *= int(hi.to_python()) - int(lo.to_python()) + 1
+    if volume < FACTOR_ABOVE:
+        return None                      # small: isl's own count is quicker than the test
+    s = s.reset_space(isl.Space.set_alloc(s.get_ctx(), 0, n))       # anonymous: tuples and names dropped
+    for i in range(n):
+        alone = s.project_out(isl.dim_type.set, i + 1, n - i - 1).project_out(isl.dim_type.set, 0, i)
+        rest = s.project_out(isl.dim_type.set, i, 1)
+        lifted = alone.insert_dims(isl.dim_type.set, 0, i).add_dims(isl.dim_type.set, n - i - 1)
+        if rest.insert_dims(isl.dim_type.set, i, 1).intersect(lifted).is_subset(s):
+            return count_points(alone, {}) * count_points(rest, {})
+    return None
 
 
 def _box_count(s: isl.Set) -> int | None:

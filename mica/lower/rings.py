@@ -22,7 +22,8 @@ from .builder import _Builder
 def find_ring_arrays(b: _Builder) -> None:
     """Sets ``b.ring_arrays``: under a skewed step, the arrays a statement of the step loop reads through
     the step loop (a reduction's accumulator excepted). Raises :class:`ScheduleError` when the program
-    writes one of them (only read-only panels move around rings). Adds no buffer."""
+    writes one of them (only read-only panels move around rings) or an earlier operator produced one (ring
+    buffers are loaded from the host). Adds no buffer."""
     ring_arrays = set()
     if b.skew is not None:
         for s_ in b.in_step:
@@ -35,6 +36,11 @@ def find_ring_arrays(b: _Builder) -> None:
     if ring_arrays & b.written:
         raise ScheduleError(f"a {b.sched.step.skew} plan would ring {sorted(ring_arrays & b.written)}, which "
                             f"the program also writes; only read-only panels move around rings")
+    if ring_arrays & b.resident:
+        # Ring buffers are loaded from the host already skewed: an array an earlier operator produced on the
+        # mesh would be read as the host's (stale) copy.
+        raise ScheduleError(f"a {b.sched.step.skew} plan would ring {sorted(ring_arrays & b.resident)}, which "
+                            f"an earlier operator produced on the mesh; ring buffers are loaded from the host")
     b.ring_arrays = ring_arrays
 
 
