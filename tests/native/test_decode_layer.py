@@ -5,8 +5,9 @@ as it stands, run in the emulator and compared with the same C compiled natively
 Where MICA stands (issue 17): on an 8x8 Wormhole (1.5 MB of L1 per core) the layer's operators are mapped one
 after another and some spread (more than one core computes); on WSE-2 (48 KB per core) no way of mapping it
 works yet — consecutive gemvs want their vectors on different mesh axes (MICA cannot re-lay a vector out
-between operators) or would write elements another core owns (writes are not routed to their owner) — and the
-error says so, with every way tried, rather than giving a wrong answer."""
+between operators) or would write elements another core owns (only the mirror half of a 2D array is routed to
+its owners, mica.lower.routed; a vector written along the other axis is not) — and the error says so, with
+every way tried, rather than giving a wrong answer."""
 
 import numpy as np
 import pytest
