@@ -30,19 +30,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import islpy as isl
 
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError, SramError
 from ..targets import Target
-from ..tiling.cost import expr_flops
 from ..tiling.legality import check_legal
 from ..tiling.mapping import fused_body
 from ..tiling.schedule import Schedule
-from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass,
-                         Loop, MeshProgram, Region, RegionTensor)
+from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram,
+                         Region, RegionTensor)
 from .builder import _Builder
-from .owner_core import at_owner_core
+from .owner_core import at_owner_core, original_order_kernel
 from .halo import ghost_homes, halo_exchange, initial_ghosts
 from .reads import multicast_exchange, plan_reads
 from .reduce import fill_partials, reduction_chains
@@ -270,17 +268,7 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
         parts = ", ".join(f"{t.name} {t.max_bytes} B" for t in tensors)
         raise SramError(f"{prog.name} on one core needs {offset} bytes ({parts}); target {target.name} has "
                         f"{target.sram_bytes} bytes of SRAM per core", needed=offset)
-    parts = tuple(
-        Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
-               tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), expr_flops(s.expr))
-        for s in prog.statements)
-    domain = prog.statements[0].domain_set
-    udom = isl.UnionSet.from_set(domain)
-    for s in prog.statements[1:]:
-        udom = udom.union(isl.UnionSet.from_set(s.domain_set))
-    cls = KernelClass("k_program_0", Region("k_program_0", 0, 1, 0, 1))
-    seq = Kernel("k_program", "", (), str(udom), (), parts[-1].write, (), parts[-1].expr, (cls,), 0, parts,
-                 str(prog.schedule_map()))
+    seq = original_order_kernel(prog, Region("k_program_0", 0, 1, 0, 1))
     body = [HostLoad(n, n, region) for n in prog.inputs]
     body.append(Compute(seq.name, region.rect))
     body += [HostStore(n, n, region) for n in prog.outputs]

@@ -25,6 +25,21 @@ from ..tiling.homes import home_box
 from ..tiling.schedule import Schedule
 
 
+def original_order_kernel(prog: Program, at: Region) -> Kernel:
+    """``k_program``: every statement of ``prog`` in one sequence kernel whose isl AST interleaves them exactly
+    as the source does (the program's schedule), run on the one core ``at``; accesses index the arrays' homes
+    by global index."""
+    parts = tuple(
+        Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
+               tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), expr_flops(s.expr))
+        for s in prog.statements)
+    udom = isl.UnionSet.from_set(prog.statements[0].domain_set)
+    for s in prog.statements[1:]:
+        udom = udom.union(isl.UnionSet.from_set(s.domain_set))
+    return Kernel("k_program", "", (), str(udom), (), parts[-1].write, (), parts[-1].expr,
+                  (KernelClass("k_program_0", at),), 0, parts, str(prog.schedule_map()))
+
+
 def at_owner_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     """``prog`` in its original order on the core that owns every element it reads or writes under the homes
     of ``sched`` (which has no spatial loop and no step). Preserves the homes' layouts."""
@@ -69,16 +84,8 @@ def at_owner_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram
     if offset > target.sram_bytes:
         raise SramError(f"{prog.name} on core ({cx}, {cy}) needs {offset} bytes; target {target.name} has "
                         f"{target.sram_bytes} bytes of SRAM per core", needed=offset)
-    parts = tuple(
-        Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
-               tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), expr_flops(s.expr))
-        for s in prog.statements)
-    udom = isl.UnionSet.from_set(prog.statements[0].domain_set)
-    for s in prog.statements[1:]:
-        udom = udom.union(isl.UnionSet.from_set(s.domain_set))
     at = Region("k_program_0", cx, cx + 1, cy, cy + 1)
-    seq = Kernel("k_program", "", (), str(udom), (), parts[-1].write, (), parts[-1].expr,
-                 (KernelClass("k_program_0", at),), 0, parts, str(prog.schedule_map()))
+    seq = original_order_kernel(prog, at)
     regions = {t.name: t.region for t in tensors}
     body = [HostLoad(n, n, regions[n]) for n in prog.inputs if n in regions]
     body.append(Compute(seq.name, at.rect))
