@@ -238,16 +238,18 @@ class _Builder:
         return k
 
     def box_kernel(self, kname: str, target: RegionTensor, rect: Region, expr, reads: tuple[RegionTensor, ...] = (),
-                   domain: tuple[BoxDim, ...] | None = None) -> Kernel:
+                   domain: tuple[BoxDim, ...] | None = None, within: isl.Set | None = None) -> Kernel:
         """A kernel over a buffer's box (or the box ``domain``): ``target[a] = expr`` (reads index the same
-        array elements)."""
+        array elements), only at the elements of ``within`` (``{ A[a...] }``) when it is given."""
         dbox = domain if domain is not None else target.box
         loops = tuple(f"a{i}" for i in range(len(dbox)))
         cons = " and ".join(d.isl(f"a{i}", prefix="__") for i, d in enumerate(dbox)) or "true"
         params = sorted({"__" + d.coord for d in dbox if d.coord} | {"__x", "__y"})
-        dom = f"[{', '.join(params)}] -> {{ {kname}[{', '.join(loops)}] : {cons} }}"
+        dom = iset(f"[{', '.join(params)}] -> {{ {kname}[{', '.join(loops)}] : {cons} }}")
+        if within is not None:
+            dom = dom.intersect(within.set_tuple_name(kname).align_params(dom.get_space())).coalesce()
         index = tuple(Aff.var(lp) for lp in loops)
-        k = Kernel(kname, "", loops, str(iset(dom)), loops, KAccess("w", target.name, index),
+        k = Kernel(kname, "", loops, str(dom), loops, KAccess("w", target.name, index),
                    tuple(KAccess(f"r{i}", r.name, index) for i, r in enumerate(reads)), expr,
                    self.classes(kname, rect, self.tilings_of((), [target, *reads])),
                    flops_per_instance=expr_flops(expr))

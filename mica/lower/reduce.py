@@ -10,10 +10,12 @@ first for a ``tree`` reduction. A (value, index) pair combines both halves toget
 
 from __future__ import annotations
 
+import islpy as isl
 import numpy as np
 
 from ..affine.deps import combine
 from ..affine.expr import Cmp, Const, Read, Select
+from ..affine.isl_names import iset
 from ..comm.routes import assign_colours, shift_routes
 from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
 from ..targets import INT_DTYPES
@@ -85,6 +87,16 @@ def reduction_chains(b: _Builder) -> list:
     red = b.reds.get(b.main.name)
     parts = [b.tensors[a] for a in b.reduced_arrays]
     inbufs = [b.add_tensor(f"{p.name}_in", p.array, p.box, "recv", p.ownership) for p in parts]
+    # Partials are combined only where the reduction writes: other elements of the box (an array longer than
+    # the loop) keep the root's value, and a pair's value array may not even have them.
+    combined = [s for s in (b.main, b.partner) if s is not None]
+    written = [s.access_map(s.write).range() for s in combined]
+    if len(written) == 2:
+        # The index half compares values: only where both halves write (the same indices of the two arrays).
+        both = written[0].set_tuple_name("E").intersect(written[1].set_tuple_name("E"))
+        written = [written[0], both.set_tuple_name(parts[1].array)]
+    # Where the reduction writes the whole array, the box alone bounds the combine.
+    written = [None if w.is_equal(_whole(b.prog.array(p.array))) else w for w, p in zip(written, parts)]
     body = []
     for axis in b.reduced_axes:
         n = b.region.x1 if axis == "x" else b.region.y1
@@ -95,15 +107,16 @@ def reduction_chains(b: _Builder) -> list:
         line = line_region(f"line_{axis}", axis, 0, n, across)
         if len(parts) == 1:
             accs = [b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
-                                 combine(red.op, Read("w"), Read("r0")), (inbufs[0],))]
+                                 combine(red.op, Read("w"), Read("r0")), (inbufs[0],), within=written[0])]
         else:
             cmp = {("min", True): "<", ("min", False): "<=", ("max", True): ">", ("max", False): ">="}[
                 (red.op, red.strict)]
             wins = Cmp(cmp, Read("r1"), Read("r0"))          # the arriving value beats the held one
             accs = [b.box_kernel(f"k_acc{axis}_{parts[1].name}", parts[1], line,
-                                 Select(wins, Read("r2"), Read("w")), (parts[0], inbufs[0], inbufs[1])),
+                                 Select(wins, Read("r2"), Read("w")), (parts[0], inbufs[0], inbufs[1]),
+                                 within=written[1]),
                     b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
-                                 Select(wins, Read("r1"), Read("w")), (parts[0], inbufs[0]))]
+                                 Select(wins, Read("r1"), Read("w")), (parts[0], inbufs[0]), within=written[0])]
         colours = assign_colours(len(parts), b.target.colours, f"reduction of {', '.join(b.reduced_arrays)}")
         g = min(b.sched.group, n) if b.sched.reduce == "tree" else 1
         for stage in _reduction_stages(axis, n, g, across):
@@ -119,6 +132,13 @@ def reduction_chains(b: _Builder) -> list:
             body.append(Loop("s", count, (Exchange(f"reduce_{'_'.join(b.reduced_arrays)}_{axis}_{what}", shifts),
                                           *(Compute(acc.name, receivers) for acc in accs))))
     return body
+
+
+def _whole(arr) -> isl.Set:
+    """``{ A[a...] }``: every element of array ``arr``."""
+    dims = ", ".join(f"a{i}" for i in range(arr.rank))
+    cons = " and ".join(f"0 <= a{i} < {n}" for i, n in enumerate(arr.shape)) or "true"
+    return iset(f"{{ {arr.name}[{dims}] : {cons} }}")
 
 
 def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):
