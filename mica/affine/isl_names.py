@@ -265,11 +265,14 @@ def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -
         pos = s.find_dim_by_name(isl.dim_type.param, name)
         if pos >= 0:
             s = s.project_out(isl.dim_type.param, pos, 1)
-    boxed = _box_count(s)
-    if boxed is not None:
-        return boxed
-    if not s.dim(isl.dim_type.param):
-        factored = _factored_count(s)
+    if s.is_empty():
+        return 0
+    bounds = _bounding_box(s)
+    if bounds is not None:
+        volume, box = bounds
+        if box.is_subset(s):
+            return volume           # a box: counted in constant time
+        factored = _factored_count(s) if volume >= FACTOR_ABOVE else None   # small: isl's count is quicker
         if factored is not None:
             return factored
     v = s.count_val()
@@ -301,22 +304,14 @@ FACTOR_ABOVE = 100_000
 
 
 def _factored_count(s: isl.Set) -> int | None:
-    """The number of points of a parameter-free ``s`` that is the product of one of its dimensions and the
+    """The number of points of a non-empty, parameter-free ``s`` that is the product of one of its dimensions and the
     others (no constraint ties that dimension to the rest: a causal ``j <= i`` domain times a free ``d``),
     counted as the product of the two counts; None when no dimension is independent. isl's ``count_val``
     scans every point of all dimensions but the last, which a 4096 x 4096 triangle times 128 makes take
     a tenth of a second per count."""
     n = s.dim(isl.dim_type.set)
-    if n < 2 or s.is_empty():
+    if n < 2:
         return None
-    volume = 1
-    for i in range(n):
-        lo, hi = s.dim_min_val(i), s.dim_max_val(i)
-        if not (lo.is_int() and hi.is_int()):
-            return None
-        volume *= int(hi.to_python()) - int(lo.to_python()) + 1
-    if volume < FACTOR_ABOVE:
-        return None                      # small: isl's own count is quicker than the test
     s = s.reset_space(isl.Space.set_alloc(s.get_ctx(), 0, n))       # anonymous: tuples and names dropped
     for i in range(n):
         alone = s.project_out(isl.dim_type.set, i + 1, n - i - 1).project_out(isl.dim_type.set, 0, i)
@@ -327,12 +322,11 @@ def _factored_count(s: isl.Set) -> int | None:
     return None
 
 
-def _box_count(s: isl.Set) -> int | None:
-    """The number of points of ``s`` when it has no parameters and is a box (the product of its
-    dimensions' ranges), else None. isl's ``count_val`` enumerates points, which a 2048^3 matmul domain
-    makes take seconds; a box is counted in constant time."""
-    if s.is_empty():
-        return 0
+def _bounding_box(s: isl.Set) -> tuple[int, isl.Set] | None:
+    """The number of points of the bounding box of a non-empty ``s`` (the product of its dimensions' ranges)
+    and that box, or None when ``s`` has parameters or an unbounded dimension. When the box is a subset of
+    ``s`` it is ``s``'s count: isl's ``count_val`` enumerates points, which a 2048^3 matmul domain makes take
+    seconds; a box is counted in constant time."""
     if s.dim(isl.dim_type.param):
         return None
     box = isl.Set.universe(s.get_space())
@@ -341,10 +335,9 @@ def _box_count(s: isl.Set) -> int | None:
         lo, hi = s.dim_min_val(i), s.dim_max_val(i)
         if not (lo.is_int() and hi.is_int()):
             return None
-        a, b = int(lo.to_python()), int(hi.to_python())
-        n *= b - a + 1
+        n *= int(hi.to_python()) - int(lo.to_python()) + 1
         box = box.lower_bound_val(isl.dim_type.set, i, lo).upper_bound_val(isl.dim_type.set, i, hi)
-    return n if box.is_subset(s) else None
+    return n, box
 
 
 def shift_params(text: str, shifts: Mapping[str, int], error: type[MicaError] = AffineError) -> str:

@@ -10,7 +10,6 @@ first for a ``tree`` reduction. A (value, index) pair combines both halves toget
 
 from __future__ import annotations
 
-import islpy as isl
 import numpy as np
 
 from ..affine.deps import combine
@@ -96,7 +95,7 @@ def reduction_chains(b: _Builder) -> list:
         both = written[0].set_tuple_name("E").intersect(written[1].set_tuple_name("E"))
         written = [written[0], both.set_tuple_name(parts[1].array)]
     # Where the reduction writes the whole array, the box alone bounds the combine.
-    written = [None if w.is_equal(_whole(b.prog.array(p.array))) else w for w, p in zip(written, parts)]
+    written = [None if w.is_equal(iset(b.prog.array(p.array).box_text())) else w for w, p in zip(written, parts)]
     body = []
     for axis in b.reduced_axes:
         n = b.region.x1 if axis == "x" else b.region.y1
@@ -132,13 +131,6 @@ def reduction_chains(b: _Builder) -> list:
             body.append(Loop("s", count, (Exchange(f"reduce_{'_'.join(b.reduced_arrays)}_{axis}_{what}", shifts),
                                           *(Compute(acc.name, receivers) for acc in accs))))
     return body
-
-
-def _whole(arr) -> isl.Set:
-    """``{ A[a...] }``: every element of array ``arr``."""
-    dims = ", ".join(f"a{i}" for i in range(arr.rank))
-    cons = " and ".join(f"0 <= a{i} < {n}" for i, n in enumerate(arr.shape)) or "true"
-    return iset(f"{{ {arr.name}[{dims}] : {cons} }}")
 
 
 def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):
