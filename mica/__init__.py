@@ -6,8 +6,8 @@
     res = prog.run({"A": A, "B": B}, mesh=(16, 16))
 """
 
-from . import ops
-from .errors import (AffineError, CommError, EmitError, InputError, MeshError, MeshIRError, MicaError,
+from . import ops, testing
+from .errors import (AffineError, ArgumentError, CommError, EmitError, InputError, MeshError, MeshIRError, MicaError,
                      NotAffineError, ScheduleError, SimError, SramError, TargetError)
 from .pipeline import CompiledProgram, compile_affine
 from .targets import TARGETS, Target, get_target
@@ -17,7 +17,7 @@ from .tiling.schedule import Schedule
 __version__ = "0.1.0"
 
 __all__ = [
-    "ops", "plans", "compile_affine", "CompiledProgram", "Schedule", "Target", "TARGETS", "get_target",
+    "ops", "plans", "testing", "compile_affine", "CompiledProgram", "Schedule", "Target", "TARGETS", "get_target",
     "MicaError", "MeshError", "TargetError", "AffineError", "NotAffineError", "ScheduleError", "SramError",
-    "CommError", "MeshIRError", "EmitError", "InputError", "SimError",
+    "CommError", "MeshIRError", "EmitError", "InputError", "SimError", "ArgumentError",
 ]

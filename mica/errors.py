@@ -15,6 +15,7 @@ wrapped in one of these with context; they are never leaked raw.
     ├── MeshIRError      a MeshIR program that fails verification
     ├── EmitError        code generation or native compilation failed
     ├── InputError       inputs given to ``run()`` are missing or of the wrong shape/dtype
+    ├── ArgumentError    an argument of the wrong type (also a :class:`TypeError`)
     └── SimError         the emulator detected a fault (unrouted colour, unmatched receive, overflow)
 """
 
@@ -110,6 +111,11 @@ class EmitError(MicaError):
 
 class InputError(MicaError):
     """Inputs given to ``CompiledProgram.run`` are missing, unexpected, or of the wrong shape or dtype."""
+
+
+class ArgumentError(MicaError, TypeError):
+    """An argument of the wrong type given to a MICA function (a number where a program is expected); also
+    a :class:`TypeError`, so ``except TypeError`` catches it as Python's own functions would raise."""
 
 
 class SimError(MicaError):

@@ -13,6 +13,8 @@ builds every candidate through :data:`LOWERING`, the same passes a forced schedu
 
 from __future__ import annotations
 
+import numbers
+import operator
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -25,7 +27,7 @@ from .affine.privatise import privatise
 from .affine.program import Program
 from .emit import emit
 from .emit_c.kernels import KernelModule, emit_kernel_module
-from .errors import MeshError, MicaError, ScheduleError, SramError
+from .errors import ArgumentError, MeshError, MicaError, ScheduleError, SramError
 from .lower.build import build_mesh_program
 from .lower.phases import build_program
 from .lower.relayout import relayout_cycles
@@ -47,20 +49,27 @@ LOWERING = Lowering(operator=build_mesh_program, program=build_program, relayout
 
 
 def check_mesh(mesh, target: Target) -> tuple[int, int]:
-    """``mesh`` as (width, height) after checking it is positive and fits the target's grid."""
+    """``mesh`` as (width, height) of Python ints after checking it is positive and fits the target's
+    grid; ``None`` means the target's whole grid. Any integer type is accepted (``np.int64`` too)."""
+    if mesh is None:
+        return tuple(target.grid)
     try:
         w, h = mesh
     except (TypeError, ValueError):
         raise MeshError(f"mesh must be (width, height), got {mesh!r}") from None
+    sides = []
     for name, v in (("width", w), ("height", h)):
-        if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise MeshError(f"mesh {name} must be an integer, got {v!r}")
+        v = operator.index(v)
         if v <= 0:
             raise MeshError(f"mesh {name} must be positive, got {v}")
+        sides.append(v)
+    w, h = sides
     gw, gh = target.grid
     if w > gw or h > gh:
         raise MeshError(f"mesh {w}x{h} is larger than {target.name}'s usable grid {gw}x{gh}")
-    return int(w), int(h)
+    return w, h
 
 
 @dataclass(frozen=True)
@@ -181,10 +190,11 @@ class CompiledProgram:
         return f"{self.schedule}\n{self.cost}"
 
 
-def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", *,
+def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
                    schedule: Schedule | None = None, search: bool = True, params=None,
                    side_by_side: bool = True, progress: bool | None = None) -> CompiledProgram:
-    """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target``.
+    """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target`` (default: the target's whole
+    grid, 750x994 for ``"wse2"``).
 
     By default the plan is searched (:func:`mica.tiling.search.search`); ``search=False`` takes the
     derived default plan; ``schedule`` forces a plan (e.g. ``mica.plans.cannon(op, mesh)`` or one read
@@ -202,7 +212,7 @@ def compile_affine(op: Program, mesh=(750, 994), target: str | Target = "wse2", 
     if isinstance(op, str):
         op = from_c(op, params=params)
     if not isinstance(op, Program):
-        raise ScheduleError(f"compile_affine expects a mica Program (mica.ops.matmul(...), "
+        raise ArgumentError(f"compile_affine expects a mica Program (mica.ops.matmul(...), "
                             f"mica.affine.from_c(...)) or C source text, got {type(op).__name__}")
     tgt = get_target(target)
     mesh = check_mesh(mesh, tgt)

@@ -25,6 +25,32 @@ DTYPE_BYTES = MappingProxyType({"f16": 2, "f32": 4, "f64": 8, "i32": 4, "i16": 2
 INT_RATE_AS = "f32"
 
 
+#: Other spellings of the dtypes: numpy's names (so ``np.float32`` and ``np.dtype("float32")`` work too) and C's.
+DTYPE_ALIASES = MappingProxyType({
+    "float16": "f16", "half": "f16", "float32": "f32", "float": "f32", "single": "f32", "float64": "f64",
+    "double": "f64", "int32": "i32", "int": "i32", "int16": "i16", "short": "i16", "int8": "i8", "uint8": "u8"})
+
+
+def dtype_name(dtype) -> str:
+    """MICA's name (``'f32'`` ...) of ``dtype``: one of :data:`DTYPE_BYTES`' names, an alias of
+    :data:`DTYPE_ALIASES` (``'float32'``, ``'double'``), or a numpy dtype or scalar type (``np.float32``,
+    ``np.dtype('int8')``). Raises :class:`ValueError` listing the names MICA accepts."""
+    key = dtype
+    if not isinstance(dtype, str):
+        name = getattr(dtype, "name", None) if type(dtype).__module__.startswith("numpy") else None
+        if name is None and isinstance(dtype, type) and dtype.__module__ == "numpy":
+            name = dtype.__name__
+        key = name if isinstance(name, str) else None
+    if isinstance(key, str):
+        k = key.strip().lower()
+        if k in DTYPE_BYTES:
+            return k
+        if k in DTYPE_ALIASES:
+            return DTYPE_ALIASES[k]
+    raise ValueError(f"unsupported dtype {dtype!r}; MICA's dtypes are {', '.join(DTYPE_BYTES)} (numpy's "
+                     f"names such as 'float32' and np.float32 are accepted too)")
+
+
 def is_int_dtype(dtype: str) -> bool:
     """Whether ``dtype`` is an integer dtype (C integer arithmetic, exact)."""
     return dtype in INT_DTYPES

@@ -21,10 +21,11 @@ import cffi
 import numpy as np
 
 from .affine.c_parse import error, find_function, fold_int, parse_c, signature, typedefs_of, written_names
+from .affine.c_preprocess import prepare, relocated
 from .affine.program import Program
 from .codeprint.reference import program_c
 from .emit_c.build import compile_shared
-from .errors import InputError
+from .errors import InputError, MicaError
 
 __all__ = ["run_c", "run_program", "program_c", "assert_matches"]
 
@@ -66,16 +67,25 @@ def _number(name: str, value) -> float:
 # -- the original C --------------------------------------------------------------------------------
 
 def run_c(source: str, function: str | None, inputs: dict, params: dict | None = None, *,
-          filename: str = "<source>") -> dict[str, np.ndarray]:
+          filename: str = "<source>", defines: dict | None = None, include_dirs=(),
+          preprocess: bool | None = None) -> dict[str, np.ndarray]:
     """Calls the C function ``function`` of ``source`` natively; returns every array parameter it writes.
 
     ``inputs`` gives arrays (copied, never modified; arrays not given start as zeros) and float scalars by
     name; ``params`` the int parameters. ``#include <math.h>`` is prepended; a small exported wrapper
-    taking arrays as ``void *`` calls the function (so ``static`` functions work too).
+    taking arrays as ``void *`` calls the function (so ``static`` functions work too). ``function=None``
+    means the one function the source defines. ``defines``, ``include_dirs`` and ``preprocess`` are those of
+    :func:`mica.affine.from_c.from_c`: the preprocessed text is what is compiled.
     """
     params = dict(params or {})
-    ast = parse_c(source, filename)
-    fdef = find_function(ast, function, filename)
+    pre = prepare(source, filename, defines=defines, include_dirs=include_dirs, preprocess=preprocess)
+    if isinstance(source, str):
+        source = pre.text
+    try:
+        ast = parse_c(source, filename)
+        fdef = find_function(ast, function, filename, pre.in_main_file)
+    except MicaError as exc:
+        raise relocated(exc, pre) from None
     fname = fdef.decl.name
     sig = signature(fdef, typedefs_of(ast))
     decls, call_args, values, out = [], [], [], {}

@@ -246,17 +246,25 @@ def typedefs_of(ast: c_ast.FileAST) -> dict[str, c_ast.Node]:
     return {e.name: e.type for e in ast.ext if isinstance(e, c_ast.Typedef)}
 
 
-def find_function(ast: c_ast.FileAST, function: str | None, filename: str) -> c_ast.FuncDef:
-    """The definition of ``function`` (or the last function if None)."""
+def find_function(ast: c_ast.FileAST, function: str | None, filename: str, mine=None) -> c_ast.FuncDef:
+    """The definition of ``function``, or with None the one function the source defines. ``mine(line)``
+    tells whether a line is the source's own (not an included header's); with None every line is. Several
+    functions and no name is an :class:`AffineError` listing them."""
     defs = [e for e in ast.ext if isinstance(e, c_ast.FuncDef)]
-    if not defs:
+    own = [d for d in defs if mine is None or mine(location(d, filename)[1])]
+    if not own:
         raise AffineError(f"{filename}:1:1: no function definition in the source", location=(filename, 1, 1))
     if function is None:
-        return defs[-1]
+        if len(own) > 1:
+            loc = location(own[1], filename)
+            raise AffineError(f"{filename}:{loc[1]}:{loc[2]}: the source defines {len(own)} functions "
+                              f"({', '.join(d.decl.name for d in own)}); say which one to compile (function= "
+                              f"in Python, --function on the command line)", location=loc)
+        return own[0]
     for d in defs:
         if d.decl.name == function:
             return d
-    names = ", ".join(d.decl.name for d in defs)
+    names = ", ".join(d.decl.name for d in own)
     raise AffineError(f"{filename}:1:1: no function named {function!r} in the source (found: {names})",
                       location=(filename, 1, 1))
 

@@ -62,6 +62,7 @@ from .c_affine import TRUE, is_isl_keyword
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
 from .c_parse import (DTYPE_OF, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
                       signature, strip_directives, type_words, typedefs_of, written_names)
+from .c_preprocess import prepare, relocated
 from .expr import Aff, Bin, Read
 from .isl_names import imap, iset, isl_budget
 from .program import Access, Array, Program, Statement
@@ -75,18 +76,26 @@ MAX_SPLITS = 64     # statements one assignment may become through affine ternar
 
 
 def from_c(source: str, function: str | None = None, *, params: dict[str, int] | None = None,
-           filename: str = "<source>") -> Program:
-    """The affine :class:`Program` of the C function ``function`` (the last one if None) in ``source``.
+           filename: str = "<source>", defines: dict | None = None, include_dirs=(),
+           preprocess: bool | None = None) -> Program:
+    """The affine :class:`Program` of the C function ``function`` in ``source`` (with None, the one function
+    the source defines; several are an error listing them).
 
-    ``params`` binds ``int`` size parameters to numbers. Raises :class:`NotAffineError` for constructs
-    outside the affine subset and :class:`AffineError` for malformed programs (bad parameters,
-    out-of-bounds accesses, C syntax errors), each located ``file:line:column:``.
+    ``params`` binds ``int`` size parameters to numbers. Source with ``#define``, ``#include`` or ``#if``
+    goes through the system C preprocessor first (:mod:`mica.affine.c_preprocess`), with ``defines``
+    (``{"N": 200}``, as ``-DN=200``) and ``include_dirs`` (as ``-I``; the directory of ``filename`` is
+    searched first); ``preprocess=False`` blanks directives instead, ``True`` always preprocesses. Raises
+    :class:`NotAffineError` for constructs outside the affine subset and :class:`AffineError` for malformed
+    programs (bad parameters, out-of-bounds accesses, C syntax errors), each located ``file:line:column:``
+    in the file the construct was written in (a header's name and line for code from an ``#include``).
     """
+    pre = prepare(source, filename, defines=defines, include_dirs=include_dirs, preprocess=preprocess)
     try:
         with isl_budget(f"front end ({filename})"):
-            return _Builder(source, function, params, filename).build()
-    except MicaError:
-        raise
+            text = pre.text if isinstance(source, str) else source      # parse_c refuses a non-str
+            return _Builder(text, function, params, filename, pre).build()
+    except MicaError as exc:
+        raise relocated(exc, pre) from None
     except RecursionError:
         raise AffineError(f"{filename}:1:1: C source is nested too deeply", location=(filename, 1, 1)) from None
     except Exception as exc:   # a bug of the front end: still never a raw exception
@@ -97,7 +106,7 @@ def from_c(source: str, function: str | None = None, *, params: dict[str, int] |
 # -- the builder ---------------------------------------------------------------------------------------
 
 class _Builder(ExprMixin):
-    def __init__(self, source, function, params, filename):
+    def __init__(self, source, function, params, filename, pre=None):
         self.src = source
         self.fn = filename
         if params is None:
@@ -112,7 +121,7 @@ class _Builder(ExprMixin):
         self.params = dict(params)
         self.ast = parse_c(source, filename)
         self.typedefs = typedefs_of(self.ast)
-        self.fdef = find_function(self.ast, function, filename)
+        self.fdef = find_function(self.ast, function, filename, pre.in_main_file if pre is not None else None)
         self.name = self.fdef.decl.name
         _refuse_asm(source, self.fdef, filename)
         self.scopes: list[dict[str, Var]] = [{}]

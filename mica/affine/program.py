@@ -19,7 +19,7 @@ from functools import cached_property
 import islpy as isl
 
 from ..errors import AffineError
-from ..targets import DTYPE_BYTES
+from ..targets import DTYPE_BYTES, dtype_name
 from .expr import Aff, Expr, Scalar
 from .isl_names import check_ident, dim_names, iset, imap, umap
 
@@ -35,8 +35,10 @@ class Array:
 
     def __post_init__(self):
         check_ident(self.name, "array name")
-        if self.dtype not in DTYPE_BYTES:
-            raise AffineError(f"array {self.name}: unsupported dtype {self.dtype!r}")
+        try:        # aliases ('float32', np.float32) are stored as MICA's name
+            object.__setattr__(self, "dtype", dtype_name(self.dtype))
+        except ValueError as exc:
+            raise AffineError(f"array {self.name}: {exc}") from None
         if any((not isinstance(n, int)) or n <= 0 for n in self.shape):
             raise AffineError(f"array {self.name}: extents must be positive integers, got {self.shape}")
 

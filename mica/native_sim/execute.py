@@ -138,15 +138,23 @@ class RunStats:
 
 
 def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[float]]:
-    """The input arrays (C-contiguous) and scalar values, or :class:`InputError` naming the problem."""
+    """The input arrays (C-contiguous) and scalar values, or :class:`InputError` naming the problem.
+
+    Every array of the program's signature may be given, as a C caller passes them: the arrays whose
+    initial contents matter (``program.inputs``) must be; an output-only array (``C`` of ``C = A @ B``) may
+    be, and is checked for shape and dtype like an input, but its contents are ignored (the outputs come
+    back in ``RunResult.outputs``)."""
     if not isinstance(inputs, Mapping):
         raise InputError(f"inputs must be a mapping of names to arrays, got {type(inputs).__name__}")
     expected = set(program.inputs) | {n for n, _ in program.scalars}
-    unknown = sorted(set(inputs) - expected)
+    accepted = expected | set(program.outputs)
+    unknown = sorted(set(inputs) - accepted)
     if unknown:
-        raise InputError(f"unexpected inputs {unknown}; {program.name} takes {sorted(expected)}")
+        raise InputError(f"unexpected inputs {unknown}; {program.name} takes {sorted(expected)}"
+                         + (f" (and, ignored, its outputs {sorted(set(program.outputs) - expected)})"
+                            if set(program.outputs) - expected else ""))
     arrays = {}
-    for name in program.inputs:
+    for name in (*program.inputs, *(o for o in program.outputs if o in inputs and o not in program.inputs)):
         if name not in inputs:
             raise InputError(f"input {name!r} is missing; {program.name} takes {sorted(expected)}")
         arr = program.array(name)
@@ -159,7 +167,8 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
         if val.dtype != want:
             raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
                              f"with .astype(np.{want.name})")
-        arrays[name] = np.ascontiguousarray(val)
+        if name in program.inputs:
+            arrays[name] = np.ascontiguousarray(val)
     scalars = []
     for name, _ in program.scalars:
         if name not in inputs:

@@ -7,6 +7,7 @@ import pytest
 
 from frontend_util import make_inputs
 from mica.affine.expr import Call, Cmp, Scalar, Select
+from mica.errors import AffineError
 from mica.affine.from_c import from_c
 from mica.testing import assert_matches, run_c, run_program
 
@@ -366,7 +367,10 @@ void kernel_b(double B[3]) { B[0] = 1.0; }
     prog = from_c(src, "kernel_a", params={"n": 5}, filename="k.c")
     assert prog.statements[0].line == 11
     assert prog.array("A").dtype == "f64"
-    assert from_c(src).name == "kernel_b"          # function=None: the last one
+    with pytest.raises(AffineError, match=r"k.c:7:6: the source defines 3 functions \(helper, kernel_a, "
+                                          r"kernel_b\); say which one"):
+        from_c(src, filename="k.c")               # function=None with several: an error naming them
+    assert from_c(src, "kernel_b").name == "kernel_b"
     ins = {"A": np.arange(5.0)}
     assert_matches(run_program(prog, ins), run_c(src, "kernel_a", ins, {"n": 5}))
 
