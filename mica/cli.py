@@ -1,28 +1,44 @@
 """The ``mica`` command line.
 
-    mica demo [--mesh 750x994] [--run-mesh 16x16] [--size 512] [--target wse2] [--threads N]
-        compile a size^3 f32 matmul for the big mesh, print the plan and its modelled cost, then run the
-        same plan on the small mesh in the emulator and report the error against numpy and the traffic.
-    mica compile kernel.c [--function F] [--param N=4096 ...] [--mesh 750x994] [--target wse2]
-                 [--emit c|csl|metalium] [--out DIR] [--explain]
-        compile one C function (after preprocessing) and write the chosen back end's files into DIR.
+    mica demo [--target wse2] [--mesh WxH] [--run-mesh WxH] [--size 512] [--plot DIR] [--trace FILE]
+        compile a size^3 f32 matmul for the target's whole grid, print the plan and its modelled cost, then
+        run the same plan on a small mesh in the emulator and check it against numpy.
+    mica compile kernel.c [--function F] [--param N=4096 ...] [-D NAME=VALUE ...] [-I DIR ...] [--dtype f32]
+                 [--target wse2] [--mesh WxH] [--emit c|csl|metalium] [--out DIR] [--explain]
+        compile one C function and write the chosen back end's files into DIR.
+    mica run kernel.c [the options of compile] [--seed S] [--threads N] [--plot DIR] [--trace FILE]
+        compile one C function, run it in the emulator on random inputs and check it against the same C
+        compiled natively.
     mica targets
         list the machine descriptions.
+
+The mesh defaults to the target's whole grid for ``compile`` (750x994 on wse2, 8x8 on wormhole), and to
+16x16 (or the grid, if smaller) where the emulator runs the plan. ``--emit csl`` defaults the target to
+wse2 and ``--emit metalium`` to wormhole.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from . import ops
+from . import __version__, ops
 from .affine.from_c import from_c
+from .affine.retype import with_float_dtype
 from .errors import InputError, MicaError
 from .pipeline import compile_affine
-from .targets import TARGETS
+from .targets import DTYPES, TARGETS, get_target
+from .native_sim.execute import NP_DTYPE
+from .testing import run_c
+
+#: The back ends' machine families: a back end emits for these targets only.
+BACKEND_TARGETS = {"csl": ("wse2", "wse3"), "metalium": ("wormhole", "blackhole")}
+RUN_MESH = (16, 16)         # where the emulator runs a plan unless told otherwise
 
 
 def _mesh(text: str) -> tuple[int, int]:
@@ -33,20 +49,67 @@ def _mesh(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"mesh must look like 750x994, got {text!r}") from None
 
 
+def _param(text: str) -> tuple[str, int]:
+    try:
+        name, value = text.split("=")
+        return name.strip(), int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a parameter looks like N=4096, got {text!r}") from None
+
+
+def _define(text: str) -> tuple[str, str | None]:
+    name, eq, value = text.partition("=")
+    if not re.fullmatch(r"[A-Za-z_]\w*", name.strip()):
+        raise argparse.ArgumentTypeError(f"a macro looks like N or N=200, got {text!r}")
+    return name.strip(), (value if eq else None)
+
+
+def _target_name(args) -> str:
+    """``--target``, else the one the back end asked for emits to, else wse2."""
+    if args.target:
+        return args.target
+    emit = getattr(args, "emit", None)
+    return BACKEND_TARGETS[emit][0] if emit in BACKEND_TARGETS else "wse2"
+
+
+def _small_mesh(args, tgt) -> tuple[int, int]:
+    return args.run_mesh or (min(RUN_MESH[0], tgt.grid[0]), min(RUN_MESH[1], tgt.grid[1]))
+
+
+def _cli_words(message: str) -> str:
+    """An error message of the Python API in the words of the command line."""
+    message = re.sub(r"pass params=\{'(\w+)': \.\.\.\}", r"pass --param \1=...", message)
+    message = re.sub(r"\bparams gives\b", "--param gives", message)
+    message = message.replace("(function= in Python, --function on the command line)", "with --function")
+    message = message.replace("compile with side_by_side=False", "compile with --emit csl or --emit metalium")
+    return message
+
+
+def _outputs(args, res, tgt) -> None:
+    if getattr(args, "plot", None):
+        for path in res.plot(args.plot):
+            print(f"wrote {path}")
+    if getattr(args, "trace", None):
+        path = res.trace(args.trace)
+        print(f"wrote {path} (open it in https://ui.perfetto.dev or chrome://tracing)")
+
+
 def demo(args) -> int:
     n = args.size
+    tgt = get_target(args.target)
+    mesh = args.mesh or tgt.grid
     op = ops.matmul(n, n, n, dtype="f32")
     t0 = time.perf_counter()
-    prog = compile_affine(op, mesh=args.mesh, target=args.target)
+    prog = compile_affine(op, mesh=mesh, target=tgt)
     dt = time.perf_counter() - t0
-    print(f"== compiled matmul {n}x{n}x{n} f32 for mesh {args.mesh[0]}x{args.mesh[1]} "
-          f"({args.target}) in {dt:.3f} s")
+    print(f"== compiled matmul {n}x{n}x{n} f32 for mesh {mesh[0]}x{mesh[1]} ({tgt.name}) in {dt:.3f} s")
     print(prog.schedule)
     print(prog.schedule.explain())
     print(prog.cost)
     print()
-    print(f"== the same plan on a {args.run_mesh[0]}x{args.run_mesh[1]} mesh in the emulator")
-    small = prog.retarget(args.run_mesh)
+    run_mesh = _small_mesh(args, tgt)
+    print(f"== the same plan on a {run_mesh[0]}x{run_mesh[1]} mesh in the emulator")
+    small = prog.retarget(run_mesh)
     print(small.meshir if args.verbose else small.schedule)
     rng = np.random.default_rng(0)
     A = rng.standard_normal((n, n), dtype=np.float32)
@@ -59,38 +122,110 @@ def demo(args) -> int:
     rel = err / np.abs(ref).max()
     print(f"ran in {dt:.2f} s; max |C - numpy| = {err:.3g} (relative {rel:.3g})")
     print(res.stats)
+    _outputs(args, res, tgt)
     ok = np.allclose(res.outputs["C"], ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
     print("result matches numpy" if ok else "RESULT DOES NOT MATCH numpy")
     return 0 if ok else 1
 
 
-def _param(text: str) -> tuple[str, int]:
+def _program(args):
+    """The C function of ``args.source`` as a Program (preprocessed, retyped by ``--dtype``) and its text."""
     try:
-        name, value = text.split("=")
-        return name.strip(), int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a parameter looks like N=4096, got {text!r}") from None
+        source = Path(args.source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {args.source}: {exc}") from None
+    defines = dict(args.define)
+    program = from_c(source, args.function, params=dict(args.param), filename=args.source, defines=defines,
+                     include_dirs=args.include)
+    if args.dtype:
+        program = with_float_dtype(program, args.dtype)
+    return program, source
+
+
+def _check_backend(args, program, tgt) -> None:
+    """Refuses, before any search, what the chosen back end cannot emit: another machine family's target,
+    f64 arrays (with the flag that fixes it)."""
+    if args.emit not in BACKEND_TARGETS:
+        return
+    fits = BACKEND_TARGETS[args.emit]
+    if tgt.name not in fits:
+        raise InputError(f"--emit {args.emit} writes code for {' and '.join(fits)}, not --target {tgt.name}")
+    f64 = [a.name for a in program.arrays if a.dtype == "f64"]
+    if f64:
+        raise InputError(f"{program.name} has f64 arrays ({', '.join(f64)}) and {args.emit} has no f64; add "
+                         f"--dtype f32 to compile its floating types as f32")
 
 
 def compile_file(args) -> int:
-    try:
-        source = open(args.source, encoding="utf-8").read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {args.source}: {exc}") from None
-    program = from_c(source, args.function, params=dict(args.param), filename=args.source)
+    tgt = get_target(_target_name(args))
+    program, _ = _program(args)
+    _check_backend(args, program, tgt)
+    mesh = args.mesh or tgt.grid
     t0 = time.perf_counter()
     # CSL and Metalium lay out blocks from core (0, 0): their plans run operators one after another.
-    prog = compile_affine(program, mesh=args.mesh, target=args.target,
-                          side_by_side=args.emit not in ("csl", "metalium"))
+    prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=args.emit not in BACKEND_TARGETS)
     dt = time.perf_counter() - t0
-    print(f"compiled {program.name} for {args.mesh[0]}x{args.mesh[1]} ({args.target}) in {dt:.3f} s")
-    print(prog.schedule.explain() if args.explain else prog.schedule)
+    print(f"compiled {program.name} for {mesh[0]}x{mesh[1]} ({tgt.name}) in {dt:.3f} s")
+    print(prog.explain() if args.explain else prog.schedule)
     print(prog.cost)
     if args.emit:
         out = args.out or f"{program.name}_{args.emit}"
         for path in prog.emit(args.emit, out):
             print(f"wrote {path}")
     return 0
+
+
+def _random_inputs(program, rng) -> dict:
+    """Inputs for every array the program reads and every scalar: floats in [0.5, 1.5), integers in 1..9
+    (positive, so that divisions and square roots of the data stay defined)."""
+    ins = {}
+    for name in program.inputs:
+        a = program.array(name)
+        dt = np.dtype(NP_DTYPE[a.dtype])
+        ins[name] = (rng.integers(1, 10, a.shape).astype(dt) if dt.kind in "iu"
+                     else rng.uniform(0.5, 1.5, a.shape).astype(dt))
+    for name, _ in program.scalars:
+        ins[name] = float(rng.uniform(0.5, 1.5))
+    return ins
+
+
+#: Relative tolerance of the check against native C, per dtype (the mesh may sum in another order).
+TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 2e-2}
+
+
+def run_file(args) -> int:
+    tgt = get_target(_target_name(args))
+    program, source = _program(args)
+    mesh = args.mesh or _small_mesh(args, tgt)
+    t0 = time.perf_counter()
+    prog = compile_affine(program, mesh=mesh, target=tgt)
+    print(f"compiled {program.name} for {mesh[0]}x{mesh[1]} ({tgt.name}) in {time.perf_counter() - t0:.3f} s")
+    print(prog.explain() if args.explain else prog.schedule)
+    ins = _random_inputs(prog.program, np.random.default_rng(args.seed))
+    t0 = time.perf_counter()
+    res = prog.run(ins, threads=args.threads)
+    print(f"ran in the emulator in {time.perf_counter() - t0:.2f} s")
+    print(res.stats)
+    if args.dtype:
+        want = None
+        print(f"(--dtype {args.dtype}: the native C reference keeps the source's types; not compared)")
+    else:
+        want = run_c(source, args.function, ins, dict(args.param), filename=args.source,
+                     defines=dict(args.define), include_dirs=args.include)
+    _outputs(args, res, tgt)
+    if want is None:
+        return 0
+    ok = True
+    for name, ref in sorted(want.items()):
+        got = res.outputs[name]
+        tol = TOLERANCE.get(program.array(name).dtype, 0.0)
+        close = np.allclose(got, ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max(initial=0))),
+                            equal_nan=True)
+        err = float(np.abs(got.astype(np.float64) - ref.astype(np.float64)).max(initial=0))
+        print(f"{name}: max |mesh - native C| = {err:.3g}" + ("" if close else "  <-- DOES NOT MATCH"))
+        ok &= bool(close)
+    print("every output matches the native C" if ok else "OUTPUTS DO NOT MATCH the native C")
+    return 0 if ok else 1
 
 
 def targets(args) -> int:
@@ -101,36 +236,82 @@ def targets(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mica", description="MICA: compiler for mesh accelerators")
+def _source_options(c) -> None:
+    """The options shared by ``compile`` and ``run``: which function, its sizes, preprocessing, types,
+    target and mesh."""
+    c.add_argument("source", help="C file holding the function (#define/#include/#if are preprocessed)")
+    c.add_argument("--function", default=None, help="the function to compile (needed when the file defines "
+                                                     "several)")
+    c.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=INT",
+                   help="value of an int size parameter of the function, e.g. --param ni=64 (repeatable)")
+    c.add_argument("-D", "--define", type=_define, action="append", default=[], metavar="NAME[=VALUE]",
+                   help="define a preprocessor macro, as cc -D does (repeatable)")
+    c.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                   help="search DIR for #include \"...\" files, as cc -I does (repeatable)")
+    c.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="compile the function's floating-point arrays and scalars as this type (the "
+                        "hardware back ends have no f64: --dtype f32)")
+    c.add_argument("--target", choices=sorted(TARGETS), default=None,
+                   help="machine to compile for (default: wse2; wormhole with --emit metalium)")
+    c.add_argument("--explain", action="store_true",
+                   help="print every candidate plan the search considered with its modelled cycles or the "
+                        "reason it was rejected, instead of the chosen plan only")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``mica`` argument parser."""
+    p = argparse.ArgumentParser(prog="mica", description="MICA: a polyhedral compiler for mesh accelerators")
+    p.add_argument("--version", action="version", version=f"mica {__version__}")
     p.add_argument("--detail", action="store_true",
                    help="on an error, also print its detail (the isl relation, the rejected candidates)")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="compile a matmul for the wafer and check it in the emulator")
-    d.add_argument("--mesh", type=_mesh, default=(750, 994))
-    d.add_argument("--run-mesh", type=_mesh, default=(16, 16))
-    d.add_argument("--size", type=int, default=512)
-    d.add_argument("--target", default="wse2")
-    d.add_argument("--threads", type=int, default=None)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{demo,compile,run,targets}")
+    d = sub.add_parser("demo", help="compile a matmul for the whole chip and check it in the emulator",
+                       description="Compile a size^3 f32 matmul for the target's whole grid, print the plan "
+                                   "and its cost, run the plan on a small mesh and check it against numpy.")
+    d.add_argument("--target", choices=sorted(TARGETS), default="wse2", help="machine to compile for")
+    d.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
+                   help="cores to compile for (default: the target's whole grid)")
+    d.add_argument("--run-mesh", type=_mesh, default=None, metavar="WxH",
+                   help="cores the emulator runs the same plan on (default: 16x16, or the grid if smaller)")
+    d.add_argument("--size", type=int, default=512, help="matrix side (default 512)")
+    d.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
+    d.add_argument("--plot", default=None, metavar="DIR", help="write PNG heatmaps of the run into DIR")
+    d.add_argument("--trace", default=None, metavar="FILE",
+                   help="write per-core timelines of the run (Chrome trace JSON, opens in Perfetto)")
     d.add_argument("-v", "--verbose", action="store_true", help="print the small mesh's MeshIR")
     d.set_defaults(fn=demo)
-    c = sub.add_parser("compile", help="compile a C function and emit code for a back end")
-    c.add_argument("source", help="C file (after preprocessing) holding the function")
-    c.add_argument("--function", default=None, help="the function to compile (default: the only one)")
-    c.add_argument("--param", type=_param, action="append", default=[], help="size parameter, N=4096")
-    c.add_argument("--mesh", type=_mesh, default=(750, 994))
-    c.add_argument("--target", default="wse2")
-    c.add_argument("--emit", choices=("c", "csl", "metalium"), default=None)
-    c.add_argument("--out", default=None, help="output directory (default: <function>_<back end>)")
-    c.add_argument("--explain", action="store_true", help="list the candidates the search considered")
+    c = sub.add_parser("compile", help="compile a C function and emit code for a back end",
+                       description="Compile one C function for a mesh and write a back end's files.")
+    _source_options(c)
+    c.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
+                   help="cores to compile for (default: the target's whole grid)")
+    c.add_argument("--emit", choices=("c", "csl", "metalium"), default=None,
+                   help="back end to write: c (the emulator's kernels), csl (Cerebras), metalium (Tenstorrent)")
+    c.add_argument("--out", default=None, metavar="DIR", help="output directory (default: <function>_<back end>)")
     c.set_defaults(fn=compile_file)
-    t = sub.add_parser("targets", help="list machine descriptions")
+    r = sub.add_parser("run", help="compile a C function, run it in the emulator, check it against native C",
+                       description="Compile one C function, run it in the emulator on random inputs and "
+                                   "compare every output with the same C compiled natively.")
+    _source_options(r)
+    r.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
+                   help="cores to compile for and run on (default: 16x16, or the grid if smaller)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    r.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
+    r.add_argument("--plot", default=None, metavar="DIR", help="write PNG heatmaps of the run into DIR")
+    r.add_argument("--trace", default=None, metavar="FILE",
+                   help="write per-core timelines of the run (Chrome trace JSON, opens in Perfetto)")
+    r.set_defaults(fn=run_file, run_mesh=None)
+    t = sub.add_parser("targets", help="list the machine descriptions")
     t.set_defaults(fn=targets)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     try:
         return args.fn(args)
     except MicaError as exc:
-        print(f"mica: {type(exc).__name__}: {exc.render(detailed=args.detail)}", file=sys.stderr)
+        print(f"mica: {type(exc).__name__}: {_cli_words(exc.render(detailed=args.detail))}", file=sys.stderr)
         if exc.detail and not args.detail:
             print("mica: (--detail shows the relation or candidates behind this error)", file=sys.stderr)
         return 2
