@@ -1,5 +1,7 @@
 """MICA: a polyhedral compiler for mesh-based AI accelerators.
 
+Usage::
+
     import mica
     prog = mica.compile_affine(mica.ops.matmul(512, 512, 512), mesh=(750, 994), target="wse2")
     print(prog.meshir); print(prog.cost)

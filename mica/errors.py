@@ -2,7 +2,7 @@
 
 Every error MICA raises on purpose is a :class:`MicaError`. Each names the construct it is about and
 where it is (array, statement, loop, core, step, colour). Errors from isl, pycparser or the C compiler are
-wrapped in one of these with context; they are never leaked raw.
+wrapped in one of these with context; they are never leaked raw. ::
 
     MicaError
     ├── MeshError        bad mesh shape (zero, negative, larger than the target's grid)

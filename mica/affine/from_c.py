@@ -1,4 +1,4 @@
-"""The C front end: a C function (after preprocessing) -> an affine :class:`~mica.affine.program.Program`.
+"""The C front end: a C function (after preprocessing) -> an affine :class:`~mica.affine.program.Program`. ::
 
     from mica.affine.from_c import from_c
     prog = from_c(open("gemm.c").read(), "kernel_gemm", params={"ni": 20, "nj": 25, "nk": 30},

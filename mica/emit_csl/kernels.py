@@ -1,7 +1,7 @@
 """MeshIR kernels -> CSL functions, one per kernel class (as the C back end has one C function per class).
 
 The loop nest is isl's AST of the kernel's domain on the class's rectangle (:func:`mica.codeprint.walk`). Where the
-innermost loop is a vector update with unit step, it becomes one DSD operation instead of a scalar loop:
+innermost loop is a vector update with unit step, it becomes one DSD operation instead of a scalar loop::
 
     W[..] = W[..] + X[..] * s   ->  @fmacs(dW, dW, dX, s)      W[..] = X[..] + Y[..]  ->  @fadds(dW, dX, dY)
     W[..] = X[..] * s           ->  @fmuls(dW, dX, s)          W[..] = X[..] or s     ->  @fmovs(dW, ..)

@@ -1,4 +1,4 @@
-"""Structural validator of an emitted Metalium file set (host.cpp + kernels/*.cpp), from the text alone.
+"""Structural validator of an emitted Metalium file set (``host.cpp`` + ``kernels/*.cpp``), from the text alone.
 
 Checks, each raising :class:`EmitError` naming file and line:
 

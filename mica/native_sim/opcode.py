@@ -3,7 +3,7 @@
 The contract is ``mica/runtime_c/mica_rt.h``: a program is a flat array of int64 words holding LOOP,
 EXCHANGE and COMPUTE ops. This module gives each construct a frozen dataclass that validates itself on
 construction (raising :class:`mica.errors.SimError`) and knows its word layout; :func:`encode` turns a
-sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
+sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes. ::
 
     Affine   c0 + c1*v0 + ... + c4*v3 over the loop variables (slots) in scope      5 words
     bound    max (lower bounds) or min (upper bounds) of up to MAX_TERMS Affines   20 words
