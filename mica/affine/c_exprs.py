@@ -29,6 +29,9 @@ CMP = ("<", "<=", ">", ">=", "==", "!=")
 #: The floating-point constants of <math.h> a computation may use (when no local or parameter hides them).
 MATH_CONSTANTS = {"INFINITY": ("float", float("inf")), "HUGE_VALF": ("float", float("inf")),
                   "HUGE_VAL": ("double", float("inf"))}
+#: What the C preprocessor makes of those constants (GCC's and Clang's <math.h>): builtins without arguments.
+BUILTIN_CONSTANTS = {"__builtin_inff": ("float", float("inf")), "__builtin_inf": ("double", float("inf")),
+                     "__builtin_huge_valf": ("float", float("inf")), "__builtin_huge_val": ("double", float("inf"))}
 MAX_PIECES = 256
 MAX_FORMULA = 4096
 
@@ -417,6 +420,9 @@ class ExprMixin:
 
     def call(self, n: c_ast.FuncCall, ctx) -> V:
         name = self.call_name(n)
+        if name in BUILTIN_CONSTANTS and n.args is None:
+            ctype, v = BUILTIN_CONSTANTS[name]
+            return V(ctype, expr=Const(v))
         base = name[:-1] if name.endswith("f") and name[:-1] in MATH_ARGS else name
         if base not in MATH_ARGS:
             raise self.err(n, f"call to {name!r} is not supported (only {', '.join(CALLS)} and their "
