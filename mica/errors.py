@@ -15,6 +15,7 @@ wrapped in one of these with context; they are never leaked raw.
     ├── MeshIRError      a MeshIR program that fails verification
     ├── EmitError        code generation or native compilation failed
     ├── InputError       inputs given to ``run()`` are missing or of the wrong shape/dtype
+    ├── LoadError        a file given to ``mica.load`` that is not a saved program, of another format, or damaged
     └── SimError         the emulator detected a fault (unrouted colour, unmatched receive, overflow)
 """
 
@@ -110,6 +111,12 @@ class EmitError(MicaError):
 
 class InputError(MicaError):
     """Inputs given to ``CompiledProgram.run`` are missing, unexpected, or of the wrong shape or dtype."""
+
+
+class LoadError(MicaError):
+    """A file given to :func:`mica.load` that is not a saved MICA program, was saved in another format
+    version or by a MICA whose records differ, or is damaged (truncated, edited, not a pickle of MICA's
+    records). The message names the file; compile the program again and save it."""
 
 
 class SimError(MicaError):
