@@ -16,6 +16,7 @@ wrapped in one of these with context; they are never leaked raw. ::
     ├── EmitError        code generation or native compilation failed
     ├── InputError       inputs given to ``run()`` are missing or of the wrong shape/dtype
     ├── ArgumentError    an argument of the wrong type (also a :class:`TypeError`)
+    ├── LoadError        a file given to ``mica.load`` that is not a saved program, of another format, or damaged
     └── SimError         the emulator detected a fault (unrouted colour, unmatched receive, overflow)
 """
 
@@ -116,6 +117,12 @@ class InputError(MicaError):
 class ArgumentError(MicaError, TypeError):
     """An argument of the wrong type given to a MICA function (a number where a program is expected); also
     a :class:`TypeError`, so ``except TypeError`` catches it as Python's own functions would raise."""
+
+
+class LoadError(MicaError):
+    """A file given to :func:`mica.load` that is not a saved MICA program, was saved in another format
+    version or by a MICA whose records differ, or is damaged (truncated, edited, not a pickle of MICA's
+    records). The message names the file; compile the program again and save it."""
 
 
 class SimError(MicaError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 import operator
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 from .affine.deps import loop_kinds, reductions
@@ -36,6 +36,7 @@ from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
 from .native_sim.execute import execute
 from .progress import search_reporter
+from .saved import load_file, save_file
 from .targets import Target, get_target
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
@@ -77,7 +78,8 @@ class CompiledProgram:
     """A program compiled for one mesh: its schedule, MeshIR, modelled cost and C kernels.
 
     ``run(inputs, mesh=None, threads=None)`` executes it in the native emulator; with another ``mesh``
-    the same schedule shape is re-instantiated for that mesh first.
+    the same schedule shape is re-instantiated for that mesh first. ``save(path)`` writes it to one file that
+    :func:`load` reads back (and it pickles): the same program, ready to run.
     """
 
     program: Program
@@ -188,6 +190,27 @@ class CompiledProgram:
 
     def __str__(self) -> str:
         return f"{self.schedule}\n{self.cost}"
+
+    def __getstate__(self) -> dict:
+        """The fields only: what the cached properties hold (pieces, MeshIR text, the generated C) is built
+        again on first use after loading; the kernel library is compiled (or found in the content-hash cache)
+        when the loaded program first runs."""
+        return {f.name: self.__dict__[f.name] for f in fields(self)}
+
+    def save(self, path):
+        """Writes this program to the single file ``path`` (a header with the format version, then a pickle);
+        :func:`load` reads it back, and the loaded program has the same schedule, MeshIR, cost and C kernels
+        and runs to the same outputs. Returns the path. Loading unpickles: load only files you trust."""
+        return save_file(self, path)
+
+
+def load(path) -> CompiledProgram:
+    """The :class:`CompiledProgram` that :meth:`CompiledProgram.save` wrote to ``path``.
+
+    Loading runs pickle, and a pickle can run code: load only files you (or someone you trust) wrote. A file
+    that is not a saved program, was saved in another format version or by a MICA whose records differ, or
+    is damaged raises :class:`~mica.errors.LoadError` naming the file (see :mod:`mica.saved`)."""
+    return load_file(path, CompiledProgram)
 
 
 def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,

@@ -87,6 +87,16 @@ class Target:
         if missing:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
 
+    # Pickling (``mica.load``/``CompiledProgram.save``): the read-only mappings are stored as plain dicts and
+    # made read-only again when loaded (a mappingproxy does not pickle); the figures are checked again.
+    def __getstate__(self) -> dict:
+        return {f: (dict(v) if isinstance(v, MappingProxyType) else v) for f, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        for f, v in state.items():
+            object.__setattr__(self, f, MappingProxyType(dict(v)) if f in _READ_ONLY_FIELDS else v)
+        self.__post_init__()
+
     def flops(self, dtype: str) -> float:
         """FLOP per core per cycle for ``dtype`` (integer operations per cycle for an integer dtype: the
         :data:`INT_RATE_AS` rate unless the target gives one; an estimate)."""
@@ -99,6 +109,10 @@ class Target:
 
     def cycles_to_seconds(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e9)
+
+
+#: The fields of :class:`Target` that hold read-only mappings.
+_READ_ONLY_FIELDS = ("flops_per_cycle", "extra")
 
 
 def _fl(f16: float, f32: float, f64: float) -> Mapping[str, float]:

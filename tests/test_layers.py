@@ -16,7 +16,7 @@ ROOT = Path(mica.__file__).parent
 #: Layers, lowest first: a module may import modules of its own package and of lower layers only.
 LAYERS = [
     {"errors", "progress"},
-    {"targets"},
+    {"targets", "saved"},
     {"affine"},
     {"ops", "codeprint"},
     {"meshir"},

@@ -109,6 +109,13 @@ class Statement:
                 f"statement {self.name}: domain {self.domain!r} is not in space {self.name}[{', '.join(self.loops)}]")
         return s
 
+    def __getstate__(self) -> dict:
+        """The fields only: the isl set :attr:`domain_set` caches is parsed again from ``domain`` on first use
+        after loading (isl objects are never pickled)."""
+        state = dict(self.__dict__)
+        state.pop("domain_set", None)
+        return state
+
     def access(self, ref: str) -> Access:
         for a in (self.write, *self.reads):
             if a.ref == ref:
