@@ -6,3 +6,25 @@ from pathlib import Path
 TESTS = str(Path(__file__).resolve().parent.parent / "tests")
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+
+
+#: The columns of pytest-benchmark's table unless ``--benchmark-columns`` says otherwise: the run's median,
+#: its spread and how many rounds it took (the default ten columns do not fit a terminal).
+COMPACT_COLUMNS = ["median", "iqr", "ops", "rounds"]
+DEFAULT_COLUMNS = ["min", "max", "mean", "stddev", "median", "iqr", "outliers", "ops", "rounds", "iterations"]
+
+
+def pytest_configure(config):
+    """Timed runs of ``bench/`` are saved and printed compactly unless the command line says otherwise:
+    ``--benchmark-autosave`` (a JSON per run under ``.benchmarks/``, which ``pytest-benchmark compare``
+    reads) when no ``--benchmark-save``/``--benchmark-json`` is given, the :data:`COMPACT_COLUMNS`, and short
+    test names. ``--benchmark-disable`` runs (the CI smoke test) save nothing."""
+    opt = config.option
+    if not hasattr(opt, "benchmark_columns"):          # pytest-benchmark not loaded (-p no:benchmark)
+        return
+    if list(opt.benchmark_columns) == DEFAULT_COLUMNS:
+        opt.benchmark_columns = list(COMPACT_COLUMNS)
+    if opt.benchmark_name == "normal":
+        opt.benchmark_name = "short"
+    if not (opt.benchmark_disable or opt.benchmark_autosave or opt.benchmark_save or opt.benchmark_json):
+        opt.benchmark_autosave = True

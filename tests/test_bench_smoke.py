@@ -1,6 +1,7 @@
 """Every benchmark of ``bench/`` still runs and checks its result: the suites run once each, untimed
 (``--benchmark-disable``), so an API change that breaks a benchmark fails here, in CI, not weeks later."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,3 +14,18 @@ def test_every_benchmark_runs_once():
                            "--benchmark-disable", "-x"], capture_output=True, text=True, cwd=BENCH.parent)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
+
+
+def test_timed_runs_are_saved_with_compact_columns(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "pytest", str(BENCH / "test_compile_time.py"), "-q", "-p",
+                           "no:cacheprovider", "-k", "test_compile_matmul and 512-16x16", "--benchmark-storage", str(tmp_path),
+                           "--benchmark-min-rounds=1", "--benchmark-max-time=0.000001", "--benchmark-warmup=off"],
+                          capture_output=True, text=True, cwd=BENCH.parent)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    saved = list(tmp_path.rglob("*.json"))
+    assert len(saved) == 1, saved                                      # autosaved, once
+    data = json.loads(saved[0].read_text())
+    assert [b["name"] for b in data["benchmarks"]] == ["test_compile_matmul[512-16x16]"]
+    header = next(ln for ln in done.stdout.splitlines() if ln.startswith("Name (time in"))
+    assert header.split()[4:] == ["Median", "IQR", "OPS", "Rounds"], header
+    assert max(len(ln) for ln in done.stdout.splitlines()) <= 120
