@@ -88,17 +88,29 @@ class Rect:
         return range(fx, max(fx, x1), self.xs), range(fy, max(fy, y1), self.ys)
 
     def __str__(self) -> str:
+        """``[x0:x1, y0:y1]`` with ``, x = p mod s`` where a stride selects cores. When an axis's bounds and
+        phase are constants, the text is reduced: the phase is printed in ``0 .. s-1``, and a stride that
+        leaves one column (row) prints as that column's bounds instead."""
         def lo(b):
             return str(b[0]) if len(b) == 1 else f"max({', '.join(map(str, b))})"
 
         def hi(b):
             return str(b[0]) if len(b) == 1 else f"min({', '.join(map(str, b))})"
-        stride = ""
-        if self.xs != 1:
-            stride += f", x = {self.xp} mod {self.xs}"
-        if self.ys != 1:
-            stride += f", y = {self.yp} mod {self.ys}"
-        return f"[{lo(self.x0)}:{hi(self.x1)}, {lo(self.y0)}:{hi(self.y1)}{stride}]"
+
+        def axis(name, b0, b1, stride, phase):
+            fixed = len(b0) == len(b1) == 1 and not (b0[0].terms or b1[0].terms or phase.terms)
+            if stride == 1:
+                return f"{lo(b0)}:{hi(b1)}", ""
+            if not fixed:
+                return f"{lo(b0)}:{hi(b1)}", f", {name} = {phase} mod {stride}"
+            a, b, p = b0[0].const, b1[0].const, phase.const % stride
+            members = range(a + (p - a) % stride, max(a, b), stride)
+            if len(members) == 1:
+                return f"{members[0]}:{members[0] + 1}", ""
+            return f"{a}:{b}", f", {name} = {p} mod {stride}"
+        xr, xs = axis("x", self.x0, self.x1, self.xs, self.xp)
+        yr, ys = axis("y", self.y0, self.y1, self.ys, self.yp)
+        return f"[{xr}, {yr}{xs}{ys}]"
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ class Cost:
                 f"cycles (idle while waiting {self.idle_cycles:,.0f})"
                 + (f"; {self.hidden_cycles:,.0f} more hidden behind compute by double buffering"
                    if self.hidden_cycles else "") + "\n"
-                f"  communication by tensor: {per}\n"
+                f"  communication by tensor, each alone (tensors moved together overlap): {per}\n"
                 f"  SRAM {self.sram_bytes:,} of {self.sram_budget:,} B per core, "
                 f"colours {self.colours} of {self.colour_budget}")
 
