@@ -1,7 +1,9 @@
 """Machine descriptions: a target is data.
 
-Figures come from ``shared/reference/hardware.md`` (§1c "Suggested cost-model constants"); estimates there
-(EST) stay estimates here. Everything is in the cycle domain; ``clock_ghz`` converts to time.
+Figures come from the vendors' documentation and public example code (Cerebras SDK and its CSL examples,
+tt-metal's documentation and performance reports) as collected in the team's hardware notes, which are not
+part of this repository; figures no source states are estimates (EST) and each target's ``notes`` says
+which. Everything is in the cycle domain; ``clock_ghz`` converts to time.
 
 Public API: :class:`Target`, :func:`get_target`, :data:`TARGETS`.
 """
@@ -124,10 +126,10 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
     # 1.1 GHz (WaferLLM; CSL examples assume 850 MHz), one 32-bit wavelet per link per cycle, ~1 cycle/hop,
     # 24 colours of which ~21 remain with memcpy.
     "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
-                   notes="fp16 8 and fp32 2 FLOP/cycle are estimates (hardware.md §1b)"),
+                   notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate table"),
     # WSE-3: 755x1170 is derived (762x1172 fabric minus the same memcpy margin); fp16 16 FLOP/cycle EST.
     "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
-                   notes="grid and fp16 rate are estimates (hardware.md §1c)"),
+                   notes="grid and fp16 rate are estimates (EST), not published figures"),
     # Tenstorrent Wormhole n150: 8x8 Tensix compute grid, 1464 KiB L1, 1 GHz, 32 B/cycle per NoC link,
     # 9 cycles per router hop, 16 VCs of which 12 carry requests; fp32 on the 32-lane SFPU (64 FLOP/cycle).
     "wormhole": Target("wormhole", (8, 8), 1499136, 1.0, _fl(1024, 64, 32), 32.0, 9.0, 300.0, 12,
