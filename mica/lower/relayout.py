@@ -35,6 +35,7 @@ from dataclasses import replace
 from math import ceil
 
 from ..affine.expr import Aff, Read
+from ..affine.isl_names import imap, iset
 from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
@@ -48,25 +49,50 @@ T = Lin(0, (("t", 1),))
 
 
 def transpose_blocks(src: RegionTensor, dst: RegionTensor) -> int:
-    """The side ``n`` of the block grid when ``dst``'s box is ``src``'s with the mesh axes swapped;
-    raises :class:`ScheduleError` saying why the two layouts are not a block transposition."""
+    """The side ``n`` of the block grid when ``dst``'s box is ``src``'s with the mesh axes swapped (a 2D
+    array's blocks, or a vector's: its one distributed dimension moved to the other axis); raises
+    :class:`ScheduleError` saying why the two layouts are not a block transposition."""
     what = (f"changing the layout of {src.array} from {[str(d) for d in src.box]} to "
             f"{[str(d) for d in dst.box]} on the mesh")
-    if len(src.box) != 2 or len(dst.box) != 2:
-        raise ScheduleError(f"{what}: only 2D arrays are re-laid out on the mesh")
+    if len(src.box) != len(dst.box) or len(src.box) not in (1, 2):
+        raise ScheduleError(f"{what}: only vectors and 2D arrays are re-laid out on the mesh")
     for s, d in zip(src.box, dst.box):
         if s.window or d.window or s.padded or d.padded:
             raise ScheduleError(f"{what}: homes with ghost zones or padding are not re-laid out")
-    if {src.box[0].coord, src.box[1].coord} != {"x", "y"} or \
+    if len(src.box) == 1:
+        if {src.box[0].coord, dst.box[0].coord} != {"x", "y"}:
+            raise ScheduleError(f"{what}: a vector is re-laid out only from one mesh axis to the other")
+    elif {src.box[0].coord, src.box[1].coord} != {"x", "y"} or \
             (dst.box[0].coord, dst.box[1].coord) != (src.box[1].coord, src.box[0].coord):
         raise ScheduleError(f"{what}: only a transposition of blocks (both dimensions distributed, the mesh "
                             f"axes swapped) is supported")
     if any(s.tile != d.tile for s, d in zip(src.box, dst.box)):
         raise ScheduleError(f"{what}: the tiles differ; blocks must keep their shape")
-    n0, n1 = (ceil(d.extent / d.tile) for d in src.box)
-    if n0 != n1:
-        raise ScheduleError(f"{what}: its blocks form a {n0}x{n1} grid; a transposition needs a square one")
-    return n0
+    counts = [ceil(d.extent / d.tile) for d in src.box]
+    if len(set(counts)) != 1:
+        raise ScheduleError(f"{what}: its blocks form a {counts[0]}x{counts[1]} grid; a transposition needs a "
+                            f"square one")
+    return counts[0]
+
+
+def held_guard(t: RegionTensor) -> str:
+    """For a vector's buffer (rank 1): ``"__y = 0"`` (``"__x = 0"``) when only the cores of row (column) 0
+    hold its blocks, ``""`` when every row (column) holds a copy; ``""`` for a 2D buffer. Read from the
+    buffer's ownership relation (a buffer without one is taken to lie on the line at 0). Raises
+    :class:`ScheduleError` for a vector held on another line."""
+    if len(t.box) != 1:
+        return ""
+    other = "y" if t.box[0].coord == "x" else "x"
+    if not t.ownership:
+        return f"__{other} = 0"
+    cores = imap(t.ownership).domain()
+    at_zero = iset(f"{{ core[x, y] : {other} = 0 }}")
+    if cores.is_subset(at_zero):
+        return f"__{other} = 0"
+    if cores.intersect(at_zero).is_empty():
+        raise ScheduleError(f"the blocks of {t.array} lie on a line of cores away from {other} = 0; only a "
+                            f"vector on row or column 0, or held by every row or column, is re-laid out")
+    return ""
 
 
 def _box_cons(box: tuple[BoxDim, ...], clip: bool) -> str:
@@ -83,29 +109,35 @@ def _box_cons(box: tuple[BoxDim, ...], clip: bool) -> str:
 
 def _copy_kernel(name: str, dst: RegionTensor, src: RegionTensor, box, clip: bool, guard: str,
                  region: Region) -> Kernel:
-    """``dst[a0, a1] = src[a0, a1]`` over ``box``'s block at each core where ``guard`` holds."""
-    loops = ("a0", "a1")
-    dom = f"[__x, __y, __t] -> {{ {name}[a0, a1] : {_box_cons(box, clip)} and {guard} }}"
-    index = (Aff.var("a0"), Aff.var("a1"))
+    """``dst[a...] = src[a...]`` over ``box``'s block at each core where ``guard`` holds."""
+    loops = tuple(f"a{i}" for i in range(len(box)))
+    dom = f"[__x, __y, __t] -> {{ {name}[{', '.join(loops)}] : {_box_cons(box, clip)} and {guard} }}"
+    index = tuple(Aff.var(a) for a in loops)
     return Kernel(name, "", loops, dom, loops, KAccess("w", dst.name, index),
                   (KAccess("r0", src.name, index),), Read("r0"),
                   (KernelClass(f"{name}_0", replace(region, name=f"{name}_0")),))
 
 
+def _and(*conds: str) -> str:
+    return " and ".join(c for c in conds if c) or "true"
+
+
 def _lane_shifts(name: str, array: str, lane: str, direction: str, lo: tuple, hi: tuple,
-                 n: int, colours: tuple[int, int]) -> list[Shift]:
+                 n: int, colours: tuple[int, int], lines: int | None = None) -> list[Shift]:
     """One-hop shifts of ``lane`` towards ``direction`` from the cores ``[lo, hi)`` of every line (bounds
-    as :class:`Lin` tuples along the moving axis), on two colours by parity of the sender."""
+    as :class:`Lin` tuples along the moving axis) -- of the first ``lines`` lines only when given -- on two
+    colours by parity of the sender."""
+    across = (Lin(0),), (Lin(n if lines is None else lines),)
     step = 1 if direction in ("E", "S") else -1
     out = []
     for parity, colour in zip((0, 1), colours):
         rlo, rhi = tuple(v.shifted(step) for v in lo), tuple(v.shifted(step) for v in hi)
         if direction in ("E", "W"):
-            senders = Rect(lo, hi, (Lin(0),), (Lin(n),), 2, Lin(parity), 1, Lin(0))
-            receivers = Rect(rlo, rhi, (Lin(0),), (Lin(n),), 2, Lin(parity + step), 1, Lin(0))
+            senders = Rect(lo, hi, *across, 2, Lin(parity), 1, Lin(0))
+            receivers = Rect(rlo, rhi, *across, 2, Lin(parity + step), 1, Lin(0))
         else:
-            senders = Rect((Lin(0),), (Lin(n),), lo, hi, 1, Lin(0), 2, Lin(parity))
-            receivers = Rect((Lin(0),), (Lin(n),), rlo, rhi, 1, Lin(0), 2, Lin(parity + step))
+            senders = Rect(*across, lo, hi, 1, Lin(0), 2, Lin(parity))
+            receivers = Rect(*across, rlo, rhi, 1, Lin(0), 2, Lin(parity + step))
         out.append(Shift(f"{name} {direction}{parity}", array, lane, lane, direction, senders, receivers,
                          colour, shift_routes(direction, senders, receivers, colour)))
     return out
@@ -116,6 +148,12 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     """The buffers, kernels and ops that fill ``dst`` (``src``'s array in the transposed layout) from
     ``src`` on the cores of ``region`` (whose corner is the origin; it must hold the ``n x n`` blocks).
 
+    A vector (rank 1) is the same conveyor on the blocks it has: held by every row (column), core (x, y)'s
+    block x goes to core (y, x) as a 2D array's would; held by row 0 only, its blocks ride west to core
+    (0, 0) and south to column 0 (held by column 0: east to the diagonal, then north to row 0), and only the
+    lanes that carry blocks are built and shifted. A vector held by one line goes to the one line of the
+    other axis; one held by every line, to every line.
+
     Preserves every element of the array; ``src`` is left as it was. Names start with ``prefix``."""
     n = transpose_blocks(src, dst)
     if n > min(region.x1, region.y1) or region.x0 or region.y0:
@@ -124,46 +162,65 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     if target.colours < 4:
         raise ScheduleError(f"changing the layout of {src.array} on the mesh needs 4 colours at once; "
                             f"{target.name}'s routers hold {target.colours}", cause="colours")
+    sg, dg = held_guard(src), held_guard(dst)
+    if bool(sg) != bool(dg):
+        raise ScheduleError(f"changing the layout of {src.array}: a vector held by one line of cores goes to "
+                            f"one line of the other axis, one held by every line to every line")
+    # The lanes that carry blocks: below the diagonal (x < y) E then N, above it W then S. A vector on row 0
+    # has only blocks with x >= y (and moves along row 0 and column 0 only), one on column 0 only x <= y.
+    used = {"E", "N"} if sg == "__x = 0" else {"W", "S"} if sg == "__y = 0" else {"E", "W", "N", "S"}
+    lines = 1 if sg == "__y = 0" else None
     square = Region(f"{prefix}square", 0, n, 0, n)
+    idx = ", ".join(f"a{i}" for i in range(len(src.box)))
 
     def lane(tag: str, like: RegionTensor) -> RegionTensor:
         box = tuple(BoxDim(d.coord, d.tile, d.extent, padded=True) for d in like.box)
         return RegionTensor(f"{prefix}lane_{tag}", src.array, src.dtype, src.elem_bytes, square, box, "recv",
-                            f"{{ core[x, y] -> {src.array}[a0, a1] : x = y }}")
-    lanes = {tag: lane(tag, src if tag in "EW" else dst) for tag in "EWNS"}
+                            f"{{ core[x, y] -> {src.array}[{idx}] : x = y }}")
+    lanes = {tag: lane(tag, src if tag in "EW" else dst) for tag in "EWNS" if tag in used}
     name = f"{prefix}transpose"
-    kernels = [
-        _copy_kernel(f"{name}_diag", dst, src, dst.box, True, "__x = __y", square),
-        _copy_kernel(f"{name}_load_E", lanes["E"], src, src.box, True, "__x < __y", square),
-        _copy_kernel(f"{name}_load_W", lanes["W"], src, src.box, True, "__x > __y", square),
-    ]
+    kernels = [_copy_kernel(f"{name}_diag", dst, src, dst.box, True, _and("__x = __y", sg, dg), square)]
+    if "E" in used:
+        kernels.append(_copy_kernel(f"{name}_load_E", lanes["E"], src, src.box, True, _and("__x < __y", sg), square))
+    if "W" in used:
+        kernels.append(_copy_kernel(f"{name}_load_W", lanes["W"], src, src.box, True, _and("__x > __y", sg), square))
     first = [Compute(k.name, square.rect) for k in kernels]
 
     def step_kernels(tag: str, base: int, turns: bool) -> list[Kernel]:
         s = f"__t + {base}" if base else "__t"
         out = []
-        if turns:       # the block that reached the diagonal turns north (from E) or south (from W)
+        if turns and "N" in used:       # the block that reached the diagonal turns north (from E)
             out.append(_copy_kernel(f"{name}_{tag}_turn_N", lanes["N"], lanes["E"], dst.box, False,
                                     f"__x = __y and __x >= {s} + 1", square))
+        if turns and "S" in used:       # ... or south (from W)
             out.append(_copy_kernel(f"{name}_{tag}_turn_S", lanes["S"], lanes["W"], dst.box, False,
-                                    f"__x = __y and __x + {s} + 1 <= {n - 1}", square))
-        out.append(_copy_kernel(f"{name}_{tag}_deliver_N", dst, lanes["N"], dst.box, True,
-                                f"__y < __x and 2*__x - 2*__y - 1 = {s}", square))
-        out.append(_copy_kernel(f"{name}_{tag}_deliver_S", dst, lanes["S"], dst.box, True,
-                                f"__x < __y and 2*__y - 2*__x - 1 = {s}", square))
+                                    _and(f"__x = __y and __x + {s} + 1 <= {n - 1}", sg), square))
+        if "N" in used:
+            out.append(_copy_kernel(f"{name}_{tag}_deliver_N", dst, lanes["N"], dst.box, True,
+                                    _and(f"__y < __x and 2*__x - 2*__y - 1 = {s}", dg), square))
+        if "S" in used:
+            out.append(_copy_kernel(f"{name}_{tag}_deliver_S", dst, lanes["S"], dst.box, True,
+                                    _and(f"__x < __y and 2*__y - 2*__x - 1 = {s}", dg), square))
         return out
 
     ops: list = list(first)
     if n > 1:
         zero, top = (Lin(0),), (Lin(n),)
-        horizontal = Exchange(f"{name}_rows", tuple(
-            _lane_shifts(f"{src.array} east lane", src.array, lanes["E"].name, "E", (T,), (Lin(n - 1),), n, (0, 1))
-            + _lane_shifts(f"{src.array} west lane", src.array, lanes["W"].name, "W", (Lin(1),),
-                           (Lin(n, (("t", -1),)),), n, (2, 3))))
-        vertical = tuple(
-            _lane_shifts(f"{src.array} north lane", src.array, lanes["N"].name, "N", (Lin(1),), top, n, (0, 1))
-            + _lane_shifts(f"{src.array} south lane", src.array, lanes["S"].name, "S", zero,
-                           (Lin(n - 1),), n, (2, 3)))
+        rows, cols = [], []
+        if "E" in used:
+            rows += _lane_shifts(f"{src.array} east lane", src.array, lanes["E"].name, "E", (T,), (Lin(n - 1),), n,
+                                 (0, 1))
+        if "W" in used:
+            rows += _lane_shifts(f"{src.array} west lane", src.array, lanes["W"].name, "W", (Lin(1),),
+                                 (Lin(n, (("t", -1),)),), n, (2, 3), lines)
+        if "N" in used:
+            cols += _lane_shifts(f"{src.array} north lane", src.array, lanes["N"].name, "N", (Lin(1),), top, n,
+                                 (0, 1))
+        if "S" in used:
+            cols += _lane_shifts(f"{src.array} south lane", src.array, lanes["S"].name, "S", zero,
+                                 (Lin(n - 1),), n, (2, 3), lines)
+        horizontal = Exchange(f"{name}_rows", tuple(rows))
+        vertical = tuple(cols)
         a = step_kernels("a", 0, True)
         b = step_kernels("b", n - 1, False)
         kernels += a + b
@@ -192,10 +249,16 @@ def transpose_program(src: RegionTensor, dst: RegionTensor, mesh: tuple[int, int
 
 
 def home_tensor(prog, home: Home, name: str | None = None) -> RegionTensor:
-    """The home buffer ``home`` gives its array of ``prog`` (a plain block box, no ghost zones)."""
+    """The home buffer ``home`` gives its array of ``prog`` (a plain block box, no ghost zones), with its
+    ownership ``{ core[x, y] -> A[a...] }`` (pinned axes included)."""
     arr = prog.array(home.array)
+    cons = [f"{t}{a} <= a{i} < {t}{a} + {t} and a{i} < {n}" if a else f"0 <= a{i} < {n}"
+            for i, ((a, t), n) in enumerate(zip(home.dims, arr.shape))]
+    cons += [f"{a} = {c}" for a, c in home.pin]
+    idx = ", ".join(f"a{i}" for i in range(arr.rank))
+    own = f"{{ core[x, y] -> {arr.name}[{idx}] : {' and '.join(cons) or 'true'} }}"
     return RegionTensor(name or home.array, home.array, arr.dtype, arr.elem_bytes, Region("work", 0, 1, 0, 1),
-                        home_box(arr.shape, home), "home", "")
+                        home_box(arr.shape, home), "home", own)
 
 
 def relayout_cycles(prog, home_from: Home, home_to: Home, mesh: tuple[int, int], target: Target) -> float:

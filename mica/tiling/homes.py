@@ -1,5 +1,6 @@
-"""Home layouts as per-core boxes: the block box a :class:`~mica.tiling.schedule.Home` gives its array, and
-the same layout with its two mesh axes swapped (the *mirror* an operator reads ``Aᵀ`` through)."""
+"""Home layouts as per-core boxes: the block box a :class:`~mica.tiling.schedule.Home` gives its array, the
+same layout with its two mesh axes swapped (the *mirror* an operator reads ``Aᵀ`` through), and a vector's
+layout turned to the other axis."""
 
 from __future__ import annotations
 
@@ -22,3 +23,22 @@ def swap_home(home: Home) -> Home | None:
         return None
     swap = {"x": "y", "y": "x"}
     return Home(home.array, tuple((swap[a], t) for a, t in home.dims), ())
+
+
+def turn_home(home: Home) -> Home | None:
+    """A vector's ``home`` with its one distributed dimension on the other mesh axis (same tile), held the same
+    way: by row 0 -> by column 0 (and back), or by every line -> by every line of the other axis; None for
+    any other home (the vector layouts :func:`mica.lower.relayout.transpose` turns)."""
+    if len(home.dims) != 1 or home.dims[0][0] not in ("x", "y"):
+        return None
+    axis, tile = home.dims[0]
+    other = "y" if axis == "x" else "x"
+    if home.pin and home.pin != ((other, 0),):
+        return None
+    return Home(home.array, ((other, tile),), ((axis, 0),) if home.pin else ())
+
+
+def relaid_home(home: Home) -> Home | None:
+    """The layout :func:`mica.lower.relayout.transpose` can change ``home`` into on the mesh: a 2D block
+    layout with the axes swapped (:func:`swap_home`) or a vector turned (:func:`turn_home`); None if none."""
+    return swap_home(home) or turn_home(home)

@@ -19,7 +19,7 @@ from ..errors import MicaError
 from ..meshir.verify import verify
 from ..targets import Target
 from .cost import estimate
-from .homes import swap_home
+from .homes import relaid_home
 from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
 from .schedule import Schedule
@@ -322,7 +322,8 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
     heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
-    over both mesh axes is also searched with that array transposed (:func:`mica.tiling.homes.swap_home`);
+    over both mesh axes, or a vector laid out along one, is also searched with that array transposed (turned to
+    the other axis: :func:`mica.tiling.homes.relaid_home`);
     it takes that layout when its modelled cycles plus those of changing the layout of the arrays earlier
     operators produced (:func:`mica.lower.relayout.relayout_cycles`) are lower, or when only that layout
     works. With ``like`` (a phased schedule), nothing is searched: every operator keeps the decisions of
@@ -357,7 +358,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
         resident = frozenset(s.write.array for g in ops[:k] for s in g)
         sub = operator_program(op, ops[k], k)
         touched = {a.array for s in ops[k] for a in s.accesses}
-        swapped = {a: h for a, h in ((a, swap_home(fixed[a])) for a in sorted(touched & set(fixed)))
+        swapped = {a: h for a, h in ((a, relaid_home(fixed[a])) for a in sorted(touched & set(fixed)))
                    if h is not None}
         if like is not None:
             for a, h in swapped.items():      # the layouts ``like`` changed on the mesh change again
@@ -396,9 +397,12 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
                     continue
                 moved = sum(transposition(a) for a in chosen if a in written)
                 if alt[1].best.cycles + moved < best_cycles:
-                    why = (f"takes {', '.join(chosen)} with the mesh axes swapped ({moved:,.0f} modelled cycles "
+                    how = ("with the mesh axes swapped" if all(len(swapped[a].dims) == 2 for a in chosen)
+                           else "turned to the other mesh axis" if all(len(swapped[a].dims) == 1 for a in chosen)
+                           else "with the mesh axes swapped (vectors: turned to the other mesh axis)")
+                    why = (f"takes {', '.join(chosen)} {how} ({moved:,.0f} modelled cycles "
                            f"to transpose the blocks on the mesh first, {alt[1].best.cycles:,.0f} to run)"
-                           if moved else f"takes {', '.join(chosen)} with the mesh axes swapped (loaded so)")
+                           if moved else f"takes {', '.join(chosen)} {how} (loaded so)")
                     best = (alt[0].copy(reasons=alt[0].reasons + (why,)), alt[1])
                     best_cycles = alt[1].best.cycles + moved
         if isinstance(best, MicaError):
