@@ -182,11 +182,14 @@ class CompiledProgram:
         Every back end renders this program's MeshIR, so what it writes is the plan the emulator runs."""
         return emit(self, kind, out_dir)
 
-    def run(self, inputs, mesh=None, threads: int | None = None, progress: bool | None = None):
+    def run(self, inputs, mesh=None, threads: int | None = None, progress: bool | None = None, *,
+            trace=False, trace_events: int | None = None):
         """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`. ``progress``: a
-        progress bar on stderr for long runs (default: only when stderr is a terminal)."""
+        progress bar on stderr for long runs (default: only when stderr is a terminal). ``trace``: record
+        per-core timelines for ``res.trace(path)``: True (every core) or a rectangle of cores
+        ``(x0, x1, y0, y1)``; off by default (see :func:`mica.native_sim.execute.execute`)."""
         prog = self.retarget(mesh) if mesh is not None else self
-        return execute(prog, inputs, threads=threads, progress=progress)
+        return execute(prog, inputs, threads=threads, progress=progress, trace=trace, trace_events=trace_events)
 
     def __str__(self) -> str:
         return f"{self.schedule}\n{self.cost}"

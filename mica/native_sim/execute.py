@@ -11,28 +11,63 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Mapping
+from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..emit_c.build import compile_shared
 from ..emit_c.work import emit_work_module
 from ..errors import InputError, SimError
+from ..meshir.ir import MeshProgram
 from ..targets import Target
 from .lower import box, lower, rect
-from .runtime import MeshStats, NativeMesh, load_kernels
+from .plot import PICTURES, plot_result, write_trace
+from .runtime import MeshStats, NativeMesh, TraceRecord, load_kernels
 from .staging import load_staged, needs_staging, staged_store
 
 NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32, "i16": np.int16,
             "i8": np.int8, "u8": np.uint8}
 
 
+#: Events recorded in all (the per-core cap is this over the traced cores, at least 1, unless
+#: ``trace_events`` says otherwise): 32 bytes each, so at most 128 MB.
+TRACE_BUDGET = 1 << 22
+
+
 @dataclass(frozen=True, eq=False)
 class RunResult:
-    """``outputs`` maps every written array's name to its value; ``stats`` holds the emulator's counters."""
+    """``outputs`` maps every written array's name to its value; ``stats`` holds the emulator's counters.
+
+    ``program`` is the MeshIR the mesh ran, ``ops`` its EXCHANGE / COMPUTE ops by emulator op id and
+    ``kernel_names`` the C function of each kernel table index (for pictures and traces);
+    ``trace_record`` the per-core events the emulator recorded (None when the run was not traced; see
+    :func:`execute`). :meth:`plot` writes PNG heatmaps, :meth:`trace` a Chrome / Perfetto trace."""
 
     outputs: dict[str, np.ndarray]
     stats: "RunStats"
+    program: MeshProgram | None = None
+    ops: tuple = ()
+    kernel_names: tuple[str, ...] = ()
+    trace_record: TraceRecord | None = None
+
+    def plot(self, path, what: Sequence[str] = PICTURES, *, dpi: int = 100) -> list[Path]:
+        """Writes PNG heatmaps of this run and returns their paths: ``compute``, ``idle`` (and ``comm``)
+        cycles per core, ``traffic`` (bytes per out-link, one panel per direction), ``sram`` (arena bytes
+        in use per core) and ``placement`` (which operator's kernels run on each core). ``path`` is a
+        directory (one ``<what>.png`` each) or a ``.png`` file (with several pictures, ``<stem>_<what>.png``).
+        See :func:`mica.native_sim.plot.plot_result`."""
+        return plot_result(self, path, what, dpi=dpi)
+
+    def trace(self, path, cores=None, *, time: str = "us") -> Path:
+        """Writes the per-core timelines of this run to ``path`` as Chrome trace-event JSON (open it in
+        https://ui.perfetto.dev or chrome://tracing) and returns the path: one track per core, one complete
+        event per kernel call or exchange wait, timed by the emulator's modelled clocks. ``cores``: a
+        rectangle ``(x0, x1, y0, y1)`` or a list of ``(x, y)`` (default: every traced core); ``time``:
+        ``"us"`` (the target's clock) or ``"cycles"`` (one cycle drawn as one microsecond). Needs a traced
+        run (``run(..., trace=True)``, or ``trace=(x0, x1, y0, y1)`` for a rectangle of cores). See
+        :func:`mica.native_sim.plot.write_trace`."""
+        return write_trace(self, path, cores=cores, time=time)
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,11 +221,47 @@ def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: bool | None = None) -> RunResult:
+def trace_plan(trace, mesh: tuple[int, int], events: int | None) -> tuple[tuple[int, int, int, int], int] | None:
+    """The traced rectangle and events per core ``execute(trace=..., trace_events=...)`` asks for, or None."""
+    w, h = mesh
+    if trace is None or trace is False:
+        return None
+    if trace is True:
+        rect = (0, w, 0, h)
+    else:
+        try:
+            rect = tuple(int(v) for v in trace)
+        except (TypeError, ValueError):
+            rect = ()
+        if len(rect) != 4 or isinstance(trace, (str, bytes)):
+            raise InputError(f"trace must be None, True, False or a rectangle of cores (x0, x1, y0, y1), "
+                             f"got {trace!r}")
+        x0, x1, y0, y1 = max(rect[0], 0), min(rect[1], w), max(rect[2], 0), min(rect[3], h)
+        if x0 >= x1 or y0 >= y1:
+            raise InputError(f"trace rectangle {trace!r} holds no core of the {w}x{h} mesh")
+        rect = (x0, x1, y0, y1)
+    n = (rect[1] - rect[0]) * (rect[3] - rect[2])
+    if events is None:
+        events = max(1, min(TRACE_BUDGET // n, 1 << 20))
+    if isinstance(events, bool) or not isinstance(events, int) or not 1 <= events < 2**32:
+        raise InputError(f"trace_events must be a positive integer below 2**32, got {events!r}")
+    return rect, events
+
+
+def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: bool | None = None,
+            trace=False, trace_events: int | None = None) -> RunResult:
     """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator.
 
     ``progress``: a progress bar on stderr for runs longer than a few seconds (None: only when stderr is
-    a terminal; see :class:`mica.native_sim.runtime.Progress`)."""
+    a terminal; see :class:`mica.native_sim.runtime.Progress`).
+
+    ``trace``: record per-core timelines (mica_rt.h "Trace") for :meth:`RunResult.trace` -- True: every
+    core; a rectangle ``(x0, x1, y0, y1)``: its cores; False or None (the default): none.
+    ``trace_events``: events kept per core (default: :data:`TRACE_BUDGET` over the traced cores, at
+    most 2**20); a core's later events are dropped and counted. Recording costs 32 bytes per event and a
+    small record per traced core, and slows a run of small kernels down by up to about half (the events
+    are written to memory); with tracing off the emulator holds nothing for it and runs as fast as
+    before."""
     program = compiled.program
     mp = compiled.mesh_program
     target = compiled.target
@@ -205,6 +276,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
     km = compiled.kernel_module
     low, source = _prepared(mp, km, target)
     w, h = mp.mesh
+    tracing = trace_plan(trace, (w, h), trace_events)
     # Both the kernel library and the mesh are released when the run ends: a long-lived process running
     # many programs must not accumulate mapped libraries.
     with load_kernels(compile_shared(source, name=f"kernels_{mp.name}", native=True)) as lib, \
@@ -214,6 +286,8 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)
         mesh.commit()
+        if tracing is not None:
+            mesh.trace_start(*tracing)
         for ld in low.loads:
             t = mp.tensor(ld.buffer)
             if needs_staging(t):
@@ -234,9 +308,10 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
             outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape,
                                                 NP_DTYPE[arr.dtype])
         stats = mesh.stats()
+        record = mesh.trace()
     if pieces is not None:
         outputs = pieces.join(outputs)
-    return RunResult(outputs, RunStats(stats, (w, h), threads, target))
+    return RunResult(outputs, RunStats(stats, (w, h), threads, target), mp, low.ops, tuple(km.names), record)
 
 
 #: Lowered op code and kernel-module source of the programs run last: ids of (mesh program, kernel

@@ -6,7 +6,8 @@ boxes become op-code rectangles and boxes, each :class:`~mica.meshir.ir.Exchange
 entry per kernel class, clipped to the op's rectangle. Host loads and stores are not op code: they run
 before and after it (:func:`lower` checks they sit at the ends of the program).
 
-``op_names[op_id]`` tells which MeshIR op an emulator error is about.
+``op_names[op_id]`` tells which MeshIR op an emulator error is about, ``ops[op_id]`` is that op (an
+:class:`~mica.meshir.ir.Exchange` or :class:`~mica.meshir.ir.Compute`; the trace names its events by it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Lowered:
     op_names: tuple[str, ...]
     loads: tuple[ir.HostLoad, ...]
     stores: tuple[ir.HostStore, ...]
+    ops: tuple = ()
 
 
 def _affine(lin: ir.Lin, slots: dict[str, int]) -> oc.Affine:
@@ -91,6 +93,7 @@ def _bits(dirs: tuple[str, ...]) -> int:
 def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
     """The op code of ``mp`` calling the kernels of ``km`` by table index."""
     names: list[str] = []
+    by_id: list = []                    # the MeshIR op of each op id
     body = list(mp.body)
     loads, stores = [], []
     while body and isinstance(body[0], ir.HostLoad):
@@ -126,15 +129,17 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
                         recvs.append(oc.Recv(c.colour, R(c.receivers), dst))
                 names.append(f"exchange {op.name}{' (prefetched)' if op.prefetch else ''} "
                              f"({', '.join(c.name for c in op.ops)})")
+                by_id.append(op)
                 out.append(oc.Exchange(len(names) - 1, tuple(routes), tuple(sends), tuple(recvs), op.prefetch))
             elif isinstance(op, ir.Compute):
                 k = mp.kernel(op.kernel)
                 entries = tuple((km.index(cls.name), rect(clip(op.rect, cls.region), slots)) for cls in k.classes)
                 names.append(f"compute {op.kernel}")
+                by_id.append(op)
                 out.append(oc.Compute(len(names) - 1, entries))
             else:
                 raise MeshIRError(f"{mp.name}: cannot lower {type(op).__name__}")
         return out
 
     code = oc.encode(go(body, {}))
-    return Lowered(code, tuple(names), tuple(loads), tuple(stores))
+    return Lowered(code, tuple(names), tuple(loads), tuple(stores), tuple(by_id))

@@ -215,6 +215,40 @@ class MeshStats:
     __hash__ = None  # type: ignore[assignment]
 
 
+#: The numpy layout of ``mica_event`` (mica_rt.h "Trace").
+EVENT_DTYPE = np.dtype([("start", "<f8"), ("end", "<f8"), ("comm", "<f8"), ("op", "<i4"), ("kernel", "<i4")])
+#: ``mica_event.kernel`` of an exchange's and a prefetched exchange's wait.
+EV_EXCHANGE, EV_PREFETCH = -1, -2
+
+
+@dataclass(frozen=True, eq=False)
+class TraceRecord:
+    """The per-core events the emulator recorded (mica_rt.h "Trace"): the traced cores are
+    ``rect = (x0, x1, y0, y1)``; ``counts[i]`` / ``dropped[i]`` are the recorded and dropped events of its
+    i-th core (row-major: core (x0 + i % w, y0 + i // w), w = x1 - x0); ``events`` (:data:`EVENT_DTYPE`) holds
+    them core after core, each core's in order: ``start``, ``end`` (modelled cycles), ``comm`` (of an
+    exchange's wait, the cycles counted as communication), ``op`` (the op id) and ``kernel`` (the kernel
+    table index of a compute, :data:`EV_EXCHANGE` or :data:`EV_PREFETCH`)."""
+
+    rect: tuple[int, int, int, int]
+    counts: np.ndarray
+    dropped: np.ndarray
+    events: np.ndarray
+
+    @property
+    def width(self) -> int:
+        return self.rect[1] - self.rect[0]
+
+    def core_events(self, x: int, y: int) -> np.ndarray:
+        """The events of core (x, y) (empty when it is not traced)."""
+        x0, x1, y0, y1 = self.rect
+        if not (x0 <= x < x1 and y0 <= y < y1):
+            return self.events[:0]
+        i = (y - y0) * self.width + (x - x0)
+        start = int(self.counts[:i].sum())
+        return self.events[start:start + int(self.counts[i])]
+
+
 class NativeMesh:
     """One emulated W x H mesh with ``n_colours`` router colours and ``sram_bytes`` per core.
 
@@ -412,6 +446,33 @@ class NativeMesh:
             core_comm=per_core(2),
             core_idle=per_core(3),
         )
+
+    # -- trace ------------------------------------------------------------------------------------
+
+    def trace_start(self, rect: tuple[int, int, int, int] | None = None, max_events: int = 1 << 16) -> None:
+        """Records the per-core timelines of the cores of ``rect = (x0, x1, y0, y1)`` (None: every core),
+        at most ``max_events`` events per core (``mica_trace_start``); read them with :meth:`trace`."""
+        x0, x1, y0, y1 = (0, self.width, 0, self.height) if rect is None else (_clamp_i32(int(v)) for v in rect)
+        self._check(self._lib.mica_trace_start, self._mesh(), x0, x1, y0, y1, int(max_events))
+
+    def trace_stop(self) -> None:
+        """Stops recording and frees the recorded events."""
+        self._lib.mica_trace_stop(self._mesh())
+
+    def trace(self) -> TraceRecord | None:
+        """A copy of the recorded per-core events, or None when tracing is off."""
+        m = self._mesh()
+        rect = ffi.new("int32_t[4]")
+        n = int(self._lib.mica_trace_counts(m, rect, ffi.NULL, ffi.NULL))
+        if n == 0:
+            return None
+        counts, dropped = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        self._lib.mica_trace_counts(m, rect, ffi.from_buffer("int64_t[]", counts),
+                                    ffi.from_buffer("int64_t[]", dropped))
+        events = np.zeros(int(counts.sum()), dtype=EVENT_DTYPE)
+        if events.size:
+            self._lib.mica_trace_copy(m, ffi.cast("mica_event *", ffi.from_buffer(events)))
+        return TraceRecord(tuple(int(v) for v in rect), counts, dropped, events)
 
     def reset_stats(self) -> None:
         """Zeroes every counter (arena sizes are kept)."""

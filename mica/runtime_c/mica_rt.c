@@ -53,6 +53,7 @@
  * their static functions stay static and the compiler sees the whole emulator at once)
  *   rt_defs.c         word layout of the op code, limits, small helpers
  *   rt_mesh.c         host state, mesh creation, arenas, route planes, statistics
+ *   rt_trace.c        per-core timelines of the timing model (opt-in: mica_trace_start)
  *   rt_geometry.c     affine values, rectangles, boxes
  *   rt_run_state.c    state of a running op: entries, chunk contexts, faults, bands
  *   rt_pool.c         thread pool: chunks, dispatch, fault collection
@@ -81,6 +82,7 @@
 
 #include "rt_defs.c"
 #include "rt_mesh.c"
+#include "rt_trace.c"
 #include "rt_geometry.c"
 #include "rt_run_state.c"
 #include "rt_pool.c"

@@ -103,7 +103,8 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
 /* Allocates (zeroed) every reserved arena. */
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
 /* Bytes of host memory the mesh holds: per-core bookkeeping, the arenas (as reserved, not the SRAM
- * size), and the route planes of the colours used so far (scratch of a running mica_run not included). */
+ * size), the route planes of the colours used so far and the recorded trace, if any (scratch of a running
+ * mica_run not included). */
 int64_t mica_mesh_host_bytes(const mica_mesh *m);
 
 /* Copies a row-major host array of shape box.extent[0..rank) to (dir = 0) or from (dir = 1) the BOX
@@ -217,6 +218,46 @@ void mica_timing(const mica_mesh *m, mica_timing_totals *out);
  * cycles it spent computing, sending/receiving, or waiting for data (they sum to its clock). */
 enum { MICA_T_CLOCK = 0, MICA_T_COMPUTE = 1, MICA_T_COMM = 2, MICA_T_IDLE = 3 };
 void mica_core_timing(const mica_mesh *m, int32_t which, double *out);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Trace (opt-in): per-core timelines
+ *
+ * Once mica_trace_start has been called, every advance of the clock of a core of the traced rectangle
+ * is recorded as one event on that core, in order: a COMPUTE call that costs cycles (from the clock
+ * before the call to the clock after it), and the wait an exchange added when it was applied to the
+ * core's clock (x_commit: from the clock before to the exchange's completion on that core; `comm` is
+ * the part counted as communication, the rest idle). Timestamps are the clocks of the timing model,
+ * so on each core the events follow each other without gaps or overlap, starting where the clock stood
+ * when tracing started, and the last one ends at the core's clock; the sums of their durations are the
+ * core's compute and communication + idle cycles. A compute that costs no cycles, and a prefetched
+ * exchange hidden entirely behind compute, advance nothing and record nothing. A core records at most
+ * `max_events` events; later ones are counted as dropped. Memory: nothing while tracing is off; when on,
+ * a small record per traced core plus 32 bytes per recorded event (each core's buffer grows by
+ * doubling). mica_stats_reset clears the recorded events; a failed op records nothing.
+ * ------------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    double start, end;  /* modelled cycles on the core's clock */
+    double comm;        /* an exchange: cycles of [start, end) counted as communication; a compute: 0 */
+    int32_t op;         /* op_id of the COMPUTE or EXCHANGE / PREFETCH op */
+    int32_t kernel;     /* a compute: its kernel table index; else MICA_EV_EXCHANGE or MICA_EV_PREFETCH */
+} mica_event;
+
+enum { MICA_EV_EXCHANGE = -1, MICA_EV_PREFETCH = -2 };
+
+/* Starts recording the cores of [x0,x1) x [y0,y1) (clamped to the mesh), at most max_events (>= 1)
+ * each, dropping what an earlier call recorded. Fails on an empty rectangle or out of host memory. */
+int32_t mica_trace_start(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int32_t y1, int64_t max_events,
+                         char *err, int32_t errlen);
+/* Stops recording and frees the recorded events (idempotent). */
+void mica_trace_stop(mica_mesh *m);
+/* The traced rectangle (x0, x1, y0, y1 in rect[4]) and its number of cores, 0 when tracing is off; with
+ * non-NULL arrays of that many entries, each traced core's recorded and dropped event counts (row-major
+ * over the rectangle). */
+int64_t mica_trace_counts(const mica_mesh *m, int32_t *rect, int64_t *counts, int64_t *dropped);
+/* Copies every recorded event, core after core (row-major over the rectangle), into out (as many as the
+ * counts add up to). */
+void mica_trace_copy(const mica_mesh *m, mica_event *out);
 
 /* ---------------------------------------------------------------------------------------------------
  * Kernel module

@@ -22,6 +22,8 @@ static void compute_cell(tctx *t, const comp_e *e, int64_t core, int64_t next) {
     m->cores[core].pre_tag = r->tag;
     m->cores[core].clock += cycles;
     m->cores[core].comp += cycles;
+    if (m->trace && cycles > 0)
+        trace_compute(m, core, m->cores[core].pre, m->cores[core].clock, (int32_t)r->op_id, (int32_t)e->kernel);
 }
 
 /* Runs the kernels of band b, each cell once its successor is known (for the prefetch hint). */

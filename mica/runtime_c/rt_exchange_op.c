@@ -188,6 +188,10 @@ static int exec_exchange(run_t *r, int64_t pos) {
     plan_threads(r, cells, has_ordered(r));
     r->prefetch = r->code[pos] == MICA_OP_PREFETCH;
     r->m->serial++;
+    if (r->m->trace) { /* the exchange x_touch marks pending on the cores it sets up (rt_trace.c) */
+        r->m->trace->cur_op = (int32_t)r->op_id;
+        r->m->trace->cur_kind = r->prefetch ? MICA_EV_PREFETCH : MICA_EV_EXCHANGE;
+    }
     dispatch(r, PH_SETUP);
     if (!collect_fault(r)) route_and_check(r);
     r->do_copy = !r->failed;

@@ -66,7 +66,12 @@ struct mica_mesh {
     int64_t progress_done, progress_total; /* ops of the running mica_run executed / to execute */
     int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
     int32_t host_threads;  /* threads of large host copies (mica_set_host_threads) */
+    struct trace *trace;   /* per-core timelines (rt_trace.c), NULL while tracing is off */
 };
+
+static void trace_free(mica_mesh *m);   /* rt_trace.c */
+static void trace_clear(mica_mesh *m);
+static int64_t trace_bytes(const mica_mesh *m);
 
 
 static bool timing_alloc(mica_mesh *m, size_t n) {
@@ -144,6 +149,7 @@ void mica_mesh_free(mica_mesh *m) {
     free(m->core_sent);
     free(m->core_recv);
     timing_free(m);
+    trace_free(m);
     free(m);
 }
 
@@ -266,7 +272,7 @@ static bool use_colour(mica_mesh *m, int32_t colour) {
     return m->routes[colour] && m->recv_slot[colour];
 }
 
-int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes : 0; }
+int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes + trace_bytes(m) : 0; }
 
 /* ---------------------------------------------------------------------------------------------------
  * Statistics
@@ -297,4 +303,5 @@ void mica_stats_reset(mica_mesh *m) {
     memset(&m->totals, 0, sizeof m->totals);
     m->totals.arena_bytes = bytes;
     m->totals.arena_max = biggest;
+    trace_clear(m);
 }

@@ -19,6 +19,7 @@ static void x_commit(mica_mesh *m, int64_t core) {
     double elapsed = c->x_end - c->clock; /* <= 0 when a prefetched exchange hid behind compute */
     if (elapsed <= 0) return;
     double comm = c->x_comm < elapsed ? c->x_comm : elapsed;
+    if (m->trace) trace_exchange(m, core, c->clock, c->x_end, comm);
     c->clock = c->x_end;
     c->comm += comm;
     c->idle += elapsed - comm;
@@ -38,6 +39,7 @@ static void x_touch(mica_mesh *m, int64_t core) {
     c->x_mark = m->serial;
     c->x_end = c->clock;
     c->x_comm = 0.0;
+    if (m->trace) trace_pending(m, core);
 }
 
 /* A message's head reaches link L at cycle h: returns the cycle it starts to cross (the link may still

@@ -50,7 +50,8 @@ def test_the_cffi_declarations_are_every_declaration_of_the_header():
     assert from_cdef == from_header                       # nothing of the header left out of the cdef
     text = "\n".join(from_header)
     for name in ("mica_run", "mica_host_gather", "mica_core_timing", "mica_kernel_get", "mica_work_get",
-                 "mica_prefetch_hint", "mica_totals", "mica_timing_totals", "MICA_T_IDLE"):
+                 "mica_prefetch_hint", "mica_totals", "mica_timing_totals", "MICA_T_IDLE", "mica_trace_start",
+                 "mica_trace_copy", "mica_event", "MICA_EV_PREFETCH"):
         assert name in text, name
     header_defines = {k: int(v) for k, v in DEFINE.findall(HEADER)}
     assert set(re.findall(r"^\s*#\s*define\s+(\w+)", HEADER, flags=re.M)) - set(header_defines) == {"MICA_RT_H"}
@@ -65,7 +66,7 @@ def test_the_runtime_library_has_what_the_header_declares():
     module_exports = {"mica_kernel_count", "mica_kernel_get", "mica_work_get", "mica_prefetch_hint"}
     functions = {d.name for d in parse(HEADER)
                  if isinstance(d, c_ast.Decl) and isinstance(d.type, c_ast.FuncDecl)}
-    assert module_exports <= functions and len(functions - module_exports) == 22
+    assert module_exports <= functions and len(functions - module_exports) == 26
     for name in sorted(functions - module_exports):           # the emulator defines every one of them
         assert ffi.typeof(getattr(lib, name)).kind == "function", name
     nm = shutil.which("nm")
@@ -78,6 +79,11 @@ def test_the_runtime_library_has_what_the_header_declares():
         "messages", "deliveries", "link_bytes", "link_messages", "max_hops", "exchanges", "computes",
         "arena_bytes", "arena_max"]
     assert ffi.sizeof("mica_timing_totals") == 24
+    # the trace's events, as mica.native_sim.runtime.EVENT_DTYPE reads them
+    assert [(f, ffi.offsetof("mica_event", f)) for f, _ in ffi.typeof("mica_event").fields] == [
+        (f, runtime.EVENT_DTYPE.fields[f][1]) for f in runtime.EVENT_DTYPE.names]
+    assert ffi.sizeof("mica_event") == runtime.EVENT_DTYPE.itemsize == 32
+    assert (lib.MICA_EV_EXCHANGE, lib.MICA_EV_PREFETCH) == (runtime.EV_EXCHANGE, runtime.EV_PREFETCH)
 
 
 @pytest.mark.parametrize("section, why", [

@@ -4,7 +4,7 @@ UndefinedBehaviorSanitizer (and ThreadSanitizer), driven by a standalone C progr
 The driver replays real compiled programs -- SUMMA multicasts, Cannon and interleaved ring shifts with
 staged loads, chain and K-tree reductions, partial tiles, scalars -- with 1, 2, 3 and 7 threads, and checks
 every output byte for byte against what the ordinary (unsanitized) build computed through the Python
-binding; then it drives the error paths (bad mesh shapes, an arena larger than SRAM, a receive nobody
+binding (the runs on 1, 3 and 7 threads also record the per-core trace of half the mesh, and check it); then it drives the error paths (bad mesh shapes, an arena larger than SRAM, a receive nobody
 sends to, a message routed off the mesh, a missing kernel, truncated and garbage op code, bad host copies)
 on several threads and checks that each fails with a message. Any sanitizer report, a leak included,
 fails the test. The test is skipped only if the C compiler cannot build a trivial sanitized program.
@@ -114,7 +114,11 @@ def _program_c(label: str, compiled, inputs) -> tuple[str, str]:
             f"  if (!m) {{ printf(\"{label}: mesh: %s\\n\", err); return 1; }}",
             f"  CHECK(\"{label} reserve\", mica_mesh_reserve(m, {r.x0}, {r.x1}, {r.y0}, {r.y1}, "
             f"{mp.arena_bytes}LL, err, sizeof err));",
-            f"  CHECK(\"{label} commit\", mica_mesh_commit(m, err, sizeof err));"]
+            f"  CHECK(\"{label} commit\", mica_mesh_commit(m, err, sizeof err));",
+            # 1, 3 and 7 threads record the west half's timelines, at most TRACE_CAP events per core
+            "  int traced = threads % 2 == 1;",
+            f"  if (traced) CHECK(\"{label} trace\", mica_trace_start(m, 0, {(w + 1) // 2}, 0, {h}, TRACE_CAP, err, "
+            "sizeof err));"]
     for i, ld in enumerate(low.loads):
         t = mp.tensor(ld.buffer)
         if needs_staging(t):
@@ -131,7 +135,8 @@ def _program_c(label: str, compiled, inputs) -> tuple[str, str]:
              f"  if ({label}_kernel_count() != {n}) {{ printf(\"{label}: kernel count\\n\"); bad = 1; }}",
              *([f"  mica_set_prefetch(m, {label}_prefetch_hint);"] if _hints(km) else []),
              f"  CHECK(\"{label} run\", mica_run(m, {label}_code, {len(low.code)}, table, {n}, {label}_scalars, "
-             f"threads, err, sizeof err));"]
+             f"threads, err, sizeof err));",
+             f"  if (traced) bad |= check_trace(\"{label}\", m, {w}, {h});"]
     for i, st in enumerate(low.stores):
         t = mp.tensor(st.buffer)
         want = np.ascontiguousarray(expected[st.array]).tobytes()
@@ -155,6 +160,42 @@ def _program_c(label: str, compiled, inputs) -> tuple[str, str]:
     if _hints(km):
         decl += f"\nvoid {label}_prefetch_hint(const uint8_t *next, int64_t bytes);"
     return "\n".join([decl, *lines, *body]), kernels
+
+
+#: Events per core the traced runs keep (programs of a few steps record more on some cores: drops).
+TRACE_CAP = 4
+
+# The trace of a run (mica_rt.h "Trace"): every traced core's events follow each other from cycle 0 and,
+# unless some were dropped, the last ends at the core's clock (the driver sets no work functions, so only
+# exchanges move clocks); a core never keeps more than the cap.
+TRACE_C = r"""
+static int check_trace(const char *label, mica_mesh *m, int w, int h) {
+  int32_t rect[4];
+  int64_t n = mica_trace_counts(m, rect, NULL, NULL);
+  if (n <= 0 || n != (int64_t)(rect[1] - rect[0]) * (rect[3] - rect[2])) { printf("%s: trace of %lld cores\n", label, (long long)n); return 1; }
+  int64_t *counts = calloc((size_t)n, sizeof *counts), *dropped = calloc((size_t)n, sizeof *dropped), total = 0;
+  mica_trace_counts(m, rect, counts, dropped);
+  for (int64_t i = 0; i < n; i++) total += counts[i];
+  mica_event *ev = calloc((size_t)total + 1, sizeof *ev);
+  double *clock = calloc((size_t)w * (size_t)h, sizeof *clock);
+  mica_trace_copy(m, ev);
+  mica_core_timing(m, MICA_T_CLOCK, clock);
+  int bad = 0;
+  const mica_event *e = ev;
+  for (int64_t i = 0; i < n; e += counts[i], i++) {
+    int64_t x = rect[0] + i % (rect[1] - rect[0]), y = rect[2] + i / (rect[1] - rect[0]);
+    double t = 0.0;
+    for (int64_t k = 0; k < counts[i]; k++) {
+      if (e[k].start != t || e[k].end <= e[k].start || e[k].comm < 0 || e[k].comm > e[k].end - e[k].start) bad = 1;
+      t = e[k].end;
+    }
+    if (counts[i] > TRACE_CAP || (dropped[i] && counts[i] != TRACE_CAP) || (!dropped[i] && t != clock[y * w + x])) bad = 1;
+  }
+  if (bad) printf("%s: bad trace\n", label);
+  free(counts); free(dropped); free(ev); free(clock);
+  return bad;
+}
+"""
 
 
 # -- the error paths --------------------------------------------------------------------------------------
@@ -262,6 +303,7 @@ def _driver(parts: list[str], labels: list[str], faults) -> str:
         '#include "mica_rt.h"',
         '#define CHECK(what, call) do { if ((call) != 0) { printf("%s: %s\\n", what, err); bad = 1; '
         'mica_mesh_free(m); return bad; } } while (0)',
+        f"#define TRACE_CAP {TRACE_CAP}", TRACE_C,
         *parts, FAULTS_C, *fault_lines,
         "int main(void) {",
         "  int bad = 0;",
