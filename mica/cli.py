@@ -9,6 +9,9 @@
     mica run kernel.c [the options of compile] [--seed S] [--threads N] [--plot DIR] [--trace FILE]
         compile one C function, run it in the emulator on random inputs and check it against the same C
         compiled natively.
+    mica plot kernel.c [the options of run] [--out DIR]
+        the same run, then every picture (per-core compute and idle time, per-link traffic, SRAM, operator
+        placement) and the per-core trace into DIR.
     mica targets
         list the machine descriptions.
 
@@ -34,6 +37,7 @@ from .errors import EmitError, InputError, MicaError
 from .pipeline import compile_affine
 from .targets import DTYPES, TARGETS, get_target
 from .native_sim.execute import NP_DTYPE
+from .native_sim.plot import plot_files
 from .testing import run_c
 
 #: The back ends' machine families: a back end emits for these targets only.
@@ -86,6 +90,10 @@ def _cli_words(message: str) -> str:
 
 
 def _outputs(args, res, tgt) -> None:
+    if args.cmd == "plot":
+        for path in plot_files(res, args.out or f"{res.program.name}_plots"):
+            print(f"wrote {path}")
+        return
     if getattr(args, "plot", None):
         for path in res.plot(args.plot):
             print(f"wrote {path}")
@@ -115,7 +123,7 @@ def demo(args) -> int:
     A = rng.standard_normal((n, n), dtype=np.float32)
     B = rng.standard_normal((n, n), dtype=np.float32)
     t0 = time.perf_counter()
-    res = small.run({"A": A, "B": B}, threads=args.threads)
+    res = small.run({"A": A, "B": B}, threads=args.threads, trace=bool(args.trace))
     dt = time.perf_counter() - t0
     ref = A.astype(np.float64) @ B.astype(np.float64)
     err = np.abs(res.outputs["C"] - ref).max()
@@ -201,7 +209,7 @@ def run_file(args) -> int:
     print(prog.explain() if args.explain else prog.schedule)
     ins = _random_inputs(prog.program, np.random.default_rng(args.seed))
     t0 = time.perf_counter()
-    res = prog.run(ins, threads=args.threads)
+    res = prog.run(ins, threads=args.threads, trace=bool(args.trace) or args.cmd == "plot")
     print(f"ran in the emulator in {time.perf_counter() - t0:.2f} s")
     print(res.stats)
     if args.dtype:
@@ -262,7 +270,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mica {__version__}")
     p.add_argument("--detail", action="store_true",
                    help="on an error, also print its detail (the isl relation, the rejected candidates)")
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{demo,compile,run,targets}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{demo,compile,run,plot,targets}")
     d = sub.add_parser("demo", help="compile a matmul for the whole chip and check it in the emulator",
                        description="Compile a size^3 f32 matmul for the target's whole grid, print the plan "
                                    "and its cost, run the plan on a small mesh and check it against numpy.")
@@ -299,6 +307,18 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", default=None, metavar="FILE",
                    help="write per-core timelines of the run (Chrome trace JSON, opens in Perfetto)")
     r.set_defaults(fn=run_file, run_mesh=None)
+    g = sub.add_parser("plot", help="run a C function in the emulator and write its pictures and trace",
+                       description="Compile one C function, run it in the emulator on random inputs, check it "
+                                   "against native C, and write PNG heatmaps (per-core compute and idle time, "
+                                   "per-link traffic, SRAM use, operator placement) and trace.json (per-core "
+                                   "timelines, Chrome trace format: open it in https://ui.perfetto.dev).")
+    _source_options(g)
+    g.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
+                   help="cores to compile for and run on (default: 16x16, or the grid if smaller)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    g.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
+    g.add_argument("--out", default=None, metavar="DIR", help="output directory (default: <function>_plots)")
+    g.set_defaults(fn=run_file, run_mesh=None, plot=None, trace=None)
     t = sub.add_parser("targets", help="list the machine descriptions")
     t.set_defaults(fn=targets)
     return p

@@ -99,3 +99,21 @@ def test_preprocessor_flags(capsys, tmp_path):
     assert "every output matches the native C" in capsys.readouterr().out
     assert main(["run", str(k), "-D", "SCALE=5", "--mesh", "2x2"]) == 2
     assert "k.c:1:" in capsys.readouterr().err          # the missing header, where it is included
+
+
+def test_plot_writes_the_pictures_and_the_trace(capsys, tmp_path):
+    import json
+
+    import matplotlib.image
+    out = tmp_path / "pics"
+    assert main(["plot", str(EXAMPLES / "jacobi-2d.c"), "-D", "N=16", "-D", "TSTEPS=2", "--mesh", "2x2",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "every output matches the native C" in printed
+    for name in ("compute", "idle", "traffic", "sram", "placement"):
+        img = matplotlib.image.imread(out / f"{name}.png")
+        assert img.shape[0] > 100 and img.shape[1] > 100 and img.std() > 0, name      # a picture, not blank
+        assert f"wrote {out / (name + '.png')}" in printed
+    events = json.loads((out / "trace.json").read_text())["traceEvents"]
+    computes = [e for e in events if e.get("ph") == "X" and e["name"].startswith("k_")]
+    assert {e["tid"] for e in computes} and len(computes) >= 4      # every working core's kernel calls

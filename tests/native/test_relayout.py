@@ -7,9 +7,10 @@ import pytest
 
 import mica
 from mica.errors import ScheduleError
-from mica.meshir.ir import HostLoad, HostStore, Shift
-from mica.tiling.homes import swap_home
-from mica.lower.relayout import home_tensor, relayout_cycles, transpose_blocks, transpose_program
+from mica.meshir.ir import HostLoad, HostStore, Region, Shift
+from mica.tiling.homes import swap_home, turn_home
+from mica.lower.relayout import (held_guard, home_tensor, relayout_cycles, transpose, transpose_blocks,
+                                 transpose_program)
 from mica.meshir.verify import verify
 from mica.pipeline import CompiledProgram
 from mica.targets import get_target
@@ -122,3 +123,56 @@ def test_layouts_that_are_not_a_block_transposition_are_refused_clearly():
     assert swap_home(Home("A", (("y", 3), ("x", 4)))) == Home("A", (("x", 3), ("y", 4)))
     assert relayout_cycles(prog, Home("A", (("y", 3), ("x", 6))), Home("A", (("x", 3), ("y", 6))),
                            (4, 4), get_target("wse2")) == float("inf")
+
+
+VCOPY = '''
+void vcopy(double v[%d], double w[%d]) {
+  for (int i = 0; i < %d; i++) w[i] = v[i];
+}'''
+
+
+@pytest.mark.parametrize("n, tile, side", [(24, 4, 6), (23, 4, 6), (7, 7, 1), (10, 3, 4), (64, 8, 8)])
+@pytest.mark.parametrize("axis, held", [("x", "line"), ("y", "line"), ("x", "every"), ("y", "every")])
+def test_a_vector_is_turned_to_the_other_axis(n, tile, side, axis, held):
+    """The bare turn: v loaded along one axis (on its line at 0, or by every line), stored from the other
+    axis (from the far line when every line holds it): every element arrives, by one-hop shifts only."""
+    prog = replace(mica.affine.from_c(VCOPY % (n, n, n)), outputs=("v",))
+    tgt = get_target("wse2")
+    other = "y" if axis == "x" else "x"
+    pin = ((other, 0),) if held == "line" else ()
+    home = Home("v", ((axis, tile),), pin)
+    turned = turn_home(home)
+    assert turned == Home("v", ((other, tile),), ((axis, 0),) if pin else ())
+    src, dst = home_tensor(prog, home), home_tensor(prog, turned, "v_t")
+    assert transpose_blocks(src, dst) == side
+    mp = transpose_program(src, dst, (side + 1, side + 2), tgt)
+
+    def line(ax, at):       # the cores of the line along ``ax`` at ``at`` on the other axis
+        return Region("line", 0, side, at, at + 1) if ax == "x" else Region("line", at, at + 1, 0, side)
+    load = line(axis, 0) if pin else mp.region
+    store = line(other, 0 if pin else side - 1)
+    mp = replace(mp, body=(HostLoad("v", "v", load), *mp.body, HostStore("v_t", "v", store)))
+    verify(mp, tgt)
+    shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
+    assert all(isinstance(c, Shift) and c.max_hops == 1 for c in shifts) and (len(shifts) > 0) == (side > 1)
+    lanes = {t.name for t in mp.tensors if t.name.startswith("lane_")}
+    if pin:           # a line's blocks ride two lanes only: west then south, or east then north
+        assert lanes == ({"lane_W", "lane_S"} if axis == "x" else {"lane_E", "lane_N"})
+    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
+    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
+    v = np.random.default_rng(n).standard_normal(n)
+    np.testing.assert_array_equal(compiled.run({"v": v}).outputs["v"], v)
+
+
+def test_vectors_held_elsewhere_are_not_turned():
+    prog = mica.affine.from_c(VCOPY % (12, 12, 12))
+    assert turn_home(Home("v", (("x", 3),), (("y", 2),))) is None
+    assert turn_home(Home("v", ((None, 12),), (("x", 0), ("y", 0)))) is None
+    far = replace(home_tensor(prog, Home("v", (("x", 3),))), ownership="{ core[x, y] -> v[a0] : 3x <= a0 < 3x + 3 "
+                                                                         "and a0 < 12 and y = 2 }")
+    with pytest.raises(ScheduleError, match="line of cores away from y = 0"):
+        held_guard(far)
+    line = home_tensor(prog, Home("v", (("x", 3),), (("y", 0),)))
+    every = home_tensor(prog, Home("v", (("y", 3),)), "v_t")
+    with pytest.raises(ScheduleError, match="one held by every line to every line"):
+        transpose(line, every, "", Region("work", 0, 4, 0, 4), get_target("wse2"))
