@@ -8,7 +8,6 @@ their vectors on different mesh axes, and a vector an earlier operator produced 
 on the mesh (mica.lower.relayout) when the search finds that cheaper or the only way."""
 
 import numpy as np
-import pytest
 
 import mica
 from mica.testing import run_c
