@@ -349,8 +349,10 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
         origin, size = places[k] if places else ((0, 0), mesh)
         done = [j for j in range(n) if phases[j] is not None and (heaviest_first or j < k)]
         here = [j for j in done if not places or places[j] == places[k]]
+        # In program order a produced array is where the last operator left it (re-laid out, perhaps).
         fixed = fixed_homes_after(op, [ops[j] for j in here], [phases[j] for j in here],
-                                  arrays=written if heaviest_first else None)
+                                  arrays=written if heaviest_first else None,
+                                  latest=frozenset() if heaviest_first else written)
         # Operators on other rectangles fix only the arrays they produce (inputs are loaded per layout).
         away = [j for j in done if j not in here]
         for a, h in fixed_homes_after(op, [ops[j] for j in away], [phases[j] for j in away], arrays=written).items():

@@ -57,9 +57,11 @@ def operator_program(prog: Program, stmts: tuple[Statement, ...], k: int) -> Pro
 
 
 def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: list[Schedule],
-                      arrays: frozenset[str] | None = None) -> dict:
+                      arrays: frozenset[str] | None = None, latest: frozenset[str] = frozenset()) -> dict:
     """The homes arrays produced (or loaded) by the operators mapped so far keep for the next ones
-    (only those named in ``arrays``, when given)."""
+    (only those named in ``arrays``, when given): the first operator's home of each array, except for the
+    arrays in ``latest``, whose home is the last operator's (an array an operator re-laid out on the mesh
+    stays where that operator left it)."""
     fixed = {}
     for stmts, s in zip(ops, scheds):
         touched = {a.array for st in stmts for a in st.accesses}
@@ -72,7 +74,9 @@ def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: l
                 fixed.setdefault(name, Home(name, tuple((None, n) for n in shape), (("x", 0), ("y", 0))))
             continue
         for h in s.homes:
-            if h.array in touched:
+            if h.array in touched and h.array in latest:
+                fixed[h.array] = h
+            elif h.array in touched:
                 fixed.setdefault(h.array, h)
     return fixed
 
