@@ -3,7 +3,8 @@
     python -m pytest bench/test_spread.py --benchmark-only -s -m "slow or not slow"
 
 For every kernel of ``tests/frontend/kernels`` (the PolyBench-style set, at the manifest's sizes) and the
-application kernels of the tests (softmax, decode and causal prefill attention, arg-min, in-place RoPE) the searched plan is
+application kernels of the tests (softmax, decode and causal prefill attention, arg-min, in-place RoPE, the LLM
+decode layer of ``examples/decode_layer.c``) the searched plan is
 compiled for 8x8 and for the whole WSE-2 rectangle (750x994); the baseline is the same program on one core,
 costed by the same model (:func:`mica.tiling.cost.one_core_cycles`). A kernel that does
 not spread prints the reason the plan gives. The table printed at the end of a run is the figure for the notes.
@@ -14,6 +15,7 @@ In CI (the smoke run) only :data:`QUICK` runs, on 8x8; the full table is marked 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +43,9 @@ void gauss_seidel(int N, float A[N + 2][N + 2]) {
 }
 """
 
+#: The LLM decode layer as one C function (examples/decode_layer.c; its sizes are macros).
+DECODE_LAYER = (Path(__file__).resolve().parents[1] / "examples" / "decode_layer.c").read_text()
+
 KERNELS = {name: (kernel_source(name), kernel_function(name), spec["params"]) for name, spec in MANIFEST.items()}
 KERNELS.update({
     "softmax": (SOFTMAX, "softmax", {"N": 64, "M": 96}),
@@ -50,6 +55,7 @@ KERNELS.update({
     "argmin-top1": (ARGMIN, "argmin", {"N": 2048, "D": 16}),
     "rope-in-place": (ROPE, "rope", {}),
     "gauss-seidel-wavefront": (GAUSS_SEIDEL, "gauss_seidel", {"N": 64}),
+    "decode-layer": (DECODE_LAYER, "layer", {}),
 })
 NAMES = sorted(KERNELS)
 QUICK = ("gemm", "syrk", "trisolv")          # a spread one, a triangular one, one that stays on one core
@@ -61,8 +67,8 @@ def spread_row(name: str, mesh: tuple[int, int]) -> dict:
     """The searched plan of kernel ``name`` on ``mesh`` against the one-core plan: computing cores, modelled
     cycles of both (the one-core cycles from :func:`one_core_cycles`, which exist even when the data do not
     fit one core), the speedup, compile seconds and (when it stays on one core) the reason its schedule gives."""
-    src, fn, params = KERNELS[name]
-    prog = from_c(src, fn, params=params, filename=f"{name}.c")
+    src, fn, params, *defines = KERNELS[name]
+    prog = from_c(src, fn, params=params, filename=f"{name}.c", defines=defines[0] if defines else None)
     t0 = time.perf_counter()
     chosen = mica.compile_affine(prog, mesh=mesh)
     seconds = time.perf_counter() - t0
@@ -126,14 +132,15 @@ def teardown_module():
 
 #: The applications at the sizes people run them (decode attention over a 4096-token KV cache with head
 #: dimension 128; causal prefill attention over 4096 tokens, 32 heads; top-1 search over 2^20 vectors of
-#: 128 floats; a 4096x4096 Gauss-Seidel sweep as a
-#: wavefront), compiled for the whole WSE-2 rectangle.
+#: 128 floats; a 4096x4096 Gauss-Seidel sweep as a wavefront; the LLM decode layer with model width 1024, a
+#: 1024-token cache and MLP width 2816), compiled for the whole WSE-2 rectangle.
 REAL = {
     "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
     "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
     "attention-prefill-causal-32x4096x128": (PREFILL, "prefill", {"H": 32, "T": 4096, "D": 128}),
     "argmin-top1-2^20x128": (ARGMIN, "argmin", {"N": 1 << 20, "D": 128}),
     "gauss-seidel-wavefront-4096x4096": (GAUSS_SEIDEL, "gauss_seidel", {"N": 4096}),
+    "decode-layer-1024x1024x2816": (DECODE_LAYER, "layer", {}, {"D": 1024, "L": 1024, "F": 2816}),
 }
 
 
