@@ -12,8 +12,9 @@ Two sources find the names in the emitted files of the golden programs:
 
 A scanned name must be one the compiler traced to a declaration, a macro or struct field declared in the
 header, something the emitted files define themselves, or C++ / the standard library. A traced declaration
-must carry its ``// <tt-metal path> @ <commit>`` comment. The test prints the table: name -> header ->
-tt-metal file @ commit. A name with no such declaration fails, as does any compile error.
+must carry its ``// <tt-metal path> @ <commit>`` comment. The test prints the table name -> header ->
+tt-metal file @ commit (``pytest -s`` or ``-rP`` shows it). A name with no such declaration fails, as does
+any compile error.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def _match(name: str, used: dict[str, set]) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("name", GOLDEN)
-def test_every_api_name_has_a_declaration_read_from_tt_metal(name, tmp_path, capsys):
+def test_every_api_name_has_a_declaration_read_from_tt_metal(name, tmp_path):
     files = rendered(name)
     used, errors = trace(files, tmp_path)
     assert errors == ""
@@ -213,9 +214,8 @@ def test_every_api_name_has_a_declaration_read_from_tt_metal(name, tmp_path, cap
             missing.append(f"{n} ({names.get(n, 'traced')})")
         for hdr, path, sha in matches:
             report.append(f"  {n:<40} {hdr:<45} {path} @ {sha[:12]}")
-    with capsys.disabled():
-        print(f"\n{name}: {len(set(names) | set(used))} tt-metal names")
-        print("\n".join(report))
+    print(f"\n{name}: {len(set(names) | set(used))} tt-metal names")     # the table: pytest -s (or -rP) shows it
+    print("\n".join(report))
     assert missing == [], f"names the emitter writes with no declaration read from tt-metal: {missing}"
 
 
