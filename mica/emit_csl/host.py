@@ -153,7 +153,7 @@ def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
          "def main():",
          "    ap = argparse.ArgumentParser()",
          "    ap.add_argument('--name', default='out', help='the compile output directory')",
-         "    ap.add_argument('--cmaddr', default='', help='IP:port of a CS system; empty for the simulator')",
+         "    ap.add_argument('--cmaddr', default=None, help='IP:port of a CS system; omit it to run on the simulator')",
          "    ap.add_argument('--seed', type=int, default=0)",
          "    args = ap.parse_args()",
          "    rng = np.random.default_rng(args.seed)",
@@ -167,7 +167,8 @@ def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
             L.append(f"    arrays[{a.name!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")
     L.append("    scalars = {" + ", ".join(f"{n!r}: 1.5" for n, _ in prog.scalars) + "}")
     L += ["",
-          "    runner = SdkRuntime(args.name, cmaddr=args.cmaddr)"]
+          "    # cmaddr only for a CS system: SdkRuntime runs on simfabric when the keyword is omitted",
+          "    runner = SdkRuntime(args.name, cmaddr=args.cmaddr) if args.cmaddr else SdkRuntime(args.name)"]
     syms = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})
     for s in syms:
         L.append(f"    sym_{s} = runner.get_id({s!r})")

@@ -2,22 +2,23 @@
 
 ``prog.emit("metalium", out_dir)`` writes::
 
-    host.cpp                     device, program, CBs, semaphores, kernels per core class, runtime args,
-                                 DRAM staging, EnqueueWriteBuffer/EnqueueProgram/Finish/ReadBuffer, check
+    host.cpp                     unit mesh device, program, CBs, semaphores, kernels per core class, runtime
+                                 args, DRAM mesh buffers, EnqueueWriteMeshBuffer / EnqueueMeshWorkload /
+                                 Finish / EnqueueReadMeshBuffer, check against the sequential reference
     kernels/reader_<class>.cpp   host loads, every exchange (semaphore handshake), compute turns
     kernels/compute_<class>.cpp  matmul_tiles / eltwise binary / fill tile routines of the MeshIR kernels
     kernels/writer_<class>.cpp   host stores
     kernels/mica_mesh.h, kernels/mica_dataflow.h   shared helpers
     plan.json                    the back end's own record of what it emitted (see :mod:`.plan`)
 
-It renders the compiled program's MeshIR (never re-deriving the plan) against one pinned tt-metal release
-(:data:`.api.TT_METAL_VERSION`) and runs :func:`.validate.validate` on the files before writing them.
+It renders the compiled program's MeshIR (never re-deriving the plan) against the tt-metal API named by
+:data:`.api.TT_METAL_VERSION` and runs :func:`.validate.validate` on the files before writing them.
 
 Modules: :mod:`.api` (pinned version, limits), :mod:`.plan` (core classes, CBs, semaphores, transfers,
 kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.generic` (scalar loops on the
 reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
-:mod:`.host`, :mod:`.validate`, ``include/`` (declaration header of the API subset, for
-``g++ -fsyntax-only``).
+:mod:`.host`, :mod:`.validate`, ``include/`` (declarations of the API subset, each read from a tt-metal
+header at a named commit, for ``g++ -fsyntax-only`` and the API-name test).
 
 Execution model of the emitted program: per core, the reader, compute and writer kernels pass one turn
 token per MeshIR op, so the core runs the MeshIR body in order, bulk-synchronously like the emulator;

@@ -1,17 +1,20 @@
-"""The pinned tt-metal API version and the figures of it the back end relies on.
+"""The tt-metal API the back end targets and the figures of it the back end relies on.
 
-Every generated file states :data:`TT_METAL_VERSION` in its header comment. The API subset used (host:
-``CreateDevice``/``EnqueueWriteBuffer``/``EnqueueProgram``/``Finish``/``CloseDevice``; kernels:
-``dataflow_api.h``, ``compute_kernel_api``'s ``mm_init``/``matmul_tiles``/``add_tiles``/``fill_tile``) is the
-one of that release; ``include/`` holds a declaration header of exactly that subset, written from the
-documentation, for the ``g++ -fsyntax-only`` check (tt-metal itself is not installable here).
+Every generated file states :data:`TT_METAL_VERSION` in its header comment. The API is that of tt-metal
+``main`` in July 2026, after PR #50570 removed the ``mm_init`` family: host programs open a unit
+``MeshDevice``, stage data through ``MeshBuffer`` objects (``EnqueueWriteMeshBuffer`` / ``EnqueueReadMeshBuffer``)
+and run the ``Program`` as a ``MeshWorkload`` (``EnqueueMeshWorkload``, ``Finish``); kernels include
+``api/dataflow/dataflow_api.h`` and ``api/compute/*.h`` and compute kernels start with
+``compute_kernel_hw_startup`` and use ``matmul_init`` / ``matmul_tiles`` (five arguments). ``include/`` holds
+the declarations of exactly the subset emitted, each read from the tt-metal header and commit its comment
+names, for the ``g++ -fsyntax-only`` check and the API-name test (tt-metal itself is not installable here).
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-TT_METAL_VERSION = "tt-metal v0.55.0"
+TT_METAL_VERSION = "tt-metal main of July 2026 (matmul.h @ 01c8afed, after PR #50570)"
 
 #: 32x32 tiles of four 16x16 faces (face order: top-left, top-right, bottom-left, bottom-right; each face
 #: row-major): element (i, j) of a tile is at (i // 16 * 2 + j // 16) * 256 + (i % 16) * 16 + j % 16.
@@ -24,8 +27,8 @@ DATA_FORMATS = MappingProxyType({
 })
 
 MAX_CBS = 32                  #: circular-buffer ids 0..31
-NUM_SEMAPHORES = 8            #: semaphores per core in the pinned release
-MAX_RUNTIME_ARGS = 341        #: get_arg_val indices 0..340
+NUM_SEMAPHORES = 8            #: semaphores per core (host_api.hpp: "up to eight 4B semaphores")
+MAX_RUNTIME_ARGS = 341        #: get_arg_val indices 0..340 (kernel_types.hpp: max_runtime_args)
 #: L1 the firmware, kernel binaries and dispatch keep for themselves; a program's CBs must fit the rest.
 #: (An estimate: tt-metal's allocator starts user L1 above ~100 KiB on Wormhole and Blackhole.)
 L1_RESERVED_BYTES = 100 * 1024

@@ -1,11 +1,13 @@
 """``host.cpp``: the host program that stages the inputs, runs the program on the device and checks it.
 
-Device, command queue and program; one ``CoreRangeSet`` for the work region (circular buffers and
-semaphores) and one per core class (kernels and their runtime args); DRAM buffers holding every host
-load/store as per-core tile blocks (the host does the staging: box of core (x, y) -> zero-padded 32x32
-tiles of four 16x16 faces); ``EnqueueWriteBuffer``, ``EnqueueProgram``, ``Finish``, ``EnqueueReadBuffer``;
+A unit mesh device (``MeshDevice::create_unit_mesh``), its command queue and a program; one ``CoreRangeSet``
+for the work region (circular buffers and semaphores) and one per core class (kernels and their runtime
+args); DRAM ``MeshBuffer`` objects holding every host load/store as per-core tile blocks (the host does the
+staging: box of core (x, y) -> zero-padded 32x32 tiles of four 16x16 faces); ``EnqueueWriteMeshBuffer``,
+the program run as a ``MeshWorkload`` (``EnqueueMeshWorkload``, ``Finish``), ``EnqueueReadMeshBuffer``;
 then the program's sequential reference (the C :func:`mica.codeprint.program_c` prints, which the
-emulator's differential tests compile too) on the same random inputs, and a comparison. ``CloseDevice`` at the end.
+emulator's differential tests compile too) on the same random inputs, and a comparison. The device is
+closed at the end.
 
 Public API: :func:`render_host`.
 """
@@ -120,28 +122,33 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
 
 def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
     """The file's head (includes, the sequential reference, the skew and staging helpers) and the start of
-    ``main``: device, queue, program, the grid check, and the core ranges of the work region and classes."""
+    ``main``: the unit mesh device, its command queue, the program, the grid check, and the core ranges of
+    the work region and classes."""
     ref = "\n".join(line for line in program_c(program).splitlines() if not line.startswith("#include"))
     L = [header("host.cpp: opens the device, builds the program (CBs, semaphores, kernels per core class, "
                 "runtime args), stages the inputs, runs, and checks the outputs against the sequential "
                 "reference.", plan),
          LAYOUT,
-         "// Build against the pinned release, e.g. as a tt_metal/programming_examples target; kernels/ must be",
+         "// Build against that tt-metal, e.g. as a tt_metal/programming_examples target; kernels/ must be",
          "// reachable from the working directory (CreateKernel takes paths relative to it).",
          "#include <cmath>", "#include <cstdint>", "#include <cstdio>", "#include <memory>", "#include <random>",
-         "#include <vector>", "#include <tt-metalium/host_api.hpp>", "#include <tt-metalium/device.hpp>",
-         "#include <tt-metalium/work_split.hpp>", "", "using namespace tt;", "using namespace tt::tt_metal;", "",
+         "#include <utility>", "#include <vector>", "#include <tt-metalium/host_api.hpp>",
+         "#include <tt-metalium/core_coord.hpp>", "#include <tt-metalium/distributed.hpp>",
+         "#include <tt-metalium/mesh_buffer.hpp>", "#include <tt-metalium/mesh_command_queue.hpp>",
+         "#include <tt-metalium/mesh_coord.hpp>", "#include <tt-metalium/mesh_device.hpp>",
+         "#include <tt-metalium/mesh_workload.hpp>", "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
          "}  // namespace reference", "", _skew_c(mp), STAGING,
          "int main() {",
-         "    IDevice* device = CreateDevice(0);",
-         "    CommandQueue& cq = device->command_queue();",
+         "    // Device 0 as a 1x1 mesh: programs run as mesh workloads and buffers are mesh buffers.",
+         "    std::shared_ptr<distributed::MeshDevice> mesh_device = distributed::MeshDevice::create_unit_mesh(0);",
+         "    distributed::MeshCommandQueue& cq = mesh_device->mesh_command_queue();",
          "    Program program = CreateProgram();",
-         "    const CoreCoord grid = device->compute_with_storage_grid_size();",
+         "    const CoreCoord grid = mesh_device->compute_with_storage_grid_size();",
          f"    if (grid.x < {plan.work.x1} || grid.y < {plan.work.y1}) {{",
          f"        std::fprintf(stderr, \"this device's worker grid is too small for the {plan.work.x1}x{plan.work.y1} "
          f"program\\n\");",
-         "        CloseDevice(device);", "        return 2;", "    }", "",
+         "        mesh_device->close();", "        return 2;", "    }", "",
          "    // Work region: every MeshIR tensor lives on all of it (CBs and semaphores).",
          f"    const CoreRangeSet work(std::vector<CoreRange>{{{_range_c(plan.work)}}});"]
     for cc in plan.classes:
@@ -169,10 +176,13 @@ def _cbs_and_semaphores(plan: MetalPlan) -> list[str]:
 
 
 def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
-    """One interleaved DRAM buffer per tensor the host loads or stores (``ops``), on one region."""
+    """One interleaved DRAM mesh buffer per tensor the host loads or stores (``ops``), on one region."""
     tb = tile_bytes(plan.dtype)
     L = ["", "    // DRAM buffers: every host load / store as the tile blocks of its cores in row-major core order",
-         "    // (a tensor loaded and stored uses one buffer)."]
+         "    // (a tensor loaded and stored uses one buffer), one tile per page, interleaved over the DRAM banks;",
+         "    // on a unit mesh a replicated mesh buffer is one device buffer.",
+         f"    const distributed::DeviceLocalBufferConfig dram_config{{.page_size = {tb}, "
+         f".buffer_type = BufferType::DRAM}};"]
     seen: dict[str, object] = {}
     for op in ops:
         if op.buffer in seen:
@@ -184,9 +194,9 @@ def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
         t = mp.tensor(op.buffer)
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages * r.cores
-        L.append(f"    InterleavedBufferConfig cfg_{ident(op.buffer)}{{.device = device, .size = {pages * tb}, "
-                 f".page_size = {tb}, .buffer_type = BufferType::DRAM}};")
-        L.append(f"    std::shared_ptr<Buffer> dram_{ident(op.buffer)} = CreateBuffer(cfg_{ident(op.buffer)});  "
+        b = ident(op.buffer)
+        L.append(f"    std::shared_ptr<distributed::MeshBuffer> dram_{b} = distributed::MeshBuffer::create("
+                 f"distributed::ReplicatedBufferConfig{{.size = {pages * tb}}}, dram_config, mesh_device.get());  "
                  f"// {op.array} <-> {t.name} on {r}")
     return L
 
@@ -203,7 +213,7 @@ def _kernels(plan: MetalPlan) -> list[str]:
                  f".compile_args = reader_{n}_ct}});")
         L.append(f"    std::vector<uint32_t> compute_{n}_ct = {{{', '.join(plan.args(f'kernels/compute_{n}.cpp').compile)}}};")
         L.append(f"    KernelHandle compute_{n} = CreateKernel(program, \"kernels/compute_{n}.cpp\", class_{n}, "
-                 f"ComputeConfig{{.math_fidelity = MathFidelity::HiFi4, .fp32_dest_acc_en = true, "
+                 f"ComputeConfig{{.math_fidelity = tt::tt_metal::MathFidelity::HiFi4, .fp32_dest_acc_en = true, "
                  f".math_approx_mode = false, .compile_args = compute_{n}_ct}});")
         L.append(f"    std::vector<uint32_t> writer_{n}_ct = {{{', '.join(plan.args(f'kernels/writer_{n}.cpp').compile)}}};")
         L.append(f"    KernelHandle writer_{n} = CreateKernel(program, \"kernels/writer_{n}.cpp\", class_{n}, "
@@ -228,8 +238,10 @@ def _runtime_args(plan: MetalPlan) -> list[str]:
     w, h = plan.mesh
     L = ["", "    // NoC coordinates of every logical column and row (multicast rectangles need them).",
          f"    std::vector<uint32_t> noc_x({w}), noc_y({h});",
-         f"    for (uint32_t i = 0; i < {w}; ++i) noc_x[i] = device->worker_core_from_logical_core(CoreCoord(i, 0)).x;",
-         f"    for (uint32_t j = 0; j < {h}; ++j) noc_y[j] = device->worker_core_from_logical_core(CoreCoord(0, j)).y;",
+         f"    for (uint32_t i = 0; i < {w}; ++i) "
+         "noc_x[i] = mesh_device->worker_core_from_logical_core(CoreCoord(i, 0)).x;",
+         f"    for (uint32_t j = 0; j < {h}; ++j) "
+         "noc_y[j] = mesh_device->worker_core_from_logical_core(CoreCoord(0, j)).y;",
          "", "    // Runtime args, per core of each class."]
     for cc in plan.classes:
         n = cc.name
@@ -264,14 +276,19 @@ def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list) -> lis
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
               f"                stage(arr_{ident(op.array)}, box, x, y, staged.data() + "
               f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, true);",
-              f"        EnqueueWriteBuffer(cq, dram_{b}, staged, true);", "    }"]
+              f"        distributed::EnqueueWriteMeshBuffer(cq, dram_{b}, staged, true);  // blocking: staged is local",
+              "    }"]
     return L
 
 
 def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list) -> list[str]:
-    """Running the program, then the device's arrays: outputs start as NaN, and each host store reads its
-    DRAM buffer back and unstages its cores' boxes."""
-    L = ["", "    EnqueueProgram(cq, program, false);", "    Finish(cq);", "",
+    """Running the program (a mesh workload of the one program on the whole unit mesh), then the device's
+    arrays: outputs start as NaN, and each host store reads its DRAM buffer back and unstages its cores'
+    boxes."""
+    L = ["", "    // Run: the program as a workload on every device of the (1x1) mesh.",
+         "    distributed::MeshWorkload workload;",
+         "    workload.add_program(distributed::MeshCoordinateRange(mesh_device->shape()), std::move(program));",
+         "    distributed::EnqueueMeshWorkload(cq, workload, false);", "    distributed::Finish(cq);", "",
          "    // Outputs back from DRAM."]
     L.append("    // (outputs start as NaN: an element the device never stores fails the comparison)")
     for a in program.arrays:
@@ -286,7 +303,7 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list) -> 
         L += [f"    {{  // host_store {op.array} <- {op.buffer} from {r}",
               f"        const Box box = {_box_c(t)};",
               "        std::vector<float> staged;",
-              f"        EnqueueReadBuffer(cq, dram_{ident(op.buffer)}, staged, true);",
+              f"        distributed::EnqueueReadMeshBuffer(cq, staged, dram_{ident(op.buffer)}, true);",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
               f"                stage(dev_{ident(op.array)}, box, x, y, staged.data() + "
@@ -316,5 +333,5 @@ def _check(program) -> list[str]:
               f"        std::printf(\"{name}: max |device - reference| = %g (scale %g) %s\\n\", worst, scale, ok ? \"ok\" : \"MISMATCH\");",
               "        bad += ok ? 0 : 1;",
               "    }"]
-    L += ["", "    CloseDevice(device);", "    return bad == 0 ? 0 : 1;", "}", ""]
+    L += ["", "    mesh_device->close();", "    return bad == 0 ? 0 : 1;", "}", ""]
     return L

@@ -6,9 +6,14 @@ the three RISC-V programs of a core agree on every step:
 * the **reader** (RISCV_0, NoC 0) zeroes and host-loads the tensors, runs every exchange, and at every
   ``compute`` hands the turn to the compute kernel (a page on ``cb_tok_r2c``) and waits for it back
   (``cb_tok_c2r``); at the end it hands the turn to the writer (``cb_tok_r2w``);
-* the **compute** kernel (TRISC 0-2) waits for its turn at every ``compute`` and, when the core is in the
-  op's rectangle, runs the kernel's tile routine (see :mod:`mica.emit_metalium.classify`);
+* the **compute** kernel (TRISC 0-2; entry ``kernel_main``, ``compute_kernel_hw_startup`` once, then each
+  routine's own init: ``matmul_init``, ``add_tiles_init``, ``copy_tile_to_dst_init_short``, ...) waits for
+  its turn at every ``compute`` and, when the core is in the op's rectangle, runs the kernel's tile routine
+  (see :mod:`mica.emit_metalium.classify`);
 * the **writer** (RISCV_1, NoC 1) waits for its turn and stores the program's outputs to DRAM.
+
+DRAM pages move with ``noc_async_read_page`` / ``noc_async_write_page`` through an
+``InterleavedAddrGenFast`` (the tile-page variants ``noc_async_{read,write}_tile`` are deprecated).
 
 Exchanges use three phases so no core ever blocks before it has signalled what others wait for:
 (1) every receiver clears its ``valid`` flag and increments its sender's ``ready`` counter; (2) every
@@ -79,7 +84,7 @@ DATAFLOW_H = """\
 // after resetting ready: one semaphore pair serves every step of a loop, and every op of the same
 // geometry. Where no core is ever both sender and receiver, ready and valid are the same semaphore.
 #include <stdint.h>
-#include "dataflow_api.h"
+#include "api/dataflow/dataflow_api.h"
 
 static inline volatile tt_l1_ptr uint32_t* mica_sem_ptr(uint32_t sem_id) {
     return reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(sem_id));
@@ -218,7 +223,7 @@ def _reader_head(plan: MetalPlan, cc: CoreClass) -> list[str]:
     of ``kernel_main`` down to the NoC coordinate arrays."""
     lines = [header(f"reader_{cc.name}: data-movement kernel (RISCV_0, NoC 0) of core class {cc.name}: host loads, "
                     f"every exchange, and the turns of the compute kernel.", plan),
-             LAYOUT, "#include <stdint.h>", '#include "dataflow_api.h"', '#include "mica_mesh.h"',
+             LAYOUT, "#include <stdint.h>", '#include "api/dataflow/dataflow_api.h"', '#include "mica_mesh.h"',
              '#include "mica_dataflow.h"', ""]
     lines += _cb_decls(plan)
     lines += ["", "// Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;",
@@ -264,7 +269,7 @@ def _reader_loads(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
                   f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
                   f"        const uint32_t first = {_core_index_c(ld.region)} * {c.slot_pages};",
                   f"        for (uint32_t i = 0; i < {c.slot_pages}; ++i) {{",
-                  f"            noc_async_read_tile(first + i, gen, get_write_ptr({c.name}) + i * tile_bytes);",
+                  f"            noc_async_read_page(first + i, gen, get_write_ptr({c.name}) + i * tile_bytes);",
                   "        }", "        noc_async_read_barrier();", "    }"]
     return lines
 
@@ -462,7 +467,7 @@ def _routine(plan: MetalPlan, op) -> list[str]:
     store = [s.format(W=W, o=op.out) for s in store]
     if op.kind == "fill":
         L += [f"// fill: every one of the {op.mt} tile(s) of {op.out} becomes {op.value!r}",
-              f"static inline void {name}() {{", f"    init_sfpu({W}, {W});", "    fill_tile_init();",
+              f"static inline void {name}() {{", "    fill_tile_init();",
               f"    for (uint32_t i = 0; i < {op.mt}; ++i) {{", "        tile_regs_acquire();",
               f"        fill_tile(0, {float(op.value)!r}f);", "        tile_regs_commit();",
               f"        cb_wait_front({W}, 1);"] + store + ["    }", "}"]
@@ -472,15 +477,14 @@ def _routine(plan: MetalPlan, op) -> list[str]:
               f"{op.out} are reloaded so the sum runs on across steps",
               f"static inline void {name}() {{",
               f"    cb_wait_front({A}, {op.mt * op.kt});", f"    cb_wait_front({B}, {op.kt * op.nt});",
-              f"    mm_init({A}, {B}, {W});",
               f"    for (uint32_t i = 0; i < {op.mt * op.nt}; ++i) {{  // output tile i = (mt, nt) in row-major order",
               f"        const uint32_t mt = i / {op.nt}, nt = i % {op.nt};",
               "        tile_regs_acquire();", f"        cb_wait_front({W}, 1);",
               f"        copy_tile_to_dst_init_short({W});",
               f"        copy_tile({W}, 0, 0);  // the partial tile i of {op.out} (the front of its CB)",
-              f"        mm_init_short({A}, {B});",
+              f"        matmul_init({A}, {B});  // back to matmul after the copy",
               f"        for (uint32_t kt = 0; kt < {op.kt}; ++kt) {{",
-              f"            matmul_tiles({A}, {B}, mt * {op.kt} + kt, kt * {op.nt} + nt, 0, false);",
+              f"            matmul_tiles({A}, {B}, mt * {op.kt} + kt, kt * {op.nt} + nt, 0);",
               "        }", "        tile_regs_commit();"] + store + ["    }", "}"]
     elif op.kind == "scalar":
         (xb,) = op.ins
@@ -491,7 +495,6 @@ def _routine(plan: MetalPlan, op) -> list[str]:
                  for fn, c in op.chain]
         L += [f"// SFPU scalar chain on {op.mt} tile(s): copy_tile, then " + ", ".join(f"{fn} {c!r}" for fn, c in op.chain),
               f"static inline void {name}() {{"] + wait + [
-              f"    init_sfpu({X}, {W});",
               f"    for (uint32_t i = 0; i < {op.mt}; ++i) {{", "        tile_regs_acquire();",
               f"        cb_wait_front({W}, 1);", f"        copy_tile_to_dst_init_short({X});",
               f"        copy_tile({X}, {ix}, 0);", "        binop_with_scalar_tile_init();"] + steps + [
@@ -504,11 +507,29 @@ def _routine(plan: MetalPlan, op) -> list[str]:
         waits = [f"    cb_wait_front({cb}, {op.mt});" for b, cb in zip(op.ins, (X, Y)) if b != op.out]
         L += [f"// {fn}: {op.mt} tile(s), element-wise" + (" (in place)" if op.out in op.ins else ""),
               f"static inline void {name}() {{"] + sorted(set(waits)) + [
-              f"    binary_op_init_common({X}, {Y}, {W});", f"    {fn}_init({X}, {Y});",
+              f"    {fn}_init({X}, {Y});",
               f"    for (uint32_t i = 0; i < {op.mt}; ++i) {{", "        tile_regs_acquire();",
               f"        cb_wait_front({W}, 1);", f"        {fn}({X}, {Y}, {ix}, {iy}, 0);",
               "        tile_regs_commit();"] + store + ["    }", "}"]
     return L
+
+
+def _hw_startup(plan: MetalPlan, ops) -> list[str]:
+    """The compute kernel's one ``compute_kernel_hw_startup``, before any other compute call: with the CBs of
+    its matmul routine and ``SrcOrder::Reverse`` (in0 goes to SrcB), as matmul.h asks of matmul kernels, else
+    with those of its first routine. Every CB holds the same data format and 32x32 tiles, so the unpacker,
+    math and packer state it programs serves every routine of the kernel without a ``reconfig_data_format``;
+    each routine then runs only its op's own init."""
+    if not ops:
+        return ["    // (no tile routine on this core class: no compute_kernel_hw_startup, only turn tokens)"]
+    op = next((o for o in ops if o.kind == "matmul"), ops[0])
+    out = plan.tensor_cb(op.out).name
+    ins = [plan.tensor_cb(b).name for b in op.ins]
+    if op.kind == "matmul":
+        return [f"    compute_kernel_hw_startup<SrcOrder::Reverse>({ins[0]}, {ins[1]}, {out});  // once; matmul "
+                f"reads in0 through SrcB"]
+    a, b = (ins * 2)[:2] if ins else (out, out)     # fill reads no CB; a scalar chain reads one
+    return [f"    compute_kernel_hw_startup({a}, {b}, {out});  // once, before any other compute call"]
 
 
 def _kb_c(mp: MeshProgram) -> str:
@@ -523,18 +544,19 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     ops = [o for o in plan.tile_ops if o.kernel in mine]
     lines = [header(f"compute_{cc.name}: compute kernel (TRISC 0-2) of core class {cc.name}: the tile routines "
                     f"of MeshIR kernels {', '.join(sorted(mine)) or '(none)'}.", plan),
-             LAYOUT, "#include <stdint.h>", '#include "compute_kernel_api/common.h"',
-             '#include "compute_kernel_api/matmul.h"', '#include "compute_kernel_api/tile_move_copy.h"',
-             '#include "compute_kernel_api/eltwise_binary.h"', '#include "compute_kernel_api/eltwise_unary/eltwise_unary.h"',
-             '#include "compute_kernel_api/eltwise_unary/fill.h"',
-             '#include "compute_kernel_api/eltwise_unary/binop_with_scalar.h"', '#include "mica_mesh.h"', ""]
+             LAYOUT, "#include <stdint.h>", '#include "api/compute/common.h"',
+             '#include "api/compute/compute_kernel_hw_startup.h"', '#include "api/compute/matmul.h"',
+             '#include "api/compute/tile_move_copy.h"', '#include "api/compute/eltwise_binary.h"',
+             '#include "api/compute/eltwise_unary/fill.h"', '#include "api/compute/eltwise_unary/binop_with_scalar.h"',
+             '#include "mica_mesh.h"', ""]
     lines += _cb_decls(plan, ("tensor", "token"))
-    lines += ["", "namespace NAMESPACE {", ""]
+    lines.append("")
     for op in ops:
         lines += _routine(plan, op) + [""]
-    lines += ["void MAIN {", "    // Runtime args."]
+    lines += ["void kernel_main() {", "    // Runtime args."]
     lines += _arg_lines(list(plan.args(f"kernels/compute_{cc.name}.cpp").runtime), {})
-    lines += ["    (void)my_x; (void)my_y;", "    // The tensors the reader loaded and handed over (pushed once)."]
+    lines += ["    (void)my_x; (void)my_y;"] + _hw_startup(plan, ops)
+    lines += ["    // The tensors the reader loaded and handed over (pushed once)."]
     for c in plan.cbs:
         if c.kind == "tensor":
             lines.append(f"    cb_wait_front({c.name}, {c.slot_pages});" + ("  // double buffer: its first slot"
@@ -595,7 +617,7 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
         out.append(f"{ind}cb_push_back(cb_tok_c2r, 1);")
 
     lines += _Body(mp, on_exchange, on_compute).run(_body_ops(mp), "    ")
-    lines += ["}", "", "}  // namespace NAMESPACE", ""]
+    lines += ["}", ""]
     return "\n".join(lines)
 
 
@@ -605,7 +627,7 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     stores = {op.buffer: op for op, _ in mp.walk() if isinstance(op, HostStore)}
     lines = [header(f"writer_{cc.name}: data-movement kernel (RISCV_1, NoC 1) of core class {cc.name}: stores "
                     f"the program's outputs to DRAM once the reader hands over the turn.", plan),
-             LAYOUT, "#include <stdint.h>", '#include "dataflow_api.h"', '#include "mica_mesh.h"', ""]
+             LAYOUT, "#include <stdint.h>", '#include "api/dataflow/dataflow_api.h"', '#include "mica_mesh.h"', ""]
     lines += _cb_decls(plan, ("tensor", "token"))
     lines += ["", "void kernel_main() {", "    // Runtime args."]
     lines += _arg_lines(list(plan.args(f"kernels/writer_{cc.name}.cpp").runtime), {f"dram_{ident(b)}": f"DRAM address of the staged {stores[b].array} "
@@ -621,7 +643,7 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
                   f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
                   f"        const uint32_t first = {_core_index_c(st.region)} * {c.pages};",
                   f"        for (uint32_t i = 0; i < {c.pages}; ++i) {{",
-                  f"            noc_async_write_tile(first + i, gen, get_read_ptr({c.name}) + i * tile_bytes);",
+                  f"            noc_async_write_page(first + i, gen, get_read_ptr({c.name}) + i * tile_bytes);",
                   "        }", "        noc_async_write_barrier();", "    }"]
     lines += ["}", ""]
     return "\n".join(lines)

@@ -22,8 +22,11 @@ class FakeRuntime:
     """SdkRuntime's host API over the emulator (one compiled program)."""
 
     compiled = None
+    made_with: list = []          # the keyword arguments of every SdkRuntime(...) run.py made
 
-    def __init__(self, name, cmaddr=""):
+    def __init__(self, name, **kwargs):
+        assert set(kwargs) <= {"cmaddr"}, kwargs
+        FakeRuntime.made_with.append(kwargs)
         self.h2d, self.out = {}, {}
 
     def get_id(self, name):
@@ -157,3 +160,26 @@ def test_box_geometry_of_windows():
     assert win.alloc == 6 and win.size(2) == 6 and boxes.size_csl(win, "px") == "6"
     assert part.alloc == 4 and part.size(2) == 2
     assert boxes.size_csl(part, "px") == "imax(0, imin(4, 10 - 4 * px))"
+
+
+@pytest.mark.parametrize("argv, kwargs", [([], {}), (["--cmaddr", "10.0.0.1:9000"], {"cmaddr": "10.0.0.1:9000"})])
+def test_run_py_omits_cmaddr_for_the_simulator(argv, kwargs, monkeypatch, capsys):
+    """The SdkRuntime reference: cmaddr is the 'IP_ADDRESS:PORT' of the CS system's CM, and omitting the keyword
+    runs on simfabric; run.py passes it only when --cmaddr is given (never an empty string)."""
+    compiled = program("gemv_ktree", "wse2")
+    text = render(compiled)["run.py"]
+    fake = types.ModuleType("cerebras.sdk.runtime.sdkruntimepybind")
+    fake.SdkRuntime = FakeRuntime
+    fake.MemcpyDataType = types.SimpleNamespace(MEMCPY_32BIT=32, MEMCPY_16BIT=16)
+    fake.MemcpyOrder = types.SimpleNamespace(ROW_MAJOR=0, COL_MAJOR=1)
+    for mod in ("cerebras", "cerebras.sdk", "cerebras.sdk.runtime"):
+        monkeypatch.setitem(sys.modules, mod, types.ModuleType(mod))
+    monkeypatch.setitem(sys.modules, "cerebras.sdk.runtime.sdkruntimepybind", fake)
+    FakeRuntime.compiled = compiled
+    monkeypatch.setattr(FakeRuntime, "made_with", [])
+    ns = {"__name__": "run_py"}
+    exec(compile(text, "run.py", "exec"), ns)
+    monkeypatch.setattr(sys, "argv", ["run.py", *argv])
+    assert ns["main"]() == 0
+    assert FakeRuntime.made_with == [kwargs]
+    assert "SUCCESS" in capsys.readouterr().out

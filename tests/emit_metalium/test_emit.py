@@ -4,6 +4,7 @@ as, and the errors for programs the back end cannot place or render."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -52,7 +53,9 @@ def test_summa_renders_multicasts_with_the_handshake():
                  "noc_semaphore_set_multicast(", "noc_semaphore_inc("):
         assert call in helpers
     compute = files["kernels/compute_c0.cpp"]
-    assert "matmul_tiles(cb_A_recv, cb_B_recv" in compute and "mm_init(" in compute
+    assert "matmul_tiles(cb_A_recv, cb_B_recv" in compute and "matmul_init(cb_A_recv, cb_B_recv)" in compute
+    assert "compute_kernel_hw_startup<SrcOrder::Reverse>(cb_A_recv, cb_B_recv, cb_C)" in compute
+    assert len(re.findall(r"compute_kernel_hw_startup(<[^>]*>)?\(", compute)) == 1 and "mm_init" not in compute
     assert "copy_tile(cb_C, 0, 0)" in compute     # partial results reloaded: the sum runs across steps
 
 

@@ -35,10 +35,10 @@ def unity_source(files: dict[str, str]) -> str:
         name = Path(path).stem
         ct = [str(sem_id[n]) for n in k["compile_arg_names"]] + ["0"]
         out += [f"namespace k_{name} {{", f"static constexpr uint32_t ct_[] = {{{', '.join(ct)}}};",
-                "#define get_compile_time_arg_val(i) (ct_[i])", "#define NAMESPACE ns", "#define MAIN compute_main()",
-                f'#include "{path}"', "#undef get_compile_time_arg_val", "#undef NAMESPACE", "#undef MAIN", "}"]
-        entry = f"k_{name}::ns::compute_main" if name.startswith("compute_") else f"k_{name}::kernel_main"
-        out.append(f'static const int reg_{name} = (mica_sim::registry()["{path}"] = &{entry}, 0);')
+                "#define get_compile_time_arg_val(i) (ct_[i])", f'#include "{path}"', "#undef get_compile_time_arg_val",
+                "}"]
+        # every kernel, compute included, has the entry point kernel_main
+        out.append(f'static const int reg_{name} = (mica_sim::registry()["{path}"] = &k_{name}::kernel_main, 0);')
     return "\n".join(out) + "\n"
 
 

@@ -1,5 +1,7 @@
-"""Every generated C++ file compiles with ``g++ -std=c++17 -fsyntax-only`` against the declaration header
-of the tt-metal API subset (``mica/emit_metalium/include``); a malformed file does not."""
+"""Every generated C++ file compiles with ``g++ -std=c++17 -fsyntax-only`` against the declarations of the
+tt-metal API subset (``mica/emit_metalium/include``, read from the tt-metal headers); a malformed file does
+not, nor does code written against the older API (``matmul_tiles`` with six arguments, ``mm_init``, the
+single-device ``EnqueueWriteBuffer`` / ``EnqueueProgram``)."""
 
 from __future__ import annotations
 
@@ -53,7 +55,8 @@ def test_a_malformed_kernel_fails_the_syntax_check(tmp_path):
     # an unbalanced brace, and a call the API does not have
     broken["kernels/reader_c0.cpp"] = files["kernels/reader_c0.cpp"].replace("void kernel_main() {", "void kernel_main() {{", 1)
     broken["kernels/compute_c0.cpp"] = files["kernels/compute_c0.cpp"].replace("matmul_tiles(", "matmul_tile(", 1)
-    broken["host.cpp"] = files["host.cpp"].replace("EnqueueProgram(cq, program, false);", "EnqueueProgram(cq, program);", 1)
+    broken["host.cpp"] = files["host.cpp"].replace("EnqueueMeshWorkload(cq, workload, false);",
+                                                   "EnqueueMeshWorkload(cq, workload);", 1)
     broken = {k: v for k, v in broken.items() if k.endswith(".h") or broken[k] != files[k]}
     errors = syntax_errors(broken, tmp_path)
     assert set(errors) == {"kernels/reader_c0.cpp", "kernels/compute_c0.cpp", "host.cpp"}
@@ -64,8 +67,32 @@ def test_the_header_keeps_kernel_kinds_apart(tmp_path):
     """A compute kernel cannot call the NoC API and a data-movement kernel cannot call matmul_tiles."""
     files = dict(rendered("matmul_summa_wormhole"))
     files["kernels/compute_c0.cpp"] = files["kernels/compute_c0.cpp"].replace(
-        "void MAIN {", "void MAIN {\n    noc_async_read_barrier();", 1)
+        "void kernel_main() {", "void kernel_main() {\n    noc_async_read_barrier();", 1)
     files = {k: v for k, v in files.items() if k.endswith(".h") or k in ("kernels/compute_c0.cpp",
                                                                           "kernels/reader_c0.cpp")}
     errors = syntax_errors(files, tmp_path)
     assert set(errors) == {"kernels/compute_c0.cpp"}
+
+
+@pytest.mark.parametrize("old, new", [
+    # tt-metal v0.55-era calls the header no longer declares
+    ("matmul_tiles(cb_A_recv, cb_B_recv, mt * 1 + kt, kt * 1 + nt, 0);",
+     "matmul_tiles(cb_A_recv, cb_B_recv, mt * 1 + kt, kt * 1 + nt, 0, false);"),
+    ("matmul_init(cb_A_recv, cb_B_recv);", "mm_init_short(cb_A_recv, cb_B_recv);"),
+    ("compute_kernel_hw_startup<SrcOrder::Reverse>(cb_A_recv, cb_B_recv, cb_C);", "mm_init(cb_A_recv, cb_B_recv, cb_C);"),
+])
+def test_the_old_compute_api_fails_the_check(old, new, tmp_path):
+    files = dict(rendered("matmul_summa_wormhole"))
+    path = "kernels/compute_c0.cpp"
+    assert old in files[path]
+    files = {k: v for k, v in files.items() if k.endswith(".h")} | {path: files[path].replace(old, new, 1)}
+    assert set(syntax_errors(files, tmp_path)) == {path}
+
+
+def test_the_old_host_api_fails_the_check(tmp_path):
+    files = dict(rendered("matmul_summa_wormhole"))
+    host = files["host.cpp"]
+    old = host.replace("distributed::EnqueueMeshWorkload(cq, workload, false);", "EnqueueProgram(cq, program, false);", 1)
+    assert old != host
+    errors = syntax_errors({"host.cpp": old}, tmp_path)
+    assert set(errors) == {"host.cpp"} and "EnqueueProgram" in errors["host.cpp"]

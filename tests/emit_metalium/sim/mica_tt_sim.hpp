@@ -1,10 +1,13 @@
-// A functional model of the tt-metal v0.55.0 API subset MICA emits, for tests only: every core is a few
-// host threads (reader, compute, writer) sharing a private "L1" mapped below 2 GiB (so 32-bit L1 addresses
-// are real pointers), circular buffers are FIFOs with per-thread pointers and shared page counters,
-// semaphores are atomic words in L1, NoC transfers are memcpys between cores' L1, multicasts copy to
-// every core of the rectangle. Compute keeps Dst tiles row-major and reads/writes CB tiles in the
-// four-16x16-face layout. Written by the MICA authors from the documentation; it is not tt-metal and says
-// nothing about timing, only about what the generated code computes and whether its handshakes complete.
+// A functional model of the tt-metal API subset MICA emits (the API of mica/emit_metalium/include: tt-metal
+// main of July 2026), for tests only: every core is a few host threads (reader, compute, writer) sharing a
+// private "L1" mapped below 2 GiB (so 32-bit L1 addresses are real pointers), circular buffers are FIFOs
+// with per-thread pointers and shared page counters, semaphores are atomic words in L1, NoC transfers are
+// memcpys between cores' L1, multicasts copy to every core of the rectangle, DRAM mesh buffers are host
+// vectors, and a mesh workload runs its program's kernels as those threads. Compute keeps Dst tiles
+// row-major and reads/writes CB tiles in the four-16x16-face layout; the init calls
+// (compute_kernel_hw_startup, matmul_init, ...) configure nothing. Written by the MICA authors from the
+// headers' documentation; it is not tt-metal and says nothing about timing, only about what the generated
+// code computes and whether its handshakes complete.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -34,8 +37,6 @@ enum CBIndex : std::uint8_t {
 };
 }  // namespace tt
 using tt::DataFormat;
-enum class MathFidelity : std::uint8_t { LoFi = 0, HiFi2 = 2, HiFi3 = 3, HiFi4 = 4 };
-
 namespace mica_sim {
 constexpr std::uint32_t L1_BYTES = 1u << 20;
 struct CB { std::uint32_t base = 0, size = 0, page = 0; std::atomic<std::uint32_t> received{0}, acked{0}; };
@@ -123,7 +124,7 @@ inline std::uint32_t get_read_ptr(std::uint32_t cb) { return mica_sim::addr(mica
 inline DataFormat get_dataformat(std::int32_t) { return DataFormat::Float32; }
 
 // ---- NoC: (x, y) in the top bits, the offset in the target's L1 below ----
-inline std::uint32_t get_semaphore(std::uint32_t id) { return mica_sim::addr(mica_sim::l1() + id * 16); }
+inline std::uintptr_t get_semaphore(std::uint32_t id) { return mica_sim::addr(mica_sim::l1() + id * 16); }
 inline std::uint64_t get_noc_addr(std::uint32_t x, std::uint32_t y, std::uint32_t a, std::uint8_t = 0) {
     return ((std::uint64_t)x << 56) | ((std::uint64_t)y << 48) | (std::uint64_t)(a - mica_sim::addr(mica_sim::l1()));
 }
@@ -159,11 +160,11 @@ inline void mica_sim_mcast(std::uint32_t src, std::uint64_t m, std::uint32_t siz
     std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 inline void noc_async_write_multicast(std::uint32_t s, std::uint64_t m, std::uint32_t size, std::uint32_t n,
-                                      bool = false, bool = true, std::uint8_t = 0) { mica_sim_mcast(s, m, size, n, false); }
+                                      bool = false, std::uint8_t = 0, std::uint8_t = 0) { mica_sim_mcast(s, m, size, n, false); }
 inline void noc_async_write_multicast_loopback_src(std::uint32_t s, std::uint64_t m, std::uint32_t size, std::uint32_t n,
-                                                   bool = false, bool = true, std::uint8_t = 0) { mica_sim_mcast(s, m, size, n, true); }
-inline void noc_semaphore_set_multicast(std::uint32_t s, std::uint64_t m, std::uint32_t n, bool = false, bool = true,
-                                        std::uint8_t = 0) {
+                                                   bool = false, std::uint8_t = 0) { mica_sim_mcast(s, m, size, n, true); }
+inline void noc_semaphore_set_multicast(std::uint32_t s, std::uint64_t m, std::uint32_t n, bool = false,
+                                        std::uint8_t = 0, std::uint8_t = 0) {
     std::uint32_t x0 = m >> 56, y0 = (m >> 48) & 0xff, x1 = (m >> 40) & 0xff, y1 = (m >> 32) & 0xff, off = m & 0xffffffffu;
     std::uint32_t v = __atomic_load_n((std::uint32_t*)mica_sim::ptr(s), __ATOMIC_SEQ_CST), count = 0;
     for (std::uint32_t y = y0; y <= y1; ++y)
@@ -183,18 +184,23 @@ inline void noc_semaphore_wait(volatile std::uint32_t* p, std::uint32_t v) {
     while (__atomic_load_n((std::uint32_t*)p, __ATOMIC_SEQ_CST) != v) mica_sim::spin();
 }
 inline void noc_semaphore_set(volatile std::uint32_t* p, std::uint32_t v) { __atomic_store_n((std::uint32_t*)p, v, __ATOMIC_SEQ_CST); }
-inline void noc_semaphore_inc(std::uint64_t a, std::uint32_t d, std::uint8_t = 0) {
+inline void noc_semaphore_inc(std::uint64_t a, std::uint32_t d, std::uint8_t = 0, std::uint8_t = 0) {
     __atomic_fetch_add((std::uint32_t*)noc_target(a), d, __ATOMIC_SEQ_CST);
 }
 
-template <bool DRAM> struct InterleavedAddrGenFast { std::uint32_t bank_base_address; std::uint32_t page_size; DataFormat data_format; };
-template <bool DRAM> void noc_async_read_tile(std::uint32_t id, const InterleavedAddrGenFast<DRAM>& s, std::uint32_t l1a,
-                                              std::uint32_t = 0, std::uint8_t = 0) {
-    std::memcpy(mica_sim::ptr(l1a), mica_sim::dram.at(s.bank_base_address).data() + (std::size_t)id * s.page_size, s.page_size);
+// Interleaved DRAM buffers: bank_base_address is the buffer's handle (its index in mica_sim::dram), page id
+// at byte id * page_size (the model has one bank).
+template <bool DRAM, std::uint32_t tile_hw = 1024>
+struct InterleavedAddrGenFast { std::uint32_t bank_base_address; std::uint32_t page_size; DataFormat data_format; };
+template <typename AddrGen> void noc_async_read_page(std::uint32_t id, const AddrGen& s, std::uint32_t l1a,
+                                                     std::uint32_t offset = 0, std::uint8_t = 0) {
+    std::memcpy(mica_sim::ptr(l1a), mica_sim::dram.at(s.bank_base_address).data() + (std::size_t)id * s.page_size + offset,
+                s.page_size);
 }
-template <bool DRAM> void noc_async_write_tile(std::uint32_t id, const InterleavedAddrGenFast<DRAM>& s, std::uint32_t l1a,
-                                               std::uint8_t = 0) {
-    std::memcpy(mica_sim::dram.at(s.bank_base_address).data() + (std::size_t)id * s.page_size, mica_sim::ptr(l1a), s.page_size);
+template <typename AddrGen> void noc_async_write_page(std::uint32_t id, const AddrGen& s, std::uint32_t l1a,
+                                                      std::uint32_t size = 0, std::uint32_t offset = 0, std::uint8_t = 0) {
+    std::memcpy(mica_sim::dram.at(s.bank_base_address).data() + (std::size_t)id * s.page_size + offset, mica_sim::ptr(l1a),
+                size ? size : s.page_size);
 }
 
 // ---- compute: Dst tiles row-major ----
@@ -202,18 +208,17 @@ inline void tile_regs_acquire() {}
 inline void tile_regs_commit() {}
 inline void tile_regs_wait() {}
 inline void tile_regs_release() {}
-inline void mm_init(std::uint32_t = 0, std::uint32_t = 1, std::uint32_t = 16, std::uint32_t = 0) {}
-inline void mm_init_short(std::uint32_t = 0, std::uint32_t = 1, std::uint32_t = 0) {}
-inline void copy_tile_to_dst_init_short(std::uint32_t = 0, std::uint32_t = 0) {}
-inline void binary_op_init_common(std::uint32_t, std::uint32_t, std::uint32_t = 16) {}
-inline void add_tiles_init(std::uint32_t = 0, std::uint32_t = 1, bool = false) {}
-inline void sub_tiles_init(std::uint32_t = 0, std::uint32_t = 1, bool = false) {}
-inline void mul_tiles_init(std::uint32_t = 0, std::uint32_t = 1) {}
-inline void init_sfpu(std::uint32_t, std::uint32_t) {}
+enum class SrcOrder : std::uint8_t { Regular = 0, Reverse = 1 };
+template <SrcOrder = SrcOrder::Regular> void compute_kernel_hw_startup(std::uint32_t, std::uint32_t, std::uint32_t) {}
+inline void matmul_init(std::uint32_t, std::uint32_t, std::uint32_t = 0, std::uint32_t = 0) {}
+inline void copy_tile_to_dst_init_short(std::uint32_t, std::uint32_t = 0, std::uint32_t = 0, std::uint32_t = 0) {}
+inline void add_tiles_init(std::uint32_t, std::uint32_t, bool = false, std::uint32_t = 0) {}
+inline void sub_tiles_init(std::uint32_t, std::uint32_t, bool = false, std::uint32_t = 0) {}
+inline void mul_tiles_init(std::uint32_t, std::uint32_t, std::uint32_t = 0) {}
 inline void fill_tile_init() {}
 inline void binop_with_scalar_tile_init() {}
 inline void copy_tile(std::uint32_t cb, std::uint32_t i, std::uint32_t d) { mica_sim::to_rm(mica_sim::front_tile(cb, i), mica_sim::ctx->dst[d]); }
-inline void matmul_tiles(std::uint32_t c0, std::uint32_t c1, std::uint32_t i0, std::uint32_t i1, std::uint32_t d, std::uint32_t) {
+inline void matmul_tiles(std::uint32_t c0, std::uint32_t c1, std::uint32_t i0, std::uint32_t i1, std::uint32_t d) {
     static thread_local float a[1024], b[1024];
     mica_sim::to_rm(mica_sim::front_tile(c0, i0), a);
     mica_sim::to_rm(mica_sim::front_tile(c1, i1), b);
@@ -245,40 +250,29 @@ inline void pack_tile(std::uint32_t d, std::uint32_t cb, std::uint32_t idx = 0) 
 
 // ---- host ----
 namespace tt::tt_metal {
+enum class MathFidelity : std::uint8_t { LoFi = 0, HiFi2 = 2, HiFi3 = 3, HiFi4 = 4 };
+}  // namespace tt::tt_metal
 struct CoreCoord { std::size_t x = 0, y = 0; CoreCoord() {} CoreCoord(std::size_t x_, std::size_t y_) : x(x_), y(y_) {} };
 struct CoreRange { CoreCoord start_coord, end_coord; CoreRange(const CoreCoord& a, const CoreCoord& b) : start_coord(a), end_coord(b) {} };
 class CoreRangeSet {
 public:
-    std::vector<CoreRange> ranges;
-    explicit CoreRangeSet(const std::vector<CoreRange>& r) : ranges(r) {}
-    explicit CoreRangeSet(const CoreRange& r) : ranges{r} {}
+    std::vector<CoreRange> ranges_;
+    CoreRangeSet(std::vector<CoreRange>&& r) : ranges_(std::move(r)) {}
+    CoreRangeSet(const CoreRange& r) : ranges_{r} {}
+    const std::vector<CoreRange>& ranges() const { return ranges_; }
 };
 inline std::vector<CoreCoord> corerange_to_cores(const CoreRangeSet& s, std::optional<std::uint32_t> = std::nullopt, bool = false) {
     std::vector<CoreCoord> out;
-    for (const auto& r : s.ranges)
+    for (const auto& r : s.ranges())
         for (std::size_t y = r.start_coord.y; y <= r.end_coord.y; ++y)
             for (std::size_t x = r.start_coord.x; x <= r.end_coord.x; ++x) out.emplace_back(x, y);
     return out;
 }
-class CommandQueue {};
-class IDevice {
-public:
-    CommandQueue q;
-    CommandQueue& command_queue(std::size_t = 0) { return q; }
-    CoreCoord compute_with_storage_grid_size() const { return {16, 16}; }
-    CoreCoord worker_core_from_logical_core(const CoreCoord& c) const { return c; }
-};
-inline IDevice* CreateDevice(int, std::uint8_t = 1, std::size_t = 0, std::size_t = 0) { return new IDevice; }
-inline bool CloseDevice(IDevice* d) { delete d; return true; }
+namespace tt::tt_metal {
+using ::CoreCoord;
+using ::CoreRange;
+using ::CoreRangeSet;
 enum class BufferType { DRAM, L1 };
-struct InterleavedBufferConfig { IDevice* device; std::uint64_t size; std::uint64_t page_size; BufferType buffer_type; };
-class Buffer { public: std::uint32_t handle = 0; std::uint32_t address() const { return handle; } };
-inline std::shared_ptr<Buffer> CreateBuffer(const InterleavedBufferConfig& c) {
-    auto b = std::make_shared<Buffer>();
-    b->handle = (std::uint32_t)mica_sim::dram.size();
-    mica_sim::dram.emplace_back(c.size, 0);
-    return b;
-}
 using CoreSpec = std::variant<CoreCoord, CoreRange, CoreRangeSet>;
 inline CoreRangeSet as_set(const CoreSpec& s) {
     if (auto* c = std::get_if<CoreCoord>(&s)) return CoreRangeSet(CoreRange(*c, *c));
@@ -291,7 +285,6 @@ public:
     CircularBufferConfig(std::uint32_t t, const std::map<std::uint8_t, tt::DataFormat>& f) : total(t), index(f.begin()->first) {}
     CircularBufferConfig& set_page_size(std::uint8_t, std::uint32_t p) { page = p; return *this; }
 };
-struct DataMovementProcessorTag {};
 enum class DataMovementProcessor { RISCV_0 = 0, RISCV_1 = 1 };
 enum NOC : std::uint8_t { RISCV_0_default = 0, RISCV_1_default = 1 };
 struct DataMovementConfig { DataMovementProcessor processor = DataMovementProcessor::RISCV_0; NOC noc = NOC::RISCV_0_default;
@@ -314,22 +307,13 @@ inline KernelHandle CreateKernel(Program& p, const std::string& f, const CoreSpe
     p.kernels.push_back(KernelSpec{f, as_set(s), {}});
     return (KernelHandle)(p.kernels.size() - 1);
 }
-inline void SetRuntimeArgs(const Program& p, KernelHandle k, const CoreCoord& c, std::initializer_list<std::uint32_t> a) {
-    p.kernels.at(k).rt[{c.x, c.y}] = std::vector<std::uint32_t>(a);
+inline void SetRuntimeArgs(const Program& p, KernelHandle k, const CoreSpec& c, std::initializer_list<std::uint32_t> a) {
+    const CoreCoord core = std::get<CoreCoord>(c);
+    p.kernels.at(k).rt[{core.x, core.y}] = std::vector<std::uint32_t>(a);
 }
-using BufferRef = std::variant<std::reference_wrapper<Buffer>, std::shared_ptr<Buffer>>;
-inline Buffer& deref(const BufferRef& b) { return std::holds_alternative<std::shared_ptr<Buffer>>(b) ? *std::get<std::shared_ptr<Buffer>>(b) : std::get<std::reference_wrapper<Buffer>>(b).get(); }
-template <typename T> void EnqueueWriteBuffer(CommandQueue&, BufferRef b, std::vector<T>& v, bool) {
-    auto& d = mica_sim::dram.at(deref(b).handle);
-    if (v.size() * sizeof(T) != d.size()) { std::fprintf(stderr, "write of %zu B into a %zu B buffer\n", v.size() * sizeof(T), d.size()); std::abort(); }
-    std::memcpy(d.data(), v.data(), d.size());
-}
-template <typename T> void EnqueueReadBuffer(CommandQueue&, BufferRef b, std::vector<T>& v, bool) {
-    auto& d = mica_sim::dram.at(deref(b).handle);
-    v.resize(d.size() / sizeof(T));
-    std::memcpy(v.data(), d.data(), d.size());
-}
-inline void EnqueueProgram(CommandQueue&, Program& p, bool) {
+
+// Runs every kernel of `p` on the threads of its cores until all return.
+inline void mica_sim_run(Program& p) {
     using namespace mica_sim;
     width = height = 16;
     cores.assign(width * height, nullptr);
@@ -369,5 +353,52 @@ inline void EnqueueProgram(CommandQueue&, Program& p, bool) {
         }
     for (auto& t : threads) t.join();
 }
-inline void Finish(CommandQueue&) {}
+
+namespace distributed {
+class MeshShape { public: std::uint32_t rows = 1, cols = 1; };
+class MeshCoordinateRange { public: explicit MeshCoordinateRange(const MeshShape&) {} };
+class MeshCommandQueue {};
+class MeshDevice {
+public:
+    MeshCommandQueue q;
+    MeshShape shape_;
+    static std::shared_ptr<MeshDevice> create_unit_mesh(int) { return std::make_shared<MeshDevice>(); }
+    MeshCommandQueue& mesh_command_queue(std::optional<std::uint8_t> = std::nullopt) { return q; }
+    CoreCoord compute_with_storage_grid_size() const { return {16, 16}; }
+    CoreCoord worker_core_from_logical_core(const CoreCoord& c) const { return c; }
+    const MeshShape& shape() const { return shape_; }
+    bool close() { return true; }
+};
+struct DeviceLocalBufferConfig { std::uint64_t page_size = 0; BufferType buffer_type = BufferType::DRAM; };
+struct ReplicatedBufferConfig { std::uint64_t size = 0; };
+class MeshBuffer {
+public:
+    std::uint32_t handle = 0;
+    std::uint64_t address() const { return handle; }
+    static std::shared_ptr<MeshBuffer> create(const ReplicatedBufferConfig& c, const DeviceLocalBufferConfig&, MeshDevice*) {
+        auto b = std::make_shared<MeshBuffer>();
+        b->handle = (std::uint32_t)mica_sim::dram.size();
+        mica_sim::dram.emplace_back(c.size, 0);
+        return b;
+    }
+};
+class MeshWorkload {
+public:
+    std::vector<Program> programs;
+    void add_program(const MeshCoordinateRange&, Program&& p) { programs.push_back(std::move(p)); }
+};
+template <typename T> void EnqueueWriteMeshBuffer(MeshCommandQueue&, std::shared_ptr<MeshBuffer>& b, const std::vector<T>& v,
+                                                  bool = false) {
+    auto& d = mica_sim::dram.at(b->handle);
+    if (v.size() * sizeof(T) != d.size()) { std::fprintf(stderr, "write of %zu B into a %zu B buffer\n", v.size() * sizeof(T), d.size()); std::abort(); }
+    std::memcpy(d.data(), v.data(), d.size());
+}
+template <typename T> void EnqueueReadMeshBuffer(MeshCommandQueue&, std::vector<T>& v, std::shared_ptr<MeshBuffer>& b, bool = true) {
+    auto& d = mica_sim::dram.at(b->handle);
+    v.resize(d.size() / sizeof(T));
+    std::memcpy(v.data(), d.data(), d.size());
+}
+inline void EnqueueMeshWorkload(MeshCommandQueue&, MeshWorkload& w, bool) { for (auto& p : w.programs) mica_sim_run(p); }
+inline void Finish(MeshCommandQueue&) {}
+}  // namespace distributed
 }  // namespace tt::tt_metal

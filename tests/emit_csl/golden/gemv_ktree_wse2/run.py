@@ -90,7 +90,7 @@ def reference(arrays, scalars):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--name', default='out', help='the compile output directory')
-    ap.add_argument('--cmaddr', default='', help='IP:port of a CS system; empty for the simulator')
+    ap.add_argument('--cmaddr', default=None, help='IP:port of a CS system; omit it to run on the simulator')
     ap.add_argument('--seed', type=int, default=0)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
@@ -100,7 +100,8 @@ def main():
     arrays['y'] = np.zeros((16,), dtype=np.float32)
     scalars = {}
 
-    runner = SdkRuntime(args.name, cmaddr=args.cmaddr)
+    # cmaddr only for a CS system: SdkRuntime runs on simfabric when the keyword is omitted
+    runner = SdkRuntime(args.name, cmaddr=args.cmaddr) if args.cmaddr else SdkRuntime(args.name)
     sym_A = runner.get_id('A')
     sym_x = runner.get_id('x')
     sym_y = runner.get_id('y')

@@ -1,2 +1,0 @@
-#pragma once
-#include "mica_tt_api/compute.hpp"
