@@ -42,7 +42,7 @@ def test_run_says_when_the_outputs_differ(capsys, monkeypatch):
     monkeypatch.setattr(cli, "run_c", wrong)
     assert main(["run", str(EXAMPLES / "gemm.c"), "-D", "NI=8", "-D", "NJ=8", "-D", "NK=8", "--mesh", "2x2"]) == 1
     out = capsys.readouterr().out
-    assert "C: max |mesh - native C| = 1" in out and "DOES NOT MATCH" in out
+    assert "C: max |mesh - reference| = 1" in out and "DOES NOT MATCH" in out
 
 
 def test_the_mesh_and_target_follow_the_target_and_the_back_end(capsys, tmp_path):
@@ -117,3 +117,9 @@ def test_plot_writes_the_pictures_and_the_trace(capsys, tmp_path):
     events = json.loads((out / "trace.json").read_text())["traceEvents"]
     computes = [e for e in events if e.get("ph") == "X" and e["name"].startswith("k_")]
     assert {e["tid"] for e in computes} and len(computes) >= 4      # every working core's kernel calls
+
+
+def test_run_with_dtype_checks_against_the_retyped_program(capsys):
+    assert main(["run", str(EXAMPLES / "gemm.c"), "-D", "NI=9", "-D", "NJ=7", "-D", "NK=5", "--mesh", "3x2",
+                 "--dtype", "f32"]) == 0
+    assert "every output matches the C of the program retyped to f32" in capsys.readouterr().out
