@@ -372,7 +372,10 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
             continue
 
         def searched(homes):
-            key = (tuple(s.name for s in ops[k]), frozenset(homes.items()), resident, size, origin == (0, 0))
+            # The operator's search sees only the arrays it touches: homes and residence of the others do
+            # not change its result, so they are left out of the key.
+            key = (tuple(s.name for s in ops[k]), frozenset((a, h) for a, h in homes.items() if a in touched),
+                   resident & touched, size, origin == (0, 0))
             if key not in memo:
                 try:
                     memo[key] = search(sub, size, tgt, lowering, fixed_homes=homes, resident=resident, progress=progress,
