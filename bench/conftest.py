@@ -22,7 +22,8 @@ def pytest_configure(config):
     opt = config.option
     if not hasattr(opt, "benchmark_columns"):          # pytest-benchmark not loaded (-p no:benchmark)
         return
-    if list(opt.benchmark_columns) == DEFAULT_COLUMNS:
+    # pytest-benchmark < 5.3 fills in its default list; later ones leave None and resolve it afterwards
+    if opt.benchmark_columns is None or list(opt.benchmark_columns) == DEFAULT_COLUMNS:
         opt.benchmark_columns = list(COMPACT_COLUMNS)
     if opt.benchmark_name == "normal":
         opt.benchmark_name = "short"
