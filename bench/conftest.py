@@ -29,3 +29,22 @@ def pytest_configure(config):
         opt.benchmark_name = "short"
     if not (opt.benchmark_disable or opt.benchmark_autosave or opt.benchmark_save or opt.benchmark_json):
         opt.benchmark_autosave = True
+
+
+def pytest_addoption(parser):
+    parser.addoption("--first-params-only", action="store_true",
+                     help="run only the first parametrisation of each benchmark (the CI smoke test)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--first-params-only``, each benchmark function keeps only its first parametrisation."""
+    if not config.getoption("--first-params-only"):
+        return
+    seen, keep, drop = set(), [], []
+    for item in items:
+        key = (item.path, item.originalname)
+        (drop if key in seen else keep).append(item)
+        seen.add(key)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -1,19 +1,34 @@
 """Every benchmark of ``bench/`` still runs and checks its result: the suites run once each, untimed
-(``--benchmark-disable``), so an API change that breaks a benchmark fails here, in CI, not weeks later."""
+(``--benchmark-disable``), so an API change that breaks a benchmark fails here, in CI, not weeks later. CI runs
+each benchmark function with its first parametrisation; ``-m slow`` runs every parametrisation."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def test_every_benchmark_runs_once():
+def _run_once(*extra: str) -> str:
     done = subprocess.run([sys.executable, "-m", "pytest", str(BENCH), "-q", "-p", "no:cacheprovider",
-                           "--benchmark-disable", "-x"], capture_output=True, text=True, cwd=BENCH.parent)
+                           "--benchmark-disable", "-x", *extra], capture_output=True, text=True, cwd=BENCH.parent)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
+    return done.stdout
+
+
+def test_every_benchmark_function_runs_once():
+    """CI: each benchmark function with its first parametrisation."""
+    out = _run_once("--first-params-only")
+    assert "deselected" in out.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_every_benchmark_runs_once():
+    _run_once()
 
 
 def test_timed_runs_are_saved_with_compact_columns(tmp_path):

@@ -89,9 +89,8 @@ def test_fused_decode_layer_spreads_on_wse2():
     assert "_transpose_diag" in compiled.meshir
     ins = _inputs(prog)
     want = run_c(LAYER, "layer", ins, {})
-    for c in (compiled, compiled.retarget((5, 3))):
-        res = c.run(ins)
-        for name, value in want.items():
-            np.testing.assert_allclose(res.outputs[name], value, rtol=1e-4, atol=1e-5, err_msg=f"{c.mesh} {name}")
-        assert res.stats.summary()["computing_cores"] == c.cost.cores
+    res = compiled.run(ins)
+    for name, value in want.items():
+        np.testing.assert_allclose(res.outputs[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+    assert res.stats.summary()["computing_cores"] == compiled.cost.cores
     assert compiled.cost.cores >= 16
