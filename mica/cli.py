@@ -89,7 +89,7 @@ def _cli_words(message: str) -> str:
     return message
 
 
-def _outputs(args, res, tgt) -> None:
+def _outputs(args, res) -> None:
     if args.cmd == "plot":
         for path in plot_files(res, args.out or f"{res.program.name}_plots"):
             print(f"wrote {path}")
@@ -130,7 +130,7 @@ def demo(args) -> int:
     rel = err / np.abs(ref).max()
     print(f"ran in {dt:.2f} s; max |C - numpy| = {err:.3g} (relative {rel:.3g})")
     print(res.stats)
-    _outputs(args, res, tgt)
+    _outputs(args, res)
     ok = np.allclose(res.outputs["C"], ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
     print("result matches numpy" if ok else "RESULT DOES NOT MATCH numpy")
     return 0 if ok else 1
@@ -219,7 +219,7 @@ def run_file(args) -> int:
         want = run_c(source, args.function, ins, dict(args.param), filename=args.source,
                      defines=dict(args.define), include_dirs=args.include)
         what = "the native C"
-    _outputs(args, res, tgt)
+    _outputs(args, res)
     ok = True
     for name, ref in sorted(want.items()):
         got = res.outputs[name]
@@ -263,6 +263,22 @@ def _source_options(c) -> None:
                         "reason it was rejected, instead of the chosen plan only")
 
 
+def _run_options(c) -> None:
+    """The options of ``run`` and ``plot``: the source's, and where and how the emulator runs it."""
+    _source_options(c)
+    c.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
+                   help="cores to compile for and run on (default: 16x16, or the grid if smaller)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    c.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
+
+
+def _picture_options(c) -> None:
+    """``--plot`` and ``--trace`` of a command that runs the emulator."""
+    c.add_argument("--plot", default=None, metavar="DIR", help="write PNG heatmaps of the run into DIR")
+    c.add_argument("--trace", default=None, metavar="FILE",
+                   help="write per-core timelines of the run (Chrome trace JSON, opens in Perfetto)")
+
+
 def parser() -> argparse.ArgumentParser:
     """The ``mica`` argument parser."""
     p = argparse.ArgumentParser(prog="mica", description="MICA: a polyhedral compiler for mesh accelerators")
@@ -280,9 +296,7 @@ def parser() -> argparse.ArgumentParser:
                    help="cores the emulator runs the same plan on (default: 16x16, or the grid if smaller)")
     d.add_argument("--size", type=int, default=512, help="matrix side (default 512)")
     d.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
-    d.add_argument("--plot", default=None, metavar="DIR", help="write PNG heatmaps of the run into DIR")
-    d.add_argument("--trace", default=None, metavar="FILE",
-                   help="write per-core timelines of the run (Chrome trace JSON, opens in Perfetto)")
+    _picture_options(d)
     d.add_argument("-v", "--verbose", action="store_true", help="print the small mesh's MeshIR")
     d.set_defaults(fn=demo)
     c = sub.add_parser("compile", help="compile a C function and emit code for a back end",
@@ -297,25 +311,15 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="compile a C function, run it in the emulator, check it against native C",
                        description="Compile one C function, run it in the emulator on random inputs and "
                                    "compare every output with the same C compiled natively.")
-    _source_options(r)
-    r.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
-                   help="cores to compile for and run on (default: 16x16, or the grid if smaller)")
-    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    r.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
-    r.add_argument("--plot", default=None, metavar="DIR", help="write PNG heatmaps of the run into DIR")
-    r.add_argument("--trace", default=None, metavar="FILE",
-                   help="write per-core timelines of the run (Chrome trace JSON, opens in Perfetto)")
+    _run_options(r)
+    _picture_options(r)
     r.set_defaults(fn=run_file, run_mesh=None)
     g = sub.add_parser("plot", help="run a C function in the emulator and write its pictures and trace",
                        description="Compile one C function, run it in the emulator on random inputs, check it "
                                    "against native C, and write PNG heatmaps (per-core compute and idle time, "
                                    "per-link traffic, SRAM use, operator placement) and trace.json (per-core "
                                    "timelines, Chrome trace format: open it in https://ui.perfetto.dev).")
-    _source_options(g)
-    g.add_argument("--mesh", type=_mesh, default=None, metavar="WxH",
-                   help="cores to compile for and run on (default: 16x16, or the grid if smaller)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    g.add_argument("--threads", type=int, default=None, help="emulator threads (default: one per CPU)")
+    _run_options(g)
     g.add_argument("--out", default=None, metavar="DIR", help="output directory (default: <function>_plots)")
     g.set_defaults(fn=run_file, run_mesh=None, plot=None, trace=None)
     t = sub.add_parser("targets", help="list the machine descriptions")

@@ -24,22 +24,7 @@ from mica.tiling.cost import estimate
 from mica.tiling.operators import stream_schedules
 from samples import matmul_chain
 
-#: The arg-min of tests/native/test_minmax_programs.py: a (value, index) pair reduced across cores.
-ARGMIN = """
-void argmin(int N, int D, float x[D], float V[N][D], float dist[N], float best[1], float idx[1]) {
-  for (int n = 0; n < N; n++) {
-    dist[n] = 0.0f;
-    for (int k = 0; k < D; k++)
-      dist[n] += (x[k] - V[n][k]) * (x[k] - V[n][k]);
-  }
-  best[0] = INFINITY;
-  idx[0] = -1.0f;
-  for (int n = 0; n < N; n++) {
-    idx[0] = dist[n] < best[0] ? n : idx[0];
-    best[0] = dist[n] < best[0] ? dist[n] : best[0];
-  }
-}
-"""
+from native.test_minmax_programs import ARGMIN      # a (value, index) pair reduced across cores
 
 
 def _kernel(name, mesh=(4, 4)):

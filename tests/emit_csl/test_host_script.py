@@ -81,11 +81,9 @@ class FakeRuntime:
         out[:] = self.out[sym][y0:y0 + h, x0:x0 + w, :elems].reshape(-1)
 
 
-@pytest.mark.parametrize("name, target", [("matmul_interleaved", "wse2"), ("matmul_summa", "wse3"),
-                                          ("gemv_ktree", "wse2"), ("two_ops", "wse2"),
-                                          ("matmul_cannon_partial", "wse3")])
-def test_run_py_host_side_against_the_emulator(name, target, monkeypatch, capsys):
-    compiled = program(name, target)
+def _with_fake_sdk(compiled, monkeypatch) -> str:
+    """run.py of ``compiled``, with the Cerebras SDK modules it imports replaced by :class:`FakeRuntime`
+    (running ``compiled`` in the emulator) for the rest of the test."""
     text = render(compiled)["run.py"]
     fake = types.ModuleType("cerebras.sdk.runtime.sdkruntimepybind")
     fake.SdkRuntime = FakeRuntime
@@ -95,6 +93,15 @@ def test_run_py_host_side_against_the_emulator(name, target, monkeypatch, capsys
         monkeypatch.setitem(sys.modules, mod, types.ModuleType(mod))
     monkeypatch.setitem(sys.modules, "cerebras.sdk.runtime.sdkruntimepybind", fake)
     FakeRuntime.compiled = compiled
+    return text
+
+
+@pytest.mark.parametrize("name, target", [("matmul_interleaved", "wse2"), ("matmul_summa", "wse3"),
+                                          ("gemv_ktree", "wse2"), ("two_ops", "wse2"),
+                                          ("matmul_cannon_partial", "wse3")])
+def test_run_py_host_side_against_the_emulator(name, target, monkeypatch, capsys):
+    compiled = program(name, target)
+    text = _with_fake_sdk(compiled, monkeypatch)
     ns = {"__name__": "run_py"}
     exec(compile(text, "run.py", "exec"), ns)
     monkeypatch.setattr(sys, "argv", ["run.py"])
@@ -167,15 +174,7 @@ def test_run_py_omits_cmaddr_for_the_simulator(argv, kwargs, monkeypatch, capsys
     """The SdkRuntime reference: cmaddr is the 'IP_ADDRESS:PORT' of the CS system's CM, and omitting the keyword
     runs on simfabric; run.py passes it only when --cmaddr is given (never an empty string)."""
     compiled = program("gemv_ktree", "wse2")
-    text = render(compiled)["run.py"]
-    fake = types.ModuleType("cerebras.sdk.runtime.sdkruntimepybind")
-    fake.SdkRuntime = FakeRuntime
-    fake.MemcpyDataType = types.SimpleNamespace(MEMCPY_32BIT=32, MEMCPY_16BIT=16)
-    fake.MemcpyOrder = types.SimpleNamespace(ROW_MAJOR=0, COL_MAJOR=1)
-    for mod in ("cerebras", "cerebras.sdk", "cerebras.sdk.runtime"):
-        monkeypatch.setitem(sys.modules, mod, types.ModuleType(mod))
-    monkeypatch.setitem(sys.modules, "cerebras.sdk.runtime.sdkruntimepybind", fake)
-    FakeRuntime.compiled = compiled
+    text = _with_fake_sdk(compiled, monkeypatch)
     monkeypatch.setattr(FakeRuntime, "made_with", [])
     ns = {"__name__": "run_py"}
     exec(compile(text, "run.py", "exec"), ns)
