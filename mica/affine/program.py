@@ -13,7 +13,7 @@ Spaces:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import islpy as isl
@@ -70,6 +70,18 @@ class Access:
         return f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> {self.array}[{', '.join(a.text() for a in self.index)}] }}"
 
 
+def _field_hash(obj) -> int:
+    """The hash of ``obj``'s compared fields (what the generated ``__hash__`` of a frozen dataclass returns),
+    computed once per object: the passes' caches key on programs and statements hundreds of thousands of
+    times per search, and a frozen record's fields never change. Kept out of pickles (``__getstate__``):
+    string hashes differ between processes."""
+    h = obj.__dict__.get("_hash")
+    if h is None:
+        h = hash(tuple(getattr(obj, f.name) for f in fields(obj) if f.compare))
+        object.__setattr__(obj, "_hash", h)
+    return h
+
+
 @dataclass(frozen=True)
 class Statement:
     """``write = expr`` for every point of ``domain``.
@@ -114,7 +126,11 @@ class Statement:
         after loading (isl objects are never pickled)."""
         state = dict(self.__dict__)
         state.pop("domain_set", None)
+        state.pop("_hash", None)
         return state
+
+    def __hash__(self) -> int:
+        return _field_hash(self)
 
     def access(self, ref: str) -> Access:
         for a in (self.write, *self.reads):
@@ -149,6 +165,15 @@ class Program:
     outputs: tuple[str, ...]
     scalars: tuple[tuple[str, str], ...] = ()
     source: str = field(default="", compare=False)
+
+    def __hash__(self) -> int:
+        return _field_hash(self)
+
+    def __getstate__(self) -> dict:
+        """The fields only (the hash :func:`_field_hash` keeps is not valid in another process)."""
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
 
     def __post_init__(self):
         check_ident(self.name, "program name")

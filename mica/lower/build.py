@@ -44,6 +44,7 @@ from .owner_core import at_owner_core, original_order_kernel
 from .halo import ghost_homes, halo_exchange, initial_ghosts
 from .reads import multicast_exchange, plan_reads
 from .reduce import fill_partials, reduction_chains
+from .refusals import refuse_known
 from .rings import find_ring_arrays, step_ring_exchange
 
 ALIGN = ARENA_ALIGN
@@ -65,6 +66,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     if not sched.space and sched.step is None:
         return _one_core(prog, sched, target)
     b = _Builder(prog, sched, target, resident)
+    refuse_known(b)                         # a read an earlier candidate could not serve (lower.refusals)
     find_ring_arrays(b)
     add_homes(b)
     initial_ghosts(b, ghost_widths)

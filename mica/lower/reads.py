@@ -21,6 +21,7 @@ from ..comm.sets import CommPlan, box_map, classify, is_local, need_map, ownersh
 from ..tiling.homes import home_box, swap_home
 from ..meshir.ir import Exchange, HostLoad, Multicast, Rect, RegionTensor
 from .builder import _Builder
+from .refusals import remember
 from .relayout import transpose
 from .rings import ring_buffer
 from .routed import stage_routed_write
@@ -42,7 +43,11 @@ def plan_reads(b: _Builder, stmt: Statement):
         if acc.array in b.ring_arrays:
             buffers[acc.ref] = ring_buffer(b, stmt, acc)
             continue
-        plan = plan_read(b, stmt, acc, halos)
+        try:
+            plan = plan_read(b, stmt, acc, halos)
+        except (CommError, ScheduleError) as exc:
+            remember(b, stmt, acc, exc)
+            raise
         if plan is None or plan.kind == "local":
             buffers[acc.ref] = acc.array if plan is None else plan.buffer
             continue

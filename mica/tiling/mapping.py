@@ -11,11 +11,12 @@ A sequential loop (one carrying a real dependence) is never made spatial.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import ceil
 
 from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, reductions
 from ..affine.fission import statement_graph
-from ..affine.isl_names import int_bounds
+from ..affine.isl_names import int_bounds, iset
 from ..affine.program import Program, Statement
 from ..errors import ScheduleError
 from .schedule import Home, Schedule, SpaceMap, StepMap, with_buffers
@@ -98,13 +99,20 @@ def _has_cycle(prog: Program, stmts: tuple[Statement, ...]) -> bool:
 
 def loop_extent(stmt: Statement, loop: str) -> int:
     """Number of values ``loop`` takes from 0 to its maximum over the statement's domain."""
-    b = int_bounds(stmt.domain_set, loop)
+    b = _bounds(stmt.domain, loop)
     if b is None:
         return 1                # an empty loop: one (empty) block keeps every mapping well formed
     lo, hi = b
     if lo < 0:
         raise ScheduleError(f"statement {stmt.name}: loop {loop} starts at {lo} < 0; tiling needs lower bounds >= 0")
     return hi + 1
+
+
+@lru_cache(maxsize=4096)
+def _bounds(domain: str, loop: str) -> tuple[int, int] | None:
+    """:func:`int_bounds` of ``loop`` over the domain written ``domain`` (keyed on the text, whose hash Python
+    keeps: the search asks for the same extents hundreds of thousands of times)."""
+    return int_bounds(iset(domain), loop)
 
 
 def _stride_score(stmt: Statement, prog: Program, loop: str) -> int:

@@ -1,0 +1,83 @@
+"""Refusals remembered across the candidate plans of one program: a read that no communication pattern
+serves under one candidate fails the same way under every candidate that places its statement, lays
+out the read array and sizes the cores with work alike.
+
+The schedule search builds thousands of candidates for a program of many operators, and most of those it
+rejects fail in :func:`mica.lower.reads.plan_read` (``data moves in both mesh directions``, ``the sending
+core is not a single function of the step``) after the legality proof and half of the build. What decides
+such a failure is exactly:
+
+* the statement's placement ``{ S[loops] -> M[t, x, y] }`` — the text of
+  :func:`mica.tiling.spacetime.placement_constraints`, which covers its spatial loops, owner-computes rows
+  and step;
+* the home of the read array (its box, tiles and pins) and the cores with work (the home's region and the
+  mirror's are cut from them);
+* what is fixed for the program being searched: which arrays it writes, which arrays an earlier operator
+  left on the mesh (``resident``), the target (a mirror of a resident array is transposed on it).
+
+:func:`refuse_known` raises the remembered error for a candidate whose key matches, before anything is
+built; :func:`remember` records a failure. Skewed steps are left out (their ring buffers are chosen from
+the whole schedule). The memory keeps the last :data:`PROGRAMS` programs, each keyed by identity (the
+program is held, so its identity is not reused).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+
+from ..affine.program import Access, Program, Statement
+from ..errors import MicaError
+from ..tiling.spacetime import placement_constraints
+from .builder import _Builder
+
+#: How many programs' refusals are kept (a search of a program of many operators keeps a few alive).
+PROGRAMS = 16
+
+_Known = dict[tuple[str, str], dict[tuple, MicaError]]
+_MEMORY: OrderedDict[tuple, tuple[Program, _Known]] = OrderedDict()
+
+
+def _known(b: _Builder) -> _Known | None:
+    """The refusals remembered for ``b``'s program, residents and target (None under a skewed step)."""
+    step = b.sched.step
+    if step is not None and step.skew != "none":
+        return None
+    key = (id(b.prog), b.resident, b.target.name)
+    entry = _MEMORY.get(key)
+    if entry is None or entry[0] is not b.prog:
+        entry = (b.prog, {})
+        _MEMORY[key] = entry
+        while len(_MEMORY) > PROGRAMS:
+            _MEMORY.popitem(last=False)
+    else:
+        _MEMORY.move_to_end(key)
+    return entry[1]
+
+
+def _key(b: _Builder, stmt: Statement, acc: Access) -> tuple:
+    """What decides whether ``acc`` of ``stmt`` can be read under ``b``'s schedule (module docstring)."""
+    r = b.region
+    return (tuple(placement_constraints(stmt, b.sched)), b.sched.home(acc.array), (r.x0, r.x1, r.y0, r.y1),
+            b.sched.step)
+
+
+def refuse_known(b: _Builder) -> None:
+    """Raises (a copy of) the error a read of ``b``'s program failed with under an earlier candidate whose
+    key matches ``b``'s schedule; changes nothing otherwise."""
+    known = _known(b)
+    if not known:
+        return
+    for (sname, ref), failures in known.items():
+        stmt = b.prog.statement(sname)
+        acc = next(a for a in stmt.reads if a.ref == ref)
+        exc = failures.get(_key(b, stmt, acc))
+        if exc is not None:
+            raise copy.copy(exc).with_traceback(None)
+
+
+def remember(b: _Builder, stmt: Statement, acc: Access, exc: MicaError) -> None:
+    """Records that ``acc`` of ``stmt`` cannot be read under ``b``'s schedule, failing with ``exc``."""
+    known = _known(b)
+    if known is not None:
+        known.setdefault((stmt.name, acc.ref), {})[_key(b, stmt, acc)] = copy.copy(exc).with_traceback(None)
