@@ -245,7 +245,9 @@ static int wmsg_cmp(const void *a, const void *b) {
 
 static void wq_push(struct wave *w, uint32_t q, uint32_t msg, int64_t ready, size_t *n_act) {
     wq_t *e = &w->qs[q];
-    size_t slot = (size_t)q * (size_t)w->depth + (e->head + e->count) % (uint32_t)w->depth;
+    uint32_t at = e->head + e->count;
+    if (at >= (uint32_t)w->depth) at -= (uint32_t)w->depth;
+    size_t slot = (size_t)q * (size_t)w->depth + at;
     w->fl_msg[slot] = msg;
     w->fl_ready[slot] = ready;
     e->count++;
@@ -257,7 +259,7 @@ static void wq_push(struct wave *w, uint32_t q, uint32_t msg, int64_t ready, siz
 
 static void wq_pop(struct wave *w, uint32_t q, int64_t now) {
     wq_t *e = &w->qs[q];
-    e->head = (e->head + 1) % (uint32_t)w->depth;
+    if (++e->head == (uint32_t)w->depth) e->head = 0;
     e->count--;
     e->pop_stamp = now;
     e->moved++;
@@ -350,8 +352,9 @@ static void wave_exchange(run_t *r) {
         size_t n0 = n_act, off = n0 ? (size_t)((uint64_t)now % n0) : 0;
         for (int pass = 0; pass < 2; ++pass) {
             size_t nk = pass == 0 ? n0 : n_act; /* receivers also see queues that became active just now */
-            for (size_t k = 0; k < nk; ++k) {
-                uint32_t q = w->act[pass == 0 ? (k + off) % n0 : k];
+            for (size_t k = 0, i = off; k < nk; ++k, ++i) {
+                if (pass == 0 && i == n0) i = 0;
+                uint32_t q = w->act[pass == 0 ? i : k];
                 wq_t *e = &w->qs[q];
                 if (e->count == 0 || (e->port == WP_CORE) != (pass == 1)) continue;
                 size_t slot = (size_t)q * (size_t)D + e->head;

@@ -233,18 +233,21 @@ def _jacobi_2d_reference(a, b, steps):
     return a, b
 
 
-#: Closed-form model over wavelet-level cycles, measured on these cases (the bound below is the measured
-#: spread plus a margin of about 1%). The wavelet level is slower where the closed form lets one core send
-#: (or receive) two streams at once: Cannon and interleaved shift A and B out of every core, SUMMA's
-#: diagonal roots send both panels and every core takes both in, and one ramp carries one flit per cycle.
-#: Chain, K-tree and halo plans move one stream per core per step and agree exactly.
+#: Closed-form model over wavelet-level cycles, measured on these cases (SUMMA 0.900, Cannon 0.911,
+#: interleaved 0.911, chain 1.000, K-tree 1.000, halo 0.910); each bound is the measured figure rounded
+#: down by about 1%. The wavelet level is slower where a core sends or takes in several streams in one
+#: exchange: one ramp carries one flit per cycle each way, while the closed form (and the event-level
+#: timing) lets every stream of a core run at full rate at once. Cannon and interleaved shift A and B out
+#: of and into every core, SUMMA's cores take in both panels (its diagonal roots also send both), a halo
+#: exchange moves four strips per core: their communication costs about twice the closed form's. Chain and
+#: K-tree move one stream per core per step and agree exactly. bench/test_wavelet.py has the 64x64 figures.
 CASES = {
     "summa": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "summa"), 0.89),
-    "cannon": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "cannon"), 0.89),
-    "interleaved": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "interleaved"), 0.89),
-    "chain": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "chain"), 0.99),
-    "ktree": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "ktree"), 0.99),
-    "halo": (lambda: _halo((4, 4)), 0.99),
+    "cannon": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "cannon"), 0.90),
+    "interleaved": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "interleaved"), 0.90),
+    "chain": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "chain"), 0.995),
+    "ktree": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "ktree"), 0.995),
+    "halo": (lambda: _halo((4, 4)), 0.90),
 }
 
 
