@@ -183,13 +183,17 @@ class CompiledProgram:
         return emit(self, kind, out_dir)
 
     def run(self, inputs, mesh=None, threads: int | None = None, progress: bool | None = None, *,
-            trace=False, trace_events: int | None = None):
+            trace=False, trace_events: int | None = None, timing: str = "event"):
         """Runs in the emulator; returns a :class:`mica.native_sim.execute.RunResult`. ``progress``: a
         progress bar on stderr for long runs (default: only when stderr is a terminal). ``trace``: record
         per-core timelines for ``res.trace(path)``: True (every core) or a rectangle of cores
-        ``(x0, x1, y0, y1)``; off by default (see :func:`mica.native_sim.execute.execute`)."""
+        ``(x0, x1, y0, y1)``; off by default. ``timing``: ``"event"`` (default, the event-level link model)
+        or ``"wavelet"`` (a cycle-stepped wavelet-level fabric simulation: finite per-link, per-colour queues,
+        back-pressure; its figures in ``res.stats.summary()["wavelet"]``). See
+        :func:`mica.native_sim.execute.execute`."""
         prog = self.retarget(mesh) if mesh is not None else self
-        return execute(prog, inputs, threads=threads, progress=progress, trace=trace, trace_events=trace_events)
+        return execute(prog, inputs, threads=threads, progress=progress, trace=trace, trace_events=trace_events,
+                       timing=timing)
 
     def __str__(self) -> str:
         return f"{self.schedule}\n{self.cost}"

@@ -5,7 +5,7 @@ tt-metal's documentation and performance reports) as collected in the team's har
 part of this repository; figures no source states are estimates (EST) and each target's ``notes`` says
 which. Everything is in the cycle domain; ``clock_ghz`` converts to time.
 
-Public API: :class:`Target`, :func:`get_target`, :data:`TARGETS`.
+Public API: :class:`Target`, :func:`get_target`, :data:`TARGETS`, :data:`WAVELET_CONSTANTS_SOURCES`.
 """
 
 from __future__ import annotations
@@ -67,6 +67,12 @@ class Target:
     rate where the machine has no f64 unit); ``link_bytes_per_cycle`` is per link and direction;
     ``hop_latency`` cycles per router hop; ``relay_cycles`` the cost of a software forward through a core;
     ``colours`` the routes (colours / virtual channels) one router can hold for user programs.
+
+    The emulator's wavelet-level fabric mode (``run(..., timing="wavelet")``, mica_rt.h) also reads
+    ``ramp_latency``, the whole cycles a flit takes over the ramp between a core and its router (each way),
+    and ``queue_depth``, the flits one router input queue (per input port and colour) and one core receive
+    queue hold; the router latency is ``hop_latency`` and a flit is ``link_bytes_per_cycle`` bytes (one link
+    carries one per cycle per direction, and so does a ramp).
     """
 
     name: str
@@ -80,11 +86,18 @@ class Target:
     colours: int
     notes: str = ""
     extra: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    ramp_latency: int = 0
+    queue_depth: int = 8
 
     def __post_init__(self):
         w, h = self.grid
         if w <= 0 or h <= 0 or self.sram_bytes <= 0 or self.colours <= 0:
             raise TargetError(f"target {self.name!r}: grid, SRAM and colours must be positive")
+        if isinstance(self.ramp_latency, bool) or not isinstance(self.ramp_latency, int) or self.ramp_latency < 0:
+            raise TargetError(f"target {self.name!r}: ramp latency must be a whole number of cycles >= 0, "
+                              f"got {self.ramp_latency!r}")
+        if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int) or not 1 <= self.queue_depth <= 4096:
+            raise TargetError(f"target {self.name!r}: queue depth must be 1..4096 flits, got {self.queue_depth!r}")
         missing = [d for d in DTYPES if d not in self.flops_per_cycle]
         if missing:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
@@ -121,25 +134,56 @@ def _fl(f16: float, f32: float, f64: float) -> Mapping[str, float]:
     return MappingProxyType({"f16": f16, "f32": f32, "f64": f64})
 
 
+#: Wavelet-level fabric constants (see :class:`Target`), with their sources (the hardware notes' keys):
+#:
+#: * Router latency = ``hop_latency``. WSE: ~1 cycle per hop ("sent to or received by neighbouring PEs in a
+#:   single clock cycle", Cerebras SDK "A Conceptual View"; the CSL examples' and WaferLLM's timing scripts
+#:   subtract px + py cycles of propagation). Tenstorrent Wormhole: 9 cycles router to router
+#:   (tt-isa-documentation WormholeB0/NoC/README.md); Blackhole assumed equal (EST).
+#: * Ramp latency. WSE: 0 extra cycles (EST, a derivation: the single-cycle neighbour transfer above already
+#:   covers leaving and entering the cores, so the whole hop is ``hop_latency``). Wormhole: ~5 cycles between
+#:   the NIU and the router at each end (tt-isa-documentation NoC/README.md); Blackhole assumed equal (EST).
+#: * Ramp bandwidth: one flit per cycle each way, like a link (EST: the SDK describes the ramp as the router's
+#:   fifth link; no separate figure is published).
+#: * Queue depth (flits per router input queue per colour / virtual channel, and per core receive queue):
+#:   not published for any target (EST). WSE 8 wavelets; Tenstorrent 16 flits, enough to keep a 9-cycle hop
+#:   streaming one flit per cycle (a queue of at least hop latency + 1 flits covers its credit loop).
+WAVELET_CONSTANTS_SOURCES = MappingProxyType({
+    "router_latency": "hop_latency: WSE SDK 'A Conceptual View' (1 cycle); Wormhole tt-isa NoC/README.md (9); "
+                      "Blackhole EST",
+    "ramp_latency": "WSE EST 0 (covered by the 1-cycle neighbour transfer); Wormhole tt-isa NoC/README.md (~5); "
+                    "Blackhole EST",
+    "ramp_bandwidth": "EST: one flit per cycle each way, as a link",
+    "queue_depth": "EST for every target: no published router buffer depth",
+})
+
 TARGETS: Mapping[str, Target] = MappingProxyType({
     # Cerebras WSE-2: 750x994 program rectangle (fabric 757x996 minus memcpy columns/rows), 48 KB per PE,
     # 1.1 GHz (WaferLLM; CSL examples assume 850 MHz), one 32-bit wavelet per link per cycle, ~1 cycle/hop,
-    # 24 colours of which ~21 remain with memcpy.
+    # 24 colours of which ~21 remain with memcpy. Wavelet level: ramp 0 (EST), queues of 8 wavelets (EST).
     "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
-                   notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate table"),
+                   notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate "
+                         "table; wavelet-level ramp latency and queue depth are estimates",
+                   ramp_latency=0, queue_depth=8),
     # WSE-3: 755x1170 is derived (762x1172 fabric minus the same memcpy margin); fp16 16 FLOP/cycle EST.
     "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
-                   notes="grid and fp16 rate are estimates (EST), not published figures"),
+                   notes="grid and fp16 rate are estimates (EST), not published figures; so are the wavelet-level "
+                         "ramp latency and queue depth",
+                   ramp_latency=0, queue_depth=8),
     # Tenstorrent Wormhole n150: 8x8 Tensix compute grid, 1464 KiB L1, 1 GHz, 32 B/cycle per NoC link,
     # 9 cycles per router hop, 16 VCs of which 12 carry requests; fp32 on the 32-lane SFPU (64 FLOP/cycle).
+    # Wavelet level: ~5 cycles NIU <-> router at each end (tt-isa), queues of 16 flits (EST).
     "wormhole": Target("wormhole", (8, 8), 1499136, 1.0, _fl(1024, 64, 32), 32.0, 9.0, 300.0, 12,
-                       notes="fp16 rate at HiFi4; relay cost is an estimate"),
+                       notes="fp16 rate at HiFi4; relay cost and wavelet-level queue depth are estimates",
+                       ramp_latency=5, queue_depth=16),
     # Blackhole p150a: 11x10 compute grid (current firmware), 1.35 GHz, 64 B/cycle NoC.
     "blackhole": Target("blackhole", (11, 10), 1499136, 1.35, _fl(1024, 64, 32), 64.0, 9.0, 300.0, 12,
-                        notes="hop latency and SFPU width assumed equal to Wormhole (EST)"),
+                        notes="hop latency, ramp latency and SFPU width assumed equal to Wormhole (EST); queue "
+                              "depth an estimate",
+                        ramp_latency=5, queue_depth=16),
     # A generic large mesh for tests: 1024x1024 cores, 64 KiB each, round figures.
     "generic": Target("generic", (1024, 1024), 65536, 1.0, _fl(8, 4, 2), 8.0, 1.0, 10.0, 24,
-                      notes="round figures for tests; not a real machine"),
+                      notes="round figures for tests; not a real machine", ramp_latency=0, queue_depth=8),
 })
 
 

@@ -30,6 +30,10 @@ NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.i
             "i8": np.int8, "u8": np.uint8}
 
 
+#: The timing modes :func:`execute` accepts: the event-level link model (the default) and the wavelet-level
+#: fabric simulation (mica_rt.h "Wavelet-level fabric mode").
+TIMINGS = ("event", "wavelet")
+
 #: Events recorded in all (the per-core cap is this over the traced cores, at least 1, unless
 #: ``trace_events`` says otherwise): 32 bytes each, so at most 128 MB.
 TRACE_BUDGET = 1 << 22
@@ -153,7 +157,33 @@ class RunStats:
             "utilisation": float(comp.sum() / (n_active * cycles)) if n_active and cycles > 0 else 0.0,
             "contended_messages": int(self.raw.contended_messages),
             "sram_peak_bytes": int(self.raw.core_arena_bytes.max()) if self.raw.core_arena_bytes.size else 0,
+            **({"wavelet": self.wavelet_summary()} if self.raw.wavelet is not None else {}),
         }
+
+    @property
+    def timing(self) -> str:
+        """The timing mode the run used: ``"event"`` or ``"wavelet"`` (see :data:`TIMINGS`)."""
+        return "wavelet" if self.raw.wavelet is not None else "event"
+
+    def wavelet_summary(self) -> dict | None:
+        """Figures of the wavelet-level fabric mode (None when the run used the event-level timing): its
+        totals (``mica_wave_totals``: flits, wavelet_hops, steps, stall cycles by cause ...), the busiest link
+        (most flits; its utilisation = flits over modelled cycles) and the link with most stall cycles."""
+        raw = self.raw
+        if raw.wavelet is None:
+            return None
+        flits, stalls = raw.wave_link_flits, raw.wave_link_stalls
+
+        def link(arr, what):
+            if not arr.size:
+                return {"core": (0, 0), "dir": "N", what: 0}
+            y, x, d = np.unravel_index(int(np.argmax(arr)), arr.shape)
+            return {"core": (int(x), int(y)), "dir": "NESW"[int(d)], what: int(arr[y, x, d])}
+        busiest = link(flits, "flits")
+        busiest["utilisation"] = busiest["flits"] / self.cycles if self.cycles > 0 else 0.0
+        return {**raw.wavelet, "busiest_link": busiest, "most_stalled_link": link(stalls, "stall_cycles"),
+                "stall_cycles": int(raw.wavelet["stall_contention"] + raw.wavelet["stall_backpressure"]
+                                    + raw.wavelet["stall_receiver"])}
 
     def __str__(self) -> str:
         s = self.summary()
@@ -169,7 +199,18 @@ class RunStats:
                 f"{s['exchanges']:,} exchanges, {s['kernel_calls']:,} kernel calls; hottest link "
                 f"core {h['core']} -> {h['dir']} with {h['bytes']:,} B ({h['busy_cycles']:,.0f} busy cycles); "
                 f"SRAM peak {s['sram_peak_bytes']:,} B per core, arenas {s['arena_bytes_total']:,} B in all; "
-                f"{s['threads']} thread(s)")
+                f"{s['threads']} thread(s)" + self._wavelet_text(s.get("wavelet")))
+
+    @staticmethod
+    def _wavelet_text(w: dict | None) -> str:
+        if w is None:
+            return ""
+        b, st = w["busiest_link"], w["most_stalled_link"]
+        return (f"\n  wavelet level: {w['flits']:,} flits, {w['wavelet_hops']:,} wavelet-hops; busiest link core "
+                f"{b['core']} -> {b['dir']} with {b['flits']:,} flits ({b['utilisation']:.1%} of the cycles); "
+                f"stalls {w['stall_cycles']:,} cycles (contention {w['stall_contention']:,}, back-pressure "
+                f"{w['stall_backpressure']:,}, receivers {w['stall_receiver']:,}), most on core {st['core']} -> "
+                f"{st['dir']} ({st['stall_cycles']:,})")
 
 
 def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[float]]:
@@ -249,7 +290,7 @@ def trace_plan(trace, mesh: tuple[int, int], events: int | None) -> tuple[tuple[
 
 
 def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: bool | None = None,
-            trace=False, trace_events: int | None = None) -> RunResult:
+            trace=False, trace_events: int | None = None, timing: str = "event") -> RunResult:
     """Runs ``compiled`` (a :class:`mica.CompiledProgram`) on its mesh in the emulator.
 
     ``progress``: a progress bar on stderr for runs longer than a few seconds (None: only when stderr is
@@ -261,7 +302,16 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
     most 2**20); a core's later events are dropped and counted. Recording costs 32 bytes per event and a
     small record per traced core, and slows a run of small kernels down by up to about half (the events
     are written to memory); with tracing off the emulator holds nothing for it and runs as fast as
-    before."""
+    before.
+
+    ``timing``: ``"event"`` (the default) times messages with the event-level link model; ``"wavelet"``
+    steps every message of every exchange through the fabric flit by flit (mica_rt.h "Wavelet-level fabric
+    mode": per-link, per-colour queues of the target's ``queue_depth``, back-pressure, one flit per link and
+    ramp per cycle, the target's ``hop_latency`` and ``ramp_latency``), slower but independent of the cost
+    model's formulas; ``res.stats.summary()["wavelet"]`` then holds its figures (busiest link, stall cycles).
+    The outputs are the same in both modes."""
+    if timing not in TIMINGS:
+        raise InputError(f"timing must be one of {', '.join(map(repr, TIMINGS))}, got {timing!r}")
     program = compiled.program
     mp = compiled.mesh_program
     target = compiled.target
@@ -282,6 +332,8 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
     with load_kernels(compile_shared(source, name=f"kernels_{mp.name}", native=True)) as lib, \
             NativeMesh(w, h, target.colours, target.sram_bytes) as mesh:
         mesh.set_timing(target.hop_latency, target.link_bytes_per_cycle)
+        if timing == "wavelet":
+            mesh.set_wavelet(True, getattr(target, "ramp_latency", 0), getattr(target, "queue_depth", 8))
         mesh.set_host_threads(threads)
         r = mp.region
         mesh.reserve((r.x0, r.x1, r.y0, r.y1), mp.arena_bytes)

@@ -172,6 +172,10 @@ class MeshStats:
     MeshStats compare equal when every total and every array is equal. ``cycles`` (the latest core's clock)
     and the per-core ``core_clock`` / ``core_compute`` / ``core_comm`` / ``core_idle`` come from the timing
     model (mica_rt.h); ``contended_messages`` counts messages that shared a link within their exchange.
+    With the wavelet-level fabric mode on (:meth:`NativeMesh.set_wavelet`), ``wavelet`` holds its totals
+    (``mica_wave_totals``: exchanges, messages, flits, wavelet_hops, steps, span_cycles, stall_contention,
+    stall_backpressure, stall_receiver) and ``wave_link_flits`` / ``wave_link_stalls`` (H, W, 4) the flits
+    that crossed each out-link and the cycles a ready flit stalled on it; all None while it is off.
     """
 
     messages: int
@@ -195,6 +199,10 @@ class MeshStats:
     core_compute: np.ndarray | None = None
     core_comm: np.ndarray | None = None
     core_idle: np.ndarray | None = None
+    # wavelet-level fabric mode (mica_rt.h): None when the run did not use it
+    wavelet: dict | None = None
+    wave_link_flits: np.ndarray | None = None
+    wave_link_stalls: np.ndarray | None = None
 
     def totals(self) -> dict[str, int]:
         """The scalar totals as a dict."""
@@ -357,6 +365,16 @@ class NativeMesh:
         """The link model of the timing model: cycles per hop and bytes per cycle per link."""
         self._check(self._lib.mica_set_timing, self._mesh(), float(hop_latency), float(link_bytes_per_cycle))
 
+    def set_wavelet(self, on: bool = True, ramp_latency: int = 0, queue_depth: int = 8) -> None:
+        """Switches the wavelet-level fabric mode on or off (mica_rt.h "Wavelet-level fabric mode"): exchanges
+        are then timed by a cycle-stepped simulation of their flits through per-link, per-colour queues of
+        ``queue_depth`` flits, with ``ramp_latency`` whole cycles per core <-> router ramp (hop latency and
+        link bandwidth from :meth:`set_timing`). Raises :class:`SimError` on a bad figure."""
+        if isinstance(queue_depth, bool) or not isinstance(queue_depth, (int, np.integer)):
+            raise SimError(f"queue depth must be a whole number of flits, got {queue_depth!r}")
+        self._check(self._lib.mica_set_wavelet, self._mesh(), 1 if on else 0, float(ramp_latency),
+                    int(max(min(int(queue_depth), 2**31 - 1), -(2**31))))
+
     # -- execution --------------------------------------------------------------------------------
 
     def run(
@@ -445,7 +463,21 @@ class NativeMesh:
             core_compute=per_core(1),
             core_comm=per_core(2),
             core_idle=per_core(3),
+            **self._wave_stats(grab),
         )
+
+    def _wave_stats(self, grab) -> dict:
+        """The wavelet-level mode's fields of :class:`MeshStats` (empty while the mode is off)."""
+        m = self._mesh()
+        flits = self._lib.mica_wave_link_flits(m)
+        if flits == ffi.NULL:
+            return {}
+        totals = ffi.new("mica_wave_totals *")
+        self._lib.mica_wave_stats(m, totals)
+        shape = (self.height, self.width, 4)
+        return {"wavelet": {name: int(getattr(totals, name)) for name, _ in ffi.typeof("mica_wave_totals").fields},
+                "wave_link_flits": grab(flits, np.uint64, shape),
+                "wave_link_stalls": grab(self._lib.mica_wave_link_stalls(m), np.uint64, shape)}
 
     # -- trace ------------------------------------------------------------------------------------
 

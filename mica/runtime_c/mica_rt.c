@@ -58,6 +58,7 @@
  *   rt_run_state.c    state of a running op: entries, chunk contexts, faults, bands
  *   rt_pool.c         thread pool: chunks, dispatch, fault collection
  *   rt_timing.c       timing model: core clocks, link reservations, re-timing of shared links
+ *   rt_wavelet.c      wavelet-level fabric mode: per-link, per-colour queues stepped cycle by cycle
  *   rt_exchange.c     EXCHANGE phases A (setup), B (routing), C (check)
  *   rt_copies.c       EXCHANGE phase D: payload copies, statistics, route clearing
  *   rt_exchange_op.c  one EXCHANGE op: decoding, staging plan, its phases in order
@@ -87,6 +88,7 @@
 #include "rt_run_state.c"
 #include "rt_pool.c"
 #include "rt_timing.c"
+#include "rt_wavelet.c"
 #include "rt_exchange.c"
 #include "rt_copies.c"
 #include "rt_exchange_op.c"

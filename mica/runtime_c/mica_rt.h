@@ -192,6 +192,50 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
 void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);
 
 /* ---------------------------------------------------------------------------------------------------
+ * Wavelet-level fabric mode (opt-in; rt_wavelet.c)
+ *
+ * With the mode on, every EXCHANGE (and PREFETCH) is timed by a cycle-stepped simulation of the messages
+ * it actually sends, independent of the link-reservation model above: each message is cut into flits of
+ * link_bytes_per_cycle bytes (a 32-bit wavelet on the WSE) that move through per-router, per-input-port,
+ * per-colour FIFO queues of `queue_depth` flits along the configured routes. A link (per direction) and a
+ * ramp (per direction, core <-> router) carry one flit per cycle; a multicast router replicates a flit to
+ * every output of its colour's tx set in the same cycle and holds it while any output is busy or its
+ * downstream queue is full (back-pressure, which can hold a whole path); a flit is ready at the next
+ * router ceil(hop_latency) cycles (at least 1) after it crossed a link, and `ramp_latency` cycles after it
+ * crossed a ramp. A sender starts at its exchange start (as above), a receiver takes one flit per cycle
+ * per receive from its own start on, so a late receiver fills its queue and stalls the stream. Arrival
+ * (one cycle after the last flit was taken) and sender completion (one cycle after the last flit left
+ * the source router) replace the link model's figures; core clocks, compute, PREFETCH overlap and the
+ * communication / idle split are as described above. Cycles are whole: start clocks round up. The
+ * routes are those of the op code, so data still moves only between neighbours over configured routes.
+ * Memory: ~72 bytes per core while on, plus per exchange a record per queue and message it uses.
+ * ------------------------------------------------------------------------------------------------- */
+
+/* Switches the mode on (on != 0, with the ramp latency in whole cycles >= 0 and the queue depth in flits,
+ * 1..4096) or off (freeing its state). Switching on keeps earlier statistics of the mode. */
+int32_t mica_set_wavelet(mica_mesh *m, int32_t on, double ramp_latency, int32_t queue_depth, char *err,
+                         int32_t errlen);
+
+typedef struct {
+    uint64_t exchanges;          /* exchanges timed at wavelet level */
+    uint64_t messages;           /* messages simulated */
+    uint64_t flits;              /* flits injected */
+    uint64_t wavelet_hops;       /* flit crossings of links between routers (a multicast counts each) */
+    uint64_t steps;              /* cycles stepped (cycles in which nothing could move are skipped) */
+    uint64_t span_cycles;        /* sum over exchanges of first injection to last move, in cycles */
+    uint64_t stall_contention;   /* cycles a ready flit waited for a link another flit took */
+    uint64_t stall_backpressure; /* cycles a ready flit waited for room in the next router's queue */
+    uint64_t stall_receiver;     /* cycles a ready flit waited for room in a receiving core's queue */
+} mica_wave_totals;
+
+/* Totals of the mode since it was switched on (or mica_stats_reset); zeros while it is off. */
+void mica_wave_stats(const mica_mesh *m, mica_wave_totals *out);
+/* Per out-link [W*H*4] (index core*4 + MICA_LINK_*): flits that crossed it and the cycles a ready flit
+ * stalled on it (contention or back-pressure). NULL while the mode is off. */
+const uint64_t *mica_wave_link_flits(const mica_mesh *m);
+const uint64_t *mica_wave_link_stalls(const mica_mesh *m);
+
+/* ---------------------------------------------------------------------------------------------------
  * Prefetch hint (performance only)
  *
  * A kernel call finds its core's arena cold in the host's caches: the emulator sweeps every arena in

@@ -248,7 +248,8 @@ static void route_message(tctx *t, uint64_t key, int64_t s, int64_t src_core, in
             t->link_bytes += (uint64_t)bytes;
             t->link_messages++;
             if (!log_push(t, (uint64_t)c, k)) goto oom; /* logged before reserving: see links_undo */
-            double start = link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, one_thread(t->run));
+            double start = m->wave ? h.h /* timed by wave_exchange */
+                                   : link_take(m, k * m->n_cores + c, h.h, dur, &t->shared, one_thread(t->run));
             if (h.hops == 0 && start + dur > *inject_end) *inject_end = start + dur;
             if (!stack_push(t, &sp, ny * W + nx, h.hops + 1, opposite(dirs[k]), start + m->hop_latency))
                 goto oom;
@@ -305,7 +306,7 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
          * (no arena changes before phase D, so it still holds the bytes of the exchange's start). */
         if (t->cross) keep_payload(r, e, idx, core);
         e->end[idx] = end;
-        sender_done(c, end, t0);
+        if (!m->wave) sender_done(c, end, t0); /* the wavelet-level mode times senders in wave_exchange */
     }
 }
 

@@ -172,7 +172,8 @@ static void route_and_check(run_t *r) {
         dispatch(r, PH_CHECK);
         if (collect_fault(r)) return;
     }
-    if (shared && !retime_shared(r)) run_fail(r, "out of host memory timing messages that share links");
+    if (r->m->wave) wave_exchange(r); /* wavelet-level fabric mode: every message, cycle by cycle */
+    else if (shared && !retime_shared(r)) run_fail(r, "out of host memory timing messages that share links");
 }
 
 static int exec_exchange(run_t *r, int64_t pos) {

@@ -67,11 +67,15 @@ struct mica_mesh {
     int64_t host_bytes;    /* bytes of host memory the mesh holds (mica_mesh_host_bytes) */
     int32_t host_threads;  /* threads of large host copies (mica_set_host_threads) */
     struct trace *trace;   /* per-core timelines (rt_trace.c), NULL while tracing is off */
+    struct wave *wave;     /* wavelet-level fabric mode (rt_wavelet.c), NULL while it is off */
 };
 
 static void trace_free(mica_mesh *m);   /* rt_trace.c */
 static void trace_clear(mica_mesh *m);
 static int64_t trace_bytes(const mica_mesh *m);
+static void wave_free(mica_mesh *m);    /* rt_wavelet.c */
+static void wave_reset(mica_mesh *m);
+static int64_t wave_bytes(const mica_mesh *m);
 
 
 static bool timing_alloc(mica_mesh *m, size_t n) {
@@ -150,6 +154,7 @@ void mica_mesh_free(mica_mesh *m) {
     free(m->core_recv);
     timing_free(m);
     trace_free(m);
+    wave_free(m);
     free(m);
 }
 
@@ -272,7 +277,7 @@ static bool use_colour(mica_mesh *m, int32_t colour) {
     return m->routes[colour] && m->recv_slot[colour];
 }
 
-int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes + trace_bytes(m) : 0; }
+int64_t mica_mesh_host_bytes(const mica_mesh *m) { return m ? m->host_bytes + trace_bytes(m) + wave_bytes(m) : 0; }
 
 /* ---------------------------------------------------------------------------------------------------
  * Statistics
@@ -304,4 +309,5 @@ void mica_stats_reset(mica_mesh *m) {
     m->totals.arena_bytes = bytes;
     m->totals.arena_max = biggest;
     trace_clear(m);
+    wave_reset(m);
 }
