@@ -25,6 +25,8 @@ consecutive iterations combined lower block first (:func:`_check_pair_order`).
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
 from functools import lru_cache
 from math import ceil
 
@@ -91,10 +93,45 @@ def _time_map(stmt: Statement, sched: Schedule, phase: tuple[int, int], depth: i
     return head.flat_range_product(local.intersect_domain(stmt.domain_set))
 
 
+#: Verdicts of :func:`check_legal` kept (the search proves the same mapping again for every layout other
+#: operators may leave the arrays it only reads in; those layouts do not enter the proof).
+VERDICTS = 8192
+_verdicts: OrderedDict[tuple, ScheduleError | None] = OrderedDict()
+
+
 def check_legal(prog: Program, sched: Schedule) -> None:
-    """Raises :class:`ScheduleError` naming the first dependence the mapping could violate."""
+    """Raises :class:`ScheduleError` naming the first dependence the mapping could violate.
+
+    The proof reads only the schedule's spatial and step maps, local loop orders and the homes of the arrays
+    the program writes (where owner-computes statements run); its verdict is kept per program and those
+    parts (:data:`VERDICTS` of them), so a mapping tried again under other layouts of read-only arrays is
+    not proved twice."""
     if not sched.space and sched.step is None:
         return              # one core, the original order: nothing can be violated
+    written = sorted({s.write.array for s in prog.statements})
+    key = (prog, sched.space, sched.step, sched.local_order, tuple(sched.home(a) for a in written))
+    if key in _verdicts:
+        _verdicts.move_to_end(key)
+        exc = _verdicts[key]
+        if exc is not None:
+            raise copy.copy(exc).with_traceback(None)
+        return
+    try:
+        _prove(prog, sched)
+    except ScheduleError as exc:
+        _remember(key, copy.copy(exc).with_traceback(None))
+        raise
+    _remember(key, None)
+
+
+def _remember(key: tuple, verdict: ScheduleError | None) -> None:
+    _verdicts[key] = verdict
+    while len(_verdicts) > VERDICTS:
+        _verdicts.popitem(last=False)
+
+
+def _prove(prog: Program, sched: Schedule) -> None:
+    """:func:`check_legal` without the kept verdicts."""
     _check_coverage(prog, sched)
     reds = reductions(prog)
     main = main_statement(prog)

@@ -287,17 +287,21 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
 
 
 def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions, lowering: Lowering,
-             fixed_homes: dict | None = None, resident: frozenset[str] | None = None) -> Candidate:
-    """Builds (through ``lowering``), verifies and costs one candidate; a schedule that cannot be built or
-    that the verifier refuses is rejected with the reason."""
+             fixed_homes: dict | None = None, resident: frozenset[str] | None = None, *,
+             verify_below: float = float("inf")) -> Candidate:
+    """Builds (through ``lowering``), costs and verifies one candidate; a schedule that cannot be built or
+    that the verifier refuses is rejected with the reason. The verifier runs on a candidate whose modelled
+    cycles are at most ``verify_below`` (the best plan so far: only such a candidate can be chosen, so a
+    plan the verifier would refuse is never chosen); costlier ones are reported feasible unverified."""
     try:
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
                                     fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps, wave=d.wave)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
-            verify(mp, target)          # a plan the verifier would refuse is never chosen
             cost = estimate(mp, target)
+            if cost.total_cycles <= verify_below:
+                verify(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
         cause, line = rejection(exc)
         return Candidate(d, None, line, cause=cause, error=exc)
@@ -386,7 +390,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, REJECTIONS["pruned"], cause="pruned"))
         else:
-            c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident)
+            c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident, verify_below=best_cycles)
             results.append(c)
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)
