@@ -54,7 +54,11 @@ def plan_reads(b: _Builder, stmt: Statement):
         name = recv_buffer(b, acc.array, plan)
         buffers[acc.ref] = name
         moves.append((plan, name))
-    routed = check_writes(b, stmt)
+    try:
+        routed = check_writes(b, stmt)
+    except ScheduleError as exc:
+        remember(b, stmt, None, exc)
+        raise
     if routed is not None:
         buffers[stmt.write.ref] = routed
     return buffers, moves, halos

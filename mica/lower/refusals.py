@@ -4,14 +4,15 @@ out the read array and sizes the cores with work alike.
 
 The schedule search builds thousands of candidates for a program of many operators, and most of those it
 rejects fail in :func:`mica.lower.reads.plan_read` (``data moves in both mesh directions``, ``the sending
-core is not a single function of the step``) after the legality proof and half of the build. What decides
-such a failure is exactly:
+core is not a single function of the step``) or in its write check (``cores would write elements of ... that
+another core owns``) after half of the build. What decides such a failure is exactly:
 
 * the statement's placement ``{ S[loops] -> M[t, x, y] }`` — the text of
   :func:`mica.tiling.spacetime.placement_constraints`, which covers its spatial loops, owner-computes rows
   and step;
 * the home of the read array (its box, tiles and pins) and the cores with work (the home's region and the
-  mirror's are cut from them);
+  mirror's are cut from them); for a write, the written array's home and how the operator combines partial
+  results (a routed write's staging box is cut from the same);
 * what is fixed for the program being searched: which arrays it writes, which arrays an earlier operator
   left on the mesh (``resident``), the target (a mirror of a resident array is transposed on it).
 
@@ -55,11 +56,15 @@ def _known(b: _Builder) -> _Known | None:
     return entry[1]
 
 
-def _key(b: _Builder, stmt: Statement, acc: Access) -> tuple:
-    """What decides whether ``acc`` of ``stmt`` can be read under ``b``'s schedule (module docstring)."""
+def _key(b: _Builder, stmt: Statement, acc: Access | None) -> tuple:
+    """What decides whether ``acc`` of ``stmt`` can be read under ``b``'s schedule (module docstring), or with
+    ``acc`` None whether its write lands on the core that owns the element: the same, with the write's home
+    and how the operator combines partial results (the reduced axes and arrays, whether ``stmt`` is combined)."""
     r = b.region
-    return (tuple(placement_constraints(stmt, b.sched)), b.sched.home(acc.array), (r.x0, r.x1, r.y0, r.y1),
-            b.sched.step)
+    head = (tuple(placement_constraints(stmt, b.sched)), (r.x0, r.x1, r.y0, r.y1), b.sched.step)
+    if acc is not None:
+        return head + (b.sched.home(acc.array),)
+    return head + (b.sched.home(stmt.write.array), tuple(b.reduced_axes), b.reduced_arrays, stmt.name in b.combined)
 
 
 def refuse_known(b: _Builder) -> None:
@@ -70,14 +75,16 @@ def refuse_known(b: _Builder) -> None:
         return
     for (sname, ref), failures in known.items():
         stmt = b.prog.statement(sname)
-        acc = next(a for a in stmt.reads if a.ref == ref)
+        acc = None if ref == stmt.write.ref else next(a for a in stmt.reads if a.ref == ref)
         exc = failures.get(_key(b, stmt, acc))
         if exc is not None:
             raise copy.copy(exc).with_traceback(None)
 
 
-def remember(b: _Builder, stmt: Statement, acc: Access, exc: MicaError) -> None:
-    """Records that ``acc`` of ``stmt`` cannot be read under ``b``'s schedule, failing with ``exc``."""
+def remember(b: _Builder, stmt: Statement, acc: Access | None, exc: MicaError) -> None:
+    """Records that ``acc`` of ``stmt`` cannot be read (``acc`` None: that its write cannot land) under
+    ``b``'s schedule, failing with ``exc``."""
     known = _known(b)
     if known is not None:
-        known.setdefault((stmt.name, acc.ref), {})[_key(b, stmt, acc)] = copy.copy(exc).with_traceback(None)
+        ref = stmt.write.ref if acc is None else acc.ref
+        known.setdefault((stmt.name, ref), {})[_key(b, stmt, acc)] = copy.copy(exc).with_traceback(None)

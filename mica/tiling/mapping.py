@@ -17,7 +17,7 @@ from math import ceil
 from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, reductions
 from ..affine.fission import statement_graph
 from ..affine.isl_names import int_bounds, iset
-from ..affine.program import Program, Statement
+from ..affine.program import Access, Array, Program, Statement
 from ..errors import ScheduleError
 from .schedule import Home, Schedule, SpaceMap, StepMap, with_buffers
 from .wavefront import tileable, wave_weights
@@ -280,7 +280,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     if reduce == "tree":
         reasons.append(f"reductions across cores: chains in groups of {group}, then a chain over the groups")
     homes = _homes(prog, main, space, step, fixed_homes)
-    order = tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
+    order = _local_orders(prog)
     if like is not None:
         order = like.local_order
     sched = Schedule(mesh=tuple(mesh), space=tuple(space), step=step, local_order=order,
@@ -433,14 +433,7 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
     tiles of the step); arrays an earlier operator left keep their ``fixed_homes``."""
     homes = []
     step_loop = step.loop if (step and not step.sweep) else None
-    for arr in prog.arrays:
-        # The access that places the array: the main statement's first, unless another of its accesses
-        # (or, without any, another statement's) follows the loops more closely (a stencil reads
-        # A[i - 1][j] before A[i][j]); an offset subscript i + c follows loop i.
-        cands = [a for a in main.accesses if a.array == arr.name] or \
-            [a for s in prog.statements for a in s.accesses if a.array == arr.name]
-        acc = max(cands, key=lambda a: (sum(ix.single_var() is not None for ix in a.index),
-                                        -cands.index(a))) if cands else None
+    for arr, acc in _placing_accesses(prog, main):
         dims: list[tuple[str | None, int]] = [(None, n) for n in arr.shape]
         used: set[str] = set()
         if acc is not None:
@@ -459,6 +452,28 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
         pin = tuple((a, 0) for a in ("x", "y") if a not in used)
         homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
     return homes
+
+
+@lru_cache(maxsize=256)
+def _placing_accesses(prog: Program, main: Statement) -> tuple[tuple[Array, Access | None], ...]:
+    """Per array of ``prog``, the access that places it (:func:`_homes`): the main statement's first, unless
+    another of its accesses (or, without any, another statement's) follows the loops more closely (a stencil
+    reads ``A[i - 1][j]`` before ``A[i][j]``); an offset subscript ``i + c`` follows loop ``i``."""
+    out = []
+    for arr in prog.arrays:
+        cands = [a for a in main.accesses if a.array == arr.name] or \
+            [a for s in prog.statements for a in s.accesses if a.array == arr.name]
+        acc = max(cands, key=lambda a: (sum(ix.single_var() is not None for ix in a.index),
+                                        -cands.index(a))) if cands else None
+        out.append((arr, acc))
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def _local_orders(prog: Program) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """:func:`local_order` of every statement of ``prog``, in program order."""
+    kinds = loop_kinds(prog)
+    return tuple((s.name, local_order(s, prog, kinds[s.name])) for s in prog.statements)
 
 
 def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
