@@ -35,8 +35,8 @@ import islpy as isl
 from ..affine.deps import dependences, reductions
 from ..affine.isl_names import imap, iset
 from ..affine.program import Program, Statement
-from ..errors import ScheduleError
-from .spacetime import owner_rows, placement_map
+from ..errors import CommError, ScheduleError
+from .spacetime import T, X, Y, owner_rows, placement_constraints
 from .mapping import fused_body, loop_extent, main_statement
 from .schedule import Schedule
 
@@ -81,16 +81,6 @@ def _local_time(stmt: Statement, sched: Schedule, fused: bool) -> list[str]:
     if fused:
         return [str(v) for v in stmt.order]
     return list(sched.order_of(stmt.name))
-
-
-def _time_map(stmt: Statement, sched: Schedule, phase: tuple[int, int], depth: int, fused: bool = False) -> isl.Map:
-    """``{ S[loops] -> [phase, t, position, local time..., 0...] }`` of ``depth + 3`` entries."""
-    local_time = _local_time(stmt, sched, fused)
-    order = local_time + ["0"] * (depth - len(local_time))
-    local = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> [{', '.join(order) or '0'}] }}")
-    g, pos = phase
-    head = placement_map(stmt, sched).apply_range(imap(f"{{ M[t, x, y] -> [{g}, t, {pos}] }}"))
-    return head.flat_range_product(local.intersect_domain(stmt.domain_set))
 
 
 #: Verdicts of :func:`check_legal` kept (the search proves the same mapping again for every layout other
@@ -147,11 +137,10 @@ def _prove(prog: Program, sched: Schedule) -> None:
     fused = {s.name for s in body} if len(body) > 1 else set()
     depth = max((len(_local_time(s, sched, s.name in fused)) for s in prog.statements), default=0)
     stmts = {s.name: s for s in prog.statements}
-    places = {s.name: placement_map(s, sched).apply_range(imap("{ M[t, x, y] -> core[x, y] }"))
-              for s in prog.statements}
-    times = {s.name: _time_map(s, sched, groups[s.name], depth, s.name in fused) for s in prog.statements}
-
-    placed_times = {n: places[n].flat_range_product(times[n]) for n in places}
+    # What places and times each statement's instances: a statement placed and ordered alike under two
+    # schedules gives the same { S[loops] -> [x, y, phase, t, position, local time...] } (_placed_time).
+    keys = {s.name: (tuple(placement_constraints(s, sched)), groups[s.name], depth,
+                     tuple(_local_time(s, sched, s.name in fused))) for s in prog.statements}
 
     # Self-dependences of reductions through their accumulators are re-associable.
     exempt_refs = frozenset(r for rd in reds.values() for r in rd.refs)
@@ -160,12 +149,13 @@ def _prove(prog: Program, sched: Schedule) -> None:
         plain = plain_of[kind] if plain_of is not None else rel
         for m in _maps(rel):
             src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+            variant = "all"
             if src == dst and src in reds:
-                m = _restrict(plain, src, dst, m)        # drop the accumulator's own chain
+                variant = "plain"                       # drop the accumulator's own chain
             elif src in combined and dst in combined:
                 # The two halves of a (value, index) pair: one kernel runs them interleaved in their
                 # original order on each core (mica.lower.build), the partials combine as pairs.
-                m = _restrict(plain, src, dst, m)
+                variant = "plain"
             elif cross and (src in combined or dst in combined):
                 other = src if dst in combined else dst
                 # An initialisation that runs wholly before the reduction (or a use wholly after it), at
@@ -173,12 +163,54 @@ def _prove(prog: Program, sched: Schedule) -> None:
                 before = groups[other][0] == 0 and dst in combined
                 after = groups[other][0] == 2 and src in combined
                 if _at_root(stmts[other], sched, main) and (before or after):
-                    m = _restrict(plain, src, dst, m)
+                    variant = "plain"
+            if variant == "plain":
+                m = _restrict(plain, src, dst, m)
             if m.is_empty():
                 continue
             # Partial sums of a reduction spread over cores live in accumulators no halo refreshes.
             halo_ok = not (cross and (src in combined or dst in combined))
-            _check_one(m, kind, src, dst, placed_times, halo_ok)
+            key = (prog, kind, src, dst, variant, keys[src], keys[dst], halo_ok)
+            if key in _dependence_verdicts:
+                _dependence_verdicts.move_to_end(key)
+                exc = _dependence_verdicts[key]
+                if exc is not None:
+                    raise copy.copy(exc).with_traceback(None)
+                continue
+            try:
+                _check_one(m, kind, src, dst, _placed_time(stmts[src], *keys[src]),
+                           _placed_time(stmts[dst], *keys[dst]), halo_ok)
+            except ScheduleError as exc:
+                _keep(_dependence_verdicts, key, copy.copy(exc).with_traceback(None))
+                raise
+            _keep(_dependence_verdicts, key, None)
+
+
+#: Verdicts of single dependences (:func:`_check_one`) kept, keyed by the placement and time of both ends:
+#: candidates that differ in one statement's mapping share the checks of every other dependence.
+_dependence_verdicts: OrderedDict[tuple, ScheduleError | None] = OrderedDict()
+
+
+def _keep(store: OrderedDict, key: tuple, verdict) -> None:
+    store[key] = verdict
+    while len(store) > VERDICTS:
+        store.popitem(last=False)
+
+
+@lru_cache(maxsize=VERDICTS)
+def _placed_time(stmt: Statement, constraints: tuple[str, ...], phase: tuple[int, int], depth: int,
+                 local_time: tuple[str, ...]) -> isl.Map:
+    """``{ S[loops] -> [x, y, phase, t, position, local time..., 0...] }``: the core and the time of each
+    instance of ``stmt`` placed by ``constraints`` (:func:`~.spacetime.placement_constraints`), in group
+    ``phase`` (:func:`_groups`), with ``local_time`` padded to ``depth`` entries."""
+    placement = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> M[{T}, {X}, {Y}] : "
+                     f"{' and '.join(constraints)} }}", CommError).intersect_domain(stmt.domain_set)
+    order = list(local_time) + ["0"] * (depth - len(local_time))
+    local = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> [{', '.join(order) or '0'}] }}")
+    g, pos = phase
+    head = placement.apply_range(imap(f"{{ M[t, x, y] -> [{g}, t, {pos}] }}"))
+    time = head.flat_range_product(local.intersect_domain(stmt.domain_set))
+    return placement.apply_range(imap("{ M[t, x, y] -> core[x, y] }")).flat_range_product(time)
 
 
 def _check_pair_order(prog: Program, sched: Schedule, main: Statement, red) -> None:
@@ -211,16 +243,28 @@ def _check_coverage(prog: Program, sched: Schedule) -> None:
     steps = sched.step.steps if sched.step else 1
     if sched.step is not None and sched.step.skew != "none":
         blocks = {"x": steps, "y": steps}
-    inside = iset(f"{{ M[t, x, y] : 0 <= t < {steps} and 0 <= x < {blocks['x']} and 0 <= y < {blocks['y']} }}")
     for s in prog.statements:
-        p = placement_map(s, sched)
-        if not p.is_single_valued():
+        fault = _coverage_fault(s, tuple(placement_constraints(s, sched)), steps, blocks["x"], blocks["y"])
+        if fault == "several":
             raise ScheduleError(f"statement {s.name}: an instance would run on several cores or steps")
-        lost = s.domain_set.subtract(p.intersect_range(inside).domain())
-        if not lost.is_empty():
+        if fault is not None:
             raise ScheduleError(
                 f"statement {s.name}: some instances fall outside the cores and steps the schedule runs "
-                f"(its tiles come from {main.name}, whose loops are shorter)", detail=str(lost))
+                f"(its tiles come from {main.name}, whose loops are shorter)", detail=fault)
+
+
+@lru_cache(maxsize=VERDICTS)
+def _coverage_fault(stmt: Statement, constraints: tuple[str, ...], steps: int, bx: int, by: int) -> str | None:
+    """Why the placement ``constraints`` of ``stmt`` does not give each instance exactly one core of the
+    ``bx x by`` blocks and one of ``steps`` steps: ``"several"`` (not single-valued), the instances lost
+    (text), or None."""
+    p = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> M[{T}, {X}, {Y}] : {' and '.join(constraints)} }}",
+             CommError).intersect_domain(stmt.domain_set)
+    if not p.is_single_valued():
+        return "several"
+    inside = iset(f"{{ M[t, x, y] : 0 <= t < {steps} and 0 <= x < {bx} and 0 <= y < {by} }}")
+    lost = stmt.domain_set.subtract(p.intersect_range(inside).domain())
+    return None if lost.is_empty() else str(lost)
 
 
 def _restrict(plain: isl.UnionMap, src: str, dst: str, like: isl.Map) -> isl.Map:
@@ -264,7 +308,8 @@ def _relations(n: int) -> tuple[isl.Map, isl.Map, isl.Map, isl.Map]:
     return back, across, flow_bad, anti_bad
 
 
-def _check_one(m: isl.Map, kind: str, src: str, dst: str, placed_times, halo_ok: bool) -> None:
+def _check_one(m: isl.Map, kind: str, src: str, dst: str, src_placed: isl.Map, dst_placed: isl.Map,
+               halo_ok: bool) -> None:
     """Checks the ``kind`` dependences ``m`` (``{ S[loops] -> T[loops'] }``) under the mapping.
 
     Pairs on one core must keep their order on it. A pair on two cores is a halo: the builder copies
@@ -274,7 +319,7 @@ def _check_one(m: isl.Map, kind: str, src: str, dst: str, placed_times, halo_ok:
     the read's statement starts; written elements never move between cores (no output pairs).
     Everything is decided on ``{ [core, time] -> [core', time'] }``, the dependence with the instances
     projected out."""
-    full = m.apply_domain(placed_times[src]).apply_range(placed_times[dst])
+    full = m.apply_domain(src_placed).apply_range(dst_placed)
     if full.is_empty():
         return
     n = full.dim(isl.dim_type.in_) - 2
