@@ -62,16 +62,11 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
 
     Raises :class:`ScheduleError` when the schedule could violate a dependence
     (:func:`mica.tiling.legality.check_legal`)."""
-    if not sched.space and sched.step is None:
-        check_legal(prog, sched)
-        return _one_core(prog, sched, target)
-    try:
-        b = _Builder(prog, sched, target, resident)
-    except ScheduleError:
-        check_legal(prog, sched)            # a dependence the mapping breaks is the first reason given
-        raise
-    refuse_known(b)                         # a read an earlier candidate could not serve (lower.refusals)
     check_legal(prog, sched)
+    if not sched.space and sched.step is None:
+        return _one_core(prog, sched, target)
+    b = _Builder(prog, sched, target, resident)
+    refuse_known(b)                         # an access an earlier candidate could not serve (lower.refusals)
     find_ring_arrays(b)
     add_homes(b)
     initial_ghosts(b, ghost_widths)

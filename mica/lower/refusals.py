@@ -16,10 +16,10 @@ another core owns``) after half of the build. What decides such a failure is exa
 * what is fixed for the program being searched: which arrays it writes, which arrays an earlier operator
   left on the mesh (``resident``), the target (a mirror of a resident array is transposed on it).
 
-:func:`refuse_known` raises the remembered error for a candidate whose key matches, before anything is
-built; :func:`remember` records a failure. Skewed steps are left out (their ring buffers are chosen from
-the whole schedule). The memory keeps the last :data:`PROGRAMS` programs, each keyed by identity (the
-program is held, so its identity is not reused).
+:func:`refuse_known` raises the remembered error for a candidate whose key matches, after the legality proof
+and before the build proper; :func:`remember` records a failure. Skewed steps are left out (their ring buffers are chosen from
+the whole schedule). The memory keeps the refusals of the last :data:`PROGRAMS` programs (with the arrays
+left on the mesh and the target), an operator cut again from the same program being the same program.
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from __future__ import annotations
 import copy
 from collections import OrderedDict
 
-from ..affine.program import Access, Program, Statement
+from ..affine.program import Access, Statement
 from ..errors import MicaError
 from ..tiling.spacetime import placement_constraints
 from .builder import _Builder
 
-#: How many programs' refusals are kept (a search of a program of many operators keeps a few alive).
-PROGRAMS = 16
+#: How many programs' refusals are kept (a program of many operators searches each of them several times).
+PROGRAMS = 256
 
 _Known = dict[tuple[str, str], dict[tuple, MicaError]]
-_MEMORY: OrderedDict[tuple, tuple[Program, _Known]] = OrderedDict()
+_MEMORY: OrderedDict[tuple, _Known] = OrderedDict()
 
 
 def _known(b: _Builder) -> _Known | None:
@@ -44,16 +44,15 @@ def _known(b: _Builder) -> _Known | None:
     step = b.sched.step
     if step is not None and step.skew != "none":
         return None
-    key = (id(b.prog), b.resident, b.target.name)
-    entry = _MEMORY.get(key)
-    if entry is None or entry[0] is not b.prog:
-        entry = (b.prog, {})
-        _MEMORY[key] = entry
+    key = (b.prog, b.resident, b.target.name)
+    known = _MEMORY.get(key)
+    if known is None:
+        known = _MEMORY[key] = {}
         while len(_MEMORY) > PROGRAMS:
             _MEMORY.popitem(last=False)
     else:
         _MEMORY.move_to_end(key)
-    return entry[1]
+    return known
 
 
 def _key(b: _Builder, stmt: Statement, acc: Access | None) -> tuple:
@@ -68,8 +67,10 @@ def _key(b: _Builder, stmt: Statement, acc: Access | None) -> tuple:
 
 
 def refuse_known(b: _Builder) -> None:
-    """Raises (a copy of) the error a read of ``b``'s program failed with under an earlier candidate whose
-    key matches ``b``'s schedule; changes nothing otherwise."""
+    """Raises (a copy of) the error an access of ``b``'s program failed with under an earlier candidate whose
+    key matches ``b``'s schedule; changes nothing otherwise. Called before the build proper, so a candidate
+    that also fails in an earlier step of the build (a home reaching beyond the cores with work) is rejected
+    for the remembered reason instead: both hold, and the plans chosen are the same."""
     known = _known(b)
     if not known:
         return
