@@ -86,6 +86,7 @@ def _cli_words(message: str) -> str:
     message = re.sub(r"\bparams gives\b", "--param gives", message)
     message = message.replace("(function= in Python, --function on the command line)", "with --function")
     message = message.replace("compile with side_by_side=False", "compile with --emit csl or --emit metalium")
+    message = message.replace("compile with streamed=False", "compile with --emit csl or --emit metalium")
     return message
 
 
@@ -168,8 +169,9 @@ def compile_file(args) -> int:
     _check_backend(args, program)
     mesh = args.mesh or tgt.grid
     t0 = time.perf_counter()
-    # CSL and Metalium lay out blocks from core (0, 0): their plans run operators one after another.
-    prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=args.emit not in BACKEND_TARGETS)
+    # CSL and Metalium write host code for the program's own arrays: their plans are never cut into pieces
+    # streamed from slab to slab (operators side by side, and blocks moved between them, they emit).
+    prog = compile_affine(program, mesh=mesh, target=tgt, streamed=args.emit not in BACKEND_TARGETS)
     dt = time.perf_counter() - t0
     print(f"compiled {program.name} for {mesh[0]}x{mesh[1]} ({tgt.name}) in {dt:.3f} s")
     print(prog.explain() if args.explain else prog.schedule)

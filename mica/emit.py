@@ -31,7 +31,7 @@ def emit(compiled, kind: str, out_dir) -> list[Path]:
     if kind != "c" and compiled.schedule.pieces:
         a, d, n = compiled.schedule.pieces
         raise EmitError(f"the plan cuts {compiled.program.name} into {n} pieces along dimension {d} of {a}; "
-                        f"the {kind} back end writes host code for the program's own arrays only: compile "
-                        f"with side_by_side=False (the pieces are only tried side by side)")
+                        f"the {kind} back end writes host code for the program's own arrays, not for pieces: "
+                        f"compile with streamed=False (operators side by side are emitted)")
     module = importlib.import_module(BACKENDS[kind])
     return list(module.emit(compiled, out))

@@ -32,7 +32,6 @@ import numpy as np
 
 from ..errors import EmitError
 from ..targets import INT_DTYPES
-from ..meshir.placed import placed_refusal
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from . import boxes
@@ -136,7 +135,7 @@ class Buffer:
     elems: int
     bytes: int
     role: str
-    dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span) per dimension (boxes.dims)
+    dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span, origin) per dimension (boxes.dims)
     slots: int = 1            # 2: a double buffer, ``slots`` boxes of ``elems`` one after the other
 
     @property
@@ -527,9 +526,6 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     at most that many elements (exchanges into themselves then run in rounds)."""
     if target.name not in ("wse2", "wse3"):
         raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
-    refusal = placed_refusal(mp, "CSL")
-    if refusal is not None:
-        raise EmitError(refusal)
     w, h = mp.mesh
     double = double_buffering(mp)
     buffers = _buffers(mp, double, target.sram_bytes)

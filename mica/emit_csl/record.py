@@ -63,7 +63,7 @@ def _exchanges(mp: ir.MeshProgram, plan: CslPlan) -> list[dict]:
                         size = size * f
                     else:
                         cc = xs if d.coord == "x" else ys if d.coord == "y" else env.get(d.coord, 0)
-                        size = size * np.clip(d.extent - d.tile * cc, 0, d.tile)
+                        size = size * np.clip(d.extent - d.tile * (cc - d.origin), 0, d.tile)
                 msgs += int((size > 0).sum())
                 nbytes += int(size.sum())
         out.append({"index": xi, "name": op.name, "guard": str(op.guard) if op.guard is not None else None,

@@ -96,3 +96,22 @@ def test_landing_chunks_fit_what_sram_leaves():
     land = plan["landing"]
     assert arena + 2 * 4 * max(v["chunk_elems"] for v in land.values()) <= 49152 < 2 * arena
     assert plan["buffer_bytes_total"] <= 49152 and all(v["rounds"] > 1 for v in land.values())
+
+
+@pytest.mark.parametrize("name, hops", [("mvt_side_by_side", None), ("line_move_east", ("E", 5)),
+                                        ("line_move_south", ("S", 3))])
+def test_placed_programs_are_what_they_claim(name, hops):
+    """The placed examples executed above really hold blocks away from core (0, 0) (operators side by side)
+    and, for the line moves, cross between slabs in one multi-hop shift the CSL layout routes."""
+    from mica.meshir.ir import Exchange, Shift
+    compiled = program(name, "wse2")
+    assert compiled.schedule.placed
+    mp = compiled.mesh_program
+    if hops is None:
+        assert {d.origin for t in mp.tensors for d in t.box} - {0}
+        return
+    moves = [c for op, _ in mp.walk() if isinstance(op, Exchange) for c in op.ops
+             if isinstance(c, Shift) and c.array == "t" and c.distance > 1]
+    assert [(c.direction, c.distance) for c in moves] == [hops]
+    plan = json.loads(rendered(name, "wse2")["plan.json"])
+    assert any(ch["pattern"] == moves[0].name for ch in plan["channels"])
