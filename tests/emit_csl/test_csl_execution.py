@@ -110,8 +110,8 @@ def test_placed_programs_are_what_they_claim(name, hops):
     if hops is None:
         assert {d.origin for t in mp.tensors for d in t.box} - {0}
         return
-    moves = [c for op, _ in mp.walk() if isinstance(op, Exchange) for c in op.ops
-             if isinstance(c, Shift) and c.array == "t" and c.distance > 1]
+    moves = [c for op, _ in mp.walk() if isinstance(op, Exchange) and "_move_" in op.name for c in op.ops
+             if isinstance(c, Shift)]
     assert [(c.direction, c.distance) for c in moves] == [hops]
     plan = json.loads(rendered(name, "wse2")["plan.json"])
     assert any(ch["pattern"] == moves[0].name for ch in plan["channels"])

@@ -98,7 +98,20 @@ def _jacobi():
     return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
 
 
+def _mvt_side_by_side():
+    # the search puts mvt's two gemvs side by side on the two halves: boxes away from core (0, 0)
+    return mica.compile_affine(mica.affine.from_c(samples.mvt(128, "float")), mesh=(4, 4), target="wormhole")
+
+
+def _line_move(direction: str):
+    from emit_csl.programs import line_move
+    return lambda: line_move(direction, "wormhole")
+
+
 PROGRAMS = {
+    "mvt_side_by_side_wormhole": _mvt_side_by_side,
+    "line_move_east_wormhole": _line_move("E"),
+    "line_move_south_wormhole": _line_move("S"),
     "gemv_ktree_wse3_on_wormhole": _gemv_wse3,
     "triangle_wormhole": _triangle,
     "chain3_wormhole": _chain3,
