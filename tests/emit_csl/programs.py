@@ -59,7 +59,8 @@ def program(name: str, target: str):
         return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh, buffers=2))
     if name == "matmul_summa":
         # WSE-3 binds each fabric queue to one colour for the whole program: a 4x4 SUMMA (a moving root,
-        # one colour per root) needs 8 input queues on every core; 2x2 fits.
+        # one colour per root) needs 8 input queues on every core, and is relayed hop by hop instead
+        # (test_relay.py); 2x2 keeps its multicasts.
         mesh = (4, 4) if target == "wse2" else (2, 2)
         return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh))
     if name == "gemv_ktree":

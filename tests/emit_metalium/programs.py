@@ -108,7 +108,14 @@ def _line_move(direction: str):
     return lambda: line_move(direction, "wormhole")
 
 
+def _matmul_summa_8x8():
+    # a moving root on every one of Wormhole's 8 columns and rows: NoC multicasts need no colours
+    op = mica.ops.matmul(256, 256, 256)
+    return mica.compile_affine(op, mesh=(8, 8), target="wormhole", schedule=mica.plans.summa(op, (8, 8)))
+
+
 PROGRAMS = {
+    "matmul_summa_8x8_wormhole": _matmul_summa_8x8,
     "mvt_side_by_side_wormhole": _mvt_side_by_side,
     "line_move_east_wormhole": _line_move("E"),
     "line_move_south_wormhole": _line_move("S"),
