@@ -218,7 +218,7 @@ def load(path) -> CompiledProgram:
 
 def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
                    schedule: Schedule | None = None, search: bool = True, params=None,
-                   side_by_side: bool = True, streamed: bool = True, progress: bool | None = None) -> CompiledProgram:
+                   side_by_side: bool = True, progress: bool | None = None) -> CompiledProgram:
     """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target`` (default: the target's whole
     grid, 750x994 for ``"wse2"``).
 
@@ -227,9 +227,8 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``op`` may also be the text of a C
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
-    on disjoint rectangles at the same time; with ``streamed=False`` it keeps side-by-side plans but never
-    cuts the program into pieces streamed from slab to slab (the CSL and Metalium back ends write host code
-    for the program's own arrays, not for pieces).
+    on disjoint rectangles at the same time, nor cut into pieces streamed from slab to slab (``mica compile
+    --emit csl|metalium`` falls back to it when the back end refuses the searched plan).
     Temporaries (arrays neither input nor output) are first expanded along the loops within whose
     iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's
     ``program`` is the expanded one, whose statements a forced schedule names (expansion is deterministic
@@ -256,7 +255,7 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
         try:
             with isl_budget("schedule search"):
                 sched, report = search_program(op, mesh, tgt, LOWERING, side_by_side,
-                                               progress=search_reporter(progress), streamed=streamed)
+                                               progress=search_reporter(progress))
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from ..errors import EmitError
-from .host import render_commands, render_run_py
+from .host import piece_sources, render_commands, render_run_py
 from .layout import render_layout
 from .pe import render_pe
 from .plan import build_plan
@@ -45,7 +45,7 @@ def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
         "pe_program.csl": render_pe(mp, plan, exported),
         "run.py": render_run_py(compiled, mp, plan),
         "commands.sh": render_commands(plan),
-        "plan.json": _compact_json({**plan_record(mp, plan, exported),
+        "plan.json": _compact_json({**plan_record(mp, plan, exported, piece_sources(compiled.pieces)),
                                     **({"relayed_multicasts": relayed} if relayed else {})}),
     }
     files["README.md"] = _readme(plan)

@@ -27,14 +27,12 @@ from .search import Lowering, SearchReport, search
 from .split import fixed_homes_after, mapped_program, operator_program, phase_operators, split_operators
 
 
-def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None,
-                   streamed: bool = True) -> tuple[Schedule, SearchReport | None]:
+def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None
+                   ) -> tuple[Schedule, SearchReport | None]:
     """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
-    fission lets spread over the mesh) through :func:`search_operators` (``side_by_side`` and ``streamed``
-    as there)."""
+    fission lets spread over the mesh) through :func:`search_operators`."""
     if len(split_operators(op)) > 1:
-        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress,
-                                    streamed=streamed)
+        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress)
     splits = operator_splits(op)
     try:
         sched, report = search(op, mesh, tgt, lowering, progress=progress)
@@ -42,8 +40,7 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
         if not splits:
             raise
         try:
-            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress,
-                                    streamed=streamed)
+            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress)
         except MicaError:
             pass
         raise
@@ -60,7 +57,7 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     # spread further; the cheaper plan wins.
     try:
         phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side,
-                                                 progress=progress, streamed=streamed)
+                                                 progress=progress)
     except MicaError:
         return sched, report
     if not phased.phases:
@@ -80,8 +77,7 @@ def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
 
 
 def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits: list[tuple[str, list]] | None = None, *,
-                     side_by_side: bool = True, progress=None, streamed: bool = True
-                     ) -> tuple[Schedule, SearchReport | None]:
+                     side_by_side: bool = True, progress=None) -> tuple[Schedule, SearchReport | None]:
     """A program of several operators, mapped one after another (each searched by
     :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
 
@@ -98,8 +94,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     With ``side_by_side``, every run of operators that do not depend on each other is also tried on
     disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh; and a
     program that can be cut into independent pieces is tried streamed, each operator on a slab of its own
-    working on one piece after another (:func:`stream_schedules`; not with ``streamed=False``). Every way is
-    recorded as a :class:`Way`.
+    working on one piece after another (:func:`stream_schedules`). Every way is recorded as a :class:`Way`.
     """
     if splits is None:
         splits = operator_splits(op)
@@ -117,7 +112,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
             if grid == mesh and side_by_side:
                 _side_by_side(ways, ops, split_name, mesh, memo)
-    if side_by_side and streamed:
+    if side_by_side:
         for how, phased in stream_schedules(op, mesh, tgt, lowering, progress=progress):
             if isinstance(phased, MicaError):
                 ways.reject(how, phased)

@@ -7,7 +7,7 @@ import mica
 from mica.emit_csl import render
 from mica.pipeline import LOWERING
 from mica.targets import get_target
-from mica.tiling.operators import map_operators
+from mica.tiling.operators import map_operators, stream_schedules
 from mica.tiling.split import split_operators
 
 import samples
@@ -30,6 +30,14 @@ void gs(float A[24][40], float x[40], float t[24], float y[24]) {
 
 #: the two slabs of GEMV_THEN_MAP on an 8x6 mesh: side by side along x (t moves 5 hops east) or along y
 LINE_MOVES = {"E": [((0, 0), (5, 6)), ((5, 0), (3, 6))], "S": [((0, 0), (8, 3)), ((0, 3), (8, 3))]}
+
+
+def streamed(target: str, mesh=(4, 4), m: int = 16, n: int = 4):
+    """T = A B; D = T C (A m x n) cut into 2 pieces along T's rows, each operator on a slab of its own (the
+    first streamed plan the search tries)."""
+    op = mica.affine.from_c(samples.matmul_chain(m, n))
+    how, sched = next(stream_schedules(op, mesh, get_target(target), LOWERING))
+    return mica.compile_affine(op, mesh=mesh, target=target, schedule=sched)
 
 
 def line_move(direction: str, target: str):
@@ -91,6 +99,13 @@ def program(name: str, target: str):
     if name == "mvt_side_by_side":
         # the search puts mvt's two gemvs side by side on disjoint slabs: boxes away from core (0, 0)
         return mica.compile_affine(mica.affine.from_c(MVT), mesh=(6, 4), target=target)
+    if name == "mm3_side_by_side":
+        # E = A B (an interleaved ring) and F = C D (SUMMA) side by side, then G = E F on the first slab: F's
+        # blocks ride the conveyor; WSE-2 only (WSE-3's program-wide queue binding does not fit, see test_cli)
+        return mica.compile_affine(mica.affine.from_c(samples.mm3(12).replace("double", "float")), mesh=(6, 3),
+                                   target="wse2")
+    if name == "chain_streamed":
+        return streamed(target)
     if name == "line_move_east":
         return line_move("E", target)
     if name == "line_move_south":
@@ -100,7 +115,7 @@ def program(name: str, target: str):
 
 GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktree", "two_ops", "jacobi_halo")
 ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single",
-                "symmetrise_mirror", "symmetric_routed", "mvt_side_by_side", "line_move_east", "line_move_south")
+                "symmetrise_mirror", "symmetric_routed", "mvt_side_by_side", "line_move_east", "line_move_south", "chain_streamed")
 
 
 @lru_cache(maxsize=None)

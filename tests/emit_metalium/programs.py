@@ -114,7 +114,14 @@ def _matmul_summa_8x8():
     return mica.compile_affine(op, mesh=(8, 8), target="wormhole", schedule=mica.plans.summa(op, (8, 8)))
 
 
+def _chain_streamed():
+    # T = A B; D = T C in 2 pieces along T's rows, streamed from slab to slab (host stages piece slices)
+    from emit_csl.programs import streamed
+    return streamed("wormhole", (4, 4), 256, 64)
+
+
 PROGRAMS = {
+    "chain_streamed_wormhole": _chain_streamed,
     "matmul_summa_8x8_wormhole": _matmul_summa_8x8,
     "mvt_side_by_side_wormhole": _mvt_side_by_side,
     "line_move_east_wormhole": _line_move("E"),

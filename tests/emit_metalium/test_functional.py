@@ -64,7 +64,7 @@ SLOW = pytest.mark.slow
 @pytest.mark.parametrize("name", ["matmul_interleaved_wormhole", "gemv_ktree_wormhole",
                                   *(["jacobi2d_wormhole"] if HAVE_HALO else []),
                                   "mvt_side_by_side_wormhole", "line_move_east_wormhole",
-                                  "matmul_summa_8x8_wormhole",
+                                  "matmul_summa_8x8_wormhole", "chain_streamed_wormhole",
                                   pytest.param("line_move_south_wormhole", marks=SLOW),
                                   pytest.param("chain3_wormhole", marks=SLOW),
                                   pytest.param("matmul_summa_blackhole", marks=SLOW),
