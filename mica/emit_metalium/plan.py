@@ -347,6 +347,13 @@ def _exchanges(mp: MeshProgram):
     return [(op, scope) for op, scope in mp.walk() if isinstance(op, Exchange)]
 
 
+def _phases(mp: MeshProgram) -> list[int]:
+    """Per exchange (in :func:`_exchanges` order), the index of the top-level op of the body holding it:
+    exchanges of different phases never overlap on a core (a prefetch reaches no further than the end of
+    its loop)."""
+    return [k for k, top in enumerate(mp.body) for op, _ in walk_ops((top,)) if isinstance(op, Exchange)]
+
+
 def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]:
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
@@ -436,7 +443,8 @@ def _static_roles(mp: MeshProgram, parts: list[Transfer], scope) -> bool:
     return not (senders & receivers)
 
 
-def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, ...], tuple[Transfer, ...]]:
+def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = False
+          ) -> tuple[tuple[Sem, ...], tuple[Transfer, ...]]:
     """Semaphores, and the transfers with their names filled in.
 
     Every communication op needs a ``ready`` counter (on senders) and a ``valid`` flag (on receivers). Ops
@@ -446,7 +454,11 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, 
     again only after that sender has raised its flag, so reuse never mixes counts. Two ops of one
     exchange never share. Ops that never touch a common core (operators placed side by side on disjoint
     rectangles) share too: a semaphore is a word of each core's own L1, and only an op's senders and
-    receivers ever read or write it."""
+    receivers ever read or write it. With ``share_valid`` (when the semaphores do not fit otherwise), ops
+    of different phases (top-level ops of the body, which never overlap on a core) share their valid flags: a receiver clears its flag and signals ready before any
+    sender of the later op can raise the flag, and it has seen the earlier op's flag before that. (Ready
+    counters are not shared so: a core outside the earlier op could count towards a sender still waiting
+    in it.)"""
     by_op: dict[tuple[str, str], list[Transfer]] = {}
     for t in transfers:
         by_op.setdefault((t.exchange, t.op), []).append(t)
@@ -454,6 +466,8 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, 
     names: dict[tuple, tuple[str, str]] = {}
     chosen: dict[tuple[str, str], tuple[str, str]] = {}
     touched: dict[tuple[str, str], set] = {}        # semaphore names -> every core any op using them touches
+    phase_of = _phases(mp)
+    valid_phases: dict[str, set[int]] = {}          # valid flag -> the phases of the ops using it
     for i, ex, j, c, scope in _comm_ops(mp):
         base = _geometry_key(c)
         occurrence = sum(1 for o in ex.ops[:j] if _geometry_key(o) == base)
@@ -470,9 +484,16 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, 
                 names[key] = (sems[-1].name, sems[-1].name)
             else:
                 sems.append(Sem(len(sems), f"sem_{oid}_ready", c.name, "ready"))
-                sems.append(Sem(len(sems), f"sem_{oid}_valid", c.name, "valid"))
-                names[key] = (sems[-2].name, sems[-1].name)
+                ready = sems[-1].name
+                valid = next((v for v, ph in valid_phases.items() if phase_of[i] not in ph), None) \
+                    if share_valid else None
+                if valid is None:
+                    sems.append(Sem(len(sems), f"sem_{oid}_valid", c.name, "valid"))
+                    valid = sems[-1].name
+                names[key] = (ready, valid)
             touched[names[key]] = touched.get(names[key], set()) | cores
+            if names[key][0] != names[key][1]:
+                valid_phases.setdefault(names[key][1], set()).add(phase_of[i])
         chosen[(ex.name, c.name)] = names[key]
     if len(sems) > NUM_SEMAPHORES:
         raise EmitError(f"{mp.name}: its communication ops need {len(sems)} semaphores per core; "
@@ -635,7 +656,14 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     w = mp.region
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
-    sems, transfers = _sems(mp, _transfers(mp, cbs, dtype, double))
+    transfers = _transfers(mp, cbs, dtype, double)
+    try:
+        sems, transfers = _sems(mp, transfers)
+    except EmitError as exc:
+        try:
+            sems, transfers = _sems(mp, transfers, share_valid=True)
+        except EmitError:
+            raise exc from None
     hosts = []
     for i, (ex, scope) in enumerate(_exchanges(mp)):
         if i in double.exchanges:

@@ -120,7 +120,15 @@ def _chain_streamed():
     return streamed("wormhole", (4, 4), 256, 64)
 
 
+def _mm3_side_by_side():
+    # E = A B (interleaved ring) beside F = C D (SUMMA), F's blocks conveyed to G = E F's slab: 10
+    # semaphores unless the last phase's valid flags reuse the first's
+    src = samples.mm3(128).replace("double", "float")
+    return mica.compile_affine(mica.affine.from_c(src), mesh=(8, 4), target="wormhole")
+
+
 PROGRAMS = {
+    "mm3_side_by_side_wormhole": _mm3_side_by_side,
     "chain_streamed_wormhole": _chain_streamed,
     "matmul_summa_8x8_wormhole": _matmul_summa_8x8,
     "mvt_side_by_side_wormhole": _mvt_side_by_side,

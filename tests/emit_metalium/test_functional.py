@@ -63,7 +63,8 @@ SLOW = pytest.mark.slow
 # element-wise adds and fills (gemv K-tree); ``-m slow`` runs the rest (about 4 s each).
 @pytest.mark.parametrize("name", ["matmul_interleaved_wormhole", "gemv_ktree_wormhole",
                                   *(["jacobi2d_wormhole"] if HAVE_HALO else []),
-                                  "mvt_side_by_side_wormhole", "line_move_east_wormhole",
+                                  "mm3_side_by_side_wormhole", "line_move_east_wormhole",
+                                  pytest.param("mvt_side_by_side_wormhole", marks=SLOW),
                                   "matmul_summa_8x8_wormhole", "chain_streamed_wormhole",
                                   pytest.param("line_move_south_wormhole", marks=SLOW),
                                   pytest.param("chain3_wormhole", marks=SLOW),
@@ -108,6 +109,19 @@ def test_placed_programs_hold_blocks_away_from_core_0():
     assert any(f", {o}}}" in rendered("mvt_side_by_side_wormhole")["host.cpp"] for o in origins)
     line = compiled("line_move_east_wormhole").mesh_program
     assert any(t.array == "t" and t.region.x0 == 5 for t in line.tensors)
+
+
+def test_later_phases_reuse_valid_flags_when_semaphores_run_short():
+    """3mm side by side needs 10 semaphores with one ready/valid pair per op geometry; G = E F's multicasts
+    (the last phase) take the valid flags of E = A B's ring (the first), never its ready counters."""
+    plan = json.loads(rendered("mm3_side_by_side_wormhole")["plan.json"])
+    assert len(plan["semaphores"]) == 8
+    users: dict[str, set] = {}
+    for e in plan["exchanges"]:
+        for s in e["semaphores"]:
+            users.setdefault(s, set()).add(e["exchange"])
+    shared = {s for s, ex in users.items() if {"ring_shift", "step_S5"} <= ex}
+    assert shared and all(s.endswith("_valid") for s in shared)
 
 
 def test_a_wrong_tile_index_changes_the_result(tmp_path):
