@@ -23,9 +23,11 @@ far end after ``n - 1`` store-and-forward hops, each paying a relay through the 
 the multicast paid one fabric pass. The emulator and the cost model keep the multicast (the program
 MICA models); ``plan.json`` names the relayed multicasts (``relayed_multicasts``).
 
-Only multicasts of an exchange that sits directly in the outermost loop, without a guard or a prefetch
-(a double-buffered SUMMA keeps its per-root colours), whose root moves with that loop and whose receivers
-are a fixed rectangle are relayed; the others are left as they are.
+Only multicasts of an exchange that sits directly in the outermost loop, without a guard, whose root moves
+with that loop and whose receivers are a fixed rectangle are relayed; the others are left as they are. A
+prefetched (double-buffered) exchange is relayed single-buffered: its loop now holds the relay's
+exchanges, so :func:`mica.meshir.prefetch.double_buffering` drops its prefetch, and the relayed panel
+buffers keep one slot -- the values are those of the prefetched program, as the emulator's are.
 
 Public API: :func:`relayable`, :func:`relay_multicasts`.
 """
@@ -60,7 +62,7 @@ def _candidates(mp: ir.MeshProgram):
         if not isinstance(op, ir.Loop) or op.var != "t":
             continue
         for j, ex in enumerate(op.body):
-            if isinstance(ex, ir.Exchange) and ex.guard is None and not ex.prefetch \
+            if isinstance(ex, ir.Exchange) and ex.guard is None \
                     and any(_relayable_op(c, op.var) for c in ex.ops):
                 yield i, op, j
 
@@ -126,7 +128,7 @@ def relay_multicasts(mp: ir.MeshProgram) -> ir.MeshProgram:
         loop = body[i]
         inner: list = []
         for ex in loop.body:
-            if not (isinstance(ex, ir.Exchange) and ex.guard is None and not ex.prefetch):
+            if not (isinstance(ex, ir.Exchange) and ex.guard is None):
                 inner.append(ex)
                 continue
             kept, copies, shifts, count = [], [], [], 0
@@ -146,4 +148,10 @@ def relay_multicasts(mp: ir.MeshProgram) -> ir.MeshProgram:
             if count:
                 inner.append(ir.Loop(hop, count, (ir.Exchange(f"{ex.name}_relay", tuple(shifts)),)))
         body[i] = replace(loop, body=tuple(inner))
-    return replace(mp, kernels=tuple(kernels), body=tuple(body))
+    out = replace(mp, kernels=tuple(kernels), body=tuple(body))
+    # a relayed multicast's panel buffer is single-buffered now, unless a prefetched exchange still fills it
+    relayed = {c.dst for _, loop, j in cands for c in loop.body[j].ops if _relayable_op(c, loop.var)}
+    prefetched = {n for op, _ in out.walk() if isinstance(op, ir.Exchange) and op.prefetch
+                  for c in op.ops for n in (c.src, c.dst)}
+    return replace(out, tensors=tuple(replace(t, slots=1) if t.name in relayed - prefetched else t
+                                      for t in out.tensors))

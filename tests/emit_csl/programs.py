@@ -101,9 +101,9 @@ def program(name: str, target: str):
         return mica.compile_affine(mica.affine.from_c(MVT), mesh=(6, 4), target=target)
     if name == "mm3_side_by_side":
         # E = A B (an interleaved ring) and F = C D (SUMMA) side by side, then G = E F on the first slab: F's
-        # blocks ride the conveyor; WSE-2 only (WSE-3's program-wide queue binding does not fit, see test_cli)
+        # blocks ride the conveyor (on WSE-3 the multicasts are relayed: its queues bind one colour each)
         return mica.compile_affine(mica.affine.from_c(samples.mm3(12).replace("double", "float")), mesh=(6, 3),
-                                   target="wse2")
+                                   target=target)
     if name == "chain_streamed":
         return streamed(target)
     if name == "line_move_east":

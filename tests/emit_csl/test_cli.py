@@ -53,14 +53,15 @@ def test_cli_emits_the_searched_side_by_side_plan(tmp_path, capsys):
 
 
 def test_cli_falls_back_to_operators_one_after_another_when_the_plan_is_refused(tmp_path, capsys):
-    """3mm on 4x2 puts E = A B and F = C D side by side; WSE-3 binds each fabric queue to one colour for
-    the whole program, and the cores of the first slab receive on more colours (ring, multicasts, the
-    conveyor) than they have queues: the CLI says so and writes the operators one after another."""
+    """3mm on 8x4 puts E = A B and F = C D side by side; WSE-3 binds each fabric queue to one colour for
+    the whole program, and the cores of the first slab receive on more colours (a 4x4 interleaved ring,
+    the relayed multicasts, the conveyor) than they have queues: the CLI says so and writes the operators
+    one after another."""
     import samples
     src = tmp_path / "mm3.c"
     src.write_text(samples.mm3(8).replace("double", "float"))
     out = tmp_path / "csl"
-    assert main(["compile", str(src), "--mesh", "4x2", "--target", "wse3", "--emit", "csl", "--out", str(out)]) == 0
+    assert main(["compile", str(src), "--mesh", "8x4", "--target", "wse3", "--emit", "csl", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert "cannot write the searched plan" in captured.err and "fabric queues" in captured.err
     validate_dir(out)

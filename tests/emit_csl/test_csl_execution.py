@@ -125,17 +125,23 @@ def test_placed_programs_are_what_they_claim(name, hops):
     assert any(ch["pattern"] == moves[0].name for ch in plan["channels"])
 
 
-def test_3mm_side_by_side_with_a_conveyor_on_wse2():
+@pytest.mark.parametrize("target", ["wse2", pytest.param("wse3", marks=pytest.mark.slow)])
+def test_3mm_side_by_side_with_a_conveyor(target):
     """3mm's first two products side by side (a skewed interleaved ring beside a SUMMA), F's blocks carried
-    by the conveyor to the slab of G = E F: its exchanges share colours only when the budget runs out, so
-    the fabric queues fit; executed and cross-checked against the emulator."""
+    by the conveyor to the slab of G = E F. WSE-2: its exchanges share colours only when the budget runs
+    out, so the fabric queues fit. WSE-3 (one queue per colour for the whole program): the multicasts are
+    relayed hop by hop as well. Executed, and on WSE-2 cross-checked against the emulator."""
     from mica.meshir.ir import Exchange
     from .crosscheck import crosscheck
-    compiled = program("mm3_side_by_side", "wse2")
+    compiled = program("mm3_side_by_side", target)
     assert compiled.schedule.placed
     assert any(isinstance(op, Exchange) and "_move_" in op.name for op, _ in compiled.mesh_program.walk())
-    files = rendered("mm3_side_by_side", "wse2")
-    assert crosscheck(compiled, json.loads(files["plan.json"])) == []
+    files = rendered("mm3_side_by_side", target)
+    plan = json.loads(files["plan.json"])
+    if target == "wse2":
+        assert crosscheck(compiled, plan) == [] and "relayed_multicasts" not in plan
+    else:
+        assert plan["relayed_multicasts"] == ["C->C_recv", "D->D_recv", "E->E_recv", "F->F_recv"]
     got, want = execute(compiled, files)
     assert sorted(got) == ["E", "F", "G"]
     for k, v in got.items():

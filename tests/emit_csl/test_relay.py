@@ -15,7 +15,7 @@ import mica
 from mica.emit_csl import planned_program, render
 from mica.emit_csl.relay import relay_multicasts, relayable
 from mica.errors import EmitError
-from mica.meshir.ir import Compute, Exchange, Loop, Multicast, Shift
+from mica.meshir.ir import Compute, Exchange, Lin, Loop, Multicast, Shift
 from mica.meshir.verify import verify
 
 from .crosscheck import crosscheck
@@ -90,12 +90,32 @@ def test_relayed_summa_computes_the_product_in_the_interpreter(target, force):
     np.testing.assert_allclose(got["C"], want["C"], rtol=1e-4, atol=1e-4)
 
 
+def _guarded(compiled):
+    """``compiled`` with a guard (always true) on its SUMMA exchange: values unchanged, not relayable."""
+    mp = compiled.mesh_program
+    body = tuple(dataclasses.replace(op, body=tuple(dataclasses.replace(e, guard=Lin(1)) if isinstance(e, Exchange)
+                                                    else e for e in op.body)) if isinstance(op, Loop) else op
+                 for op in mp.body)
+    return dataclasses.replace(compiled, mesh_program=dataclasses.replace(mp, body=body))
+
+
 def test_a_plan_that_cannot_be_relayed_keeps_its_refusal():
-    """A double-buffered SUMMA (prefetched exchanges) is not relayed: the colour refusal stays, by name."""
-    compiled = summa(16, 32, "wse2", buffers=2)
+    """A guarded exchange is not relayed: the colour refusal stays, by name."""
+    compiled = _guarded(summa(16, 32, "wse2"))
     assert relayable(compiled.mesh_program) == []
     with pytest.raises(EmitError, match="no colour left within the budget"):
         render(compiled)
+
+
+def test_a_double_buffered_summa_is_relayed_single_buffered():
+    """16x16 SUMMA with buffers=2: the prefetch is dropped with the relay, the panels keep one slot; 4x4 on
+    WSE-3 (past its queues) computes the product in the interpreter."""
+    plan = json.loads(render(summa(16, 32, "wse3", buffers=2))["plan.json"])
+    assert plan["relayed_multicasts"] == ["A->A_recv", "B->B_recv"] and "double_buffering" not in plan
+    assert all(b.get("slots", 1) == 1 for b in plan["buffers"])
+    compiled = summa(4, 8, "wse3", buffers=2)
+    got, want = execute(compiled, render(compiled))
+    np.testing.assert_allclose(got["C"], want["C"], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow

@@ -63,7 +63,8 @@ SLOW = pytest.mark.slow
 # element-wise adds and fills (gemv K-tree); ``-m slow`` runs the rest (about 4 s each).
 @pytest.mark.parametrize("name", ["matmul_interleaved_wormhole", "gemv_ktree_wormhole",
                                   *(["jacobi2d_wormhole"] if HAVE_HALO else []),
-                                  "mm3_side_by_side_wormhole", "line_move_east_wormhole",
+                                  "mm3_side_by_side_wormhole",
+                                  pytest.param("line_move_east_wormhole", marks=SLOW),
                                   pytest.param("mvt_side_by_side_wormhole", marks=SLOW),
                                   "matmul_summa_8x8_wormhole", "chain_streamed_wormhole",
                                   pytest.param("line_move_south_wormhole", marks=SLOW),
