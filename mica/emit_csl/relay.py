@@ -24,7 +24,8 @@ the multicast paid one fabric pass. The emulator and the cost model keep the mul
 MICA models); ``plan.json`` names the relayed multicasts (``relayed_multicasts``).
 
 Only multicasts of an exchange that sits directly in the outermost loop, without a guard, whose root moves
-with that loop and whose receivers are a fixed rectangle are relayed; the others are left as they are. A
+with that loop, whose receivers are a fixed rectangle and whose root's source box is its receive box
+block for block (:func:`_same_blocks`) are relayed; the others are left as they are. A
 prefetched (double-buffered) exchange is relayed single-buffered: its loop now holds the relay's
 exchanges, so :func:`mica.meshir.prefetch.double_buffering` drops its prefetch, and the relayed panel
 buffers keep one slot -- the values are those of the prefetched program, as the emulator's are.
@@ -49,11 +50,29 @@ def _fixed(bounds: tuple[ir.Lin, ...]) -> int | None:
     return bounds[0].const if len(bounds) == 1 and not bounds[0].terms else None
 
 
-def _relayable_op(c, var: str) -> bool:
+def _same_blocks(c: ir.Multicast, src: ir.RegionTensor, dst: ir.RegionTensor, var: str) -> bool:
+    """True when the root's ``src`` box and its ``dst`` box hold the same elements in the same layout at
+    every step (so copying by global index, as the root copy does, moves what the multicast's message
+    would): equal dimensions but for the coordinate of the multicast's axis in ``src`` becoming the loop
+    variable in ``dst``, with the root at block ``var`` of ``src``."""
+    if len(src.box) != len(dst.box):
+        return False
+    for a, b in zip(src.box, dst.box):
+        if (a.tile, a.extent, a.padded, a.offset, a.span) != (b.tile, b.extent, b.padded, b.offset, b.span):
+            return False
+        if a.coord == b.coord and a.origin == b.origin:
+            continue
+        if not (a.coord == c.axis and b.coord == "t" and var == "t" and c.root == ir.Lin(a.origin, (("t", 1),))):
+            return False
+    return True
+
+
+def _relayable_op(mp: ir.MeshProgram, c, var: str) -> bool:
     if not isinstance(c, ir.Multicast) or not c.root.terms or {v for v, _ in c.root.terms} != {var}:
         return False
     r = c.receivers
-    return r.xs == r.ys == 1 and all(_fixed(b) is not None for b in (r.x0, r.x1, r.y0, r.y1))
+    return r.xs == r.ys == 1 and all(_fixed(b) is not None for b in (r.x0, r.x1, r.y0, r.y1)) \
+        and _same_blocks(c, mp.tensor(c.src), mp.tensor(c.dst), var)
 
 
 def _candidates(mp: ir.MeshProgram):
@@ -63,13 +82,13 @@ def _candidates(mp: ir.MeshProgram):
             continue
         for j, ex in enumerate(op.body):
             if isinstance(ex, ir.Exchange) and ex.guard is None \
-                    and any(_relayable_op(c, op.var) for c in ex.ops):
+                    and any(_relayable_op(mp, c, op.var) for c in ex.ops):
                 yield i, op, j
 
 
 def relayable(mp: ir.MeshProgram) -> list[str]:
     """The names of the multicasts :func:`relay_multicasts` would relay (empty: nothing to relay)."""
-    return [c.name for i, loop, j in _candidates(mp) for c in loop.body[j].ops if _relayable_op(c, loop.var)]
+    return [c.name for i, loop, j in _candidates(mp) for c in loop.body[j].ops if _relayable_op(mp, c, loop.var)]
 
 
 def _copy_kernel(name: str, c: ir.Multicast, src: ir.RegionTensor, dst: ir.RegionTensor) -> ir.Kernel:
@@ -133,7 +152,7 @@ def relay_multicasts(mp: ir.MeshProgram) -> ir.MeshProgram:
                 continue
             kept, copies, shifts, count = [], [], [], 0
             for c in ex.ops:
-                if not _relayable_op(c, loop.var):
+                if not _relayable_op(mp, c, loop.var):
                     kept.append(c)
                     continue
                 name = f"{ex.name}_{len(copies)}_root_copy"
@@ -150,7 +169,7 @@ def relay_multicasts(mp: ir.MeshProgram) -> ir.MeshProgram:
         body[i] = replace(loop, body=tuple(inner))
     out = replace(mp, kernels=tuple(kernels), body=tuple(body))
     # a relayed multicast's panel buffer is single-buffered now, unless a prefetched exchange still fills it
-    relayed = {c.dst for _, loop, j in cands for c in loop.body[j].ops if _relayable_op(c, loop.var)}
+    relayed = {c.dst for _, loop, j in cands for c in loop.body[j].ops if _relayable_op(mp, c, loop.var)}
     prefetched = {n for op, _ in out.walk() if isinstance(op, ir.Exchange) and op.prefetch
                   for c in op.ops for n in (c.src, c.dst)}
     return replace(out, tensors=tuple(replace(t, slots=1) if t.name in relayed - prefetched else t
