@@ -85,7 +85,6 @@ def _cli_words(message: str) -> str:
     message = re.sub(r"pass params=\{'(\w+)': \.\.\.\}", r"pass --param \1=...", message)
     message = re.sub(r"\bparams gives\b", "--param gives", message)
     message = message.replace("(function= in Python, --function on the command line)", "with --function")
-    message = message.replace("compile with side_by_side=False", "compile with --emit csl or --emit metalium")
     return message
 
 
@@ -168,15 +167,28 @@ def compile_file(args) -> int:
     _check_backend(args, program)
     mesh = args.mesh or tgt.grid
     t0 = time.perf_counter()
-    # CSL and Metalium lay out blocks from core (0, 0): their plans run operators one after another.
-    prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=args.emit not in BACKEND_TARGETS)
+    prog = compile_affine(program, mesh=mesh, target=tgt)
     dt = time.perf_counter() - t0
+    if args.emit:
+        out = args.out or f"{program.name}_{args.emit}"
+        try:
+            paths = prog.emit(args.emit, out)
+        except EmitError as exc:
+            if not prog.schedule.placed:
+                raise
+            # The back end refuses the searched plan (operators side by side or streamed: see the message);
+            # the operators one after another on the whole mesh are what it emitted before it wrote placed
+            # plans, and still the way out.
+            print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling the operators "
+                  f"one after another instead", file=sys.stderr)
+            prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=False)
+            dt = time.perf_counter() - t0
+            paths = prog.emit(args.emit, out)
     print(f"compiled {program.name} for {mesh[0]}x{mesh[1]} ({tgt.name}) in {dt:.3f} s")
     print(prog.explain() if args.explain else prog.schedule)
     print(prog.cost)
     if args.emit:
-        out = args.out or f"{program.name}_{args.emit}"
-        for path in prog.emit(args.emit, out):
+        for path in paths:
             print(f"wrote {path}")
     return 0
 

@@ -231,7 +231,8 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``op`` may also be the text of a C
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
-    on disjoint rectangles at the same time (the CSL and Metalium back ends lay out blocks from core (0, 0)).
+    on disjoint rectangles at the same time, nor cut into pieces streamed from slab to slab (``mica compile
+    --emit csl|metalium`` falls back to it when the back end refuses the searched plan).
     Temporaries (arrays neither input nor output) are first expanded along the loops within whose
     iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's
     ``program`` is the expanded one, whose statements a forced schedule names (expansion is deterministic

@@ -52,6 +52,11 @@ class Pieces:
     def count(self) -> int:
         return len(self.bounds)
 
+    def sources(self) -> dict[str, tuple[str, int, int, int]]:
+        """Every piece array of ``program`` -> ``(source array, cut dimension, lo, hi)``: the slice of the
+        source program's array it holds (what host code loads a piece from and stores it into)."""
+        return {piece_name(a, k): (a, d, lo, hi) for a, d in self.cut for k, (lo, hi) in enumerate(self.bounds)}
+
     def split(self, arrays: dict) -> dict:
         """The piece program's arrays from the source program's (numpy arrays by name): cut arrays as
         copies of their blocks, whole ones as they are."""

@@ -56,7 +56,8 @@ def multicast_routes(axis: str, root: Lin, span: tuple[int, int], across: tuple[
 def shift_routes(direction: str, senders: Rect, receivers: Rect, colour: int,
                  distance: int = 1) -> tuple[Route, ...]:
     """Routes of a shift ``distance`` hops towards ``direction`` from ``senders`` to ``receivers``; for
-    longer shifts from a single line position, the routers in between pass the message on."""
+    longer shifts from a single line position, the routers strictly between pass the message on (the
+    receivers' routers take it off the fabric: no route ever forwards past them)."""
     if direction not in OPPOSITE:
         raise CommError(f"unknown shift direction {direction!r}")
     routes = [Route(colour, ("RAMP",), (direction,), senders)]
@@ -66,11 +67,11 @@ def shift_routes(direction: str, senders: Rect, receivers: Rect, colour: int,
         sign = 1 if direction in ("E", "S") else -1
         if direction in ("E", "W"):
             lo = tuple(v.shifted(sign) for v in senders.x0) if sign > 0 else tuple(v.shifted(-distance + 1) for v in senders.x0)
-            hi = tuple(v.shifted(distance) for v in senders.x1) if sign > 0 else tuple(v.shifted(-1) for v in senders.x1)
+            hi = tuple(v.shifted(distance - 1) for v in senders.x1) if sign > 0 else tuple(v.shifted(-1) for v in senders.x1)
             mid = Rect(lo, hi, senders.y0, senders.y1)
         else:
             lo = tuple(v.shifted(sign) for v in senders.y0) if sign > 0 else tuple(v.shifted(-distance + 1) for v in senders.y0)
-            hi = tuple(v.shifted(distance) for v in senders.y1) if sign > 0 else tuple(v.shifted(-1) for v in senders.y1)
+            hi = tuple(v.shifted(distance - 1) for v in senders.y1) if sign > 0 else tuple(v.shifted(-1) for v in senders.y1)
             mid = Rect(senders.x0, senders.x1, lo, hi)
         routes.append(Route(colour, (OPPOSITE[direction],), (direction,), mid))
     routes.append(Route(colour, (OPPOSITE[direction],), ("RAMP",), receivers))

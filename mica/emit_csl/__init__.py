@@ -8,11 +8,13 @@ emulator. The emitted set is checked before it is written: :func:`mica.emit_csl.
 (structure) and :func:`mica.emit_csl.syntax.check` (the CSL grammar of the subset MICA emits).
 
 Modules: ``plan`` (channels, colours, queues, classes), ``kernels`` (kernel classes as CSL), ``pe`` (PE
-program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (plan.json), ``validate``,
+program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (plan.json), ``relay``
+(moving-root multicasts relayed hop by hop when their colours do not fit), ``validate``,
 ``syntax`` (+ ``csl.lark``), ``boxes`` / ``csltext`` (printing helpers; expressions and isl ASTs print
 through :mod:`mica.codeprint`).
 
-Public API: :func:`emit`, :func:`render` (the files as text without writing them).
+Public API: :func:`emit`, :func:`render` (the files as text without writing them), :func:`planned_program`
+(the MeshIR and plan the files are written from).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import json
 from pathlib import Path
 
 from ..errors import EmitError
-from .host import render_commands, render_run_py
+from .host import piece_sources, render_commands, render_run_py
 from .layout import render_layout
 from .pe import render_pe
 from .plan import build_plan
 from .record import plan_record
+from .relay import relay_multicasts, relayable
 from .syntax import check
 from .validate import validate
 
@@ -35,21 +38,40 @@ FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "
 def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
     """The emitted files of ``compiled`` (name -> text), validated. ``landing_elems`` caps the landing
     buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``)."""
-    mp = compiled.mesh_program
-    plan = build_plan(mp, compiled.target, landing_elems=landing_elems)
+    mp, plan, relayed = planned_program(compiled.mesh_program, compiled.target, landing_elems=landing_elems)
     exported = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})
     files = {
         "layout.csl": render_layout(mp, plan, exported),
         "pe_program.csl": render_pe(mp, plan, exported),
         "run.py": render_run_py(compiled, mp, plan),
         "commands.sh": render_commands(plan),
-        "plan.json": _compact_json(plan_record(mp, plan, exported)),
+        "plan.json": _compact_json({**plan_record(mp, plan, exported, piece_sources(compiled.pieces)),
+                                    **({"relayed_multicasts": relayed} if relayed else {})}),
     }
     files["README.md"] = _readme(plan)
     for name in ("layout.csl", "pe_program.csl"):
         check(files[name], name)
     validate(files)
     return files
+
+
+def planned_program(mp, target, *, landing_elems: int | None = None) -> tuple:
+    """The MeshIR the CSL files are written from, its plan, and the multicasts relayed in it: ``mp`` itself
+    when its plan fits the colour and queue budgets, else ``mp`` with its moving-root multicasts relayed hop
+    by hop (:mod:`.relay`), which fits any mesh size. An :class:`EmitError` when neither fits names both
+    reasons."""
+    try:
+        return mp, build_plan(mp, target, landing_elems=landing_elems), []
+    except EmitError as exc:
+        names = relayable(mp)
+        if not names:
+            raise
+        try:
+            out = relay_multicasts(mp)
+            return out, build_plan(out, target, landing_elems=landing_elems), names
+        except EmitError as again:
+            raise EmitError(f"{exc}; relaying the moving-root multicasts {', '.join(names)} hop by hop does not "
+                            f"fit either: {again}") from None
 
 
 def emit(compiled, out: Path) -> list[Path]:

@@ -5,7 +5,12 @@ RegionTensor box defines, launch, memcpy_d2h, comparison with a sequential refer
 The reference in ``run.py`` is the original program executed in its textual order in plain Python over
 numpy arrays (:func:`mica.codeprint.program_py`), so the script needs nothing but numpy and the SDK.
 
-Public API: :func:`render_run_py`, :func:`render_commands`.
+A plan that cuts the program into pieces streamed from slab to slab (:mod:`mica.affine.pieces`) holds
+piece ``k`` of a cut array ``A`` in the MeshIR array ``A_s<k>``: ``run.py`` loads it from (and stores it
+into) the slice ``bounds[k]`` of ``A`` along the cut dimension, a numpy view, so the host keeps the
+program's own arrays (:func:`piece_sources`).
+
+Public API: :func:`render_run_py`, :func:`render_commands`, :func:`piece_sources`.
 """
 
 from __future__ import annotations
@@ -25,15 +30,16 @@ _PES_PY = ("",
            "def box(dims, x, y):",
            "    \"\"\"Per dimension of the box core (x, y) holds: (lo, n, own_lo, own_hi) -- global index of its",
            "    first element, elements it holds (the buffer's extent along it), and the global range it owns",
-           "    (written back to the host). dims are (coord, tile, extent, padded, offset, span) as in the",
-           "    MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset).\"\"\"",
+           "    (written back to the host). dims are (coord, tile, extent, padded, offset, span, origin) as in",
+           "    the MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset; c is",
+           "    the core's coordinate less origin, the core holding block 0).\"\"\"",
            "    out = []",
-           "    for coord, tile, extent, padded, offset, span in dims:",
+           "    for coord, tile, extent, padded, offset, span, origin in dims:",
            "        if coord is None:",
            "            n = min(tile, extent)",
            "            out.append((0, n, 0, n))",
            "            continue",
-           "        c = {'x': x, 'y': y}.get(coord, 0) if coord != 'kb' else kb(x, y)",
+           "        c = {'x': x, 'y': y}.get(coord, 0) - origin if coord != 'kb' else kb(x, y)",
            "        lo = tile * c + offset",
            "        n = span or (tile if (padded or coord == 'kb') else max(0, min(tile, extent - lo)))",
            "        out.append((lo, n, tile * c, min(tile * c + tile, extent)))",
@@ -103,14 +109,29 @@ _COMPARE_PY = ("    runner.stop()",
                "")
 
 
+def piece_sources(pieces) -> dict[str, tuple[str, int, int, int]]:
+    """MeshIR array -> (program array, cut dimension, lo, hi) for every piece of a cut array of ``pieces``
+    (a :class:`mica.affine.pieces.Pieces`, or None: no pieces, an empty map)."""
+    return pieces.sources() if pieces is not None else {}
+
+
+def _view(array: str, sources: dict) -> tuple[str, str]:
+    """(program array, numpy index text) holding MeshIR array ``array``: a piece's slice, else the whole."""
+    if array not in sources:
+        return array, ""
+    a, d, lo, hi = sources[array]
+    return a, "[" + ", ".join([":"] * d + [f"{lo}:{hi}"]) + "]"
+
+
 def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
     prog: Program = compiled.program
+    sources = piece_sources(compiled.pieces)
     L = _run_py_head(mp, plan)
     L += _PES_PY
     L += program_py(prog)
     L += _main_setup(prog, plan)
-    L += _host_loads(mp, plan)
-    L += _host_stores(prog, plan)
+    L += _host_loads(mp, plan, sources)
+    L += _host_stores(prog, plan, sources)
     L += _COMPARE_PY
     return "\n".join(L)
 
@@ -183,15 +204,17 @@ def _memcpy_type(b) -> str:
     return "MemcpyDataType.MEMCPY_16BIT" if b.dtype == "f16" else "MemcpyDataType.MEMCPY_32BIT"
 
 
-def _host_loads(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
-    """The ``memcpy_h2d`` of every MeshIR host_load (each core's box of the array) and of the scalars."""
+def _host_loads(mp: ir.MeshProgram, plan: CslPlan, sources: dict) -> list[str]:
+    """The ``memcpy_h2d`` of every MeshIR host_load (each core's box of the array, or of the slice of it a
+    piece is, ``sources``) and of the scalars."""
     L: list[str] = []
     bufs = {b.name: b for b in plan.buffers}
     for ld in plan.loads:
         b = bufs[ld.buffer]
         r = ld.region
-        L.append(f"    # MeshIR host_load {ld.array} -> {ld.buffer} on {r}")
-        data = f"to_pes(arrays[{ld.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})"
+        a, index = _view(ld.array, sources)
+        L.append(f"    # MeshIR host_load {ld.array} -> {ld.buffer} on {r}" + (f" ({a}{index})" if index else ""))
+        data = f"to_pes(arrays[{a!r}]{index}, {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})"
         if b.dtype == "f16":
             data = f"widen16({data})"
         L.append(f"    runner.memcpy_h2d(sym_{ld.buffer}, {data}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, "
@@ -206,23 +229,28 @@ def _host_loads(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
     return L
 
 
-def _host_stores(prog: Program, plan: CslPlan) -> list[str]:
-    """The launch of ``main``, then the ``memcpy_d2h`` of every MeshIR host_store, scattered into ``got``."""
+def _host_stores(prog: Program, plan: CslPlan, sources: dict) -> list[str]:
+    """The launch of ``main``, then the ``memcpy_d2h`` of every MeshIR host_store, scattered into ``got``
+    (a piece into its slice of the program's array, ``sources``)."""
     L = ["    runner.launch('main', nonblock=False)",
          "    got = {}"]
     bufs = {b.name: b for b in plan.buffers}
+    made = set()
     for st in plan.stores:
         b = bufs[st.buffer]
         r = st.region
-        a = prog.array(st.array)
-        L.append(f"    # MeshIR host_store {st.array} <- {st.buffer} from {r}")
+        name, index = _view(st.array, sources)
+        a = prog.array(name)
+        L.append(f"    # MeshIR host_store {st.array} <- {st.buffer} from {r}" + (f" ({name}{index})" if index else ""))
         L.append(f"    flat = np.zeros({r.cores * b.elems}, dtype={'np.uint32' if b.dtype == 'f16' else NP[b.dtype]})")
         L.append(f"    runner.memcpy_d2h(flat, sym_{st.buffer}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, "
                  f"{b.elems}, streaming=False, data_type={_memcpy_type(b)}, order=MemcpyOrder.ROW_MAJOR, "
                  f"nonblock=False)")
-        L.append(f"    got[{st.array!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")
+        if not index or name not in made:
+            L.append(f"    got[{name!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")
+            made.add(name)
         flat = "narrow16(flat)" if b.dtype == "f16" else "flat"
-        L.append(f"    from_pes({flat}, got[{st.array!r}], {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})")
+        L.append(f"    from_pes({flat}, got[{name!r}]{index}, {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})")
     return L
 
 

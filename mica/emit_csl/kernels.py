@@ -24,6 +24,7 @@ from ..affine.isl_names import iset, umap, uset
 from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
+from . import boxes
 
 SUFFIX = {"f32": "s", "f16": "h"}
 
@@ -46,7 +47,7 @@ class KernelPrinter:
         """Box extent along ``d`` on this class: an int when constant, else CSL text."""
         r = self.cls.region
         n = d.size_on(*((r.x0, r.x1) if d.coord == "x" else (r.y0, r.y1)))
-        return n if n is not None else f"imin({d.tile}, {d.extent} - {d.tile} * {d.coord})"
+        return n if n is not None else f"imin({d.tile}, {d.extent} - {d.tile} * {boxes.coord_csl(d, d.coord)})"
 
     def _strides(self, t: RegionTensor):
         sizes = [self._size(d) for d in t.box]
@@ -62,7 +63,8 @@ class KernelPrinter:
     def offset(self, t: RegionTensor, index: tuple[Aff, ...], env: dict[str, str]) -> str:
         terms = []
         for d, ix, st in zip(t.box, index, self._strides(t)):
-            lo = (f" - {d.tile} * {d.coord}" + (f" - ({d.offset})" if d.offset else "")) if d.coord else ""
+            lo = ((f" - {d.tile} * {boxes.coord_csl(d, d.coord)}" + (f" - ({d.offset})" if d.offset else ""))
+                  if d.coord else "")
             mul = "" if st == 1 else f" * {st}" if isinstance(st, int) else f" * ({st})"
             terms.append(f"({print_aff(ix, env, CSL)}{lo}){mul}")
         if t.name in self.slotted:

@@ -154,7 +154,8 @@ def _buffers(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> list[str
     add = L.append
     for b in plan.buffers:
         box = ", ".join((f"{c}/{tile}" if c else f":{min(tile, ext)}") + (" padded" if pad else "")
-                        + (f" window {off:+d}..+{sp}" if sp else "") for c, tile, ext, pad, off, sp in b.dims)
+                        + (f" window {off:+d}..+{sp}" if sp else "") + (f" from core {c} = {org}" if org else "")
+                        for c, tile, ext, pad, off, sp, org in b.dims)
         if b.slots == 1:
             add(f"// {b.name}: {b.role} {b.array}[{box}], {b.bytes} B")
         else:

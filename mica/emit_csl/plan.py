@@ -32,7 +32,6 @@ import numpy as np
 
 from ..errors import EmitError
 from ..targets import INT_DTYPES
-from ..meshir.placed import placed_refusal
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from . import boxes
@@ -136,7 +135,7 @@ class Buffer:
     elems: int
     bytes: int
     role: str
-    dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span) per dimension (boxes.dims)
+    dims: tuple[tuple, ...]   # (coord, tile, extent, padded, offset, span, origin) per dimension (boxes.dims)
     slots: int = 1            # 2: a double buffer, ``slots`` boxes of ``elems`` one after the other
 
     @property
@@ -339,8 +338,16 @@ def op_var(scope) -> str:
     return scope[-1][0]
 
 
-def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
-    """Channels of every exchange, with hardware colours assigned greedily (first use first)."""
+def _channels(mp: ir.MeshProgram, exchanges, budget: int, *, mode: str = "first") -> list[Channel]:
+    """Channels of every exchange, with hardware colours assigned greedily (first use first): each channel
+    takes, among the colours none of its conflicting channels holds,
+
+    * ``first``: the lowest;
+    * ``spread``: the lowest no channel holds yet while there is one, else the lowest: channels of
+      different exchanges share a colour only when the budget runs out, so the (colour, direction) pairs
+      of one exchange do not constrain the fabric queues of another (:func:`_routing`);
+    * ``shared``: the one its senders already send on and its receivers already receive on at the most
+      cores (each core then uses few (colour, direction) pairs)."""
     raw: dict[tuple, dict] = {}
     order: list[tuple] = []
     for xi, (op, scope) in enumerate(exchanges):
@@ -384,9 +391,22 @@ def _channels(mp: ir.MeshProgram, exchanges, budget: int) -> list[Channel]:
     chans: list[Channel] = []
     on: dict[int, list[int]] = {}               # colour -> channels on it so far
     pool = [c for c in range(min(budget, ROUTABLE)) if c not in RESERVED_IDS]
+    rx_on: dict[int, np.ndarray] = {}           # colour -> cores receiving on it so far (``shared``)
+    tx_on: dict[int, np.ndarray] = {}
     for k, key in enumerate(order):
         d = raw[key]
-        colour = next((c for c in pool if not any(conflict(k, j) for j in on.get(c, ()))), None)
+        free = [c for c in pool if not any(conflict(k, j) for j in on.get(c, ()))]
+        colour = free[0] if free else None
+        if mode == "spread" and free:
+            colour = next((c for c in free if c not in on), free[0])
+        if mode == "shared" and free:
+            rx, tx = d["receivers"].mask(w, h), d["senders"].mask(w, h)
+
+            def reuse(c):
+                return int((rx & rx_on[c]).sum() + (tx & tx_on[c]).sum()) if c in rx_on else 0
+            colour = max(free, key=lambda c: (reuse(c), -c))
+            rx_on[colour] = rx_on.get(colour, np.zeros((h, w), bool)) | rx
+            tx_on[colour] = tx_on.get(colour, np.zeros((h, w), bool)) | tx
         if colour is None:
             raise EmitError(f"CSL back end: exchange {d['exchange']}, {d['pattern']}: no colour left within the "
                             f"budget of {budget} (channels that share routers in one exchange, or whose route "
@@ -527,27 +547,46 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     at most that many elements (exchanges into themselves then run in rounds)."""
     if target.name not in ("wse2", "wse3"):
         raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
-    refusal = placed_refusal(mp, "CSL")
-    if refusal is not None:
-        raise EmitError(refusal)
     w, h = mp.mesh
     double = double_buffering(mp)
     buffers = _buffers(mp, double, target.sram_bytes)
     steps, loads, stores, exchanges = _steps(mp, double)
     buffers, landing, chunk, rounds = _landing(mp, target, buffers, exchanges, double, landing_elems)
-    chans = _channels(mp, exchanges, target.colours)
-    mask = {}                                   # (channel id, role) -> cores doing it
-    for c in chans:
-        mask[(c.id, "send")], mask[(c.id, "recv")] = c.senders.mask(w, h), c.receivers.mask(w, h)
-    in_queue, out_queue = _queues(chans, mask, (w, h), target.name == "wse3")
-    slots, n_slots = _completion_slots(chans, mask)
-    task_ids = _task_ids(chans, n_slots)
+    chans, mask, in_queue, out_queue, slots, n_slots, task_ids = _routing(mp, exchanges, target)
     kernel_classes = {k.name: tuple((cls.name, cls.region) for cls in k.classes) for k in mp.kernels}
     classes = _classes(mp, chans, in_queue, out_queue, kernel_classes)
     ro = MappingProxyType
     return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
                    tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
                    ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds, double)
+
+
+def _routing(mp: ir.MeshProgram, exchanges, target) -> tuple:
+    """Channels with their colours, the cores of every (channel id, role), the input and output queues, the
+    completion slots, their number and the local task IDs.
+
+    Colours are first assigned lowest first (:func:`_channels`); when the queues of that assignment do not
+    fit -- typically operators side by side whose exchanges landed on the same colours with different
+    cores in different roles, which ties the queues of one exchange to another's -- again with colours
+    spread over the budget (less a few colours, which leaves task IDs for the local tasks), then preferring
+    the colours the cores already use in the same role. The first assignment's error is raised when none
+    fits."""
+    w, h = mp.mesh
+    first = None
+    attempts = [("first", target.colours)] + [("spread", target.colours - k) for k in (0, 3, 6)] \
+        + [("shared", target.colours)]
+    for mode, budget in attempts:
+        try:
+            chans = _channels(mp, exchanges, budget, mode=mode)
+            mask = {}                                   # (channel id, role) -> cores doing it
+            for c in chans:
+                mask[(c.id, "send")], mask[(c.id, "recv")] = c.senders.mask(w, h), c.receivers.mask(w, h)
+            in_queue, out_queue = _queues(chans, mask, (w, h), target.name == "wse3")
+            slots, n_slots = _completion_slots(chans, mask)
+            return chans, mask, in_queue, out_queue, slots, n_slots, _task_ids(chans, n_slots)
+        except EmitError as exc:
+            first = first or exc
+    raise first
 
 
 def _landing(mp: ir.MeshProgram, target, buffers: tuple[Buffer, ...], exchanges, double: DoubleBuffering,

@@ -63,7 +63,7 @@ def _exchanges(mp: ir.MeshProgram, plan: CslPlan) -> list[dict]:
                         size = size * f
                     else:
                         cc = xs if d.coord == "x" else ys if d.coord == "y" else env.get(d.coord, 0)
-                        size = size * np.clip(d.extent - d.tile * cc, 0, d.tile)
+                        size = size * np.clip(d.extent - d.tile * (cc - d.origin), 0, d.tile)
                 msgs += int((size > 0).sum())
                 nbytes += int(size.sum())
         out.append({"index": xi, "name": op.name, "guard": str(op.guard) if op.guard is not None else None,
@@ -72,7 +72,15 @@ def _exchanges(mp: ir.MeshProgram, plan: CslPlan) -> list[dict]:
     return out
 
 
-def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
+def _piece(array: str, pieces: dict) -> dict:
+    """``{"piece_of": [program array, cut dimension, lo, hi]}`` for a piece of a cut array, else nothing."""
+    return {"piece_of": list(pieces[array])} if array in pieces else {}
+
+
+def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str], pieces: dict | None = None) -> dict:
+    """The ``plan.json`` record of ``plan``; ``pieces`` maps each MeshIR array that is a piece of a cut
+    program array to ``(array, dimension, lo, hi)`` (:func:`.host.piece_sources`)."""
+    pieces = pieces or {}
     bufs = {b.name: b for b in plan.buffers}
     chans = []
     for c in plan.channels:
@@ -111,11 +119,11 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> dict:
         "params_per_class": ["rx_mask", "tx_mask"] + [f"kc_{k}" for k in knames],
         "exported": exported + ["scalars", "main"],
         "host": {"loads": [{"array": ld.array, "buffer": ld.buffer, "region": [ld.region.x0, ld.region.x1,
-                                                                                ld.region.y0, ld.region.y1]}
-                           for ld in plan.loads],
+                                                                                ld.region.y0, ld.region.y1],
+                            **_piece(ld.array, pieces)} for ld in plan.loads],
                  "stores": [{"array": st.array, "buffer": st.buffer, "region": [st.region.x0, st.region.x1,
-                                                                                 st.region.y0, st.region.y1]}
-                            for st in plan.stores]},
+                                                                                 st.region.y0, st.region.y1],
+                             **_piece(st.array, pieces)} for st in plan.stores]},
         "steps": [{"pc": s.pc, "kind": s.kind, "text": s.text} for s in plan.steps],
         **_double_buffering(mp, plan),
     }

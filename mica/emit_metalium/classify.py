@@ -43,7 +43,7 @@ def geometry(d) -> tuple:
     """What places element ``g`` of a box dimension at local index ``g - lo`` and where its real elements
     end: two dimensions with the same geometry hold the same elements at the same tile positions on every
     core (and zero padding at the same places)."""
-    return (d.coord, d.tile if d.coord else 0, d.offset, d.alloc, d.extent)
+    return (d.coord, d.tile if d.coord else 0, d.offset, d.alloc, d.extent, d.origin)
 
 
 def tile_grid(t: RegionTensor) -> tuple[int, int]:

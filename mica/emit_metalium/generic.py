@@ -45,7 +45,8 @@ class _Printer:
         for d, ix in zip(t.box, index):
             lo = ""
             if d.coord:
-                lo = f" - ({d.tile} * {d.coord}" + (f" + {d.offset}" if d.offset else "") + ")"
+                c = f"({d.coord} - {d.origin})" if d.origin else d.coord
+                lo = f" - ({d.tile} * {c}" + (f" + {d.offset}" if d.offset else "") + ")"
             local.append(f"({print_aff(ix, env, METALIUM)}{lo})")
         row, col = (local + ["0", "0"])[:2]
         return f"mica_tile_offset({row}, {col}, {tile_grid(t)[1]})"

@@ -31,7 +31,8 @@ STAGING = """\
 // skewed block kb at step 0, or 0; a padded dimension always holds tile elements (zeros past extent).
 // A window (span > 0) holds span elements from tile * c + offset (ghost zones); those outside
 // [0, extent) are never read and stay zero.
-struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; };  // coord: 0 none, 1 x, 2 y, 3 kb
+// coord: 0 none, 1 x, 2 y, 3 kb; origin: the core holding block 0 along x / y (a box placed away from core 0)
+struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; int origin; };
 struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
 
 // Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
@@ -42,7 +43,7 @@ static size_t tile_index(const Box& b, int r, int c) {
 }
 
 static int box_lo(const BoxDim& d, int x, int y) {
-    const int c = d.coord == 1 ? x : d.coord == 2 ? y : d.coord == 3 ? mica_kb(x, y) : 0;
+    const int c = d.coord == 1 ? x - d.origin : d.coord == 2 ? y - d.origin : d.coord == 3 ? mica_kb(x, y) : 0;
     return d.coord == 0 ? 0 : d.tile * c + d.offset;
 }
 
@@ -93,8 +94,8 @@ def _skew_c(mp: MeshProgram) -> str:
 
 def _box_c(t) -> str:
     dims = list(t.box)
-    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile}, {d.extent}, {'true' if d.padded else 'false'}, {d.offset}, {d.span}}}"
-                   for d in dims)
+    ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile}, {d.extent}, {'true' if d.padded else 'false'}, {d.offset}, {d.span}"
+                   + (f", {d.origin}" if d.origin else "") + "}" for d in dims)   # origin 0 when left out
     if len(dims) < 2:
         ds += ", {0, 1, 1, false, 0, 0}" * (2 - len(dims))
     r, c = tile_grid(t)
@@ -114,8 +115,9 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     L += _dram_buffers(plan, mp, loads + stores)
     L += _kernels(plan)
     L += _runtime_args(plan)
-    L += _staged_loads(plan, mp, program, loads)
-    L += _run_and_stores(plan, mp, program, stores)
+    sources = compiled.pieces.sources() if compiled.pieces is not None else {}
+    L += _staged_loads(plan, mp, program, loads, sources)
+    L += _run_and_stores(plan, mp, program, stores, sources)
     L += _check(program)
     return "\n".join(L)
 
@@ -255,9 +257,31 @@ def _runtime_args(plan: MetalPlan) -> list[str]:
     return L
 
 
-def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list) -> list[str]:
+def _piece(sources: dict, program, name: str, host: str, load: bool) -> tuple[str, list[str], list[str]]:
+    """How a host transfer reaches MeshIR array ``name``: (the host vector it stages, C lines before the
+    staging, C lines after). A piece of a cut array (``sources``, :meth:`mica.affine.pieces.Pieces.sources`)
+    is staged through ``part``, its slice of the program's array ``<host>_<array>`` copied out before a load
+    and pasted back after a store; any other array is staged directly."""
+    if name not in sources:
+        return f"{host}_{ident(name)}", [], []
+    a, d, lo, hi = sources[name]
+    shape = list(program.array(a).shape) + [1] * (2 - len(program.array(a).shape))
+    part = list(shape)
+    part[d] = hi - lo
+    off = [lo if k == d else 0 for k in (0, 1)]
+    full = f"{host}_{ident(a)}[(size_t)(i + {off[0]}) * {shape[1]} + (j + {off[1]})]"
+    mine = f"part[(size_t)i * {part[1]} + j]"
+    loop = f"        for (int i = 0; i < {part[0]}; ++i) for (int j = 0; j < {part[1]}; ++j) "
+    head = [f"        // piece {name}: rows/columns {lo}..{hi - 1} of {a} along dimension {d}",
+            f"        std::vector<float> part({part[0] * part[1]}, {'0.0f' if load else 'NAN'});"]
+    if load:
+        return "part", head + [loop + f"{mine} = {full};"], []
+    return "part", head, [loop + f"{full} = {mine};"]
+
+
+def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list, sources: dict) -> list[str]:
     """The host arrays (random inputs) and, per host load, its cores' boxes staged as tiles and written to
-    DRAM."""
+    DRAM (a piece of a cut array from its slice of the program's array)."""
     L = ["", "    // Host arrays (random inputs, fixed seed) and the staged DRAM images.",
          "    std::mt19937 rng(0);", "    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);"]
     for a in program.arrays:
@@ -269,19 +293,20 @@ def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list) -> lis
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages
         b = ident(op.buffer)
-        L += [f"    {{  // host_load {op.array} -> {op.buffer} on {r}",
+        vec, before, _ = _piece(sources, program, op.array, "arr", True)
+        L += [f"    {{  // host_load {op.array} -> {op.buffer} on {r}", *before,
               f"        const Box box = {_box_c(t)};",
               f"        std::vector<float> staged({pages * r.cores} * 1024, 0.0f);",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
-              f"                stage(arr_{ident(op.array)}, box, x, y, staged.data() + "
+              f"                stage({vec}, box, x, y, staged.data() + "
               f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, true);",
               f"        distributed::EnqueueWriteMeshBuffer(cq, dram_{b}, staged, true);  // blocking: staged is local",
               "    }"]
     return L
 
 
-def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list) -> list[str]:
+def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list, sources: dict) -> list[str]:
     """Running the program (a mesh workload of the one program on the whole unit mesh), then the device's
     arrays: outputs start as NaN, and each host store reads its DRAM buffer back and unstages its cores'
     boxes."""
@@ -300,14 +325,15 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list) -> 
         t = mp.tensor(op.buffer)
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages
-        L += [f"    {{  // host_store {op.array} <- {op.buffer} from {r}",
+        vec, before, after = _piece(sources, program, op.array, "dev", False)
+        L += [f"    {{  // host_store {op.array} <- {op.buffer} from {r}", *before,
               f"        const Box box = {_box_c(t)};",
               "        std::vector<float> staged;",
               f"        distributed::EnqueueReadMeshBuffer(cq, staged, dram_{ident(op.buffer)}, true);",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
-              f"                stage(dev_{ident(op.array)}, box, x, y, staged.data() + "
-              f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, false);", "    }"]
+              f"                stage({vec}, box, x, y, staged.data() + "
+              f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, false);", *after, "    }"]
     return L
 
 

@@ -32,7 +32,6 @@ from itertools import product
 from ..errors import EmitError
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift, walk_ops)
-from ..meshir.placed import placed_refusal
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from ..targets import INT_DTYPES, get_target
 from . import cexpr
@@ -348,6 +347,13 @@ def _exchanges(mp: MeshProgram):
     return [(op, scope) for op, scope in mp.walk() if isinstance(op, Exchange)]
 
 
+def _phases(mp: MeshProgram) -> list[int]:
+    """Per exchange (in :func:`_exchanges` order), the index of the top-level op of the body holding it:
+    exchanges of different phases never overlap on a core (a prefetch reaches no further than the end of
+    its loop)."""
+    return [k for k, top in enumerate(mp.body) for op, _ in walk_ops((top,)) if isinstance(op, Exchange)]
+
+
 def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]:
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
@@ -407,6 +413,18 @@ def _geometry_key(c) -> tuple:
     return ("ring", c.axis, c.kind, c.n, c.across, c.groups)
 
 
+def _op_cores(c, scope) -> set[tuple[int, int]]:
+    """Every core that sends or receives in communication op ``c`` at any iteration of ``scope``."""
+    rects = [r for g in c.groups for r in (g.senders, g.receivers)] if isinstance(c, RingShift) \
+        else [c.senders, c.receivers]
+    out: set[tuple[int, int]] = set()
+    for env in _iterations(scope):
+        for r in rects:
+            xs, ys = r.members(env)
+            out.update((x, y) for x in xs for y in ys)
+    return out
+
+
 def _static_roles(mp: MeshProgram, parts: list[Transfer], scope) -> bool:
     """Whether no core ever both sends and receives in these transfers (over every loop iteration)."""
     senders, receivers = set(), set()
@@ -425,7 +443,8 @@ def _static_roles(mp: MeshProgram, parts: list[Transfer], scope) -> bool:
     return not (senders & receivers)
 
 
-def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, ...], tuple[Transfer, ...]]:
+def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = False
+          ) -> tuple[tuple[Sem, ...], tuple[Transfer, ...]]:
     """Semaphores, and the transfers with their names filled in.
 
     Every communication op needs a ``ready`` counter (on senders) and a ``valid`` flag (on receivers). Ops
@@ -433,26 +452,48 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...]) -> tuple[tuple[Sem, 
     (the same senders, receivers and direction, e.g. the halo strips of two arrays, or one op in every
     sweep) share their semaphores: as between the iterations of one loop, a receiver signals a sender
     again only after that sender has raised its flag, so reuse never mixes counts. Two ops of one
-    exchange never share."""
+    exchange never share. Ops that never touch a common core (operators placed side by side on disjoint
+    rectangles) share too: a semaphore is a word of each core's own L1, and only an op's senders and
+    receivers ever read or write it. With ``share_valid`` (when the semaphores do not fit otherwise), ops
+    of different phases (top-level ops of the body, which never overlap on a core) share their valid flags: a receiver clears its flag and signals ready before any
+    sender of the later op can raise the flag, and it has seen the earlier op's flag before that. (Ready
+    counters are not shared so: a core outside the earlier op could count towards a sender still waiting
+    in it.)"""
     by_op: dict[tuple[str, str], list[Transfer]] = {}
     for t in transfers:
         by_op.setdefault((t.exchange, t.op), []).append(t)
     sems: list[Sem] = []
     names: dict[tuple, tuple[str, str]] = {}
     chosen: dict[tuple[str, str], tuple[str, str]] = {}
+    touched: dict[tuple[str, str], set] = {}        # semaphore names -> every core any op using them touches
+    phase_of = _phases(mp)
+    valid_phases: dict[str, set[int]] = {}          # valid flag -> the phases of the ops using it
     for i, ex, j, c, scope in _comm_ops(mp):
         base = _geometry_key(c)
         occurrence = sum(1 for o in ex.ops[:j] if _geometry_key(o) == base)
         key = (base, occurrence)
         if key not in names:
             oid = op_ident(i, j, c)
-            if _static_roles(mp, by_op[(ex.name, c.name)], scope):
+            single = _static_roles(mp, by_op[(ex.name, c.name)], scope)
+            cores = _op_cores(c, scope)
+            free = next((n for n, seen in touched.items() if (n[0] == n[1]) == single and not seen & cores), None)
+            if free is not None:
+                names[key] = free
+            elif single:
                 sems.append(Sem(len(sems), f"sem_{oid}", c.name, "ready+valid"))
                 names[key] = (sems[-1].name, sems[-1].name)
             else:
                 sems.append(Sem(len(sems), f"sem_{oid}_ready", c.name, "ready"))
-                sems.append(Sem(len(sems), f"sem_{oid}_valid", c.name, "valid"))
-                names[key] = (sems[-2].name, sems[-1].name)
+                ready = sems[-1].name
+                valid = next((v for v, ph in valid_phases.items() if phase_of[i] not in ph), None) \
+                    if share_valid else None
+                if valid is None:
+                    sems.append(Sem(len(sems), f"sem_{oid}_valid", c.name, "valid"))
+                    valid = sems[-1].name
+                names[key] = (ready, valid)
+            touched[names[key]] = touched.get(names[key], set()) | cores
+            if names[key][0] != names[key][1]:
+                valid_phases.setdefault(names[key][1], set()).add(phase_of[i])
         chosen[(ex.name, c.name)] = names[key]
     if len(sems) > NUM_SEMAPHORES:
         raise EmitError(f"{mp.name}: its communication ops need {len(sems)} semaphores per core; "
@@ -472,6 +513,7 @@ def _nonempty_c(mp: MeshProgram, buffer: str, x: str, y: str) -> str:
         if d.fixed is not None:
             continue                    # the same on every core (a window always holds its span)
         c = {"x": x, "y": y}.get(d.coord, cexpr.var_c(d.coord))
+        c = f"({c} - {d.origin})" if d.origin else c
         conds.append(f"mica_positive({d.extent} - {d.tile} * {c})")
     out = "1"
     for c in conds:
@@ -572,9 +614,6 @@ def _off(v: str, d: int) -> str:
 
 def build_plan(mp: MeshProgram) -> MetalPlan:
     arch = _arch(mp)
-    refusal = placed_refusal(mp, "Metalium")
-    if refusal is not None:
-        raise EmitError(refusal)
     dtypes = {t.dtype for t in mp.tensors}
     for t in mp.tensors:
         if t.dtype in INT_DTYPES:
@@ -617,7 +656,14 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     w = mp.region
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
-    sems, transfers = _sems(mp, _transfers(mp, cbs, dtype, double))
+    transfers = _transfers(mp, cbs, dtype, double)
+    try:
+        sems, transfers = _sems(mp, transfers)
+    except EmitError as exc:
+        try:
+            sems, transfers = _sems(mp, transfers, share_valid=True)
+        except EmitError:
+            raise exc from None
     hosts = []
     for i, (ex, scope) in enumerate(_exchanges(mp)):
         if i in double.exchanges:

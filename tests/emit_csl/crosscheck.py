@@ -95,7 +95,7 @@ def _decode(code, mesh, on_exchange):
 
 def _plan_bytes(buf, x, y, env):
     n = {"f32": 4, "f16": 2}[buf["dtype"]]
-    for coord, tile, extent, padded, offset, span in buf["dims"]:
+    for coord, tile, extent, padded, offset, span, origin in buf["dims"]:
         if span:
             n *= span
         elif padded or coord == "kb":
@@ -103,7 +103,7 @@ def _plan_bytes(buf, x, y, env):
         elif coord is None:
             n *= min(tile, extent)
         else:
-            c = {"x": x, "y": y}.get(coord, env.get(coord, 0))
+            c = {"x": x - origin, "y": y - origin}.get(coord, env.get(coord, 0))
             n *= max(0, min(tile, extent - tile * c))
     return n
 

@@ -5,6 +5,10 @@ from functools import lru_cache
 
 import mica
 from mica.emit_csl import render
+from mica.pipeline import LOWERING
+from mica.targets import get_target
+from mica.tiling.operators import map_operators, stream_schedules
+from mica.tiling.split import split_operators
 
 import samples
 
@@ -14,6 +18,34 @@ JACOBI = samples.jacobi_2d(14, "float")
 
 
 SYMMETRISE = samples.symmetrise(12)
+
+MVT = samples.mvt(24, "float")
+
+#: a gemv leaves t on the line of cores its reduction ends at; the map placed beside it reads t there
+GEMV_THEN_MAP = """
+void gs(float A[24][40], float x[40], float t[24], float y[24]) {
+  for (int i = 0; i < 24; i++) { t[i] = 0; for (int k = 0; k < 40; k++) t[i] += A[i][k] * x[k]; }
+  for (int i = 0; i < 24; i++) y[i] = t[i] * t[i] + 1.0f;
+}"""
+
+#: the two slabs of GEMV_THEN_MAP on an 8x6 mesh: side by side along x (t moves 5 hops east) or along y
+LINE_MOVES = {"E": [((0, 0), (5, 6)), ((5, 0), (3, 6))], "S": [((0, 0), (8, 3)), ((0, 3), (8, 3))]}
+
+
+def streamed(target: str, mesh=(4, 4), m: int = 16, n: int = 4):
+    """T = A B; D = T C (A m x n) cut into 2 pieces along T's rows, each operator on a slab of its own (the
+    first streamed plan the search tries)."""
+    op = mica.affine.from_c(samples.matmul_chain(m, n))
+    how, sched = next(stream_schedules(op, mesh, get_target(target), LOWERING))
+    return mica.compile_affine(op, mesh=mesh, target=target, schedule=sched)
+
+
+def line_move(direction: str, target: str):
+    """GEMV_THEN_MAP with its operators on the two slabs of ``LINE_MOVES[direction]``."""
+    op = mica.affine.from_c(GEMV_THEN_MAP)
+    sched, _ = map_operators(op, split_operators(op), (8, 6), get_target(target), LOWERING,
+                             places=LINE_MOVES[direction])
+    return mica.compile_affine(op, mesh=(8, 6), target=target, schedule=sched)
 
 
 def jacobi_halo(mesh: tuple[int, int], target: str):
@@ -35,7 +67,8 @@ def program(name: str, target: str):
         return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh, buffers=2))
     if name == "matmul_summa":
         # WSE-3 binds each fabric queue to one colour for the whole program: a 4x4 SUMMA (a moving root,
-        # one colour per root) needs 8 input queues on every core; 2x2 fits.
+        # one colour per root) needs 8 input queues on every core, and is relayed hop by hop instead
+        # (test_relay.py); 2x2 keeps its multicasts.
         mesh = (4, 4) if target == "wse2" else (2, 2)
         return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh))
     if name == "gemv_ktree":
@@ -63,12 +96,26 @@ def program(name: str, target: str):
         mesh = (4, 4) if target == "wse2" else (2, 2)
         return mica.compile_affine(mica.affine.from_c(samples.symmetric_rank_k(12, 8, "float")), mesh=mesh,
                                    target=target)
+    if name == "mvt_side_by_side":
+        # the search puts mvt's two gemvs side by side on disjoint slabs: boxes away from core (0, 0)
+        return mica.compile_affine(mica.affine.from_c(MVT), mesh=(6, 4), target=target)
+    if name == "mm3_side_by_side":
+        # E = A B (an interleaved ring) and F = C D (SUMMA) side by side, then G = E F on the first slab: F's
+        # blocks ride the conveyor (on WSE-3 the multicasts are relayed: its queues bind one colour each)
+        return mica.compile_affine(mica.affine.from_c(samples.mm3(12).replace("double", "float")), mesh=(6, 3),
+                                   target=target)
+    if name == "chain_streamed":
+        return streamed(target)
+    if name == "line_move_east":
+        return line_move("E", target)
+    if name == "line_move_south":
+        return line_move("S", target)
     raise KeyError(name)
 
 
 GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktree", "two_ops", "jacobi_halo")
 ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single",
-                "symmetrise_mirror", "symmetric_routed")
+                "symmetrise_mirror", "symmetric_routed", "mvt_side_by_side", "line_move_east", "line_move_south", "chain_streamed")
 
 
 @lru_cache(maxsize=None)

@@ -147,7 +147,7 @@ def test_run_py_stages_windows_with_ghost_zones():
     text = render(program("gemv_chain", "wse2"))["run.py"].replace(
         "from cerebras.sdk.runtime.sdkruntimepybind import", "# ")
     exec(compile(text, "run.py", "exec"), ns)
-    dims = (("y", 4, 8, False, 0, 0), ("x", 4, 8, False, -1, 6))      # rows tiled, columns with 1 ghost each side
+    dims = (("y", 4, 8, False, 0, 0, 0), ("x", 4, 8, False, -1, 6, 0))      # rows tiled, columns with 1 ghost each side
     a = np.arange(64, dtype=np.float32).reshape(8, 8)
     flat = ns["to_pes"](a, dims, 0, 2, 0, 2, 24).reshape(2, 2, 24)
     core00 = flat[0, 0].reshape(4, 6)
@@ -167,6 +167,24 @@ def test_box_geometry_of_windows():
     assert win.alloc == 6 and win.size(2) == 6 and boxes.size_csl(win, "px") == "6"
     assert part.alloc == 4 and part.size(2) == 2
     assert boxes.size_csl(part, "px") == "imax(0, imin(4, 10 - 4 * px))"
+    placed = BoxDim("x", 4, 10, origin=3)            # block 0 on core x = 3 (an operator placed there)
+    assert placed.size(5) == 2 and boxes.size_csl(placed, "px") == "imax(0, imin(4, 10 - 4 * (px - 3)))"
+
+
+def test_run_py_stages_boxes_placed_away_from_core_0():
+    """A box whose block 0 is on core x = 2 (origin 2): core (2 + c, y) gets block c; written back whole."""
+    ns = {"__name__": "run_py"}
+    text = render(program("gemv_chain", "wse2"))["run.py"].replace(
+        "from cerebras.sdk.runtime.sdkruntimepybind import", "# ")
+    exec(compile(text, "run.py", "exec"), ns)
+    dims = (("y", 4, 8, False, 0, 0, 0), ("x", 3, 8, False, 0, 0, 2))
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    flat = ns["to_pes"](a, dims, 2, 5, 0, 2, 12).reshape(2, 3, 12)
+    assert (flat[1, 0].reshape(4, 3) == a[4:8, 0:3]).all()          # core (2, 1): block (1, 0)
+    assert (flat[0, 2, :8].reshape(4, 2) == a[0:4, 6:8]).all()      # core (4, 0): the partial block (0, 2)
+    back = np.zeros_like(a)
+    ns["from_pes"](flat.reshape(-1), back, dims, 2, 5, 0, 2, 12)
+    assert (back == a).all()
 
 
 @pytest.mark.parametrize("argv, kwargs", [([], {}), (["--cmaddr", "10.0.0.1:9000"], {"cmaddr": "10.0.0.1:9000"})])

@@ -98,7 +98,42 @@ def _jacobi():
     return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
 
 
+def _mvt_side_by_side():
+    # the search puts mvt's two gemvs side by side on the two halves: boxes away from core (0, 0)
+    return mica.compile_affine(mica.affine.from_c(samples.mvt(128, "float")), mesh=(4, 4), target="wormhole")
+
+
+def _line_move(direction: str):
+    from emit_csl.programs import line_move
+    return lambda: line_move(direction, "wormhole")
+
+
+def _matmul_summa_8x8():
+    # a moving root on every one of Wormhole's 8 columns and rows: NoC multicasts need no colours
+    op = mica.ops.matmul(256, 256, 256)
+    return mica.compile_affine(op, mesh=(8, 8), target="wormhole", schedule=mica.plans.summa(op, (8, 8)))
+
+
+def _chain_streamed():
+    # T = A B; D = T C in 2 pieces along T's rows, streamed from slab to slab (host stages piece slices)
+    from emit_csl.programs import streamed
+    return streamed("wormhole", (4, 4), 256, 64)
+
+
+def _mm3_side_by_side():
+    # E = A B (interleaved ring) beside F = C D (SUMMA), F's blocks conveyed to G = E F's slab: 10
+    # semaphores unless the last phase's valid flags reuse the first's
+    src = samples.mm3(128).replace("double", "float")
+    return mica.compile_affine(mica.affine.from_c(src), mesh=(8, 4), target="wormhole")
+
+
 PROGRAMS = {
+    "mm3_side_by_side_wormhole": _mm3_side_by_side,
+    "chain_streamed_wormhole": _chain_streamed,
+    "matmul_summa_8x8_wormhole": _matmul_summa_8x8,
+    "mvt_side_by_side_wormhole": _mvt_side_by_side,
+    "line_move_east_wormhole": _line_move("E"),
+    "line_move_south_wormhole": _line_move("S"),
     "gemv_ktree_wse3_on_wormhole": _gemv_wse3,
     "triangle_wormhole": _triangle,
     "chain3_wormhole": _chain3,

@@ -63,6 +63,11 @@ SLOW = pytest.mark.slow
 # element-wise adds and fills (gemv K-tree); ``-m slow`` runs the rest (about 4 s each).
 @pytest.mark.parametrize("name", ["matmul_interleaved_wormhole", "gemv_ktree_wormhole",
                                   *(["jacobi2d_wormhole"] if HAVE_HALO else []),
+                                  "mm3_side_by_side_wormhole",
+                                  pytest.param("line_move_east_wormhole", marks=SLOW),
+                                  pytest.param("mvt_side_by_side_wormhole", marks=SLOW),
+                                  "matmul_summa_8x8_wormhole", "chain_streamed_wormhole",
+                                  pytest.param("line_move_south_wormhole", marks=SLOW),
                                   pytest.param("chain3_wormhole", marks=SLOW),
                                   pytest.param("matmul_summa_blackhole", marks=SLOW),
                                   pytest.param("mm2_wormhole", marks=SLOW),
@@ -89,6 +94,35 @@ def test_a_miscounted_multicast_hangs_or_aborts(tmp_path):
         "(uint32_t)((x1 - x0) * (y1 - y0))", "(uint32_t)((x1 - x0) * (y1 - y0) + 1)")
     with pytest.raises(subprocess.TimeoutExpired):
         run_emitted(files, tmp_path, timeout=20)
+
+
+def test_placed_programs_hold_blocks_away_from_core_0():
+    """The side-by-side and line-move programs run above really are placed: mvt's boxes with a non-zero
+    origin reach host.cpp; the line move's second operator holds t on cores away from column 0 (its box
+    has no x dimension: the region places it). Semaphores stay within the 8 per core."""
+    for name in ("mvt_side_by_side_wormhole", "line_move_east_wormhole"):
+        c = compiled(name)
+        assert c.schedule.placed
+        assert len(json.loads(rendered(name)["plan.json"])["semaphores"]) <= 8
+    mvt = compiled("mvt_side_by_side_wormhole")
+    origins = {d.origin for t in mvt.mesh_program.tensors for d in t.box} - {0}
+    assert origins
+    assert any(f", {o}}}" in rendered("mvt_side_by_side_wormhole")["host.cpp"] for o in origins)
+    line = compiled("line_move_east_wormhole").mesh_program
+    assert any(t.array == "t" and t.region.x0 == 5 for t in line.tensors)
+
+
+def test_later_phases_reuse_valid_flags_when_semaphores_run_short():
+    """3mm side by side needs 10 semaphores with one ready/valid pair per op geometry; G = E F's multicasts
+    (the last phase) take the valid flags of E = A B's ring (the first), never its ready counters."""
+    plan = json.loads(rendered("mm3_side_by_side_wormhole")["plan.json"])
+    assert len(plan["semaphores"]) == 8
+    users: dict[str, set] = {}
+    for e in plan["exchanges"]:
+        for s in e["semaphores"]:
+            users.setdefault(s, set()).add(e["exchange"])
+    shared = {s for s, ex in users.items() if {"ring_shift", "step_S5"} <= ex}
+    assert shared and all(s.endswith("_valid") for s in shared)
 
 
 def test_a_wrong_tile_index_changes_the_result(tmp_path):

@@ -273,19 +273,22 @@ def crosscheck(prog, files) -> list[str]:
     # 5. the reader kernels' send calls carry the plan's CBs and byte counts
     call = re.compile(r"mica_send_\w+\(get_read_ptr\((cb_\w+)\), get_write_ptr\((cb_\w+)\), (\d+), (sem_\w+)_ready")
     names = {c["name"]: c["index"] for c in plan["circular_buffers"]}
-    by_sem = {e["semaphores"][0]: e for e in plan["exchanges"]}
+    # ops on disjoint cores (operators side by side) may share semaphores: a send matches one of its ops
+    by_sem: dict[str, list] = {}
+    for e in plan["exchanges"]:
+        by_sem.setdefault(e["semaphores"][0], []).append(e)
     for path, text in files.items():
         if not path.startswith("kernels/reader_"):
             continue
         for m in call.finditer(text):
-            e = by_sem.get(m.group(4) + "_ready")
-            if e is None:
+            ops = by_sem.get(m.group(4) + "_ready")
+            if not ops:
                 problems.append(f"{path}: a send on {m.group(4)} that plan.json does not list")
                 continue
             got = (names.get(m.group(1)), names.get(m.group(2)), int(m.group(3)))
-            if got != (e["src_cb"], e["dst_cb"], e["noc_bytes"]):
-                problems.append(f"{path}: send of {e['op']} is (CB, CB, bytes) {got}, plan.json says "
-                                f"{(e['src_cb'], e['dst_cb'], e['noc_bytes'])}")
+            if all(got != (e["src_cb"], e["dst_cb"], e["noc_bytes"]) for e in ops):
+                problems.append(f"{path}: send of {ops[0]['op']} is (CB, CB, bytes) {got}, plan.json says "
+                                f"{[(e['src_cb'], e['dst_cb'], e['noc_bytes']) for e in ops]}")
     return problems
 
 

@@ -9,7 +9,6 @@ import pytest
 
 import mica
 from mica.affine.pieces import cut_program
-from mica.errors import EmitError
 from mica.meshir.ir import Exchange, Shift
 from mica.tiling.split import split_operators
 from mica.pipeline import LOWERING
@@ -92,14 +91,18 @@ def test_streamed_chain_matches_numpy_and_the_model(m, n, mesh):
         np.testing.assert_allclose(wider.run(ins).outputs["D"], res.outputs["D"], rtol=1e-4, atol=1e-3)
 
 
-def test_back_ends_refuse_pieces_clearly(tmp_path):
+def test_back_ends_write_pieces_through_slices_of_the_programs_arrays(tmp_path):
+    """CSL and Metalium emit a streamed plan (executed in tests/emit_csl and tests/emit_metalium): the host
+    loads piece k of A from A's rows of piece k and stores T's pieces into T's rows."""
     op = mica.affine.from_c(chain(16, 4))
     how, sched = next(stream_schedules(op, (4, 4), get_target("wse2"), LOWERING))
     compiled = mica.compile_affine(op, mesh=(4, 4), schedule=sched)
-    for kind in ("csl", "metalium"):
-        with pytest.raises(EmitError, match="pieces"):
-            compiled.emit(kind, tmp_path / kind)
-    assert compiled.emit("c", tmp_path / "c")
+    assert compiled.pieces.sources()["A_s1"] == ("A", 0, 8, 16)
+    for kind in ("csl", "metalium", "c"):
+        assert compiled.emit(kind, tmp_path / kind)
+    run_py = (tmp_path / "csl" / "run.py").read_text()
+    assert "to_pes(arrays['A'][8:16]" in run_py and "from_pes(flat, got['T'][8:16]" in run_py
+    assert "part[(size_t)i * 4 + j] = arr_A[(size_t)(i + 8) * 4 + (j + 0)]" in (tmp_path / "metalium" / "host.cpp").read_text()
 
 
 @pytest.mark.parametrize("places, direction, hops", [

@@ -16,15 +16,16 @@ WIDTH, HEIGHT = 4, 4
 def box(dims, x, y):
     """Per dimension of the box core (x, y) holds: (lo, n, own_lo, own_hi) -- global index of its
     first element, elements it holds (the buffer's extent along it), and the global range it owns
-    (written back to the host). dims are (coord, tile, extent, padded, offset, span) as in the
-    MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset)."""
+    (written back to the host). dims are (coord, tile, extent, padded, offset, span, origin) as in
+    the MeshIR RegionTensor (a window -- span > 0 -- holds span elements from tile*c + offset; c is
+    the core's coordinate less origin, the core holding block 0)."""
     out = []
-    for coord, tile, extent, padded, offset, span in dims:
+    for coord, tile, extent, padded, offset, span, origin in dims:
         if coord is None:
             n = min(tile, extent)
             out.append((0, n, 0, n))
             continue
-        c = {'x': x, 'y': y}.get(coord, 0) if coord != 'kb' else kb(x, y)
+        c = {'x': x, 'y': y}.get(coord, 0) - origin if coord != 'kb' else kb(x, y)
         lo = tile * c + offset
         n = span or (tile if (padded or coord == 'kb') else max(0, min(tile, extent - lo)))
         out.append((lo, n, tile * c, min(tile * c + tile, extent)))
@@ -112,9 +113,9 @@ def main():
     runner.load()
     runner.run()
     # MeshIR host_load A -> A on home_A[0:4, 0:4]
-    runner.memcpy_h2d(sym_A, to_pes(arrays['A'], (('y', 4, 16, False, 0, 0), ('x', 4, 16, False, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_h2d(sym_A, to_pes(arrays['A'], (('y', 4, 16, False, 0, 0, 0), ('x', 4, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # MeshIR host_load B -> B on home_B[0:4, 0:4]
-    runner.memcpy_h2d(sym_B, to_pes(arrays['B'], (('y', 4, 16, False, 0, 0), ('x', 4, 16, False, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_h2d(sym_B, to_pes(arrays['B'], (('y', 4, 16, False, 0, 0, 0), ('x', 4, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # scalar arguments, on every PE of the program region work[0:4, 0:4]
     runner.memcpy_h2d(sym_scalars, np.tile(np.array([0.0], dtype=np.float32), 16), 0, 0, 4, 4, 1, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     runner.launch('main', nonblock=False)
@@ -123,7 +124,7 @@ def main():
     flat = np.zeros(256, dtype=np.float32)
     runner.memcpy_d2h(flat, sym_C, 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     got['C'] = np.zeros((16, 16), dtype=np.float32)
-    from_pes(flat, got['C'], (('y', 4, 16, False, 0, 0), ('x', 4, 16, False, 0, 0)), 0, 4, 0, 4, 16)
+    from_pes(flat, got['C'], (('y', 4, 16, False, 0, 0, 0), ('x', 4, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16)
     runner.stop()
 
     want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)

@@ -81,7 +81,8 @@ static int mica_kb(int, int) { return 0; }  // no skewed step in this program
 // skewed block kb at step 0, or 0; a padded dimension always holds tile elements (zeros past extent).
 // A window (span > 0) holds span elements from tile * c + offset (ghost zones); those outside
 // [0, extent) are never read and stay zero.
-struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; };  // coord: 0 none, 1 x, 2 y, 3 kb
+// coord: 0 none, 1 x, 2 y, 3 kb; origin: the core holding block 0 along x / y (a box placed away from core 0)
+struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; int origin; };
 struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
 
 // Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
@@ -92,7 +93,7 @@ static size_t tile_index(const Box& b, int r, int c) {
 }
 
 static int box_lo(const BoxDim& d, int x, int y) {
-    const int c = d.coord == 1 ? x : d.coord == 2 ? y : d.coord == 3 ? mica_kb(x, y) : 0;
+    const int c = d.coord == 1 ? x - d.origin : d.coord == 2 ? y - d.origin : d.coord == 3 ? mica_kb(x, y) : 0;
     return d.coord == 0 ? 0 : d.tile * c + d.offset;
 }
 
