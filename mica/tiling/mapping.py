@@ -478,7 +478,8 @@ def _local_orders(prog: Program) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
     """Cores along ``x`` and ``y`` the plan ``sched`` of ``prog`` works on (from core (0, 0)): the blocks of
-    its spatial loops and of the homes spread along a mapped axis; a skewed plan rings its panels around a
+    its spatial loops and of every home spread along an axis (also one the operator maps no loop to: an
+    array an earlier operator laid out there, whose cores then hold data without computing); a skewed plan rings its panels around a
     square of ``steps x steps`` cores. Raises :class:`ScheduleError` when a skewed plan's blocks do not fit
     its square."""
     main = main_statement(prog)
@@ -487,7 +488,7 @@ def work_blocks(prog: Program, sched: Schedule) -> dict[str, int]:
         blocks[sm.axis] = ceil(loop_extent(main, sm.loop) / sm.tile)
     for home in sched.homes:
         for (axis, tile), n in zip(home.dims, prog.array(home.array).shape):
-            if axis is not None and sched.loop_on(axis) is not None:
+            if axis is not None:
                 blocks[axis] = max(blocks[axis], ceil(n / tile))
     if sched.step is not None and sched.step.skew != "none":
         n = sched.step.steps
