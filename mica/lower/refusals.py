@@ -76,8 +76,7 @@ def refuse_known(b: _Builder) -> None:
         return
     for (sname, ref), failures in known.items():
         stmt = b.prog.statement(sname)
-        acc = None if ref == stmt.write.ref else next(a for a in stmt.reads if a.ref == ref)
-        exc = failures.get(_key(b, stmt, acc))
+        exc = failures.get(_key(b, stmt, None if ref == stmt.write.ref else stmt.access(ref)))
         if exc is not None:
             raise copy.copy(exc).with_traceback(None)
 

@@ -100,24 +100,30 @@ def check_legal(prog: Program, sched: Schedule) -> None:
         return              # one core, the original order: nothing can be violated
     written = sorted({s.write.array for s in prog.statements})
     key = (prog, sched.space, sched.step, sched.local_order, tuple(sched.home(a) for a in written))
-    if key in _verdicts:
-        _verdicts.move_to_end(key)
-        exc = _verdicts[key]
+    _kept_verdict(_verdicts, key, lambda: _prove(prog, sched))
+
+
+def _kept_verdict(store: OrderedDict, key: tuple, prove) -> None:
+    """Raises (a copy of) the error kept in ``store`` under ``key``, or returns when none was; without a verdict
+    there, runs ``prove()`` and keeps what it raised (or None), the last :data:`VERDICTS` of them."""
+    if key in store:
+        store.move_to_end(key)
+        exc = store[key]
         if exc is not None:
             raise copy.copy(exc).with_traceback(None)
         return
     try:
-        _prove(prog, sched)
+        prove()
     except ScheduleError as exc:
-        _remember(key, copy.copy(exc).with_traceback(None))
+        _keep(store, key, copy.copy(exc).with_traceback(None))
         raise
-    _remember(key, None)
+    _keep(store, key, None)
 
 
-def _remember(key: tuple, verdict: ScheduleError | None) -> None:
-    _verdicts[key] = verdict
-    while len(_verdicts) > VERDICTS:
-        _verdicts.popitem(last=False)
+def _keep(store: OrderedDict, key: tuple, verdict: ScheduleError | None) -> None:
+    store[key] = verdict
+    while len(store) > VERDICTS:
+        store.popitem(last=False)
 
 
 def _prove(prog: Program, sched: Schedule) -> None:
@@ -171,30 +177,14 @@ def _prove(prog: Program, sched: Schedule) -> None:
             # Partial sums of a reduction spread over cores live in accumulators no halo refreshes.
             halo_ok = not (cross and (src in combined or dst in combined))
             key = (prog, kind, src, dst, variant, keys[src], keys[dst], halo_ok)
-            if key in _dependence_verdicts:
-                _dependence_verdicts.move_to_end(key)
-                exc = _dependence_verdicts[key]
-                if exc is not None:
-                    raise copy.copy(exc).with_traceback(None)
-                continue
-            try:
-                _check_one(m, kind, src, dst, _placed_time(stmts[src], *keys[src]),
-                           _placed_time(stmts[dst], *keys[dst]), halo_ok)
-            except ScheduleError as exc:
-                _keep(_dependence_verdicts, key, copy.copy(exc).with_traceback(None))
-                raise
-            _keep(_dependence_verdicts, key, None)
+            _kept_verdict(_dependence_verdicts, key, lambda: _check_one(
+                m, kind, src, dst, _placed_time(stmts[src], *keys[src]), _placed_time(stmts[dst], *keys[dst]),
+                halo_ok))
 
 
 #: Verdicts of single dependences (:func:`_check_one`) kept, keyed by the placement and time of both ends:
 #: candidates that differ in one statement's mapping share the checks of every other dependence.
 _dependence_verdicts: OrderedDict[tuple, ScheduleError | None] = OrderedDict()
-
-
-def _keep(store: OrderedDict, key: tuple, verdict) -> None:
-    store[key] = verdict
-    while len(store) > VERDICTS:
-        store.popitem(last=False)
 
 
 @lru_cache(maxsize=VERDICTS)

@@ -69,9 +69,8 @@ def test_plans_are_the_same_with_every_memory_switched_off(monkeypatch, make, me
 
 
 def test_the_search_remembers_the_reads_and_writes_it_refuses():
-    """The decode layer's search rejects candidates whose reads move data in both mesh directions; each
-    such refusal is remembered under the statement's placement, the array's home and the work region, and
-    a candidate raising it again must have been refused with the very same message when built in full."""
+    """The decode layer's search rejects candidates whose reads move data in both mesh directions (or whose
+    writes land on another core's element); those refusals are remembered, with their messages."""
     prog = _decode_layer()
     refusals._MEMORY.clear()
     mica.compile_affine(prog, mesh=(8, 8))
