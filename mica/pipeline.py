@@ -222,14 +222,16 @@ def load(path) -> CompiledProgram:
 
 def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
                    schedule: Schedule | None = None, search: bool = True, params=None,
-                   side_by_side: bool = True, progress: bool | None = None) -> CompiledProgram:
+                   side_by_side: bool = True, progress: bool | None = None, runtime=None) -> CompiledProgram:
     """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target`` (default: the target's whole
     grid, 750x994 for ``"wse2"``).
 
     By default the plan is searched (:func:`mica.tiling.search.search`); ``search=False`` takes the
     derived default plan; ``schedule`` forces a plan (e.g. ``mica.plans.cannon(op, mesh)`` or one read
     back with :meth:`Schedule.from_json`) whose mesh must be ``mesh``. ``op`` may also be the text of a C
-    function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds.
+    function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds and whose
+    runtime parameters ``runtime`` declares with their ranges (``{"pos": (0, 4096)}``: given to every
+    ``run``, used in subscripts and bounds; one plan serves every value: :mod:`mica.affine.runtime`).
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
     on disjoint rectangles at the same time, nor cut into pieces streamed from slab to slab (``mica compile
     --emit csl|metalium`` falls back to it when the back end refuses the searched plan).
@@ -241,7 +243,10 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     ``$MICA_PROGRESS`` says; see :mod:`mica.progress`), as ``run(progress=...)`` does for the emulator.
     """
     if isinstance(op, str):
-        op = from_c(op, params=params)
+        op = from_c(op, params=params, runtime=runtime)
+    elif runtime is not None:
+        raise ArgumentError("runtime= declares parameters of C source text; a Program carries its own "
+                            "(Program.runtime)")
     if not isinstance(op, Program):
         raise ArgumentError(f"compile_affine expects a mica Program (mica.ops.matmul(...), "
                             f"mica.affine.from_c(...)) or C source text, got {type(op).__name__}")

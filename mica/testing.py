@@ -123,7 +123,9 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
     entry = f"mica_ref_entry_{fname}"
     proto = f"void {entry}({', '.join(decls) or 'void'})"
     text = f"{_math_prelude(source)}\n{source}\n\n{proto} {{ {fname}({', '.join(call_args)}); }}\n"
-    path = compile_shared(text, name=f"ref_{fname}", flags=("-lm",))
+    # -Bsymbolic: the wrapper calls the user's function, not a same-named one already in the process (a C
+    # function called ``step`` or ``index`` would otherwise resolve to glibc's and crash).
+    path = compile_shared(text, name=f"ref_{fname}", flags=("-lm", "-Wl,-Bsymbolic"))
     with _load(str(path), proto + ";") as (ffi, lib):
         args = [ffi.from_buffer(v) if isinstance(v, np.ndarray) else v for v in values]
         getattr(lib, entry)(*args)

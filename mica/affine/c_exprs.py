@@ -41,7 +41,8 @@ class Var:
     """A C name in scope.
 
     ``kind``: ``'array'`` (array parameter), ``'temp'`` (local float scalar -> 0-d array, or local array),
-    ``'fscalar'`` (float/double parameter), ``'iparam'`` (int parameter, ``value`` from ``params``),
+    ``'fscalar'`` (float/double parameter), ``'iparam'`` (int parameter, ``value`` from ``params``;
+    ``state`` ``('runtime',)`` for a runtime parameter, :mod:`mica.affine.runtime`),
     ``'ilocal'`` (int local: ``state`` is ``('unset',)``, ``('const', v)``, ``('iter', frame)`` or
     ``('dead', node)`` after the loop over it).
     """
@@ -199,6 +200,8 @@ class ExprMixin:
         if isinstance(n, c_ast.ID):
             v = self.lookup(n)
             if v.kind == "iparam":
+                if v.state == ("runtime",):      # a runtime parameter: an isl parameter, made a guard
+                    return [(TRUE, F.Lin.var(v.name))]
                 if v.value is None:
                     raise self.missing(n, v)
                 return [(TRUE, F.aff_const(v.value))]

@@ -94,15 +94,15 @@ def _accesses(prog: Program, skip: frozenset[str]) -> tuple[isl.UnionMap, isl.Un
     for s in prog.statements:
         for a in s.reads:
             if a.ref not in skip:
-                reads.append(isl.UnionMap.from_map(s.access_map(a)))
+                reads.append(isl.UnionMap.from_map(s.access_map(a, guarded=True)))
         if s.write.ref not in skip:
-            writes.append(isl.UnionMap.from_map(s.access_map(s.write)))
+            writes.append(isl.UnionMap.from_map(s.access_map(s.write, guarded=True)))
     return _union(reads, sched), _union(writes, sched)
 
 
 def _schedule_tree(prog: Program) -> isl.Schedule:
     """The original schedule as an isl schedule tree over the statements' (coalesced) domains."""
-    domain = _union([isl.UnionMap.from_domain(s.domain_set.coalesce()) for s in prog.statements],
+    domain = _union([isl.UnionMap.from_domain(s.instances().coalesce()) for s in prog.statements],
                     prog.schedule_map()).domain()
     band = isl.MultiUnionPwAff.from_union_map(prog.schedule_map().intersect_domain(domain))
     return isl.Schedule.from_domain(domain).insert_partial_schedule(band)
@@ -111,17 +111,27 @@ def _schedule_tree(prog: Program) -> isl.Schedule:
 def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> Dependences:
     """Exact dependences of ``prog`` under its original schedule, ignoring the references ``skip_refs``.
 
+    A guarded statement (:mod:`mica.affine.runtime`) takes part with the instances that run at each value of
+    the runtime parameters, so the analysis is exact at every value; the relations returned are the unions
+    over the declared ranges (a dependence at some value is a dependence).
+
     Uses isl's ``compute_flow`` on a schedule tree (the plain schedule-map form fails inside isl on some
     union domains with integer divisions). Should isl still fail, falls back to memory-based
     dependences — every earlier access to the same element — which contain the exact ones, so analyses
     built on them stay safe (they can only see more dependences than there are)."""
     reads, writes = _accesses(prog, skip_refs)
     try:
-        return _exact(prog, reads, writes)
+        deps = _exact(prog, reads, writes)
     except isl.Error as exc:
         if out_of_budget(exc):
             raise
-        return _memory_based(prog, reads, writes)
+        deps = _memory_based(prog, reads, writes)
+    if not prog.runtime:
+        return deps
+    # Guarded statements took part with the instances that run at each value of the runtime parameters:
+    # the relations hold at every value; their union over the values contains each value's dependences.
+    return Dependences(*(r.project_out_all_params() for r in (deps.flow, deps.anti, deps.output, deps.live_in,
+                                                              deps.live_out)))
 
 
 def _exact(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> Dependences:
@@ -273,7 +283,9 @@ def _pair_of(a: Statement, b: Statement, red: Reduction | None):
     if red is None or red.op not in ("max", "min") or red.partner is not None:
         return None
     if a.loops != b.loops or a.order[:-1] != b.order[:-1] or \
-            not a.domain_set.set_tuple_name(b.name).is_equal(b.domain_set):
+            not a.domain_set.set_tuple_name(b.name).is_equal(b.domain_set) or \
+            (a.guard or b.guard) and not (a.guard and b.guard and
+                                          a.instances().set_tuple_name(b.name).is_equal(b.instances())):
         return None
     if a.write.index != b.write.index or a.write.array == b.write.array:
         return None

@@ -66,6 +66,7 @@ from .c_preprocess import prepare, relocated
 from .expr import Aff, Bin, Read
 from .isl_names import imap, iset, isl_budget
 from .program import Access, Array, Program, Statement
+from .runtime import expand, normalise_ranges
 
 SUPPORTED_ELEMS = ("double, float, int/int32_t, short/int16_t, char/signed char/int8_t, "
                    "unsigned char/uint8_t")
@@ -77,11 +78,13 @@ MAX_SPLITS = 64     # statements one assignment may become through affine ternar
 
 def from_c(source: str, function: str | None = None, *, params: dict[str, int] | None = None,
            filename: str = "<source>", defines: dict | None = None, include_dirs=(),
-           preprocess: bool | None = None) -> Program:
+           preprocess: bool | None = None, runtime: dict | None = None) -> Program:
     """The affine :class:`Program` of the C function ``function`` in ``source`` (with None, the one function
     the source defines; several are an error listing them).
 
-    ``params`` binds ``int`` size parameters to numbers. Source with ``#define``, ``#include`` or ``#if``
+    ``params`` binds ``int`` size parameters to numbers; ``runtime`` leaves ``int`` parameters for every run
+    to give, each with its range (``{"pos": (0, 64)}`` or ``range(0, 64)``: ``0 <= pos < 64``), usable in
+    subscripts, bounds and conditions (:mod:`mica.affine.runtime`). Source with ``#define``, ``#include`` or ``#if``
     goes through the system C preprocessor first (:mod:`mica.affine.c_preprocess`), with ``defines``
     (``{"N": 200}``, as ``-DN=200``) and ``include_dirs`` (as ``-I``; the directory of ``filename`` is
     searched first); ``preprocess=False`` blanks directives instead, ``True`` always preprocesses. Raises
@@ -93,7 +96,7 @@ def from_c(source: str, function: str | None = None, *, params: dict[str, int] |
     try:
         with isl_budget(f"front end ({filename})"):
             text = pre.text if isinstance(source, str) else source      # parse_c refuses a non-str
-            return _Builder(text, function, params, filename, pre).build()
+            return _Builder(text, function, params, filename, pre, runtime).build()
     except MicaError as exc:
         raise relocated(exc, pre) from None
     except RecursionError:
@@ -106,9 +109,13 @@ def from_c(source: str, function: str | None = None, *, params: dict[str, int] |
 # -- the builder ---------------------------------------------------------------------------------------
 
 class _Builder(ExprMixin):
-    def __init__(self, source, function, params, filename, pre=None):
+    def __init__(self, source, function, params, filename, pre=None, runtime=None):
         self.src = source
         self.fn = filename
+        try:
+            self.runtime = normalise_ranges(runtime)
+        except AffineError as exc:
+            raise AffineError(f"{filename}:1:1: {exc}", location=(filename, 1, 1)) from None
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -172,6 +179,16 @@ class _Builder(ExprMixin):
             if k not in iparams:
                 raise self.err(self.fdef.decl, f"params gives {k!r}, which is not an int parameter of "
                                                f"{self.name} (int parameters: {sorted(iparams)})", AffineError)
+        for k in self.runtime:
+            if k not in iparams:
+                raise self.err(self.fdef.decl, f"runtime names {k!r}, which is not an int parameter of "
+                                               f"{self.name} (int parameters: {sorted(iparams)})", AffineError)
+            if k in self.params:
+                raise self.err(self.fdef.decl, f"{k!r} is given both a value (params) and a runtime range "
+                                               f"(runtime); give one", AffineError)
+            if is_isl_keyword(k) or k.startswith("__"):
+                raise self.err(self.fdef.decl, f"runtime parameter name {k!r} is reserved; rename it",
+                               AffineError)
         for p in sig:
             self.param(p)
         body = self.fdef.body.block_items or []
@@ -212,7 +229,11 @@ class _Builder(ExprMixin):
             self.declare(Var("array", p.name, p.name, node, p.elem, shape))
         elif p.kind == "int":
             self.used.add(p.name)
-            self.declare(Var("iparam", p.name, p.name, node, "int", value=self.params.get(p.name)))
+            if p.name in self.runtime:
+                self.scalars[p.name] = "f64"        # passed to the kernels with the other scalars
+                self.declare(Var("iparam", p.name, p.name, node, "int", state=("runtime",)))
+            else:
+                self.declare(Var("iparam", p.name, p.name, node, "int", value=self.params.get(p.name)))
         else:
             self.used.add(p.name)
             self.declare(Var("fscalar", p.name, p.name, node, p.kind))
@@ -232,6 +253,10 @@ class _Builder(ExprMixin):
         """Value of a name in an integer constant expression."""
         v = self.lookup(node)
         if v.kind == "iparam":
+            if v.state == ("runtime",):
+                raise self.err(node, f"runtime parameter {v.cname!r} is used where a compile-time constant is "
+                                     f"needed (an array extent or a loop step); give it a value with params "
+                                     f"instead", AffineError)
             if v.value is None:
                 raise self.missing(node, v)
             return v.value
@@ -457,9 +482,20 @@ class _Builder(ExprMixin):
             dom = self.domain_text(sname, extra)
             write = Access(f"{sname}_w", var.name, widx)
             line = location(node, self.fn)[1]
+            reads = list(ctx.reads)
+            guard = ""
             try:
-                st = Statement(sname, loops, dom, write, expr, tuple(ctx.reads), tuple(order), line=line)
+                if self.runtime:        # runtime parameters in bounds or subscripts: a guard (and loops)
+                    loops, dom, guard, accs, order = expand(sname, loops, dom, [write, *reads], tuple(order),
+                                                            self.runtime, self.loop_names | self.used)
+                    write, reads = accs[0], accs[1:]
+                    for a, b in zip((f"{sname}_w", *(r.ref for r in ctx.reads)), (write, *reads)):
+                        if a != b.ref:
+                            raise AffineError("internal error: access order changed")
+                st = Statement(sname, loops, dom, write, expr, tuple(reads), tuple(order), line=line,
+                               guard=guard)
                 st.domain_set
+                st.guard_set
             except AffineError as exc:
                 raise self.err(node, f"cannot build statement {sname}: {exc}", AffineError) from None
             ctx.nodes[write.ref] = lv
@@ -622,7 +658,9 @@ class _Builder(ExprMixin):
         arrays = tuple(self.arrays.values())
         scalars = tuple(sorted(self.scalars.items()))
         try:
-            prog = Program(self.name, arrays, tuple(self.statements), (), (), scalars, source=self.src)
+            runtime = tuple((n, lo, hi) for n, (lo, hi) in self.runtime.items())
+            prog = Program(self.name, arrays, tuple(self.statements), (), (), scalars, source=self.src,
+                           runtime=runtime)
         except AffineError as exc:
             raise self.err(self.fdef.decl, str(exc), AffineError) from None
         written = {s.write.array for s in self.statements}
@@ -654,7 +692,7 @@ class _Builder(ExprMixin):
         box = iset(self.arrays[a].box_text())
         img = None
         for s in self.statements:
-            if s.write.array == a:
+            if s.write.array == a and not s.guard:          # a guarded write may not run
                 part = s.domain_set.apply(imap(s.write.relation_text(s)))
                 img = part if img is None else img.union(part)
         return img is not None and box.is_subset(img)
@@ -664,17 +702,19 @@ def live_in(prog: Program) -> isl.UnionMap:
     """``{ S[loops] -> A[a] }``: the reads of ``prog`` whose value comes from before the program (exact).
 
     A read of element ``a`` by instance ``x`` is live-in unless some write of ``a`` is scheduled before
-    ``x``: ``R \\ dom((R . W^-1) & (sched(x) >> sched(y)))``, one access at a time. This is what
+    ``x``: ``R \\ dom((R . W^-1) & (sched(x) >> sched(y)))``, one access at a time. Guarded statements
+    take part with the instances that run (parametric in the runtime parameters, exact at every value);
+    the result is the union over the values (a read live-in at some value is live-in). This is what
     ``mica.affine.deps.dependences(prog).live_in`` gives, without isl's compute_flow, which (islpy 2026.2)
     fails on some domains with integer divisions ("affine expression involves some of the domain
     dimensions"), e.g. ``{ S[j, k] : 0 <= j <= k <= 9 and j mod 3 = 0 }`` under ``[-j, -k]`` reading ``A[j]``
     and writing ``A[0]``.
     """
     sched = prog.schedule_map()
-    when = {s.name: sched.intersect_domain(isl.UnionSet.from_set(s.domain_set)) for s in prog.statements}
+    when = {s.name: sched.intersect_domain(isl.UnionSet.from_set(s.instances())) for s in prog.statements}
     writers: dict[str, tuple[isl.UnionMap, isl.UnionMap]] = {}
     for t in prog.statements:
-        w = isl.UnionMap.from_map(t.access_map(t.write))
+        w = isl.UnionMap.from_map(t.access_map(t.write, guarded=True))
         if t.write.array in writers:
             acc, at = writers[t.write.array]
             w, at = acc.union(w), at.union(when[t.name])
@@ -684,13 +724,13 @@ def live_in(prog: Program) -> isl.UnionMap:
     out = isl.UnionMap.empty(sched.get_space())
     for s in prog.statements:
         for a in s.reads:
-            r = isl.UnionMap.from_map(s.access_map(a))
+            r = isl.UnionMap.from_map(s.access_map(a, guarded=True))
             if a.array in writers:
                 w, at = writers[a.array]
                 earlier = r.apply_range(w.reverse()).intersect(when[s.name].lex_gt_union_map(at))
                 r = r.subtract_domain(earlier.domain())
             out = out.union(r)
-    return out
+    return out.project_out_all_params()
 
 
 def _refuse_asm(source: str, fdef, filename: str) -> None:

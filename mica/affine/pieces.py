@@ -185,7 +185,7 @@ def cut_program(prog: Program, array: str, dim: int, pieces: int) -> Pieces:
         return tuple(piece_name(a, k) for a in group if a in cut for k in range(len(bounds))) + \
             tuple(a for a in group if a not in cut)
     out = Program(f"{prog.name}_pieces", tuple(arrays), tuple(statements), names(prog.inputs),
-                  names(prog.outputs), prog.scalars)
+                  names(prog.outputs), prog.scalars, runtime=prog.runtime)
     return Pieces(prog, out, array, dim, tuple(sorted(cut.items())), bounds)
 
 
@@ -204,6 +204,11 @@ def _piece_statement(s: Statement, loop: str, k: int, lo: int, hi: int, cut: dic
     dom = s.domain_set.intersect(iset(f"{{ {s.name}[{loops}] : {lo} <= {loop} < {hi} }}")).apply(
         imap(f"{{ {s.name}[{loops}] -> {name}[{moved}] }}"))
     dom = rename_dims(dom, "set", s.loops)
+    guard = ""
+    if s.guard:                 # the same piece of the instances that run
+        g = s.guard_set.intersect(iset(f"{{ {s.name}[{loops}] : {lo} <= {loop} < {hi} }}")).apply(
+            imap(f"{{ {s.name}[{loops}] -> {name}[{moved}] }}"))
+        guard = str(rename_dims(g, "set", s.loops))
     refs: dict[str, str] = {}
 
     def access(a: Access) -> Access:
@@ -220,7 +225,7 @@ def _piece_statement(s: Statement, loop: str, k: int, lo: int, hi: int, cut: dic
     order = s.order or (0,)
     order = (k * len(tops) + tops.index(order[0]), *order[1:])
     return replace(s, name=name, domain=str(dom), write=write, reads=reads,
-                   expr=_renamed(s.expr, refs, loop, lo), order=order)
+                   expr=_renamed(s.expr, refs, loop, lo), order=order, guard=guard)
 
 
 def _renamed(e: Expr, refs: dict[str, str], loop: str = "", lo: int = 0) -> Expr:

@@ -84,9 +84,13 @@ def _field_hash(obj) -> int:
 
 @dataclass(frozen=True)
 class Statement:
-    """``write = expr`` for every point of ``domain``.
+    """``write = expr`` for every point of ``domain`` (that the runtime values select, under a ``guard``).
 
-    ``domain`` is isl text in the space ``S[loops]``. ``reads`` lists every access the expression reads
+    ``domain`` is isl text in the space ``S[loops]``. ``guard`` (empty: none) is isl text
+    ``[p, ...] -> { S[loops] : ... }`` over the program's runtime parameters (:attr:`Program.runtime`):
+    the instances that run for given values of them, a subset of ``domain`` at every value of the declared
+    ranges (``domain`` is their union; :mod:`mica.affine.runtime`). A guarded statement's write is a *may*
+    write: analyses treat it as possibly not happening (the element keeps its earlier value). ``reads`` lists every access the expression reads
     (the expression's :class:`~mica.affine.expr.Read` leaves name them by ``ref``). ``order`` is the
     statement's 2d+1 original-schedule vector: ints (textual positions) interleaved with loop names.
     """
@@ -99,6 +103,7 @@ class Statement:
     reads: tuple[Access, ...] = ()
     order: tuple[int | str, ...] = ()
     line: int = field(default=0, compare=False)   # source line (C front end), 0 if unknown
+    guard: str = ""
 
     def __post_init__(self):
         check_ident(self.name, "statement name")
@@ -126,6 +131,7 @@ class Statement:
         after loading (isl objects are never pickled)."""
         state = dict(self.__dict__)
         state.pop("domain_set", None)
+        state.pop("guard_set", None)
         state.pop("_hash", None)
         return state
 
@@ -138,16 +144,44 @@ class Statement:
                 return a
         raise AffineError(f"statement {self.name} has no access {ref!r}")
 
-    def access_map(self, access: Access) -> isl.Map:
-        """``{ S[loops] -> A[index] }`` restricted to the statement's domain."""
-        return imap(access.relation_text(self)).intersect_domain(self.domain_set)
+    def access_map(self, access: Access, *, guarded: bool = False) -> isl.Map:
+        """``{ S[loops] -> A[index] }`` restricted to the statement's domain, or with ``guarded`` to the
+        instances that run (:meth:`instances`: ``[p, ...] -> { S[loops] -> A[index] }``)."""
+        return imap(access.relation_text(self)).intersect_domain(self.instances() if guarded else self.domain_set)
+
+    def instances(self) -> isl.Set:
+        """The instances that run: the guard (parametric in the runtime parameters it reads), or the domain
+        when there is none."""
+        g = self.guard_set
+        return self.domain_set if g is None else g
 
     @property
     def accesses(self) -> tuple[Access, ...]:
         return (self.write, *self.reads)
 
     def scalars(self) -> tuple[str, ...]:
-        return tuple(sorted({e.name for e in self.expr.walk() if isinstance(e, Scalar)}))
+        """The scalar arguments the statement uses: its expression's, and the runtime parameters of its
+        guard."""
+        return tuple(sorted({e.name for e in self.expr.walk() if isinstance(e, Scalar)} | set(self.guard_params)))
+
+    @cached_property
+    def guard_set(self) -> isl.Set | None:
+        """The guard as an isl set ``[p, ...] -> { S[loops] }`` (None when the statement has none)."""
+        if not self.guard:
+            return None
+        g = iset(self.guard)
+        if g.get_tuple_name() != self.name or dim_names(g) != self.loops:
+            raise AffineError(f"statement {self.name}: guard {self.guard!r} is not in space "
+                              f"{self.name}[{', '.join(self.loops)}]")
+        return g
+
+    @property
+    def guard_params(self) -> tuple[str, ...]:
+        """The runtime parameters the guard reads (in isl's order)."""
+        g = self.guard_set
+        if g is None:
+            return ()
+        return tuple(g.get_dim_name(isl.dim_type.param, i) for i in range(g.dim(isl.dim_type.param)))
 
 
 @dataclass(frozen=True)
@@ -155,7 +189,9 @@ class Program:
     """A whole affine program: arrays, scalar parameters, statements in textual order.
 
     ``inputs`` are the arrays whose initial contents matter (loaded from the host); ``outputs`` the arrays
-    returned to the user (every array a statement writes, unless declared temporary).
+    returned to the user (every array a statement writes, unless declared temporary). ``runtime`` lists the
+    runtime parameters ``(name, lo, hi)``: ints given to every run, ``lo <= value < hi``, that statements'
+    guards read; each is also a scalar (passed to the kernels with the others).
     """
 
     name: str
@@ -165,6 +201,7 @@ class Program:
     outputs: tuple[str, ...]
     scalars: tuple[tuple[str, str], ...] = ()
     source: str = field(default="", compare=False)
+    runtime: tuple[tuple[str, int, int], ...] = ()
 
     def __hash__(self) -> int:
         return _field_hash(self)
@@ -211,6 +248,16 @@ class Program:
             missing = [n for n in s.scalars() if n not in scal]
             if missing:
                 raise AffineError(f"statement {s.name} uses undeclared scalars {missing}")
+            unranged = [n for n in s.guard_params if n not in {r[0] for r in self.runtime}]
+            if unranged:
+                raise AffineError(f"statement {s.name}: its guard reads {unranged}, which are not runtime "
+                                  f"parameters of {self.name}")
+        for n, lo, hi in self.runtime:
+            if n not in scal:
+                raise AffineError(f"program {self.name}: runtime parameter {n!r} is not one of its scalars")
+            if not (isinstance(lo, int) and isinstance(hi, int) and lo < hi):
+                raise AffineError(f"program {self.name}: runtime parameter {n!r} has an empty range "
+                                  f"[{lo}, {hi})")
         for n in (*self.inputs, *self.outputs):
             if n not in names:
                 raise AffineError(f"program {self.name}: unknown array {n!r} in inputs/outputs")

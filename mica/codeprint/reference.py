@@ -12,6 +12,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..affine.program import Program
+from ..affine.runtime import guarded, kernel_param
 from ..errors import EmitError
 from .aff import print_aff
 from ..affine.expr import Read
@@ -23,10 +24,11 @@ CTYPE = C_TYPES
 
 
 def original_order(prog: Program) -> isl.UnionMap:
-    """The schedule of ``prog``'s textual order on its statements' domains."""
+    """The schedule of ``prog``'s textual order on its statements' domains (a guarded statement's: the
+    instances that run, parametric in its runtime parameters named ``__rp_<name>``)."""
     doms = None
     for s in prog.statements:
-        d = isl.UnionSet.from_set(s.domain_set)
+        d = isl.UnionSet.from_set(guarded(s, s.domain_set))
         doms = d if doms is None else doms.union(d)
     return prog.schedule_map().intersect_domain(doms)
 
@@ -89,6 +91,9 @@ def program_c(prog: Program) -> str:
             "{ return a >= 0 ? a / b : -((-a + b - 1) / b); }",
             "void mica_program(void **arrays, const double *scalars) {",
             "  (void)scalars;"]
+    for n, _, _ in prog.runtime:
+        head.append(f"  const int64_t {kernel_param(n)[2:]} = (int64_t)scalars[{scalar_ids[n]}]; "
+                    f"(void){kernel_param(n)[2:]};  /* runtime parameter {n} */")
     for k, a in enumerate(prog.arrays):
         head.append(f"  {CTYPE[a.dtype]} *{ids[a.name]} = ({CTYPE[a.dtype]} *)arrays[{k}]; "
                     f"(void){ids[a.name]};  /* {a.name} */")
@@ -106,6 +111,8 @@ def program_py(prog: Program) -> list[str]:
              '    """The original program, sequentially, in its textual order (isl AST of its schedule)."""']
     for a in prog.arrays:
         lines.append(f"    {a.name}_ = arrays[{a.name!r}]")
+    for n, _, _ in prog.runtime:
+        lines.append(f"    {kernel_param(n)[2:]} = int(scalars[{n!r}])  # runtime parameter {n}")
 
     def user(call: isl.AstExpr, indent: str):
         st = prog.statement(call.get_op_arg(0).get_id().get_name())

@@ -34,6 +34,7 @@ import islpy as isl
 
 from ..affine.expr import Aff, Bin, Read
 from ..affine.isl_names import iset, umap, uset
+from ..affine.runtime import kernel_param
 from ..codeprint import C_KERNEL, C_TYPES, ast_expr, float_dtype, print_aff, print_expr, skew_block, walk
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
@@ -91,6 +92,18 @@ static inline void mica_prefetch_slice(const char *next, int64_t bytes, int64_t 
   const int64_t end = *at + slice < bytes ? *at + slice : bytes;
   for (; *at < end; *at += 64) __builtin_prefetch(next + *at, 0, 1);
 }"""
+
+
+def runtime_locals(mp: MeshProgram, params) -> list[str]:
+    """C declaring each runtime parameter among the kernel domain's ``params`` (``__rp_<name>``, printed
+    ``rp_<name>``: :mod:`mica.affine.runtime`) from the kernel's scalar arguments, where the emulator passes
+    the values of the run."""
+    out = []
+    for n, _, _ in mp.runtime:
+        if kernel_param(n) in params:
+            out.append(f"  const int64_t {kernel_param(n)[2:]} = (int64_t)scalars[{mp.scalars.index(n)}]; "
+                       f"/* runtime parameter {n} */")
+    return out
 
 
 @dataclass(frozen=True)
@@ -222,6 +235,7 @@ class _KernelPrinter:
                       "  const int64_t t = v[0]; (void)t;"]
         if "__kb" in params:
             self.lines.append(f"  const int64_t kb = {skew_block(self.mp.skew.kind, self.mp.skew.n, C_KERNEL)}; /* the block this core works on */")
+        self.lines += runtime_locals(self.mp, params)
         for buf, bid in self.buf_ids.items():
             tns = self.mp.tensor(buf)
             ct = CTYPE[tns.dtype]

@@ -1,10 +1,10 @@
 """Work functions for the emulator's timing model: the cycles a kernel class spends in one call.
 
 For every kernel class the kernel module gets ``double <class>__work(int64_t x, int64_t y, const int64_t
-*v)``: the number of statement instances the class's kernel runs at core (x, y) with loop values ``v``,
+*v, const double *scalars)``: the number of statement instances the class's kernel runs at core (x, y) with loop values ``v``,
 each weighted by its cycles on the target (:func:`mica.tiling.cost.instance_cycles`). The instances are
 counted by a loop nest isl builds from the same domain and context as the kernel itself (so it counts
-exactly the iterations the kernel executes), with the innermost loop replaced by its trip count; a
+exactly the iterations the kernel executes, at the run's values of the runtime parameters), with the innermost loop replaced by its trip count; a
 call costs O(outer iterations), not O(instances). ``mica_work_get(i)`` returns the function of kernel
 table entry ``i`` (the order of :class:`~mica.emit_c.kernels.KernelModule.names`).
 
@@ -16,9 +16,11 @@ from __future__ import annotations
 import islpy as isl
 
 from ..affine.isl_names import iset
+from ..affine.runtime import kernel_param
 from ..codeprint import C_KERNEL, ast_expr, skew_block, walk
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
+from .kernels import runtime_locals
 from ..targets import Target
 from ..tiling.cost import instance_cycles
 
@@ -64,6 +66,10 @@ def _count(nd: isl.AstNode, lines: list[str], indent: str, var: str) -> None:
     walk(nd, lines, indent, C_KERNEL, lambda call, ind: lines.append(f"{ind}{var} += 1;"), innermost)
 
 
+def _params(dom: isl.Set) -> list[str]:
+    return [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+
+
 def _context(mp: MeshProgram, dom: isl.Set, cls: KernelClass, steps: int) -> isl.Set:
     """The parameter context the kernel printer uses for ``cls`` (class rectangle, step and block ranges)."""
     r = cls.region
@@ -78,11 +84,14 @@ def _context(mp: MeshProgram, dom: isl.Set, cls: KernelClass, steps: int) -> isl
 
 
 def _work_function(mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, target: Target) -> str:
-    lines = [f"double {cls.name}__work(int64_t x, int64_t y, const int64_t *v) {{",
-             "  (void)x; (void)y; (void)v;",
+    lines = [f"double {cls.name}__work(int64_t x, int64_t y, const int64_t *v, const double *scalars) {{",
+             "  (void)x; (void)y; (void)v; (void)scalars;",
              "  const int64_t t = v[0]; (void)t;"]
     if mp.skew is not None:
         lines.append(f"  const int64_t kb = {skew_block(mp.skew.kind, mp.skew.n, C_KERNEL)}; (void)kb;")
+    used = {n for part in k.statements for n in _params(iset(part.domain))}
+    lines += [f"{line} (void){kernel_param(n)[2:]};" for n, _, _ in mp.runtime
+              for line in runtime_locals(mp, [kernel_param(n)]) if kernel_param(n) in used]
     lines.append("  double cycles = 0.0;")
     for i, part in enumerate(k.statements):
         dom = iset(part.domain)
@@ -127,7 +136,7 @@ def emit_work_module(mp: MeshProgram, target: Target, names: tuple[str, ...]) ->
         raise EmitError("work functions and kernel table disagree (internal error)")
     table = ",\n  ".join(f"{n}__work" for n in names) or "0"
     return ("\n/* Timing model: cycles per kernel call (mica.emit_c.work). */\n"
-            "typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);\n\n"
+            "typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v, const double *scalars);\n\n"
             + "\n\n".join(funcs[n] for n in names)
             + f"\n\nstatic const mica_work_fn mica_work_table[] = {{\n  {table}\n}};\n"
             f"mica_work_fn mica_work_get(int32_t i) {{ return (i >= 0 && i < {len(names)}) ? "

@@ -240,7 +240,7 @@ def _assemble(b: _Builder, body: list) -> MeshProgram:
     colours = max([sum(len(getattr(c, "groups", ())) or 1 for c in op.ops)
                    for op, _ in walk_ops(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(b.prog.name, b.target.name, b.sched.mesh, b.region, tuple(laid), tuple(b.kernels),
-                       tuple(body), offset, tuple(n for n, _ in b.prog.scalars), colours, b.skew)
+                       tuple(body), offset, tuple(n for n, _ in b.prog.scalars), colours, b.skew, b.prog.runtime)
 
 
 def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
@@ -275,4 +275,4 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     body.append(Compute(seq.name, region.rect))
     body += [HostStore(n, n, region) for n in prog.outputs]
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(tensors), (seq,), tuple(body), offset,
-                       tuple(n for n, _ in prog.scalars), 0, None)
+                       tuple(n for n, _ in prog.scalars), 0, None, prog.runtime)

@@ -18,6 +18,7 @@ from ..affine.deps import reductions
 from ..affine.expr import Aff
 from ..affine.isl_names import iset, umap
 from ..affine.program import Program, Statement
+from ..affine.runtime import guarded
 from ..errors import ScheduleError
 from ..targets import Target
 from ..tiling.cost import expr_flops
@@ -194,12 +195,13 @@ class _Builder:
 
     def statement_kernel(self, stmt: Statement, buffers: dict[str, str]) -> Kernel:
         """The kernel of ``stmt`` (appended to ``kernels``): its domain ``[__x, __y, __t(, __kb)] -> { S[loops] }``
-        is the instances core ``(__x, __y)`` runs at step ``__t``; ``buffers`` maps each access ref to the
+        is the instances core ``(__x, __y)`` runs at step ``__t`` (and, for a guarded statement, at the values
+        ``__rp_<p>`` of the runtime parameters: :func:`mica.affine.runtime.guarded`); ``buffers`` maps each access ref to the
         buffer it uses."""
         cons = " and ".join(placement_constraints(stmt, self.sched, kernel=True))
         params = "__x, __y, __t, __kb" if self.skew is not None else "__x, __y, __t"
         local = iset(f"[{params}] -> {{ {stmt.name}[{', '.join(stmt.loops)}] : {cons} }}")
-        dom = stmt.domain_set.intersect(local)
+        dom = guarded(stmt, stmt.domain_set.intersect(local))
         rect = self.compute_rect(stmt)
         bufs = [self.tensors[b] for b in buffers.values()]
         kname = f"k_{stmt.name}"

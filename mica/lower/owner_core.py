@@ -14,7 +14,9 @@ from math import ceil
 
 import islpy as isl
 
+from ..affine.isl_names import iset
 from ..affine.program import Program
+from ..affine.runtime import guarded
 from ..comm.sets import ownership_map
 from ..errors import ScheduleError, SramError
 from ..meshir.ir import (ARENA_ALIGN, Compute, HostLoad, HostStore, KAccess, Kernel, KernelClass, MeshProgram,
@@ -30,12 +32,12 @@ def original_order_kernel(prog: Program, at: Region) -> Kernel:
     as the source does (the program's schedule), run on the one core ``at``; accesses index the arrays' homes
     by global index."""
     parts = tuple(
-        Kernel(f"k_{s.name}", s.name, s.loops, str(s.domain_set), (), KAccess(s.write.ref, s.write.array, s.write.index),
+        Kernel(f"k_{s.name}", s.name, s.loops, str(guarded(s, s.domain_set)), (), KAccess(s.write.ref, s.write.array, s.write.index),
                tuple(KAccess(a.ref, a.array, a.index) for a in s.reads), s.expr, (), expr_flops(s.expr))
         for s in prog.statements)
-    udom = isl.UnionSet.from_set(prog.statements[0].domain_set)
-    for s in prog.statements[1:]:
-        udom = udom.union(isl.UnionSet.from_set(s.domain_set))
+    udom = isl.UnionSet.from_set(iset(parts[0].domain))
+    for p in parts[1:]:
+        udom = udom.union(isl.UnionSet.from_set(iset(p.domain)))
     return Kernel("k_program", "", (), str(udom), (), parts[-1].write, (), parts[-1].expr,
                   (KernelClass("k_program_0", at),), 0, parts, str(prog.schedule_map()))
 
@@ -91,4 +93,4 @@ def at_owner_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram
     body.append(Compute(seq.name, at.rect))
     body += [HostStore(n, n, regions[n]) for n in prog.outputs if n in regions]
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(tensors), (seq,), tuple(body), offset,
-                       tuple(n for n, _ in prog.scalars), 0, None)
+                       tuple(n for n, _ in prog.scalars), 0, None, prog.runtime)

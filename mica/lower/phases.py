@@ -242,7 +242,7 @@ def _merged_program(m: _Merger, n: int) -> MeshProgram:
                         f"{target.name} has {target.sram_bytes} bytes of SRAM per core", needed=offset)
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(m.kernels),
                        tuple(m.loads + m.body + stores), offset, tuple(name for name, _ in prog.scalars),
-                       m.colours, m.skew)
+                       m.colours, m.skew, prog.runtime)
 
 
 def lay_out(tensors: list[RegionTensor], spans: dict[str, tuple[int, int]]) -> tuple[list[RegionTensor], int]:

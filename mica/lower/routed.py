@@ -34,12 +34,14 @@ def stage_routed_write(b: _Builder, stmt: Statement, writes: isl.Map) -> str | N
     """The staging buffer ``stmt`` writes into when its writes ``{ M[t, x, y] -> A[a...] }`` land on the cores
     that own the transposed blocks of a 2D home, after adding the staging, landing and lane buffers and the
     delivery (transposition, then the copy of the written elements into the home) to ``b.deliveries``.
-    None when the writes cannot be routed so: the statement combines partial results or reads the element it
+    None when the writes cannot be routed so: the statement is guarded (:mod:`mica.affine.runtime`), combines partial results or reads the element it
     writes, the home is not a 2D block layout over both axes with a square block grid from the origin, some
     core writes outside its mirror's block, or a later instance touches a routed element."""
     arr = b.prog.array(stmt.write.array)
     home = b.sched.home(arr.name)
     swapped = swap_home(home)
+    if stmt.guard:          # the delivery copies every element the domain writes: a guarded write may not run
+        return None
     if swapped is None or home.pin or stmt.name in b.reds or stmt.name in b.combined or b.step is not None \
             and b.step.wavefront:
         return None

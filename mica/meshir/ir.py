@@ -532,7 +532,9 @@ Op = Union[HostLoad, HostStore, Exchange, Compute, Loop]
 @dataclass(frozen=True)
 class MeshProgram:
     """A whole mesh program for ``target`` on a ``mesh = (width, height)``; ``region`` holds every core
-    that has an arena of ``arena_bytes`` bytes; ``scalars`` are the kernel's scalar arguments in order."""
+    that has an arena of ``arena_bytes`` bytes; ``scalars`` are the kernel's scalar arguments in order;
+    ``runtime`` the runtime parameters ``(name, lo, hi)`` among them (kernel domains name them ``__rp_<name>``:
+    :mod:`mica.affine.runtime`)."""
 
     name: str
     target: str
@@ -545,6 +547,7 @@ class MeshProgram:
     scalars: tuple[str, ...] = ()
     colours: int = 0
     skew: Skew | None = None
+    runtime: tuple[tuple[str, int, int], ...] = ()
 
     def tensor(self, name: str) -> RegionTensor:
         for t in self.tensors:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..emit_c.build import compile_shared
 from ..emit_c.work import emit_work_module
+from ..affine.runtime import check_values
 from ..errors import InputError, SimError
 from ..meshir.ir import MeshProgram
 from ..targets import Target
@@ -219,7 +220,8 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
     Every array of the program's signature may be given, as a C caller passes them: the arrays whose
     initial contents matter (``program.inputs``) must be; an output-only array (``C`` of ``C = A @ B``) may
     be, and is checked for shape and dtype like an input, but its contents are ignored (the outputs come
-    back in ``RunResult.outputs``)."""
+    back in ``RunResult.outputs``). A runtime parameter (``program.runtime``) must be an integer in its declared
+    range."""
     if not isinstance(inputs, Mapping):
         raise InputError(f"inputs must be a mapping of names to arrays, got {type(inputs).__name__}")
     expected = set(program.inputs) | {n for n, _ in program.scalars}
@@ -245,6 +247,7 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
                              f"with .astype(np.{want.name})")
         if name in program.inputs:
             arrays[name] = np.ascontiguousarray(val)
+    check_values(getattr(program, "runtime", ()), inputs)
     scalars = []
     for name, _ in program.scalars:
         if name not in inputs:

@@ -181,8 +181,9 @@ void mica_stats_reset(mica_mesh *m);
  * The timing results are bit-identical for any thread count.
  * ------------------------------------------------------------------------------------------------- */
 
-/* Cycles the kernel of the same table index spends at core (x, y) with loop values v. */
-typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);
+/* Cycles the kernel of the same table index spends at core (x, y) with loop values v and the run's scalar
+ * arguments (the values of runtime parameters bound its instances). */
+typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v, const double *scalars);
 
 /* Sets the link model: hop_latency >= 0 cycles per hop, link_bytes_per_cycle > 0. Defaults: 1 and 4. */
 int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,

@@ -17,7 +17,7 @@ static void compute_cell(tctx *t, const comp_e *e, int64_t core, int64_t next) {
     mica_work_fn work = e->kernel < m->n_work ? m->work[e->kernel] : NULL;
     if (!work) return;
     x_commit(m, core);
-    double cycles = work(x, y, r->v);
+    double cycles = work(x, y, r->v, r->scalars);
     m->cores[core].pre = m->cores[core].clock; /* a later PREFETCH is issued from here */
     m->cores[core].pre_tag = r->tag;
     m->cores[core].clock += cycles;

@@ -39,6 +39,7 @@ import islpy as isl
 
 from ..affine.expr import Bin, Call, Neg
 from ..affine.isl_names import count_param_values, count_points, iset
+from ..affine.runtime import kernel_param
 from ..meshir.busy import computing_cores
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
@@ -101,6 +102,13 @@ class Cost:
                 f"colours {self.colours} of {self.colour_budget}")
 
 
+def at_longest(mp: MeshProgram) -> dict[str, int]:
+    """The values of the runtime parameters (:mod:`mica.affine.runtime`) the model counts kernel instances at:
+    the last of each declared range (the longest context of a decode step), as kernel parameters
+    ``__rp_<name>``. Running the emulator with these values gives the modelled work exactly."""
+    return {kernel_param(n): hi - 1 for n, _, hi in mp.runtime}
+
+
 def instance_cycles(mp: MeshProgram, part, target: Target) -> float:
     """Cycles one instance of kernel statement ``part`` costs on ``target``: its FLOP (at least one
     operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype.
@@ -127,7 +135,7 @@ def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
             ys = [y for y in rows if r.y0 <= y < r.y1][:1]
             if not xs or not ys:
                 continue
-            fix = {"__x": xs[0], "__y": ys[0], **{"__" + v: val for v, val in env.items()}}
+            fix = {"__x": xs[0], "__y": ys[0], **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
             if mp.skew is not None and "t" in env:
                 fix["__kb"] = int(mp.skew.block(xs[0], ys[0], env["t"]))
             cycles = sum(count_points(iset(part.domain), fix, drop=("__kb",)) * instance_cycles(mp, part, target)
@@ -151,7 +159,7 @@ def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
             step = 0.0
             for kb in sorted({0, n - 1}):
                 fix = {"__x": cls.region.x0, "__y": cls.region.y0, "__kb": kb,
-                       **{"__" + v: val for v, val in env.items()}}
+                       **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
                 step = max(step, sum(count_points(iset(part.domain), fix) * instance_cycles(mp, part, target)
                                      for part in k.statements))
             cycles += weight * step
@@ -188,7 +196,8 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
         for x, y in _probe_cores(cls.region):
             cycles = 0.0
             for dom, repeats, per in parts:
-                n = count_points(dom, {"__x": x, "__y": y}, drop=tuple("__" + v for v in loop_vars) + ("__kb",))
+                n = count_points(dom, {"__x": x, "__y": y, **at_longest(mp)},
+                                 drop=tuple("__" + v for v in loop_vars) + ("__kb",))
                 cycles += repeats * n * per
             best = max(best, cycles)
     return best
@@ -306,7 +315,7 @@ def _wave_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) ->
     best = 0.0
     for cls in k.classes:
         for x, y in _probe_cores(cls.region):
-            fix = {"__x": x, "__y": y}
+            fix = {"__x": x, "__y": y, **at_longest(mp)}
             for dom, per in parts:
                 work = count_points(dom, fix, drop=("__" + var,) + others) * per
                 if work:
