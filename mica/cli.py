@@ -61,6 +61,16 @@ def _param(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"a parameter looks like N=4096, got {text!r}") from None
 
 
+def _runtime(text: str) -> tuple[str, tuple[int, int]]:
+    try:
+        name, rng = text.split("=")
+        lo, hi = rng.split(":")
+        return name.strip(), (int(lo), int(hi))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a runtime parameter looks like pos=0:4096 (0 <= pos < 4096), "
+                                         f"got {text!r}") from None
+
+
 def _define(text: str) -> tuple[str, str | None]:
     name, eq, value = text.partition("=")
     if not re.fullmatch(r"[A-Za-z_]\w*", name.strip()):
@@ -143,7 +153,7 @@ def _program(args):
         raise InputError(f"cannot read {args.source}: {exc}") from None
     defines = dict(args.define)
     program = from_c(source, args.function, params=dict(args.param), filename=args.source, defines=defines,
-                     include_dirs=args.include)
+                     include_dirs=args.include, runtime=dict(args.runtime) or None)
     if args.dtype:
         program = with_float_dtype(program, args.dtype)
     return program, source
@@ -202,9 +212,20 @@ def _random_inputs(program, rng) -> dict:
         dt = np.dtype(NP_DTYPE[a.dtype])
         ins[name] = (rng.integers(1, 10, a.shape).astype(dt) if dt.kind in "iu"
                      else rng.uniform(0.5, 1.5, a.shape).astype(dt))
+    runtime = {n: lo for n, lo, _ in program.runtime}
     for name, _ in program.scalars:
-        ins[name] = float(rng.uniform(0.5, 1.5))
+        ins[name] = runtime[name] if name in runtime else float(rng.uniform(0.5, 1.5))
     return ins
+
+
+def _runtime_values(program) -> list[dict[str, int]]:
+    """The values of the runtime parameters ``mica run`` checks: each range's first, middle and last value
+    (all parameters at once), or one empty assignment without runtime parameters."""
+    if not program.runtime:
+        return [{}]
+    picks = [{n: v for n, lo, hi in program.runtime for v in [(lo, (lo + hi - 1) // 2, hi - 1)[k]]}
+             for k in range(3)]
+    return [p for k, p in enumerate(picks) if p not in picks[:k]]
 
 
 #: Relative tolerance of the check against native C, per dtype (the mesh may sum in another order).
@@ -219,7 +240,19 @@ def run_file(args) -> int:
     prog = compile_affine(program, mesh=mesh, target=tgt)
     print(f"compiled {program.name} for {mesh[0]}x{mesh[1]} ({tgt.name}) in {time.perf_counter() - t0:.3f} s")
     print(prog.explain() if args.explain else prog.schedule)
-    ins = _random_inputs(prog.program, np.random.default_rng(args.seed))
+    base = _random_inputs(prog.program, np.random.default_rng(args.seed))
+    ok = True
+    for values in _runtime_values(prog.program):
+        ins = {**base, **values}
+        if values:
+            print("with " + ", ".join(f"{n} = {v}" for n, v in values.items()))
+        ok &= _run_and_check(args, prog, program, source, ins)
+    return 0 if ok else 1
+
+
+def _run_and_check(args, prog, program, source, ins) -> bool:
+    """Runs ``prog`` on ``ins`` in the emulator, prints its figures and compares every output with the
+    reference (the native C, or the retyped program's C with ``--dtype``)."""
     t0 = time.perf_counter()
     res = prog.run(ins, threads=args.threads, trace=bool(args.trace) or args.cmd == "plot")
     print(f"ran in the emulator in {time.perf_counter() - t0:.2f} s")
@@ -242,7 +275,7 @@ def run_file(args) -> int:
         print(f"{name}: max |mesh - reference| = {err:.3g}" + ("" if close else "  <-- DOES NOT MATCH"))
         ok &= bool(close)
     print(f"every output matches {what}" if ok else f"OUTPUTS DO NOT MATCH {what}")
-    return 0 if ok else 1
+    return ok
 
 
 def targets(args) -> int:
@@ -261,6 +294,10 @@ def _source_options(c) -> None:
                                                      "several)")
     c.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=INT",
                    help="value of an int size parameter of the function, e.g. --param ni=64 (repeatable)")
+    c.add_argument("--runtime", type=_runtime, action="append", default=[], metavar="NAME=LO:HI",
+                   help="an int parameter left for every run, LO <= NAME < HI, usable in subscripts and bounds "
+                        "(e.g. --runtime pos=0:4096; repeatable); 'mica run' checks its first, middle and last "
+                        "value")
     c.add_argument("-D", "--define", type=_define, action="append", default=[], metavar="NAME[=VALUE]",
                    help="define a preprocessor macro, as cc -D does (repeatable)")
     c.add_argument("-I", "--include", action="append", default=[], metavar="DIR",

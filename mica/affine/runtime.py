@@ -24,7 +24,7 @@ Spaces: a guard is ``[p, ...] -> { S[loops] }`` (the declared ranges among its c
 domain ``{ S[loops] }`` is the guard with the parameters projected out.
 
 Public API: :func:`expand`, :func:`guarded`, :func:`kernel_param`, :func:`check_values`,
-:func:`normalise_ranges`.
+:func:`normalise_ranges`, :func:`refuse_in_backend`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Mapping
 
 import islpy as isl
 
-from ..errors import AffineError, InputError
+from ..errors import AffineError, EmitError, InputError
 from .expr import Aff
 from .isl_names import iset
 from .program import Access
@@ -143,6 +143,18 @@ def check_values(runtime: tuple[tuple[str, int, int], ...], values: Mapping) -> 
         if not lo <= v < hi:
             raise InputError(f"runtime parameter {name!r} = {v} is outside its declared range "
                              f"{lo} <= {name} < {hi} (the program was compiled for that range)")
+
+
+def refuse_in_backend(mp, backend: str) -> None:
+    """Raises :class:`EmitError` when the mesh program ``mp`` has runtime parameters (:mod:`mica.affine.runtime`): the hardware
+    back ends do not yet pass a run's values to the cores (a host-written scalar per core and loop bounds
+    read from it) — the emulator and the C back end do."""
+    if mp.runtime:
+        names = ", ".join(f"{n} ({lo} <= {n} < {hi})" for n, lo, hi in mp.runtime)
+        raise EmitError(f"{backend} back end: {mp.name} has runtime parameters {names}; passing a run's values "
+                        f"to the cores (a scalar the host writes to every core before a run, loop bounds and "
+                        f"guards read from it) is not implemented for {backend} yet. Bind them with params= "
+                        f"to emit one program per value, or run in the emulator")
 
 
 def _mentions(text: str, name: str) -> bool:
