@@ -27,13 +27,14 @@ from .affine.privatise import privatise
 from .affine.program import Program
 from .emit import emit
 from .emit_c.kernels import KernelModule, emit_kernel_module
-from .errors import ArgumentError, MeshError, MicaError, ScheduleError, SramError
+from .errors import AffineError, ArgumentError, MeshError, MicaError, ScheduleError, SramError
 from .lower.build import build_mesh_program
 from .lower.phases import build_program
 from .lower.relayout import relayout_cycles
 from .meshir.ir import HostLoad, MeshProgram
 from .meshir.printer import format_mesh_program
 from .meshir.verify import verify
+from .native_sim.resident import Resident
 from .native_sim.execute import execute
 from .progress import search_reporter
 from .saved import load_file, save_file
@@ -195,6 +196,14 @@ class CompiledProgram:
         return execute(prog, inputs, threads=threads, progress=progress, trace=trace, trace_events=trace_events,
                        timing=timing)
 
+    def load(self, arrays, *, threads: int | None = None, timing: str = "event"):
+        """Loads this program on an emulated mesh that stays up between runs, with the arrays that stay on it
+        (compiled with ``resident=``: weights, a KV cache) given once in ``arrays``; returns a
+        :class:`mica.native_sim.resident.Resident` whose ``run(inputs)`` takes only the other inputs, whose
+        ``read(name)`` / ``write(name, value)`` read and replace an array on the mesh, and which ``close()`` (or
+        a ``with`` block) frees. (:func:`mica.load` reads a saved program from a file.)"""
+        return Resident(self, arrays, threads=threads, timing=timing)
+
     def __str__(self) -> str:
         return f"{self.schedule}\n{self.cost}"
 
@@ -222,7 +231,8 @@ def load(path) -> CompiledProgram:
 
 def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
                    schedule: Schedule | None = None, search: bool = True, params=None,
-                   side_by_side: bool = True, progress: bool | None = None, runtime=None) -> CompiledProgram:
+                   side_by_side: bool = True, progress: bool | None = None, runtime=None,
+                   resident=()) -> CompiledProgram:
     """Compiles ``op`` for ``mesh = (width, height)`` cores of ``target`` (default: the target's whole
     grid, 750x994 for ``"wse2"``).
 
@@ -232,6 +242,9 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     function (see :func:`mica.affine.from_c.from_c`), whose ``int`` size parameters ``params`` binds and whose
     runtime parameters ``runtime`` declares with their ranges (``{"pos": (0, 4096)}``: given to every
     ``run``, used in subscripts and bounds; one plan serves every value: :mod:`mica.affine.runtime`).
+    ``resident`` names arrays that stay on the mesh between runs (weights, a KV cache updated in place):
+    the search keeps only plans that hold each in one buffer nothing else overwrites
+    (:mod:`mica.meshir.on_mesh`); :meth:`CompiledProgram.load` then loads them once and runs many steps.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
     on disjoint rectangles at the same time, nor cut into pieces streamed from slab to slab (``mica compile
     --emit csl|metalium`` falls back to it when the back end refuses the searched plan).
@@ -250,6 +263,12 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     if not isinstance(op, Program):
         raise ArgumentError(f"compile_affine expects a mica Program (mica.ops.matmul(...), "
                             f"mica.affine.from_c(...)) or C source text, got {type(op).__name__}")
+    if resident:
+        names = (resident,) if isinstance(resident, str) else tuple(resident)
+        try:
+            op = op.replace(on_mesh=tuple(dict.fromkeys(names)))
+        except (AffineError, TypeError) as exc:
+            raise ArgumentError(f"resident: {exc}") from None
     tgt = get_target(target)
     mesh = check_mesh(mesh, tgt)
     timings = {}

@@ -468,6 +468,11 @@ class ExprMixin:
 
     def formula_set(self, ctx, f) -> isl.Set:
         text = F.set_text(ctx.name, [fr.name for fr in self.frames], f)
+        runtime = getattr(self, "runtime", None)
+        if runtime:         # runtime parameters: isl parameters over their declared ranges
+            names = ", ".join(runtime)
+            ranges = " and ".join(f"{lo} <= {n} < {hi}" for n, (lo, hi) in runtime.items())
+            text = f"[{names}] -> {text[:-1].rstrip()}{' and ' if ':' in text else ' : '}{ranges} }}"
         s = self.domain_cache.get(text)
         if s is None:
             s = self.domain_cache[text] = iset(text)

@@ -688,14 +688,22 @@ class _Builder(ExprMixin):
         return prog.replace(inputs=tuple(inputs), outputs=outputs)
 
     def covered(self, a: str) -> bool:
-        """Whether the writes to ``a`` cover its whole box."""
+        """Whether the writes to ``a`` cover its whole box (at every value of the runtime parameters: the
+        writes that run at each value, :meth:`Statement.instances`)."""
         box = iset(self.arrays[a].box_text())
         img = None
         for s in self.statements:
-            if s.write.array == a and not s.guard:          # a guarded write may not run
-                part = s.domain_set.apply(imap(s.write.relation_text(s)))
+            if s.write.array == a:
+                part = s.instances().apply(imap(s.write.relation_text(s)))
                 img = part if img is None else img.union(part)
-        return img is not None and box.is_subset(img)
+        if img is None:
+            return False
+        if self.runtime:
+            names = ", ".join(self.runtime)
+            ranges = " and ".join(f"{lo} <= {n} < {hi}" for n, (lo, hi) in self.runtime.items())
+            box = box.align_params(iset(f"[{names}] -> {{ : }}").get_space()).intersect_params(
+                iset(f"[{names}] -> {{ : {ranges} }}"))
+        return box.is_subset(img)
 
 
 def live_in(prog: Program) -> isl.UnionMap:

@@ -165,6 +165,10 @@ def cut_program(prog: Program, array: str, dim: int, pieces: int) -> Pieces:
     if not isinstance(pieces, int) or pieces < 2:
         raise ScheduleError(f"{prog.name}: cutting into pieces needs at least 2 of them, got {pieces!r}")
     loop_of, cut, n = cut_arrays(prog, array, dim)
+    kept = sorted(set(cut) & set(prog.on_mesh))
+    if kept:
+        raise ScheduleError(f"{prog.name}: cutting into pieces would cut {', '.join(kept)}, which stay on the mesh "
+                            f"between runs (one buffer each)", cause="on-mesh")
     b = -(-n // min(pieces, n))
     bounds = tuple((lo, min(n, lo + b)) for lo in range(0, n, b))
     tops = sorted({s.order[0] if s.order else 0 for s in prog.statements})
@@ -185,7 +189,7 @@ def cut_program(prog: Program, array: str, dim: int, pieces: int) -> Pieces:
         return tuple(piece_name(a, k) for a in group if a in cut for k in range(len(bounds))) + \
             tuple(a for a in group if a not in cut)
     out = Program(f"{prog.name}_pieces", tuple(arrays), tuple(statements), names(prog.inputs),
-                  names(prog.outputs), prog.scalars, runtime=prog.runtime)
+                  names(prog.outputs), prog.scalars, runtime=prog.runtime, on_mesh=prog.on_mesh)
     return Pieces(prog, out, array, dim, tuple(sorted(cut.items())), bounds)
 
 

@@ -191,7 +191,9 @@ class Program:
     ``inputs`` are the arrays whose initial contents matter (loaded from the host); ``outputs`` the arrays
     returned to the user (every array a statement writes, unless declared temporary). ``runtime`` lists the
     runtime parameters ``(name, lo, hi)``: ints given to every run, ``lo <= value < hi``, that statements'
-    guards read; each is also a scalar (passed to the kernels with the others).
+    guards read; each is also a scalar (passed to the kernels with the others). ``on_mesh`` names the arrays
+    that stay on the mesh between runs (weights loaded once, a cache updated in place): plans keep each in
+    one buffer that nothing else overwrites (:mod:`mica.meshir.on_mesh`).
     """
 
     name: str
@@ -202,6 +204,7 @@ class Program:
     scalars: tuple[tuple[str, str], ...] = ()
     source: str = field(default="", compare=False)
     runtime: tuple[tuple[str, int, int], ...] = ()
+    on_mesh: tuple[str, ...] = ()
 
     def __hash__(self) -> int:
         return _field_hash(self)
@@ -261,6 +264,10 @@ class Program:
         for n in (*self.inputs, *self.outputs):
             if n not in names:
                 raise AffineError(f"program {self.name}: unknown array {n!r} in inputs/outputs")
+        for n in self.on_mesh:
+            if n not in self.inputs and n not in self.outputs:
+                raise AffineError(f"program {self.name}: {n!r} cannot stay on the mesh: it is not an input or an "
+                                  f"output (inputs {list(self.inputs)}, outputs {list(self.outputs)})")
         self.check_bounds()
 
     def array(self, name: str) -> Array:

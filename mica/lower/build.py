@@ -37,6 +37,7 @@ from ..targets import Target
 from ..tiling.legality import check_legal
 from ..tiling.mapping import fused_body
 from ..tiling.schedule import Schedule
+from ..meshir.on_mesh import check_on_mesh
 from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram,
                          Region, RegionTensor)
 from .builder import _Builder
@@ -61,10 +62,11 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     and the home is shared), per array dimension ``(low, high)``.
 
     Raises :class:`ScheduleError` when the schedule could violate a dependence
-    (:func:`mica.tiling.legality.check_legal`)."""
+    (:func:`mica.tiling.legality.check_legal`), or when the plan would not keep an array of
+    ``prog.on_mesh`` in one untouched buffer between runs (:func:`mica.meshir.on_mesh.check_on_mesh`)."""
     check_legal(prog, sched)
     if not sched.space and sched.step is None:
-        return _one_core(prog, sched, target)
+        return _kept(_one_core(prog, sched, target))
     b = _Builder(prog, sched, target, resident)
     refuse_known(b)                         # an access an earlier candidate could not serve (lower.refusals)
     find_ring_arrays(b)
@@ -88,7 +90,13 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     body += b.deliveries                    # routed writes reach their owners once nothing else touches them
     body += _host_stores(b)
     ghost_homes(b, body)
-    return _assemble(b, body)
+    return _kept(_assemble(b, body))
+
+
+def _kept(mp: MeshProgram) -> MeshProgram:
+    """``mp`` once it keeps the arrays that stay on the mesh between runs (:func:`check_on_mesh`)."""
+    check_on_mesh(mp)
+    return mp
 
 
 def add_homes(b: _Builder) -> None:
@@ -240,7 +248,8 @@ def _assemble(b: _Builder, body: list) -> MeshProgram:
     colours = max([sum(len(getattr(c, "groups", ())) or 1 for c in op.ops)
                    for op, _ in walk_ops(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(b.prog.name, b.target.name, b.sched.mesh, b.region, tuple(laid), tuple(b.kernels),
-                       tuple(body), offset, tuple(n for n, _ in b.prog.scalars), colours, b.skew, b.prog.runtime)
+                       tuple(body), offset, tuple(n for n, _ in b.prog.scalars), colours, b.skew,
+                       b.prog.runtime, b.prog.on_mesh)
 
 
 def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
@@ -275,4 +284,4 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     body.append(Compute(seq.name, region.rect))
     body += [HostStore(n, n, region) for n in prog.outputs]
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(tensors), (seq,), tuple(body), offset,
-                       tuple(n for n, _ in prog.scalars), 0, None, prog.runtime)
+                       tuple(n for n, _ in prog.scalars), 0, None, prog.runtime, prog.on_mesh)

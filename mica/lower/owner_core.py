@@ -93,4 +93,4 @@ def at_owner_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram
     body.append(Compute(seq.name, at.rect))
     body += [HostStore(n, n, regions[n]) for n in prog.outputs if n in regions]
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(tensors), (seq,), tuple(body), offset,
-                       tuple(n for n, _ in prog.scalars), 0, None, prog.runtime)
+                       tuple(n for n, _ in prog.scalars), 0, None, prog.runtime, prog.on_mesh)

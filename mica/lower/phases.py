@@ -26,6 +26,7 @@ from ..comm.halo import merge_widths
 from .build import build_mesh_program
 from .place import move_blocks, same_blocks, same_place, translate
 from .relayout import transpose
+from ..meshir.on_mesh import check_on_mesh
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
                  RegionTensor)
 
@@ -232,6 +233,10 @@ def _merged_program(m: _Merger, n: int) -> MeshProgram:
         m.use(ld.buffer, 0)             # loaded before the first operator
     for st in stores:
         m.use(st.buffer, n)             # read back after the last one
+    for op in (*m.loads, *stores):
+        if op.array in prog.on_mesh:    # kept between runs: no other buffer may reuse its bytes
+            m.use(op.buffer, 0)
+            m.use(op.buffer, n)
     spans = {name: (min(m.live[name]), max(m.live[name])) for name in m.tensors}
     laid, offset = lay_out(list(m.tensors.values()), spans)
     if offset > target.sram_bytes:
@@ -242,7 +247,7 @@ def _merged_program(m: _Merger, n: int) -> MeshProgram:
                         f"{target.name} has {target.sram_bytes} bytes of SRAM per core", needed=offset)
     return MeshProgram(prog.name, target.name, sched.mesh, region, tuple(laid), tuple(m.kernels),
                        tuple(m.loads + m.body + stores), offset, tuple(name for name, _ in prog.scalars),
-                       m.colours, m.skew, prog.runtime)
+                       m.colours, m.skew, prog.runtime, prog.on_mesh)
 
 
 def lay_out(tensors: list[RegionTensor], spans: dict[str, tuple[int, int]]) -> tuple[list[RegionTensor], int]:
@@ -312,5 +317,7 @@ def shared_ghosts(built: list[MeshProgram]) -> dict[str, tuple[tuple[int, int], 
 def build_program(op: Program, sched: Schedule, tgt: Target) -> MeshProgram:
     """The MeshIR of ``op`` under ``sched`` (a phased schedule maps its operators one after another)."""
     if sched.phases:
-        return build_phased(mapped_program(op, sched), sched, tgt)
+        mp = build_phased(mapped_program(op, sched), sched, tgt)
+        check_on_mesh(mp)
+        return mp
     return build_mesh_program(op, sched, tgt)

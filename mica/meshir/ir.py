@@ -534,7 +534,7 @@ class MeshProgram:
     """A whole mesh program for ``target`` on a ``mesh = (width, height)``; ``region`` holds every core
     that has an arena of ``arena_bytes`` bytes; ``scalars`` are the kernel's scalar arguments in order;
     ``runtime`` the runtime parameters ``(name, lo, hi)`` among them (kernel domains name them ``__rp_<name>``:
-    :mod:`mica.affine.runtime`)."""
+    :mod:`mica.affine.runtime`); ``on_mesh`` the arrays that stay on the mesh between runs (:mod:`mica.meshir.on_mesh`)."""
 
     name: str
     target: str
@@ -548,6 +548,7 @@ class MeshProgram:
     colours: int = 0
     skew: Skew | None = None
     runtime: tuple[tuple[str, int, int], ...] = ()
+    on_mesh: tuple[str, ...] = ()
 
     def tensor(self, name: str) -> RegionTensor:
         for t in self.tensors:

@@ -85,12 +85,16 @@ class RunStats:
     ``link_busy_cycles`` (``[y, x, link]``, out-links N, E, S, W); ``sram_peak`` the arena bytes of each
     core. Every array has a fixed small width per core, so a 745,500-core mesh costs a few tens of MB and no
     Python object per core. :meth:`summary` condenses them (hottest link, busiest core, utilisation).
+    ``host_bytes_in`` / ``host_bytes_out``: the bytes of the arrays the host sent and read back in this run
+    (arrays that stay on the mesh between runs cross only when loaded, written or read).
     """
 
     raw: MeshStats
     mesh: tuple[int, int]
     threads: int
     target: Target | None = None
+    host_bytes_in: int = 0
+    host_bytes_out: int = 0
 
     def __getattr__(self, name):
         if name == "raw":                       # not yet set (e.g. while unpickling): no recursion
@@ -158,6 +162,7 @@ class RunStats:
             "utilisation": float(comp.sum() / (n_active * cycles)) if n_active and cycles > 0 else 0.0,
             "contended_messages": int(self.raw.contended_messages),
             "sram_peak_bytes": int(self.raw.core_arena_bytes.max()) if self.raw.core_arena_bytes.size else 0,
+            "host_bytes_in": self.host_bytes_in, "host_bytes_out": self.host_bytes_out,
             **({"wavelet": self.wavelet_summary()} if self.raw.wavelet is not None else {}),
         }
 
@@ -200,6 +205,7 @@ class RunStats:
                 f"{s['exchanges']:,} exchanges, {s['kernel_calls']:,} kernel calls; hottest link "
                 f"core {h['core']} -> {h['dir']} with {h['bytes']:,} B ({h['busy_cycles']:,.0f} busy cycles); "
                 f"SRAM peak {s['sram_peak_bytes']:,} B per core, arenas {s['arena_bytes_total']:,} B in all; "
+                f"host sent {s['host_bytes_in']:,} B, read back {s['host_bytes_out']:,} B; "
                 f"{s['threads']} thread(s)" + self._wavelet_text(s.get("wavelet")))
 
     @staticmethod
@@ -214,18 +220,23 @@ class RunStats:
                 f"{st['dir']} ({st['stall_cycles']:,})")
 
 
-def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[float]]:
+def check_inputs(program, inputs: Mapping, kept: frozenset[str] = frozenset()) -> tuple[dict[str, np.ndarray], list[float]]:
     """The input arrays (C-contiguous) and scalar values, or :class:`InputError` naming the problem.
 
     Every array of the program's signature may be given, as a C caller passes them: the arrays whose
     initial contents matter (``program.inputs``) must be; an output-only array (``C`` of ``C = A @ B``) may
     be, and is checked for shape and dtype like an input, but its contents are ignored (the outputs come
     back in ``RunResult.outputs``). A runtime parameter (``program.runtime``) must be an integer in its declared
-    range."""
+    range. The arrays of ``kept`` stay on the mesh (:class:`mica.native_sim.resident.Resident`): they are
+    neither expected nor accepted."""
     if not isinstance(inputs, Mapping):
         raise InputError(f"inputs must be a mapping of names to arrays, got {type(inputs).__name__}")
-    expected = set(program.inputs) | {n for n, _ in program.scalars}
-    accepted = expected | set(program.outputs)
+    on_mesh = sorted(set(inputs) & kept)
+    if on_mesh:
+        raise InputError(f"{', '.join(on_mesh)} stay{'s' if len(on_mesh) == 1 else ''} on the mesh: change "
+                         f"{'it' if len(on_mesh) == 1 else 'them'} with write(), not in a run's inputs")
+    expected = (set(program.inputs) - kept) | {n for n, _ in program.scalars}
+    accepted = expected | (set(program.outputs) - kept)
     unknown = sorted(set(inputs) - accepted)
     if unknown:
         raise InputError(f"unexpected inputs {unknown}; {program.name} takes {sorted(expected)}"
@@ -233,20 +244,13 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
                             if set(program.outputs) - expected else ""))
     arrays = {}
     for name in (*program.inputs, *(o for o in program.outputs if o in inputs and o not in program.inputs)):
+        if name in kept:
+            continue
         if name not in inputs:
             raise InputError(f"input {name!r} is missing; {program.name} takes {sorted(expected)}")
-        arr = program.array(name)
-        val = inputs[name]
-        if not isinstance(val, np.ndarray):
-            raise InputError(f"input {name!r} must be a numpy array, got {type(val).__name__}")
-        if val.shape != arr.shape:
-            raise InputError(f"input {name!r} has shape {val.shape}, expected {arr.shape}")
-        want = np.dtype(NP_DTYPE[arr.dtype])
-        if val.dtype != want:
-            raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
-                             f"with .astype(np.{want.name})")
+        val = check_array(program, name, inputs[name])
         if name in program.inputs:
-            arrays[name] = np.ascontiguousarray(val)
+            arrays[name] = val
     check_values(getattr(program, "runtime", ()), inputs)
     scalars = []
     for name, _ in program.scalars:
@@ -259,6 +263,21 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
             raise InputError(f"scalar {name!r} must be a number, got {type(v).__name__}")
         scalars.append(float(v))
     return arrays, scalars
+
+
+def check_array(program, name: str, val) -> np.ndarray:
+    """``val`` as the C-contiguous value of ``program``'s array ``name``, or :class:`InputError` naming what
+    is wrong with it (type, shape, dtype and how to convert it)."""
+    arr = program.array(name)
+    if not isinstance(val, np.ndarray):
+        raise InputError(f"input {name!r} must be a numpy array, got {type(val).__name__}")
+    if val.shape != arr.shape:
+        raise InputError(f"input {name!r} has shape {val.shape}, expected {arr.shape}")
+    want = np.dtype(NP_DTYPE[arr.dtype])
+    if val.dtype != want:
+        raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
+                         f"with .astype(np.{want.name})")
+    return np.ascontiguousarray(val)
 
 
 def default_threads() -> int:
@@ -343,30 +362,51 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
         mesh.commit()
         if tracing is not None:
             mesh.trace_start(*tracing)
-        for ld in low.loads:
-            t = mp.tensor(ld.buffer)
-            if needs_staging(t):
-                load_staged(mesh, arrays[ld.array], t, ld.region, mp.skew)
-            else:
-                mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
-        try:
-            mesh.run(low.code, lib, scalars, threads, progress=progress)
-        except SimError as exc:
-            raise SimError(_name_op(str(exc), low.op_names)) from None
-        outputs = {}
-        for st in low.stores:
-            t = mp.tensor(st.buffer)
-            arr = program.array(st.array)
-            if needs_staging(t):
-                outputs[st.array] = staged_store(mesh, t, st.region, arr.shape, NP_DTYPE[arr.dtype])
-                continue
-            outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape,
-                                                NP_DTYPE[arr.dtype])
+        sent = host_loads(mesh, mp, low.loads, arrays)
+        run_code(mesh, low, lib, scalars, threads, progress)
+        outputs = host_stores(mesh, mp, program, low.stores)
         stats = mesh.stats()
         record = mesh.trace()
     if pieces is not None:
         outputs = pieces.join(outputs)
-    return RunResult(outputs, RunStats(stats, (w, h), threads, target), mp, low.ops, tuple(km.names), record)
+    recv = sum(v.nbytes for v in outputs.values())
+    return RunResult(outputs, RunStats(stats, (w, h), threads, target, sent, recv), mp, low.ops, tuple(km.names),
+                     record)
+
+
+def host_loads(mesh, mp: MeshProgram, loads, arrays: Mapping[str, np.ndarray]) -> int:
+    """Copies ``arrays`` into the buffers of the host loads ``loads`` (ops of ``mp``'s lowered code); returns
+    the bytes the host sent (each load counts its array once)."""
+    sent = 0
+    for ld in loads:
+        t = mp.tensor(ld.buffer)
+        if needs_staging(t):
+            load_staged(mesh, arrays[ld.array], t, ld.region, mp.skew)
+        else:
+            mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
+        sent += arrays[ld.array].nbytes
+    return sent
+
+
+def host_stores(mesh, mp: MeshProgram, program, stores) -> dict[str, np.ndarray]:
+    """The arrays of the host stores ``stores`` (ops of ``mp``'s lowered code), read back from their owners."""
+    outputs = {}
+    for st in stores:
+        t = mp.tensor(st.buffer)
+        arr = program.array(st.array)
+        if needs_staging(t):
+            outputs[st.array] = staged_store(mesh, t, st.region, arr.shape, NP_DTYPE[arr.dtype])
+            continue
+        outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape, NP_DTYPE[arr.dtype])
+    return outputs
+
+
+def run_code(mesh, low, lib, scalars, threads: int, progress) -> None:
+    """Runs lowered op code ``low`` on ``mesh``; an emulator fault names the MeshIR op it happened in."""
+    try:
+        mesh.run(low.code, lib, scalars, threads, progress=progress)
+    except SimError as exc:
+        raise SimError(_name_op(str(exc), low.op_names)) from None
 
 
 #: Lowered op code and kernel-module source of the programs run last: ids of (mesh program, kernel

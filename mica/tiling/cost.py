@@ -40,6 +40,7 @@ import islpy as isl
 from ..affine.expr import Bin, Call, Neg
 from ..affine.isl_names import count_param_values, count_points, iset
 from ..affine.runtime import kernel_param
+from ..meshir.on_mesh import host_bytes
 from ..meshir.busy import computing_cores
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 from ..targets import Target
@@ -51,7 +52,10 @@ class Cost:
 
     ``cores`` counts the cores that compute (run at least one kernel instance,
     :func:`mica.meshir.busy.computing_cores`); ``allocated`` the cores of the program's region, which also
-    holds cores that only keep data, relay, or sit in tiles a triangular or partial domain leaves empty."""
+    holds cores that only keep data, relay, or sit in tiles a triangular or partial domain leaves empty.
+    ``host_bytes_in`` / ``host_bytes_out`` are the bytes one run sends to and reads back from the mesh
+    (:func:`mica.meshir.on_mesh.host_bytes`): the arrays of ``on_mesh`` stay there between runs and do not
+    count."""
 
     target: str
     clock_ghz: float
@@ -66,6 +70,9 @@ class Cost:
     cores: int
     hidden_cycles: float = 0.0
     allocated: int = 0
+    host_bytes_in: int = 0
+    host_bytes_out: int = 0
+    on_mesh: tuple[str, ...] = ()
 
     def _cores_text(self) -> str:
         if self.allocated and self.allocated != self.cores:
@@ -87,7 +94,8 @@ class Cost:
                 "idle_cycles": self.idle_cycles, "per_tensor": dict(self.per_tensor),
                 "sram_bytes": self.sram_bytes, "sram_budget": self.sram_budget,
                 "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores,
-                "allocated": self.allocated, "hidden_cycles": self.hidden_cycles}
+                "allocated": self.allocated, "hidden_cycles": self.hidden_cycles,
+                "host_bytes_in": self.host_bytes_in, "host_bytes_out": self.host_bytes_out}
 
     def __str__(self) -> str:
         per = ", ".join(f"{n} {c:,.0f}" for n, c in self.per_tensor) or "none"
@@ -99,7 +107,9 @@ class Cost:
                    if self.hidden_cycles else "") + "\n"
                 f"  communication by tensor, each alone (tensors moved together overlap): {per}\n"
                 f"  SRAM {self.sram_bytes:,} of {self.sram_budget:,} B per core, "
-                f"colours {self.colours} of {self.colour_budget}")
+                f"colours {self.colours} of {self.colour_budget}"
+                + (f"\n  host traffic per run: {self.host_bytes_in:,} B in, {self.host_bytes_out:,} B out "
+                   f"({', '.join(self.on_mesh)} stay on the mesh)" if self.on_mesh else ""))
 
 
 def at_longest(mp: MeshProgram) -> dict[str, int]:
@@ -424,7 +434,7 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                                                                                           0.0, {}))
     return Cost(target.name, target.clock_ghz, total, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
-                target.colours, computing_cores(mp), hidden, mp.region.cores)
+                target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh)
 
 
 def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:

@@ -54,7 +54,8 @@ def operator_program(prog: Program, stmts: tuple[Statement, ...], k: int) -> Pro
     scalars = tuple((n, d) for n, d in prog.scalars if any(n in s.scalars() for s in stmts))
     arrays = tuple(a for a in prog.arrays if a.name in touched)
     runtime = tuple(r for r in prog.runtime if r[0] in {n for n, _ in scalars})
-    return Program(f"{prog.name}_op{k}", arrays, stmts, inputs, outputs, scalars, runtime=runtime)
+    on_mesh = tuple(n for n in prog.on_mesh if n in touched)
+    return Program(f"{prog.name}_op{k}", arrays, stmts, inputs, outputs, scalars, runtime=runtime, on_mesh=on_mesh)
 
 
 def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: list[Schedule],

@@ -135,9 +135,10 @@ def test_generated_kernel_modules_agree_with_the_header(module_source, tmp_path)
 
 
 @pytest.mark.parametrize("old, new", [
-    ("const double *scalars);", "double *scalars);"),                                  # mica_kernel_fn
-    ("typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v);",
-     "typedef double (*mica_work_fn)(int64_t x, int64_t y, int64_t *v);"),
+    ("                               const double *scalars);",
+     "                               double *scalars);"),                              # mica_kernel_fn
+    ("typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v, const double *scalars);",
+     "typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v, double *scalars);"),
     ("void mica_prefetch_hint(const uint8_t *next, int64_t bytes);",
      "void mica_prefetch_hint(const uint8_t *next, int32_t bytes);"),
     ("mica_work_fn mica_work_get(int32_t i);", "mica_work_fn mica_work_get(int64_t i);"),

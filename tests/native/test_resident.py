@@ -1,0 +1,181 @@
+"""Programs that live on the mesh: runtime parameters given to every run (one compile for every token
+position), arrays kept on the mesh between runs (weights loaded once, a KV cache updated in place), the host
+traffic of a step, and the errors that leave the kept state intact. Every output is compared with numpy and
+with the C compiled natively."""
+
+import numpy as np
+import pytest
+
+import mica
+from mica.errors import EmitError, InputError, ScheduleError, SimError
+from mica.testing import run_c
+
+L, D = 24, 8
+
+#: One decode step of single-head attention over a KV cache: append the token's key and value at row pos,
+#: max-subtracted softmax over the rows 0..pos, the weighted sum of the values. The projection from the
+#: token's hidden state x through Wk / Wv / Wq is part of the step (weights on the mesh).
+DECODE = f"""
+#include <math.h>
+#define L {L}
+#define D {D}
+void decode(int pos, float Wq[D][D], float Wk[D][D], float Wv[D][D], float K[L][D], float V[L][D],
+            float x[D], float out[D]) {{
+  float q[D]; float s[L]; float m = -1e30f; float z = 0.0f;
+  for (int i = 0; i < D; i++) {{
+    q[i] = 0.0f;
+    for (int j = 0; j < D; j++) q[i] += Wq[i][j] * x[j];
+  }}
+  for (int i = 0; i < D; i++) {{
+    K[pos][i] = 0.0f;
+    V[pos][i] = 0.0f;
+    for (int j = 0; j < D; j++) {{ K[pos][i] += Wk[i][j] * x[j]; V[pos][i] += Wv[i][j] * x[j]; }}
+  }}
+  for (int l = 0; l <= pos; l++) {{
+    s[l] = 0.0f;
+    for (int d = 0; d < D; d++) s[l] += q[d] * K[l][d];
+  }}
+  for (int l = 0; l <= pos; l++) m = fmaxf(m, s[l]);
+  for (int l = 0; l <= pos; l++) {{ s[l] = expf(s[l] - m); z += s[l]; }}
+  for (int d = 0; d < D; d++) {{
+    out[d] = 0.0f;
+    for (int l = 0; l <= pos; l++) out[d] += s[l] * V[l][d];
+    out[d] = out[d] / z;
+  }}
+}}
+"""
+
+WEIGHTS = ("Wq", "Wk", "Wv")
+
+
+def _weights(seed=0):
+    rng = np.random.default_rng(seed)
+    return {w: (rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32) for w in WEIGHTS}
+
+
+def _numpy_step(w, K, V, x, pos):
+    """The reference of one step (float64), updating K and V in place."""
+    K[pos] = w["Wk"] @ x
+    V[pos] = w["Wv"] @ x
+    s = K[:pos + 1].astype(np.float64) @ (w["Wq"] @ x).astype(np.float64)
+    p = np.exp(s - s.max())
+    return (p / p.sum()) @ V[:pos + 1]
+
+
+@pytest.fixture(scope="module", params=[(4, 4), (3, 5), (2, 7)], ids=lambda m: f"{m[0]}x{m[1]}")
+def decode(request):
+    return mica.compile_affine(DECODE, mesh=request.param, runtime={"pos": (0, L)},
+                               resident=(*WEIGHTS, "K", "V"))
+
+
+def test_sixteen_steps_with_weights_and_cache_resident(decode):
+    w = _weights()
+    K, V = np.zeros((L, D), np.float32), np.zeros((L, D), np.float32)
+    rng = np.random.default_rng(1)
+    with decode.load({**w, "K": K, "V": V}) as dev:
+        assert dev.loaded_bytes == sum(a.nbytes for a in w.values()) + K.nbytes + V.nbytes
+        x = rng.standard_normal(D).astype(np.float32)
+        for pos in range(16):
+            res = dev.run({"pos": pos, "x": x})
+            want = _numpy_step(w, K, V, x, pos)
+            np.testing.assert_allclose(res.outputs["out"], want, rtol=2e-4, atol=1e-5)
+            assert set(res.outputs) == {"out"}           # the cache stays on the mesh
+            # only the token crosses: x, once per buffer the plan loads it into (a home and maybe a mirror)
+            loads_of_x = sum(1 for op in decode.mesh_program.body if getattr(op, "array", None) == "x"
+                             and type(op).__name__ == "HostLoad")
+            assert res.stats.host_bytes_in == loads_of_x * x.nbytes == decode.cost.host_bytes_in
+            assert res.stats.host_bytes_out == D * 4 == decode.cost.host_bytes_out
+            x = (res.outputs["out"] + x).astype(np.float32)
+        np.testing.assert_allclose(dev.read("K"), K, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(dev.read("V"), V, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(dev.read("Wq"), w["Wq"])
+    assert decode.cost.on_mesh == (*WEIGHTS, "K", "V")
+    assert "host traffic per run" in str(decode.cost)
+
+
+def test_one_step_matches_the_native_c_at_each_position(decode):
+    w = _weights(3)
+    rng = np.random.default_rng(4)
+    K = rng.standard_normal((L, D)).astype(np.float32)
+    V = rng.standard_normal((L, D)).astype(np.float32)
+    x = rng.standard_normal(D).astype(np.float32)
+    for pos in (0, L // 2, L - 1):
+        ins = {**w, "K": K, "V": V, "x": x, "pos": pos}
+        want = run_c(DECODE, None, ins)
+        got = decode.run(ins).outputs                    # without load(): every array crosses the host
+        for name in ("out", "K", "V"):
+            np.testing.assert_allclose(got[name], want[name], rtol=2e-4, atol=1e-5)
+
+
+def test_the_work_follows_the_position(decode):
+    """The kernels' loop bounds read pos at run time: the emulator's compute grows with the context, and at
+    the last position of the range it is what the cost model counts."""
+    w = _weights()
+    K, V = np.zeros((L, D), np.float32), np.zeros((L, D), np.float32)
+    x = np.ones(D, np.float32)
+    with decode.load({**w, "K": K, "V": V}) as dev:
+        first = dev.run({"pos": 0, "x": x}).stats
+        last = dev.run({"pos": L - 1, "x": x}).stats
+    assert first.core_compute.sum() < last.core_compute.sum()
+    assert last.core_compute.max() == pytest.approx(decode.cost.compute_cycles, rel=0.5)
+
+
+def test_bad_runs_leave_the_kept_arrays_intact(decode):
+    w = _weights()
+    K = np.arange(L * D, dtype=np.float32).reshape(L, D)
+    V = -K
+    x = np.ones(D, np.float32)
+    with decode.load({**w, "K": K, "V": V}) as dev:
+        with pytest.raises(InputError, match=r"'pos' = 24 is outside its declared range 0 <= pos < 24"):
+            dev.run({"pos": L, "x": x})
+        with pytest.raises(InputError, match="must be an integer"):
+            dev.run({"pos": 1.5, "x": x})
+        with pytest.raises(InputError, match="stays on the mesh: change it with write"):
+            dev.run({"pos": 0, "x": x, "K": K})
+        with pytest.raises(InputError, match="has shape"):
+            dev.run({"pos": 0, "x": np.ones(D + 1, np.float32)})
+        with pytest.raises(InputError, match="does not stay on the mesh"):
+            dev.read("x")
+        with pytest.raises(InputError, match="dtype"):
+            dev.write("K", K.astype(np.float64))
+        np.testing.assert_array_equal(dev.read("K"), K)
+        np.testing.assert_array_equal(dev.read("V"), V)
+        dev.write("K", np.zeros_like(K))                 # a reset of the cache
+        assert not dev.read("K").any()
+    with pytest.raises(SimError, match="closed"):
+        dev.run({"pos": 0, "x": x})
+
+
+def test_load_names_what_it_needs(decode):
+    w = _weights()
+    with pytest.raises(InputError, match="needs K, V"):
+        decode.load(w)
+    with pytest.raises(InputError, match="x is given to each run"):
+        decode.load({**w, "K": np.zeros((L, D), np.float32), "V": np.zeros((L, D), np.float32),
+                     "x": np.zeros(D, np.float32)})
+
+
+def test_a_plan_that_would_move_a_kept_array_is_not_chosen():
+    """Cannon's plan shifts A and B around the mesh: kept on the mesh, the next run would find them moved.
+    Forced, the plan is refused with the reason; searched, another plan is chosen and stays correct."""
+    op = mica.ops.matmul(12, 12, 12)
+    with pytest.raises(ScheduleError, match="A is to stay on the mesh but .* writes its buffer") as info:
+        mica.compile_affine(op, mesh=(3, 3), schedule=mica.plans.cannon(op, (3, 3)), resident=("A", "B"))
+    assert info.value.cause == "on-mesh"
+    prog = mica.compile_affine(op, mesh=(3, 3), resident=("A", "B"))
+    rng = np.random.default_rng(0)
+    A, B = (rng.random((12, 12), dtype=np.float32) for _ in range(2))
+    with prog.load({"A": A, "B": B}) as dev:
+        for _ in range(2):
+            np.testing.assert_allclose(dev.run({}).outputs["C"], A @ B, rtol=1e-5)
+
+
+def test_resident_names_must_be_inputs_or_outputs():
+    with pytest.raises(mica.errors.ArgumentError, match="not an input or an output"):
+        mica.compile_affine(mica.ops.matmul(4, 4, 4), mesh=(2, 2), resident=("Q",))
+
+
+def test_hardware_back_ends_name_the_missing_runtime_support(decode, tmp_path):
+    for backend in ("csl", "metalium"):
+        with pytest.raises(EmitError, match="runtime parameters pos .0 <= pos < 24.*not implemented"):
+            decode.emit(backend, tmp_path / backend)
