@@ -129,9 +129,11 @@ def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> De
     if not prog.runtime:
         return deps
     # Guarded statements took part with the instances that run at each value of the runtime parameters:
-    # the relations hold at every value; their union over the values contains each value's dependences.
-    return Dependences(*(r.project_out_all_params() for r in (deps.flow, deps.anti, deps.output, deps.live_in,
-                                                              deps.live_out)))
+    # the relations hold at every value of the declared ranges; their union over those values contains each
+    # value's dependences.
+    ctx = prog.runtime_context()
+    return Dependences(*(r.intersect_params(ctx).project_out_all_params()
+                         for r in (deps.flow, deps.anti, deps.output, deps.live_in, deps.live_out)))
 
 
 def _exact(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> Dependences:

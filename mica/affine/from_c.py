@@ -63,8 +63,8 @@ from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
 from .c_parse import (DTYPE_OF, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
                       signature, strip_directives, type_words, typedefs_of, written_names)
 from .c_preprocess import prepare, relocated
-from .expr import Aff, Bin, Read
-from .isl_names import imap, iset, isl_budget
+from .expr import INT_DTYPES, Aff, Bin, Const, Read
+from .isl_names import imap, int_bounds, iset, isl_budget
 from .program import Access, Array, Program, Statement
 from .runtime import expand, normalise_ranges
 
@@ -476,13 +476,15 @@ class _Builder(ExprMixin):
             order = []
             for fr in self.frames:
                 order += [fr.pos, fr.name if fr.step > 0 else f"-{fr.name}"]
-            order.append(self.counters[-1])
-            self.counters[-1] += 1
             loops = tuple(fr.name for fr in self.frames)
             dom = self.domain_text(sname, extra)
             write = Access(f"{sname}_w", var.name, widx)
             line = location(node, self.fn)[1]
             reads = list(ctx.reads)
+            if self.runtime and not any(n in self.runtime for ix in widx for n in ix.names):
+                reads = self.gathers(node, sname, loops, dom, order, reads, line)
+            order.append(self.counters[-1])
+            self.counters[-1] += 1
             guard = ""
             try:
                 if self.runtime:        # runtime parameters in bounds or subscripts: a guard (and loops)
@@ -502,6 +504,58 @@ class _Builder(ExprMixin):
             self.check_bounds(st, ctx.nodes)
             self.access_nodes.update(ctx.nodes)
             self.statements.append(st)
+
+    def gathers(self, node, sname: str, loops: tuple, dom: str, order: list, reads: list[Access],
+                line: int) -> list[Access]:
+        """``reads`` with every read whose subscripts name a runtime parameter (``T[pos][e]``) served by a
+        gather into a fresh temporary, indexed by the enclosing loops the subscripts use (``T_pos[e]``).
+        The gather is two statements emitted before this one, in the same loops: ``T_pos[e] = 0`` and
+        ``T_pos[e] += T[pos_at][e]`` over every row ``pos_at`` the parameter may name, guarded to the one it
+        names (:mod:`mica.affine.runtime`): a sum with one term at every value, so the row's owner provides
+        it and the statement itself keeps its loops (mapped like any other, not over the table's rows).
+        The temporary holds the row exactly (``x + 0 = x``; a negative zero reads back as zero)."""
+        out = []
+        for a in reads:
+            params = sorted({n for ix in a.index for n in ix.names if n in self.runtime})
+            if not params:
+                out.append(a)
+                continue
+            used = [lp for lp in loops if any(lp in ix.names for ix in a.index)]
+            box = iset(f"[{', '.join(self.runtime)}] -> {dom}").project_out(
+                isl.dim_type.param, 0, len(self.runtime))
+            bounds = [int_bounds(box, lp) or (0, 0) for lp in used]
+            temp = self.fresh(f"{a.array}_{'_'.join(params)}", self.used | set(self.arrays))
+            self.used.add(temp)
+            self.temps.add(temp)
+            src = self.arrays[a.array]
+            self.arrays[temp] = Array(temp, tuple(hi - lo + 1 for lo, hi in bounds), src.dtype)
+            tidx = tuple(Aff.var(lp) + (-lo) for lp, (lo, _) in zip(used, bounds))
+            zero = Const(0) if src.dtype in INT_DTYPES else Const(0.0)
+            for k in range(2):
+                gname = f"S{len(self.statements) + 1}"    # S{len} is the statement being built
+                gdom = dom.replace(f"{sname}[", f"{gname}[", 1)
+                w = Access(f"{gname}_w", temp, tidx)
+                if k == 0:
+                    accs, expr = [w], zero
+                else:
+                    accs = [w, Access(f"{gname}_r0", temp, tidx), Access(f"{gname}_r1", a.array, a.index)]
+                    expr = Bin("+", Read(f"{gname}_r0"), Read(f"{gname}_r1"))
+                gorder = (*order, self.counters[-1])
+                self.counters[-1] += 1
+                try:
+                    g_loops, g_dom, g_guard, accs, g_order = expand(gname, loops, gdom, accs, gorder, self.runtime,
+                                                                    self.loop_names | self.used)
+                    st = Statement(gname, g_loops, g_dom, accs[0], expr, tuple(accs[1:]), tuple(g_order),
+                                   line=line, guard=g_guard)
+                    st.domain_set
+                except AffineError as exc:
+                    raise self.err(node, f"cannot build the gather of {a.array} for statement {sname}: {exc}",
+                                   AffineError) from None
+                nodes = {r.ref: self.access_nodes.get(a.ref, node) for r in accs}
+                self.check_bounds(st, {**nodes, accs[-1].ref: node})
+                self.statements.append(st)
+            out.append(Access(a.ref, temp, tidx))
+        return out
 
     def domain_formula(self, extra=()):
         f = F.f_and(*self.conds, *extra)
@@ -738,7 +792,7 @@ def live_in(prog: Program) -> isl.UnionMap:
                 earlier = r.apply_range(w.reverse()).intersect(when[s.name].lex_gt_union_map(at))
                 r = r.subtract_domain(earlier.domain())
             out = out.union(r)
-    return out.project_out_all_params()
+    return out.intersect_params(prog.runtime_context()).project_out_all_params()
 
 
 def _refuse_asm(source: str, fdef, filename: str) -> None:

@@ -307,5 +307,14 @@ class Program:
             parts.append(f"{s.name}[{', '.join(s.loops)}] -> [{', '.join(vec)}]")
         return umap("{ " + "; ".join(parts) + " }")
 
+    def runtime_context(self) -> isl.Set:
+        """``[p, ...] -> { : lo <= p < hi and ... }``: the declared ranges of the runtime parameters (a
+        universe without parameters when there are none). Relations over guarded instances hold only under
+        it (outside the ranges a guard is empty)."""
+        if not self.runtime:
+            return iset("{ : }")
+        names = ", ".join(n for n, _, _ in self.runtime)
+        return iset(f"[{names}] -> {{ : {' and '.join(f'{lo} <= {n} < {hi}' for n, lo, hi in self.runtime)} }}")
+
     def replace(self, **kw) -> "Program":
         return replace(self, **kw)

@@ -179,3 +179,34 @@ def test_hardware_back_ends_name_the_missing_runtime_support(decode, tmp_path):
     for backend in ("csl", "metalium"):
         with pytest.raises(EmitError, match="runtime parameters pos .0 <= pos < 24.*not implemented"):
             decode.emit(backend, tmp_path / backend)
+
+
+ROPE = """
+#define T 16
+#define H 4
+#define E 8
+void rope(int pos, float cs[T][E], float sn[T][E], float q[H][2][E], float qr[H][2][E]) {
+  for (int h = 0; h < H; h++)
+    for (int e = 0; e < E; e++) {
+      qr[h][0][e] = q[h][0][e] * cs[pos][e] - q[h][1][e] * sn[pos][e];
+      qr[h][1][e] = q[h][1][e] * cs[pos][e] + q[h][0][e] * sn[pos][e];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("mesh", [(4, 4), (3, 2), (5, 3)])
+def test_a_row_the_run_selects_is_gathered_from_its_owner(mesh):
+    """cs[pos][e] is read through a gather (cs_pos[e] = 0; cs_pos[e] += cs[pos_at][e], one term at every
+    value): the rotation keeps its own loops, spread over the mesh, and matches the native C at every
+    position."""
+    prog = mica.compile_affine(ROPE, mesh=mesh, runtime={"pos": (0, 16)})
+    assert {"cs_pos", "sn_pos"} <= {a.name for a in prog.program.arrays}
+    assert prog.cost.cores > 1
+    rng = np.random.default_rng(7)
+    ins = {"cs": rng.standard_normal((16, 8)).astype(np.float32), "sn": rng.standard_normal((16, 8)).astype(np.float32),
+           "q": rng.standard_normal((4, 2, 8)).astype(np.float32)}
+    for pos in (0, 9, 15):
+        want = run_c(ROPE, None, {**ins, "pos": pos})
+        got = prog.run({**ins, "pos": pos}).outputs
+        np.testing.assert_allclose(got["qr"], want["qr"], rtol=1e-6, atol=1e-7)
