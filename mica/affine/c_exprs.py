@@ -23,7 +23,7 @@ from .expr import CALLS, Aff, Bin, Call, Cmp, Const, Conv, Expr, Index, Neg, Rea
 from .isl_names import iset
 from .program import Access
 
-MATH_ARGS = {"sqrt": 1, "exp": 1, "log": 1, "pow": 2, "fabs": 1, "fmax": 2, "fmin": 2}
+MATH_ARGS = {"sqrt": 1, "exp": 1, "log": 1, "pow": 2, "fabs": 1, "fmax": 2, "fmin": 2, "tanh": 1, "erf": 1}
 assert set(MATH_ARGS) == set(CALLS)
 CMP = ("<", "<=", ">", ">=", "==", "!=")
 #: The floating-point constants of <math.h> a computation may use (when no local or parameter hides them).

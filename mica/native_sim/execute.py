@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ..emit_c.build import compile_shared
@@ -26,8 +27,9 @@ from .plot import PICTURES, plot_result, write_trace
 from .runtime import MeshStats, NativeMesh, TraceRecord, load_kernels
 from .staging import load_staged, needs_staging, staged_store
 
-NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32, "i16": np.int16,
-            "i8": np.int8, "u8": np.uint8}
+#: numpy's dtype of each MICA dtype: bf16 arrays are ``ml_dtypes.bfloat16`` (a numpy extension type).
+NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i32": np.int32,
+            "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
 
 #: The timing modes :func:`execute` accepts: the event-level link model (the default) and the wavelet-level
