@@ -60,14 +60,14 @@ from ..errors import AffineError, MicaError, NotAffineError
 from . import c_affine as F
 from .c_affine import TRUE, is_isl_keyword
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
-from .c_parse import (DTYPE_OF, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
+from .c_parse import (elem_dtype, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
                       signature, strip_directives, type_words, typedefs_of, written_names)
 from .c_preprocess import prepare, relocated
 from .expr import Aff, Bin, Read
 from .isl_names import imap, iset, isl_budget
 from .program import Access, Array, Program, Statement
 
-SUPPORTED_ELEMS = ("double, float, int/int32_t, short/int16_t, char/signed char/int8_t, "
+SUPPORTED_ELEMS = ("double, float, _Float16, __bf16, int/int32_t, short/int16_t, char/signed char/int8_t, "
                    "unsigned char/uint8_t")
 
 __all__ = ["from_c"]
@@ -300,7 +300,7 @@ class _Builder(ExprMixin):
         if isinstance(t, c_ast.TypeDecl):
             kind, words = type_words(t, self.typedefs)
             if kind in ("double", "float") or (kind == "int" and self.int_temp(n, words)):
-                dtype = DTYPE_OF[kind] if kind != "int" else int_dtype(words)
+                dtype = elem_dtype(kind, words)
                 name = self.fresh(n.name, self.used | self.loop_names)
                 self.used.add(name)
                 self.temps.add(name)
@@ -333,7 +333,7 @@ class _Builder(ExprMixin):
             if not isinstance(t, c_ast.TypeDecl):
                 raise self.err(n, f"local array {n.name!r} has an unsupported element type")
             kind, words = type_words(t, self.typedefs)
-            dtype = DTYPE_OF.get(kind) if kind != "int" else int_dtype(words)
+            dtype = elem_dtype(kind, words)
             if dtype is None:
                 raise self.err(n, f"local array {n.name!r} has element type "
                                   f"{' '.join(words or []) or '?'!r}, which MICA does not support ({SUPPORTED_ELEMS})")

@@ -31,6 +31,17 @@ from .staging import load_staged, needs_staging, staged_store
 NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i32": np.int32,
             "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
+#: How to make an array of each dtype whose numpy spelling is not ``np.<name>`` (the InputError's advice).
+CONVERT_HINT = {"bf16": ".astype(ml_dtypes.bfloat16) (import ml_dtypes; numpy has no bfloat16 of its own)"}
+
+
+def rounded_scalar(value: float, dtype: str) -> float:
+    """A scalar argument of a 16-bit dtype rounded to it via f32 (as the sequential reference rounds it,
+    :mod:`mica.codeprint.half`); other scalars unchanged (kernels convert those themselves)."""
+    if dtype in ("f16", "bf16"):
+        return float(np.float32(value).astype(NP_DTYPE[dtype]))
+    return value
+
 
 #: The timing modes :func:`execute` accepts: the event-level link model (the default) and the wavelet-level
 #: fabric simulation (mica_rt.h "Wavelet-level fabric mode").
@@ -244,11 +255,11 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
         want = np.dtype(NP_DTYPE[arr.dtype])
         if val.dtype != want:
             raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
-                             f"with .astype(np.{want.name})")
+                             f"with {CONVERT_HINT.get(arr.dtype, f'.astype(np.{want.name})')}")
         if name in program.inputs:
             arrays[name] = np.ascontiguousarray(val)
     scalars = []
-    for name, _ in program.scalars:
+    for name, dtype in program.scalars:
         if name not in inputs:
             raise InputError(f"scalar {name!r} is missing")
         v = inputs[name]
@@ -256,7 +267,7 @@ def check_inputs(program, inputs: Mapping) -> tuple[dict[str, np.ndarray], list[
             v = v.item()
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise InputError(f"scalar {name!r} must be a number, got {type(v).__name__}")
-        scalars.append(float(v))
+        scalars.append(rounded_scalar(float(v), dtype))
     return arrays, scalars
 
 
