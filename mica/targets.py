@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+import ml_dtypes
+import numpy as np
+
 from .errors import TargetError
 
 #: Floating-point array dtypes. ``f16`` is IEEE binary16 and ``bf16`` bfloat16 (8 exponent bits, 7 mantissa
@@ -28,6 +31,11 @@ HALF_DTYPES = ("f16", "bf16")
 #: ``unsigned char``/``uint8_t``). Arithmetic on them follows C: operands promote to 32-bit ``int``.
 INT_DTYPES = ("i32", "i16", "i8", "u8")
 DTYPE_BYTES = MappingProxyType({"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1})
+
+#: numpy's dtype of each MICA dtype (host arrays given to and returned by ``run``): bf16 is
+#: ``ml_dtypes.bfloat16``, a numpy extension type (numpy has no bfloat16 of its own).
+NP_DTYPES = MappingProxyType({"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
+                              "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8})
 
 #: The float rate integer operations are costed at (EST: no cited figure for integer ALU throughput on any
 #: target; C promotes every integer operand to 32 bits, so integer ops are taken at the f32 rate).

@@ -26,13 +26,13 @@ from .affine.program import Program
 from .codeprint.reference import program_c
 from .emit_c.build import compile_shared
 from .errors import InputError, MicaError
-from .native_sim.execute import NP_DTYPE as EXEC_NP_DTYPE
+from .targets import NP_DTYPES
 
 __all__ = ["run_c", "run_program", "program_c", "assert_matches"]
 
-#: numpy's dtype of each MICA dtype (the emulator's, :data:`mica.native_sim.execute.NP_DTYPE`: bf16 is
-#: ``ml_dtypes.bfloat16``) and of C's float types.
-NP_DTYPE = {**EXEC_NP_DTYPE, "double": np.float64, "float": np.float32}
+#: numpy's dtype of each MICA dtype (:data:`mica.targets.NP_DTYPES`: bf16 is ``ml_dtypes.bfloat16``) and of
+#: C's float types.
+NP_DTYPE = {**NP_DTYPES, "double": np.float64, "float": np.float32}
 
 
 @contextmanager

@@ -14,22 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import ml_dtypes
 import numpy as np
 
 from ..emit_c.build import compile_shared
 from ..emit_c.work import emit_work_module
 from ..errors import InputError, SimError
 from ..meshir.ir import MeshProgram
-from ..targets import Target
+from ..targets import NP_DTYPES, Target
 from .lower import box, lower, rect
 from .plot import PICTURES, plot_result, write_trace
 from .runtime import MeshStats, NativeMesh, TraceRecord, load_kernels
 from .staging import load_staged, needs_staging, staged_store
 
-#: numpy's dtype of each MICA dtype: bf16 arrays are ``ml_dtypes.bfloat16`` (a numpy extension type).
-NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i32": np.int32,
-            "i16": np.int16, "i8": np.int8, "u8": np.uint8}
+#: numpy's dtype of each MICA dtype (:data:`mica.targets.NP_DTYPES`: bf16 arrays are ``ml_dtypes.bfloat16``).
+NP_DTYPE = dict(NP_DTYPES)
 
 #: How to make an array of each dtype whose numpy spelling is not ``np.<name>`` (the InputError's advice).
 CONVERT_HINT = {"bf16": ".astype(ml_dtypes.bfloat16) (import ml_dtypes; numpy has no bfloat16 of its own)"}
