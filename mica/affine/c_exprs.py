@@ -54,6 +54,7 @@ class Var:
     shape: tuple[int, ...] = ()
     value: int | None = None
     state: tuple = ("unset",)
+    dtype: str | None = None      # an fscalar's MICA dtype when it is not its ctype's (f16, bf16)
 
 
 @dataclass
@@ -328,7 +329,7 @@ class ExprMixin:
                                       f"is not supported)")
                 return self.read(n, var, (), ctx)
             if var.kind == "fscalar":
-                self.scalars[var.name] = DTYPE_OF[var.ctype]
+                self.scalars[var.name] = var.dtype or DTYPE_OF[var.ctype]
                 return V(var.ctype, expr=Scalar(var.name))
             if var.kind == "iparam":
                 if var.value is not None:

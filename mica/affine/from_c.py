@@ -215,7 +215,7 @@ class _Builder(ExprMixin):
             self.declare(Var("iparam", p.name, p.name, node, "int", value=self.params.get(p.name)))
         else:
             self.used.add(p.name)
-            self.declare(Var("fscalar", p.name, p.name, node, p.kind))
+            self.declare(Var("fscalar", p.name, p.name, node, p.kind, dtype=elem_dtype(p.kind, [p.ctype])))
 
     def extents(self, name, dims, node) -> tuple[int, ...]:
         shape = []
