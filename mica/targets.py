@@ -14,33 +14,53 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+import ml_dtypes
+import numpy as np
+
 from .errors import TargetError
 
-DTYPES = ("f16", "f32", "f64")
+#: Floating-point array dtypes. ``f16`` is IEEE binary16 and ``bf16`` bfloat16 (8 exponent bits, 7 mantissa
+#: bits: the upper half of an f32). Both are storage formats: a statement reads its 16-bit operands as f32,
+#: computes in f32 and rounds the result to the array's type (to nearest, ties to even) when it stores it --
+#: the target behaviour of Cerebras' f16 DSD operations and of Tenstorrent's bf16 tiles accumulating in an
+#: fp32 Dst. See :mod:`mica.codeprint.half` for the exact semantics.
+DTYPES = ("f16", "bf16", "f32", "f64")
+#: The 16-bit floating-point dtypes (f32 arithmetic, rounded on store).
+HALF_DTYPES = ("f16", "bf16")
 #: Integer array dtypes (C ``int``/``int32_t``, ``short``/``int16_t``, ``signed char``/``int8_t``,
 #: ``unsigned char``/``uint8_t``). Arithmetic on them follows C: operands promote to 32-bit ``int``.
 INT_DTYPES = ("i32", "i16", "i8", "u8")
-DTYPE_BYTES = MappingProxyType({"f16": 2, "f32": 4, "f64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1})
+DTYPE_BYTES = MappingProxyType({"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1})
+
+#: numpy's dtype of each MICA dtype (host arrays given to and returned by ``run``): bf16 is
+#: ``ml_dtypes.bfloat16``, a numpy extension type (numpy has no bfloat16 of its own).
+NP_DTYPES = MappingProxyType({"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
+                              "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8})
 
 #: The float rate integer operations are costed at (EST: no cited figure for integer ALU throughput on any
 #: target; C promotes every integer operand to 32 bits, so integer ops are taken at the f32 rate).
 INT_RATE_AS = "f32"
 
+#: The rate bf16 is costed at where a target gives none: its f16 rate (the hardware notes give one
+#: "fp16/bf16" FLOP/cycle figure per core for every target: 4-wide FP16 FMAC SIMD on WSE, the matrix FPU's
+#: rate on Tenstorrent, which takes bf16 natively).
+BF16_RATE_AS = "f16"
+
 
 #: Other spellings of the dtypes: numpy's names (so ``np.float32`` and ``np.dtype("float32")`` work too) and C's.
 DTYPE_ALIASES = MappingProxyType({
-    "float16": "f16", "half": "f16", "float32": "f32", "float": "f32", "single": "f32", "float64": "f64",
+    "float16": "f16", "half": "f16", "bfloat16": "bf16", "_float16": "f16", "__bf16": "bf16", "float32": "f32", "float": "f32", "single": "f32", "float64": "f64",
     "double": "f64", "int32": "i32", "int": "i32", "int16": "i16", "short": "i16", "int8": "i8", "uint8": "u8"})
 
 
 def dtype_name(dtype) -> str:
     """MICA's name (``'f32'`` ...) of ``dtype``: one of :data:`DTYPE_BYTES`' names, an alias of
     :data:`DTYPE_ALIASES` (``'float32'``, ``'double'``), or a numpy dtype or scalar type (``np.float32``,
-    ``np.dtype('int8')``). Raises :class:`ValueError` listing the names MICA accepts."""
+    ``np.dtype('int8')``, ``ml_dtypes.bfloat16``). Raises :class:`ValueError` listing the names MICA accepts."""
     key = dtype
     if not isinstance(dtype, str):
         name = getattr(dtype, "name", None) if type(dtype).__module__.startswith("numpy") else None
-        if name is None and isinstance(dtype, type) and dtype.__module__ == "numpy":
+        if name is None and isinstance(dtype, type) and dtype.__module__ in ("numpy", "ml_dtypes"):
             name = dtype.__name__
         key = name if isinstance(name, str) else None
     if isinstance(key, str):
@@ -98,7 +118,7 @@ class Target:
                               f"got {self.ramp_latency!r}")
         if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int) or not 1 <= self.queue_depth <= 4096:
             raise TargetError(f"target {self.name!r}: queue depth must be 1..4096 flits, got {self.queue_depth!r}")
-        missing = [d for d in DTYPES if d not in self.flops_per_cycle]
+        missing = [d for d in DTYPES if d not in self.flops_per_cycle and d != "bf16"]
         if missing:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
 
@@ -114,9 +134,12 @@ class Target:
 
     def flops(self, dtype: str) -> float:
         """FLOP per core per cycle for ``dtype`` (integer operations per cycle for an integer dtype: the
-        :data:`INT_RATE_AS` rate unless the target gives one; an estimate)."""
+        :data:`INT_RATE_AS` rate unless the target gives one, an estimate; bf16 at the
+        :data:`BF16_RATE_AS` rate unless the target gives one)."""
         if dtype in INT_DTYPES and dtype not in self.flops_per_cycle:
             dtype = INT_RATE_AS
+        if dtype == "bf16" and dtype not in self.flops_per_cycle:
+            dtype = BF16_RATE_AS
         try:
             return self.flops_per_cycle[dtype]
         except KeyError:

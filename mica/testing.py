@@ -26,11 +26,13 @@ from .affine.program import Program
 from .codeprint.reference import program_c
 from .emit_c.build import compile_shared
 from .errors import InputError, MicaError
+from .targets import NP_DTYPES
 
 __all__ = ["run_c", "run_program", "program_c", "assert_matches"]
 
-NP_DTYPE = {"f64": np.float64, "f32": np.float32, "double": np.float64, "float": np.float32,
-            "i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
+#: numpy's dtype of each MICA dtype (:data:`mica.targets.NP_DTYPES`: bf16 is ``ml_dtypes.bfloat16``) and of
+#: C's float types.
+NP_DTYPE = {**NP_DTYPES, "double": np.float64, "float": np.float32}
 
 
 @contextmanager

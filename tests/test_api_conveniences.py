@@ -2,6 +2,7 @@
 signature to ``run()``, ``mica.testing`` after ``import mica``, a TypeError for a wrong argument type, and a
 default mesh that follows the target."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -12,14 +13,15 @@ from mica.errors import AffineError, ArgumentError, InputError, MicaError
 @pytest.mark.parametrize("dtype, name", [
     ("f32", "f32"), ("float32", "f32"), (np.float32, "f32"), (np.dtype("float32"), "f32"), ("double", "f64"),
     (np.float64, "f64"), ("float16", "f16"), (np.int32, "i32"), ("int8", "i8"), (np.dtype(np.uint8), "u8"),
+    ("bf16", "bf16"), ("bfloat16", "bf16"), (ml_dtypes.bfloat16, "bf16"), (np.dtype(ml_dtypes.bfloat16), "bf16"),
 ])
 def test_dtype_aliases(dtype, name):
     assert {a.dtype for a in mica.ops.matmul(4, 4, 4, dtype=dtype).arrays} == {name}
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "float128", np.complex64, float, 3])
+@pytest.mark.parametrize("dtype", ["fp8", "float128", np.complex64, float, 3])
 def test_unknown_dtypes_list_the_valid_names(dtype):
-    with pytest.raises(AffineError, match="unsupported dtype .*MICA's dtypes are f16, f32, f64, i32"):
+    with pytest.raises(AffineError, match="unsupported dtype .*MICA's dtypes are f16, bf16, f32, f64, i32"):
         mica.ops.matmul(4, 4, 4, dtype=dtype)
 
 

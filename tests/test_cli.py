@@ -32,6 +32,14 @@ def test_run_checks_the_mesh_against_native_c(capsys, tmp_path):
     assert "compiled kernel_gemm for 3x2 (wse2)" in out and "every output matches the native C" in out
 
 
+def test_run_checks_a_float16_file_against_native_c(capsys):
+    # _Float16 arrays: f16 in the emulator, the user's C compiled natively with GCC's _Float16
+    assert main(["run", str(EXAMPLES / "gelu_f16.c"), "-D", "M=13", "-D", "N=10", "-D", "K=7",
+                 "--mesh", "3x4"]) == 0
+    out = capsys.readouterr().out
+    assert "Y: max |mesh - reference|" in out and "every output matches the native C" in out
+
+
 def test_run_says_when_the_outputs_differ(capsys, monkeypatch):
     real = cli.run_c
 

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ["affine", "tiling", "comm", "meshir", "lower", "emit_c", "emit_csl", "emit_metalium", "native_sim",
             "fuzz"]
 #: Modules documented on the top-level page (docs/api/mica.rst) or on a page of their own.
-MODULES = ["mica", "mica.ops", "mica.targets", "mica.errors", "mica.testing", "mica.tiling.plans"]
+MODULES = ["mica", "mica.ops", "mica.targets", "mica.errors", "mica.testing", "mica.tiling.plans",
+           "mica.codeprint.half"]
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from .expr import CALLS, Aff, Bin, Call, Cmp, Const, Conv, Expr, Index, Neg, Rea
 from .isl_names import iset
 from .program import Access
 
-MATH_ARGS = {"sqrt": 1, "exp": 1, "log": 1, "pow": 2, "fabs": 1, "fmax": 2, "fmin": 2}
+MATH_ARGS = {"sqrt": 1, "exp": 1, "log": 1, "pow": 2, "fabs": 1, "fmax": 2, "fmin": 2, "tanh": 1, "erf": 1}
 assert set(MATH_ARGS) == set(CALLS)
 CMP = ("<", "<=", ">", ">=", "==", "!=")
 #: The floating-point constants of <math.h> a computation may use (when no local or parameter hides them).
@@ -55,6 +55,7 @@ class Var:
     shape: tuple[int, ...] = ()
     value: int | None = None
     state: tuple = ("unset",)
+    dtype: str | None = None      # an fscalar's MICA dtype when it is not its ctype's (f16, bf16)
 
 
 @dataclass
@@ -331,7 +332,7 @@ class ExprMixin:
                                       f"is not supported)")
                 return self.read(n, var, (), ctx)
             if var.kind == "fscalar":
-                self.scalars[var.name] = DTYPE_OF[var.ctype]
+                self.scalars[var.name] = var.dtype or DTYPE_OF[var.ctype]
                 return V(var.ctype, expr=Scalar(var.name))
             if var.kind == "iparam":
                 if var.value is not None:

@@ -110,7 +110,7 @@ _GNU_DROP = frozenset({"__extension__", "__restrict", "__restrict__", "__volatil
                        "__thread", "__auto_type"})
 _GNU_RENAME = {"__inline": "inline", "__inline__": "inline", "__const": "const", "__signed__": "signed",
                "__signed": "signed", "__builtin_va_list": "int", "_Float128": "double", "_Float64x": "double",
-               "_Float64": "double", "_Float32x": "double", "_Float32": "float", "_Float16": "float",
+               "_Float64": "double", "_Float32x": "double", "_Float32": "float",
                "__int128": "long", "__float128": "double", "__alignof__": "sizeof", "__complex__": "",
                "_Complex": "", "__real__": "", "__imag__": ""}
 _GNU_PARENS = frozenset({"__attribute__", "__attribute", "__asm__", "__asm", "asm", "__declspec",
@@ -189,9 +189,14 @@ class _Parser(c_parser.CParser):
         return name in self._known
 
 
+#: The compiler's 16-bit float type names (GCC: ``_Float16`` on x86-64 and AArch64, ``__bf16``) and their
+#: MICA dtypes; the front end knows them as type names (their arithmetic is f32: :mod:`mica.codeprint.half`).
+HALF_CTYPES = {"_Float16": "f16", "__bf16": "bf16"}
+
+
 def _stdint_names(text: str) -> frozenset[str]:
-    """The <stdint.h> names ``text`` uses without a typedef of its own."""
-    return frozenset(n for n in STDINT if re.search(rf"\b{n}\b", text)
+    """The <stdint.h> names and 16-bit float type names ``text`` uses without a typedef of its own."""
+    return frozenset(n for n in (*STDINT, *HALF_CTYPES) if re.search(rf"\b{n}\b", text)
                      and not re.search(rf"\btypedef\b[^;{{}}]*\b{n}\s*;", text))
 
 
@@ -288,8 +293,8 @@ def scalar_kind(names: list[str] | None) -> str | None:
     ws = set(names)
     if "double" in ws:
         return None if "long" in ws else "double"
-    if ws == {"float"}:
-        return "float"
+    if ws == {"float"} or (len(names) == 1 and names[0] in HALF_CTYPES):
+        return "float"           # _Float16 and __bf16 compute in float (mica.codeprint.half)
     if ws == {"void"}:
         return "void"
     if ws <= INT_WORDS or (len(names) == 1 and names[0] in STDINT):
@@ -330,11 +335,21 @@ def int_dtype(words: list[str] | None) -> str | None:
 def ctype_text(kind: str, words: list[str] | None) -> str:
     """C text of a scalar type for a prototype (``double``, ``float``, ``unsigned int`` ...)."""
     if kind in ("double", "float", "void"):
-        return kind
+        return words[0] if words and len(words) == 1 and words[0] in HALF_CTYPES else kind
     return " ".join(words or ["int"])
 
 
 DTYPE_OF = {"double": "f64", "float": "f32"}
+
+
+def elem_dtype(kind: str | None, words: list[str] | None) -> str | None:
+    """The MICA dtype of an array element or local of C type ``kind``/``words`` (:func:`type_words`):
+    ``f64``, ``f32``, ``f16`` (``_Float16``), ``bf16`` (``__bf16``), an integer dtype, or None."""
+    if kind == "int":
+        return int_dtype(words)
+    if kind == "float" and words and len(words) == 1 and words[0] in HALF_CTYPES:
+        return HALF_CTYPES[words[0]]
+    return DTYPE_OF.get(kind) if kind else None
 
 
 @dataclass
@@ -389,7 +404,7 @@ def signature(fdef: c_ast.FuncDef, typedefs: Mapping[str, c_ast.Node]) -> list[P
                 t = t.type
             if isinstance(t, c_ast.TypeDecl):
                 kind, words = type_words(t, typedefs)
-                dtype = DTYPE_OF.get(kind) if kind != "int" else int_dtype(words)
+                dtype = elem_dtype(kind, words)
                 out.append(Param(p.name, "array", p, ctype_text(kind, words) if kind else " ".join(words or []),
                                  kind, tuple(dims), dtype))
             else:

@@ -130,7 +130,7 @@ class Read(Expr):
 
 BIN_OPS = ("+", "-", "*", "/", "%")    # '%' on integer operands only
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
-CALLS = ("sqrt", "exp", "log", "pow", "fabs", "fmax", "fmin")
+CALLS = ("sqrt", "exp", "log", "pow", "fabs", "fmax", "fmin", "tanh", "erf")
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ class Select(Expr):
 
 
 #: Dtypes a :class:`Conv` may convert to (those of :data:`mica.targets.DTYPE_BYTES`).
-CONV_DTYPES = ("f64", "f32", "f16", "i32", "i16", "i8", "u8")
+CONV_DTYPES = ("f64", "f32", "f16", "bf16", "i32", "i16", "i8", "u8")
 INT_DTYPES = ("i32", "i16", "i8", "u8")
 
 

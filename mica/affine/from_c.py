@@ -60,7 +60,7 @@ from ..errors import AffineError, MicaError, NotAffineError
 from . import c_affine as F
 from .c_affine import TRUE, is_isl_keyword
 from .c_exprs import MAX_FORMULA, ExprMixin, Frame, Split, StmtCtx, Var
-from .c_parse import (DTYPE_OF, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
+from .c_parse import (elem_dtype, error, find_function, fold_int, int_dtype, location, lvalue_base, parse_c,
                       signature, strip_directives, type_words, typedefs_of, written_names)
 from .c_preprocess import prepare, relocated
 from .expr import INT_DTYPES, Aff, Bin, Const, Read
@@ -68,7 +68,7 @@ from .isl_names import imap, int_bounds, iset, isl_budget
 from .program import Access, Array, Program, Statement
 from .runtime import expand, normalise_ranges
 
-SUPPORTED_ELEMS = ("double, float, int/int32_t, short/int16_t, char/signed char/int8_t, "
+SUPPORTED_ELEMS = ("double, float, _Float16, __bf16, int/int32_t, short/int16_t, char/signed char/int8_t, "
                    "unsigned char/uint8_t")
 
 __all__ = ["from_c"]
@@ -236,7 +236,7 @@ class _Builder(ExprMixin):
                 self.declare(Var("iparam", p.name, p.name, node, "int", value=self.params.get(p.name)))
         else:
             self.used.add(p.name)
-            self.declare(Var("fscalar", p.name, p.name, node, p.kind))
+            self.declare(Var("fscalar", p.name, p.name, node, p.kind, dtype=elem_dtype(p.kind, [p.ctype])))
 
     def extents(self, name, dims, node) -> tuple[int, ...]:
         shape = []
@@ -325,7 +325,7 @@ class _Builder(ExprMixin):
         if isinstance(t, c_ast.TypeDecl):
             kind, words = type_words(t, self.typedefs)
             if kind in ("double", "float") or (kind == "int" and self.int_temp(n, words)):
-                dtype = DTYPE_OF[kind] if kind != "int" else int_dtype(words)
+                dtype = elem_dtype(kind, words)
                 name = self.fresh(n.name, self.used | self.loop_names)
                 self.used.add(name)
                 self.temps.add(name)
@@ -358,7 +358,7 @@ class _Builder(ExprMixin):
             if not isinstance(t, c_ast.TypeDecl):
                 raise self.err(n, f"local array {n.name!r} has an unsupported element type")
             kind, words = type_words(t, self.typedefs)
-            dtype = DTYPE_OF.get(kind) if kind != "int" else int_dtype(words)
+            dtype = elem_dtype(kind, words)
             if dtype is None:
                 raise self.err(n, f"local array {n.name!r} has element type "
                                   f"{' '.join(words or []) or '?'!r}, which MICA does not support ({SUPPORTED_ELEMS})")

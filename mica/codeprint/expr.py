@@ -20,6 +20,7 @@ from ..affine.expr import (INT_DTYPES, Bin, Call, Cmp, Const, Conv, Expr, Index,
                            int_typed)
 from ..errors import EmitError
 from .aff import print_aff
+from .half import compute_dtype
 from .languages import TEXT, Language
 
 
@@ -80,6 +81,8 @@ def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
             k = kind(e, ctx)
             return lang.select.format(go(e.cond, False), go(e.then, k), go(e.other, k))
         if isinstance(e, Conv):
+            if e.dtype in lang.conv_round:
+                return lang.conv_round[e.dtype].format(go(e.arg, kind(e.arg, False)))
             if lang.conv is None or e.dtype not in lang.types:
                 refuse(lang.no_int, e)
             return lang.conv.format(lang.types[e.dtype], go(e.arg, kind(e.arg, e.dtype in INT_DTYPES)))
@@ -91,16 +94,16 @@ def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
 
 def float_dtype(e: Expr, dtype_of: Callable[[Expr], str], dtype: str) -> str:
     """The float dtype the float parts of ``e`` compute in when it is stored to an array of ``dtype``: that
-    dtype if it is a float one (MICA's convention), else -- C's usual conversions for a float value stored to
-    an integer array -- ``f64`` if a leaf is ``f64`` or a float literal (a C double literal), ``f32`` if a
-    leaf is ``f32``, ``f64`` otherwise."""
+    dtype if it is a float one (MICA's convention; f32 for a 16-bit one, :mod:`.half`), else -- C's usual
+    conversions for a float value stored to an integer array -- ``f64`` if a leaf is ``f64`` or a float literal
+    (a C double literal), ``f32`` if a leaf is ``f32`` or 16-bit, ``f64`` otherwise."""
     if dtype not in INT_DTYPES:
-        return dtype
+        return compute_dtype(dtype)
     leaves = [x for x in e.walk() if isinstance(x, (Read, Scalar, Const))]
     if any(isinstance(x, Const) and not isinstance(x.value, int) for x in leaves):
         return "f64"
-    kinds = {dtype_of(x) for x in leaves if not isinstance(x, Const)}
-    kinds |= {x.dtype for x in e.walk() if isinstance(x, Conv)}
+    kinds = {compute_dtype(dtype_of(x)) for x in leaves if not isinstance(x, Const)}
+    kinds |= {compute_dtype(x.dtype) for x in e.walk() if isinstance(x, Conv)}
     return "f64" if "f64" in kinds or "f32" not in kinds else "f32"
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from .half import ROUND_C, STORAGE_CTYPES
+
 # -- literals ---------------------------------------------------------------------------------------------
 
 
@@ -45,7 +47,19 @@ def _csl_const(value, elem: str) -> str | None:
 
 def _metalium_const(value, elem: str) -> str | None:
     v = float(value)
-    return f"{v!r}f" if _finite(v) else None
+    if v != v:
+        return None
+    return f"{v!r}f" if _finite(v) else ("__builtin_inff()" if v > 0 else "(-__builtin_inff())")
+
+
+def _python_const(value, elem: str) -> str:
+    v = float(value)
+    return repr(v) if _finite(v) else ("np.nan" if v != v else ("np.inf" if v > 0 else "(-np.inf)"))
+
+
+def _python_call(fn: str, elem: str) -> str:
+    # numpy has no erf; the reference runs on scalars, and the host script imports numpy only
+    return '__import__("math").erf' if fn == "erf" else f"np.{fn}"
 
 
 def _c_call(fn: str, elem: str) -> str:
@@ -94,6 +108,8 @@ class Language:
     #                                              the language's own operators
     conv: str | None = None
     types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    conv_round: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # a conversion to a
+    #                                              16-bit float dtype by dtype (one operand), before ``conv``
     no_int: str = "integer arithmetic ({e}) is not supported in this language"
     # affine index expressions (mica.affine.expr.Aff) and other integer text
     int_lit: str = "{}"
@@ -123,11 +139,12 @@ class Language:
 #: The MeshIR / affine text form (``mica.meshir.printer``; what a compiler engineer reads).
 TEXT = Language("text", const=lambda value, elem: repr(value), call=lambda fn, elem: fn, neg="-{}",
                 repr_unknown=True, index="({0})", int_const=repr, conv="{}({})",
-                types=MappingProxyType({d: d for d in ("f64", "f32", "f16", "i32", "i16", "i8", "u8")}))
+                types=MappingProxyType({d: d for d in ("f64", "f32", "f16", "bf16", "i32", "i16", "i8", "u8")}))
 
-#: C spellings of MICA's dtypes (those C has).
+#: C spellings of MICA's dtypes as stored in arrays: the 16-bit floats as :data:`.half.STORAGE_CTYPES`
+#: (``_Float16``; bf16 bits in a ``uint16_t``), read and written through :mod:`.half`'s conversions.
 C_TYPES = MappingProxyType({"f64": "double", "f32": "float", "i32": "int32_t", "i16": "int16_t",
-                            "i8": "int8_t", "u8": "uint8_t"})
+                            "i8": "int8_t", "u8": "uint8_t", **STORAGE_CTYPES})
 
 
 def _c_int(value: int) -> str:
@@ -140,7 +157,7 @@ def _c_int(value: int) -> str:
 #: undefined: the emulator must not die of a user's division by zero).
 C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", aff_term="{}LL * {}",
                     isl_int="{}LL", int_const=_c_int, conv="(({})({}))", types=C_TYPES,
-                    int_div="mica_i{}({}, {})")
+                    int_div="mica_i{}({}, {})", conv_round=ROUND_C)
 
 #: C of a Program's sequential reference (:func:`mica.codeprint.reference.program_c`).
 REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const, int_div=None)
@@ -156,7 +173,7 @@ CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})"
                loop=_csl_for, if_open="if {} {{")
 
 #: Python over numpy (the CSL host script's sequential reference).
-PYTHON = Language("Python", const=lambda value, elem: repr(float(value)), call=lambda fn, elem: f"np.{fn}",
+PYTHON = Language("Python", const=_python_const, call=_python_call,
                   index="float({0})",
                   select="({1} if {0} else {2})", aff_var="({})", aff_term="{} * ({})",
                   isl_exact_div="({} // {})", isl_floor_div="({} // {})", isl_and="({} and {})",
@@ -169,6 +186,7 @@ PYTHON = Language("Python", const=lambda value, elem: repr(float(value)), call=l
 _RISCV = ("{kind} {e} has no rendering on the data-movement RISC-V (no math library, no scalar arguments "
           "there)")
 METALIUM = replace(C_KERNEL, name="Metalium C++", const=_metalium_const, call=None, int_const=None, conv=None,
+                   conv_round=MappingProxyType({}),
                    no_const="constant {v} in the generic path", no_call=_RISCV, no_scalar=_RISCV,
                    index="((float)({0}))",
                    int_lit="{}", aff_term="{} * {}", aff_group="({})")

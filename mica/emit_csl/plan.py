@@ -255,6 +255,11 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int) -> tu
             raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype {t.dtype}; MICA emits CSL "
                             f"for f32 and f16 arrays only, not CSL's integer types yet (integer programs run on "
                             f"the C emulator)")
+        if t.dtype == "bf16":
+            raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype bf16, which the WSE cannot "
+                            f"compute with: its DSD arithmetic is f32 (@fmacs, @fadds) and f16 (@fmach, @faddh), "
+                            f"with no bf16 form; compile the program with f16 or f32 arrays (mica compile --dtype "
+                            f"f16)")
         if t.dtype not in DTYPES:
             raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
                             f"(compile the program with f32 arrays)")

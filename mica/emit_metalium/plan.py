@@ -35,7 +35,7 @@ from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgr
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from ..targets import INT_DTYPES, get_target
 from . import cexpr
-from .api import (DATA_FORMATS, DEVICE_GRIDS, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
+from .api import (DATA_FORMATS, DEVICE_GRIDS, HALF_FORMATS, TILE, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
                   tile_bytes)
 from .classify import TileOp, box_domain_guard, classify, tile_grid
 
@@ -620,6 +620,13 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; the Metalium back end "
                             f"takes {', '.join(DATA_FORMATS)} only (tt-metal's integer data formats, Int32 and "
                             f"UInt8 among them, are not generated yet; integer programs run on the C emulator)")
+        if t.dtype in HALF_FORMATS:
+            raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; its tile format would be "
+                            f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), but the Metalium back end "
+                            f"generates Float32 tiles only: its host staging and reference check hold float "
+                            f"vectors, the generic path's scalar loops read float pointers, and the functional "
+                            f"model it is checked against computes on Float32 tiles; compile with f32 arrays "
+                            f"(mica compile --dtype f32) -- the C emulator runs {t.dtype} programs")
         if t.dtype not in DATA_FORMATS:
             raise EmitError(f"tensor {t.name} of {mp.name} is {t.dtype}; Tenstorrent has no such data format "
                             f"(the Metalium back end takes {', '.join(DATA_FORMATS)})")

@@ -21,14 +21,25 @@ from ..emit_c.work import emit_work_module
 from ..affine.runtime import check_values
 from ..errors import InputError, SimError
 from ..meshir.ir import MeshProgram
-from ..targets import Target
+from ..targets import NP_DTYPES, Target
 from .lower import box, lower, rect
 from .plot import PICTURES, plot_result, write_trace
 from .runtime import MeshStats, NativeMesh, TraceRecord, load_kernels
 from .staging import load_staged, needs_staging, staged_store
 
-NP_DTYPE = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32, "i16": np.int16,
-            "i8": np.int8, "u8": np.uint8}
+#: numpy's dtype of each MICA dtype (:data:`mica.targets.NP_DTYPES`: bf16 arrays are ``ml_dtypes.bfloat16``).
+NP_DTYPE = dict(NP_DTYPES)
+
+#: How to make an array of each dtype whose numpy spelling is not ``np.<name>`` (the InputError's advice).
+CONVERT_HINT = {"bf16": ".astype(ml_dtypes.bfloat16) (import ml_dtypes; numpy has no bfloat16 of its own)"}
+
+
+def rounded_scalar(value: float, dtype: str) -> float:
+    """A scalar argument of a 16-bit dtype rounded to it via f32 (as the sequential reference rounds it,
+    :mod:`mica.codeprint.half`); other scalars unchanged (kernels convert those themselves)."""
+    if dtype in ("f16", "bf16"):
+        return float(np.float32(value).astype(NP_DTYPE[dtype]))
+    return value
 
 
 #: The timing modes :func:`execute` accepts: the event-level link model (the default) and the wavelet-level
@@ -253,7 +264,7 @@ def check_inputs(program, inputs: Mapping, kept: frozenset[str] = frozenset()) -
             arrays[name] = val
     check_values(getattr(program, "runtime", ()), inputs)
     scalars = []
-    for name, _ in program.scalars:
+    for name, dtype in program.scalars:
         if name not in inputs:
             raise InputError(f"scalar {name!r} is missing")
         v = inputs[name]
@@ -261,7 +272,7 @@ def check_inputs(program, inputs: Mapping, kept: frozenset[str] = frozenset()) -
             v = v.item()
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise InputError(f"scalar {name!r} must be a number, got {type(v).__name__}")
-        scalars.append(float(v))
+        scalars.append(rounded_scalar(float(v), dtype))
     return arrays, scalars
 
 
@@ -276,7 +287,7 @@ def check_array(program, name: str, val) -> np.ndarray:
     want = np.dtype(NP_DTYPE[arr.dtype])
     if val.dtype != want:
         raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
-                         f"with .astype(np.{want.name})")
+                         f"with {CONVERT_HINT.get(arr.dtype, f'.astype(np.{want.name})')}")
     return np.ascontiguousarray(val)
 
 

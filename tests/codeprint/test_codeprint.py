@@ -155,3 +155,34 @@ def test_affine_does_not_import_codeprint():
     import mica.affine
     for f in Path(mica.affine.__file__).parent.glob("*.py"):
         assert "mica.codeprint" not in _imports(f), f.name
+
+
+def test_gelu_calls_and_infinities_in_every_language():
+    from mica.affine.expr import Conv
+    g = Bin("*", Call("tanh", (Read("a"),)), Call("erf", (Neg(Const(float("inf"))),)))
+    assert _print(cp.TEXT, g) == "(tanh(a[i]) * erf(-inf))"
+    assert _print(cp.C_KERNEL, g, elem="float") == "(tanhf(a[i]) * erff((-INFINITY)))"
+    assert _print(cp.REFERENCE_C, g) == "(tanh(a[i]) * erf((-INFINITY)))"
+    py = _print(cp.PYTHON, g)
+    assert py == '(np.tanh(a[i]) * __import__("math").erf((-np.inf)))'
+    import math
+    import numpy as np
+    assert eval(py.replace("a[i]", "0.5"), {"np": np}) == math.tanh(0.5) * -1.0
+    with pytest.raises(EmitError, match=r"here: math function tanh\(\) is not mapped to CSL"):
+        _print(cp.CSL, g, elem="f32")
+    with pytest.raises(EmitError, match=r"here: Call Call\(fn='tanh'.* has no rendering on the data-movement"):
+        _print(cp.METALIUM, g, elem="f32")
+    assert _print(cp.METALIUM, Bin("+", Read("a"), Const(float("-inf")))) == "(a[i] + (-__builtin_inff()))"
+    # a conversion to a 16-bit type rounds there and goes on in f32
+    assert _print(cp.C_KERNEL, Conv("f16", Read("a")), elem="float") == "((float)(_Float16)(a[i]))"
+    assert _print(cp.C_KERNEL, Conv("bf16", Read("a")), elem="float") == "mica_bf16_to_f32(mica_f32_to_bf16(a[i]))"
+
+
+def test_half_loads_and_stores_in_c():
+    from mica.codeprint import half
+    assert half.load_c("f16", "b0[3]") == "((float)b0[3])" and half.store_c("f16", "x") == "((_Float16)(x))"
+    assert half.load_c("bf16", "b0[3]") == "mica_bf16_to_f32(b0[3])"
+    assert half.store_c("bf16", "x") == "mica_f32_to_bf16(x)"
+    assert half.load_c("f32", "b0[3]") == "b0[3]" and half.store_c("i32", "x") == "x"
+    assert half.support_c(["f32", "f16"]) == "" and "mica_f32_to_bf16" in half.support_c(["bf16"])
+    assert cp.float_dtype(Read("a"), lambda leaf: "bf16", "bf16") == "f32"

@@ -5,7 +5,7 @@ import pytest
 
 from mica import ops
 from mica.affine.from_c import from_c
-from mica.errors import EmitError, InputError
+from mica.errors import InputError
 from mica.testing import assert_matches, program_c, run_c, run_program
 
 
@@ -40,8 +40,9 @@ def test_run_program_input_errors():
         run_program(prog, {**ok, "B": np.zeros((3, 2))})
     with pytest.raises(InputError, match="scalar 'alpha' must be a number"):
         run_program(prog, {**ok, "alpha": "x"})
-    with pytest.raises(EmitError, match="has dtype f16; supported: f64, f32"):
-        run_program(ops.add((2,), dtype="f16"), {"A": np.zeros(2), "B": np.zeros(2)})
+    # 16-bit arrays run too (mica.codeprint.half); inputs are converted like every other dtype
+    out = run_program(ops.add((2,), dtype="f16"), {"A": np.full(2, 0.1), "B": np.full(2, 0.2)})["C"]
+    assert out.dtype == np.float16 and (out == np.float16(np.float32(np.float16(0.1)) + np.float32(np.float16(0.2)))).all()
 
 
 def test_run_c_copies_inputs_and_returns_written_arrays():
