@@ -27,7 +27,7 @@ LAYERS = [
     {"native_sim", "testing"},
     {"emit"},
     {"pipeline"},
-    {"cli", "fuzz"},
+    {"cli", "fuzz", "models"},
     {"__init__", "__main__"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

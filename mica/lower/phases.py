@@ -25,6 +25,7 @@ from ..tiling.split import mapped_program, operator_program, phase_operators
 from ..comm.halo import merge_widths
 from .build import build_mesh_program
 from .place import move_blocks, same_blocks, same_place, translate
+from .regather import regather
 from .relayout import transpose
 from ..meshir.on_mesh import check_on_mesh
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
@@ -175,14 +176,17 @@ def _relayout_home(m: _Merger, k: int, shared: RegionTensor, t: RegionTensor, pr
         # The same blocks on another operator's rectangle: moved there by a conveyor.
         moved, need = move_blocks(shared, dst, f"{prefix}{t.array}_", m.target), 2
     elif shared.box != t.box:
-        # Produced data in another layout: transposed on the mesh (or a clear error).
+        # Produced data in another layout: transposed on the mesh, else gathered and broadcast (a small
+        # array: mica.lower.regather), or a clear error.
         try:
-            moved = transpose(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target)
+            moved, need = transpose(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target), 4
         except ScheduleError as exc:
-            raise ScheduleError(
-                f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
-                f"previous operator left it as {[str(d) for d in shared.box]}: {exc}") from None
-        need = 4
+            try:
+                moved, need = regather(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target), 1
+            except ScheduleError as exc2:
+                raise ScheduleError(
+                    f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
+                    f"previous operator left it as {[str(d) for d in shared.box]}: {exc}; {exc2}") from None
     else:
         return shared.name
     # The source, the destination and the lanes are all live while operator k moves the

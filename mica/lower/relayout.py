@@ -42,6 +42,7 @@ from ..targets import Target
 from ..tiling.cost import estimate
 from ..tiling.schedule import Home
 from ..tiling.homes import home_box
+from .regather import regather_program
 from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                  Region, RegionTensor, Shift)
 
@@ -263,10 +264,15 @@ def home_tensor(prog, home: Home, name: str | None = None) -> RegionTensor:
 
 def relayout_cycles(prog, home_from: Home, home_to: Home, mesh: tuple[int, int], target: Target) -> float:
     """Modelled cycles of changing ``prog``'s array from ``home_from`` to ``home_to`` on the mesh
-    (:func:`transpose`); infinite when the two layouts are not a block transposition."""
+    (:func:`transpose`, or for other layouts :func:`mica.lower.regather.regather`); infinite when neither
+    applies."""
     src = home_tensor(prog, home_from)
     dst = home_tensor(prog, home_to, f"{home_to.array}_t")
     try:
         return estimate(transpose_program(src, dst, mesh, target), target).total_cycles
+    except ScheduleError:
+        pass
+    try:
+        return estimate(regather_program(src, dst, mesh, target), target).total_cycles
     except ScheduleError:
         return float("inf")

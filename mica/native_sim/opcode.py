@@ -49,7 +49,7 @@ OP_COMPUTE = 3
 OP_PREFETCH = 4  # an EXCHANGE issued when each core started its previous compute (double buffering)
 
 MAX_VARS = 4
-MAX_RANK = 4
+MAX_RANK = 6
 MAX_TERMS = 4  # affine terms per rectangle bound
 
 # Box axes: the coordinate a box dimension is tiled by.

@@ -43,7 +43,7 @@
 #define MICA_OP_PREFETCH 4  /* an EXCHANGE timed as double-buffered (same words; see the timing model) */
 
 #define MICA_MAX_VARS 4
-#define MICA_MAX_RANK 4
+#define MICA_MAX_RANK 6
 #define MICA_MAX_TERMS 4  /* affine terms per rectangle bound */
 
 /* Word layouts (all words int64):
@@ -57,7 +57,7 @@
  *                                           with x = xp (mod xs) and y = yp (mod ys); strides xs, ys >= 1
  *                                           (1 and 0 for a plain rectangle); the phases may move with the
  *                                           loop variables.
- * BOX (3 + 4*MICA_MAX_RANK = 19 words):
+ * BOX (3 + 4*MICA_MAX_RANK = 27 words):
  *      offset elem rank  (axis tile extent origin) * MICA_MAX_RANK
  *   A buffer in every core's arena at byte `offset`, holding a row-major packed box of a tensor whose
  *   element size is `elem` bytes. For dim d: coord = 0 (axis 0), x (axis 1), y (axis 2), v0..v3 (axis 3..6);

@@ -113,7 +113,7 @@ static const char *check_box(const int64_t *w) {
     int64_t off = w[0], elem = w[1], rank = w[2];
     if (off < 0 || off > BOX_LIMIT) return "box offset out of range";
     if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return "box element size not 1, 2, 4 or 8";
-    if (rank < 0 || rank > MICA_MAX_RANK) return "box rank not in 0..4";
+    if (rank < 0 || rank > MICA_MAX_RANK) return "box rank not in 0..6";
     int64_t bytes = elem;
     for (int64_t d = 0; d < rank; ++d) {
         int64_t axis = w[3 + 4 * d], tile = w[4 + 4 * d], extent = w[5 + 4 * d], origin = w[6 + 4 * d];

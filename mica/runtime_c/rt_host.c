@@ -132,7 +132,7 @@ static void gather_rows(const host_job_t *j, int64_t ya, int64_t yb) {
 static const char *check_gather(int64_t elem, int32_t rank, const int64_t *shape, const int64_t *counts,
                                 int64_t offset, int64_t *buffer_bytes) {
     if (elem != 1 && elem != 2 && elem != 4 && elem != 8) return "element size not 1, 2, 4 or 8";
-    if (rank < 1 || rank > MICA_MAX_RANK) return "rank not in 1..4";
+    if (rank < 1 || rank > MICA_MAX_RANK) return "rank not in 1..6";
     if (offset < 0 || offset > BOX_LIMIT) return "buffer offset out of range";
     int64_t bytes = elem, host = elem;
     for (int d = 0; d < rank; ++d) {

@@ -410,6 +410,26 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
                            if moved else f"takes {', '.join(chosen)} {how} (loaded so)")
                     best = (alt[0].copy(reasons=alt[0].reasons + (why,)), alt[1])
                     best_cycles = alt[1].best.cycles + moved
+        if relayout and isinstance(best, MicaError) and not places:
+            # No plan takes the layouts the earlier operators left: search the operator with the arrays it
+            # touches free, and change the layout of each produced array it lays out otherwise on the mesh
+            # (transposed, or gathered and broadcast when small: mica.lower.regather).
+            free = searched({a: h for a, h in fixed.items() if a not in touched})
+            if not isinstance(free, MicaError):
+                changed = [a for a in sorted(touched & written & set(fixed))
+                           if free[0].home(a) != fixed[a]]
+                moved = 0.0
+                for a in changed:
+                    key = ("relayout", fixed[a], free[0].home(a), size)
+                    if key not in memo:
+                        memo[key] = lowering.relayout_cycles(op, fixed[a], free[0].home(a), size, tgt)
+                    moved += memo[key]
+                if moved < float("inf"):
+                    why = (f"takes {', '.join(changed)} in the layout it works best with ({moved:,.0f} modelled "
+                           f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
+                           f"to run): no plan works with the earlier layout" if changed else
+                           "searched with its arrays' layouts free")
+                    best = (free[0].copy(reasons=free[0].reasons + (why,)), free[1])
         if isinstance(best, MicaError):
             raise best
         phases[k], reports[k] = best[0].copy(origin=origin), best[1]

@@ -1,0 +1,145 @@
+"""A tiny LLaMA-style model generating greedily on the mesh with weights and KV caches resident, token for
+token against a numpy reference written here; weights from a safetensors file the test writes itself; the
+errors a user meets, each leaving the resident state intact."""
+
+import numpy as np
+import pytest
+
+from mica.errors import ArgumentError, InputError
+from mica.models.generate import Decoder
+from mica.models.llama import LlamaConfig, layer_source
+from mica.models.weights import hf_shapes, random_weights, read_checkpoint, write_checkpoint
+
+CFG = LlamaConfig(layers=2, dim=64, heads=4, kv_heads=2, ffn=128, vocab=256, context=64)
+PROMPT = [3, 141, 59, 26]
+NEW = 16
+
+
+class Reference:
+    """The decoder in numpy (float64), written from the LLaMA definition: RMSNorm, RoPE with rotate_half,
+    grouped-query attention with max-subtracted softmax over the cache, SiLU-gated MLP, residuals."""
+
+    def __init__(self, cfg, w):
+        self.cfg, self.w = cfg, {k: v.astype(np.float64) for k, v in w.items()}
+        self.k = np.zeros((cfg.layers, cfg.context, cfg.kv_heads, cfg.head_dim))
+        self.v = np.zeros_like(self.k)
+        half = cfg.head_dim // 2
+        inv = cfg.theta ** (-np.arange(half) * 2.0 / cfg.head_dim)
+        ang = np.arange(cfg.context)[:, None] * inv[None, :]
+        self.cos, self.sin = np.cos(ang).astype(np.float32).astype(np.float64), np.sin(ang).astype(np.float32).astype(np.float64)
+
+    def norm(self, x, g):
+        return x / np.sqrt((x * x).mean() + self.cfg.eps) * g
+
+    def rope(self, x, pos):                     # x: [heads][head_dim]
+        half = self.cfg.head_dim // 2
+        a, b = x[:, :half], x[:, half:]
+        c, s = self.cos[pos], self.sin[pos]
+        return np.concatenate([a * c - b * s, b * c + a * s], axis=1)
+
+    def step(self, tok, pos):
+        cfg, w = self.cfg, self.w
+        hd, rep = cfg.head_dim, cfg.heads // cfg.kv_heads
+        x = w["model.embed_tokens.weight"][tok]
+        for i in range(cfg.layers):
+            p = f"model.layers.{i}."
+            h = self.norm(x, w[p + "input_layernorm.weight"])
+            q = self.rope((w[p + "self_attn.q_proj.weight"] @ h).reshape(cfg.heads, hd), pos)
+            self.k[i, pos] = self.rope((w[p + "self_attn.k_proj.weight"] @ h).reshape(cfg.kv_heads, hd), pos)
+            self.v[i, pos] = (w[p + "self_attn.v_proj.weight"] @ h).reshape(cfg.kv_heads, hd)
+            att = np.empty((cfg.heads, hd))
+            for head in range(cfg.heads):
+                kv = head // rep
+                s = self.k[i, :pos + 1, kv] @ q[head] / np.sqrt(hd)
+                e = np.exp(s - s.max())
+                att[head] = (e / e.sum()) @ self.v[i, :pos + 1, kv]
+            x = x + w[p + "self_attn.o_proj.weight"] @ att.reshape(-1)
+            h = self.norm(x, w[p + "post_attention_layernorm.weight"])
+            g, u = w[p + "mlp.gate_proj.weight"] @ h, w[p + "mlp.up_proj.weight"] @ h
+            x = x + w[p + "mlp.down_proj.weight"] @ (g / (1 + np.exp(-g)) * u)
+        return w["lm_head.weight"] @ self.norm(x, w["model.norm.weight"])
+
+    def generate(self, prompt, n):
+        for pos, tok in enumerate(prompt):
+            logits = self.step(tok, pos)
+        out, gaps = [], []
+        for pos in range(len(prompt), len(prompt) + n):
+            top = np.sort(logits)[-2:]
+            gaps.append(top[1] - top[0])
+            out.append(int(np.argmax(logits)))
+            if len(out) < n:
+                logits = self.step(out[-1], pos)
+        return out, min(gaps)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    w = random_weights(CFG, seed=11)
+    path = write_checkpoint(tmp_path_factory.mktemp("model") / "tiny.safetensors", w)
+    return path, w
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoint):
+    tokens, gap = Reference(CFG, checkpoint[1]).generate(PROMPT, NEW)
+    assert gap > 1e-3, "the reference's choices are near ties: the comparison would not mean much"
+    return tokens
+
+
+@pytest.mark.parametrize("mesh", [(8, 8), (4, 4), (5, 3)], ids=lambda m: f"{m[0]}x{m[1]}")
+def test_sixteen_greedy_tokens_match_numpy(checkpoint, reference, mesh):
+    with Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=mesh) as dec:
+        assert dec.layer.cost.cores > 1          # the layer spreads over the region's cores
+        tokens = dec.generate(PROMPT, NEW)
+        assert tokens == reference
+        last = dec.step(tokens[-1])
+        assert set(last.cycles) == {"embed", "layer0", "layer1", "head"}
+        assert last.total_cycles > last.transfer_cycles > 0
+        # only the token, the hidden state between regions and the chosen token cross the host boundary
+        assert last.host_bytes < 12 * CFG.dim * 4
+        cache = dec.read_cache(1)
+        assert np.abs(cache["kc"][:len(PROMPT) + NEW]).sum() > 0 and not cache["kc"][len(PROMPT) + NEW + 1:].any()
+
+
+def test_bad_input_is_refused_and_leaves_the_caches_intact(checkpoint):
+    with Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=(4, 4)) as dec:
+        dec.generate(PROMPT, 2)
+        before = dec.read_cache(0)
+        for tok, pos, message in ((CFG.vocab, 5, "token id 256 is out of range"), (-1, 5, "token id"),
+                                  (3, CFG.context, "the context is full"), (3.0, 5, "token id")):
+            with pytest.raises(InputError, match=message):
+                dec.step(tok, pos)
+        after = dec.read_cache(0)
+        for c in before:
+            np.testing.assert_array_equal(before[c], after[c])
+        with pytest.raises(InputError, match="overflow the context"):
+            dec.generate(PROMPT, CFG.context)
+
+
+def test_a_weight_file_with_wrong_shapes_or_dtypes_is_named(tmp_path):
+    w = random_weights(CFG)
+    bad = dict(w)
+    bad["model.layers.1.mlp.up_proj.weight"] = bad["model.layers.1.mlp.up_proj.weight"][:, :32].copy()
+    with pytest.raises(InputError, match=r"model.layers.1.mlp.up_proj.weight has shape \(128, 32\), expected"):
+        read_checkpoint(write_checkpoint(tmp_path / "shape.safetensors", bad), CFG)
+    bad = dict(w)
+    bad["lm_head.weight"] = bad["lm_head.weight"].astype(np.int32)
+    with pytest.raises(InputError, match="lm_head.weight has dtype int32"):
+        read_checkpoint(write_checkpoint(tmp_path / "dtype.safetensors", bad), CFG)
+    bad = {k: v for k, v in w.items() if k != "model.norm.weight"}
+    with pytest.raises(InputError, match="missing tensor.*model.norm.weight"):
+        read_checkpoint(write_checkpoint(tmp_path / "missing.safetensors", bad), CFG)
+    (tmp_path / "junk.safetensors").write_bytes(b"not a model")
+    with pytest.raises(InputError, match="not a readable safetensors file"):
+        read_checkpoint(tmp_path / "junk.safetensors", CFG)
+    with pytest.raises(InputError, match="no such weight file"):
+        read_checkpoint(tmp_path / "absent.safetensors", CFG)
+
+
+def test_configurations_are_checked():
+    with pytest.raises(ArgumentError, match="multiple of"):
+        LlamaConfig(layers=1, dim=64, heads=4, kv_heads=3, ffn=8, vocab=8, context=8)
+    with pytest.raises(ArgumentError, match="even width"):
+        LlamaConfig(layers=1, dim=60, heads=4, kv_heads=2, ffn=8, vocab=8, context=8)
+    assert len(hf_shapes(CFG)) == 3 + 9 * CFG.layers
+    assert "kc[pos][g][0][e]" in layer_source(CFG)
