@@ -181,8 +181,10 @@ def _relayout_home(m: _Merger, k: int, shared: RegionTensor, t: RegionTensor, pr
         try:
             moved, need = transpose(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target), 4
         except ScheduleError as exc:
+            # On the cores that hold either layout (every core of that rectangle has an arena).
+            cores = Region("relaid", 0, max(shared.region.x1, dst.region.x1), 0, max(shared.region.y1, dst.region.y1))
             try:
-                moved, need = regather(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target), 1
+                moved, need = regather(shared, dst, f"{prefix}{t.array}_", cores, m.target), 1
             except ScheduleError as exc2:
                 raise ScheduleError(
                     f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "

@@ -70,10 +70,11 @@ class Decoder:
         self.head = compile_affine(head_source(cfg), mesh=mesh, target=self.target, resident=("lnf", "wout"))
         self.mesh = tuple(self.layer.mesh_program.mesh)
         self._devices = []
+        cache_dtype = np.float16 if cfg.weights == "f16" else np.float32
         try:
             self._embed = self._load(self.embed, per["embed"], threads)
             self._layers = [self._load(self.layer, {**per[f"layer{i}"],
-                                                    **{c: np.zeros(s, np.float32) for c, s in caches.items()}},
+                                                    **{c: np.zeros(s, cache_dtype) for c, s in caches.items()}},
                                        threads) for i in range(cfg.layers)]
             self._head = self._load(self.head, per["head"], threads)
         except BaseException:

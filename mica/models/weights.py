@@ -99,7 +99,7 @@ def random_weights(cfg: LlamaConfig, seed: int = 0) -> dict[str, np.ndarray]:
 def program_weights(cfg: LlamaConfig, tensors: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
     """The checked weights split per program: ``{"embed": {...}, "layer0": {...}, ..., "head": {...}}`` by
     the programs' C names, projections reshaped by head (:func:`mica.models.llama.layer_shapes`), every layer
-    with its RoPE tables."""
+    with its RoPE tables (f32); weights in ``cfg.weights``' dtype (f16 rounds to nearest)."""
     w = check_weights(cfg, tensors)
     shapes = layer_shapes(cfg)
     cos, sin = rope_tables(cfg)
@@ -107,6 +107,6 @@ def program_weights(cfg: LlamaConfig, tensors: Mapping[str, np.ndarray]) -> dict
     for i in range(cfg.layers):
         out[f"layer{i}"] = {"rope_cos": cos, "rope_sin": sin}
     for hf, (prog, name) in hf_names(cfg).items():
-        a = w[hf]
+        a = w[hf].astype(np.float16) if cfg.weights == "f16" else w[hf]
         out[prog][name] = a.reshape(shapes[name]) if prog.startswith("layer") else a
     return out

@@ -106,7 +106,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     # largest square (an operator's grid of blocks is not square, so a later one cannot transpose its
     # result), then half of it.
     for grid in fallback_grids(mesh):
-        if grid != mesh and any(w.schedule is not None for w in ways.tried):
+        if grid != mesh and any(w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried):
             break
         for split_name, ops in splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
@@ -121,8 +121,19 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     return _cheapest(ways, one, mesh)
 
 
+#: How an operator's reasons say it was searched with its layouts free (:func:`map_operators`).
+FREE_LAYOUT = "in the layout it works best with"
+
+
+def _relaid_freely(sched: Schedule) -> bool:
+    """Whether some operator of ``sched`` took its layouts freely, changing what earlier operators left
+    (gathered and broadcast: costly): the smaller grids are then still tried."""
+    return any(FREE_LAYOUT in r for p in sched.phases for r in p.reasons)
+
+
 def fallback_grids(mesh) -> list[tuple[int, int]]:
-    """The grids :func:`search_operators` maps a program onto, in order, while no way has worked: the mesh,
+    """The grids :func:`search_operators` maps a program onto, in order, while no way has worked (or only
+    ways that changed layouts freely, :func:`_relaid_freely`): the mesh,
     its largest square, then that square halved (rounding up; one halving only: each grid costs a whole
     operator-level search)."""
     side = min(mesh)
@@ -425,7 +436,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
                         memo[key] = lowering.relayout_cycles(op, fixed[a], free[0].home(a), size, tgt)
                     moved += memo[key]
                 if moved < float("inf"):
-                    why = (f"takes {', '.join(changed)} in the layout it works best with ({moved:,.0f} modelled "
+                    why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
                            f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
                            f"to run): no plan works with the earlier layout" if changed else
                            "searched with its arrays' layouts free")

@@ -19,8 +19,8 @@ class Reference:
     """The decoder in numpy (float64), written from the LLaMA definition: RMSNorm, RoPE with rotate_half,
     grouped-query attention with max-subtracted softmax over the cache, SiLU-gated MLP, residuals."""
 
-    def __init__(self, cfg, w):
-        self.cfg, self.w = cfg, {k: v.astype(np.float64) for k, v in w.items()}
+    def __init__(self, cfg, w, cache=np.float32):
+        self.cfg, self.w, self.cache = cfg, {k: v.astype(np.float64) for k, v in w.items()}, cache
         self.k = np.zeros((cfg.layers, cfg.context, cfg.kv_heads, cfg.head_dim))
         self.v = np.zeros_like(self.k)
         half = cfg.head_dim // 2
@@ -45,8 +45,10 @@ class Reference:
             p = f"model.layers.{i}."
             h = self.norm(x, w[p + "input_layernorm.weight"])
             q = self.rope((w[p + "self_attn.q_proj.weight"] @ h).reshape(cfg.heads, hd), pos)
-            self.k[i, pos] = self.rope((w[p + "self_attn.k_proj.weight"] @ h).reshape(cfg.kv_heads, hd), pos)
-            self.v[i, pos] = (w[p + "self_attn.v_proj.weight"] @ h).reshape(cfg.kv_heads, hd)
+            k = self.rope((w[p + "self_attn.k_proj.weight"] @ h).reshape(cfg.kv_heads, hd), pos)
+            v = (w[p + "self_attn.v_proj.weight"] @ h).reshape(cfg.kv_heads, hd)
+            self.k[i, pos] = k.astype(self.cache)            # the cache's storage type
+            self.v[i, pos] = v.astype(self.cache)
             att = np.empty((cfg.heads, hd))
             for head in range(cfg.heads):
                 kv = head // rep
@@ -143,3 +145,15 @@ def test_configurations_are_checked():
         LlamaConfig(layers=1, dim=60, heads=4, kv_heads=2, ffn=8, vocab=8, context=8)
     assert len(hf_shapes(CFG)) == 3 + 9 * CFG.layers
     assert "kc[pos][g][0][e]" in layer_source(CFG)
+
+
+def test_f16_weights_and_caches(checkpoint):
+    """Weights and KV caches stored as f16 (half the SRAM), arithmetic in f32: the reference rounds the
+    weights and every cache row it stores to f16 the same way, and the greedy tokens agree."""
+    cfg = LlamaConfig(**{**CFG.__dict__, "weights": "f16"})
+    w16 = {k: v.astype(np.float16).astype(np.float32) for k, v in checkpoint[1].items()}
+    tokens, gap = Reference(cfg, w16, cache=np.float16).generate(PROMPT, 8)
+    assert gap > 1e-3
+    with Decoder(cfg, checkpoint[1], mesh=(4, 4)) as dec:
+        assert dec.layer.program.array("wq").dtype == "f16" and dec.layer.program.array("kc").dtype == "f16"
+        assert dec.generate(PROMPT, 8) == tokens

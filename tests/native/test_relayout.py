@@ -12,6 +12,7 @@ from mica.tiling.homes import swap_home, turn_home
 from mica.lower.relayout import (held_guard, home_tensor, relayout_cycles, transpose, transpose_blocks,
                                  transpose_program)
 from mica.meshir.verify import verify
+from mica.lower.regather import regather_program
 from mica.pipeline import CompiledProgram
 from mica.targets import get_target
 from mica.testing import run_c
@@ -121,8 +122,40 @@ def test_layouts_that_are_not_a_block_transposition_are_refused_clearly():
         transpose_blocks(src, home_tensor(prog, Home("A", (("y", 3), (None, 12)))))
     assert swap_home(Home("A", (("y", 3), (None, 12)), (("x", 0),))) is None
     assert swap_home(Home("A", (("y", 3), ("x", 4)))) == Home("A", (("x", 3), ("y", 4)))
-    assert relayout_cycles(prog, Home("A", (("y", 3), ("x", 6))), Home("A", (("x", 3), ("y", 6))),
-                           (4, 4), get_target("wse2")) == float("inf")
+    # not a transposition, but small: gathered to (0, 0) and broadcast (mica.lower.regather), at a cost
+    assert 0 < relayout_cycles(prog, Home("A", (("y", 3), ("x", 6))), Home("A", (("x", 3), ("y", 6))),
+                               (4, 4), get_target("wse2")) < float("inf")
+    big = mica.affine.from_c(COPY % ((128,) * 6))
+    assert relayout_cycles(big, Home("A", (("y", 32), ("x", 64))), Home("A", (("x", 32), ("y", 64))),
+                           (4, 4), get_target("wse2")) == float("inf")     # 64 KB: every core cannot hold it
+
+
+@pytest.mark.parametrize("shape, src_home, dst_home, mesh", [
+    ((12, 12), (("y", 3), ("x", 6)), (("x", 3), ("y", 6)), (4, 4)),
+    ((13, 11), (("y", 4), ("x", 4)), ((None, 13), ("y", 3)), (4, 4)),
+    ((9, 10), ((None, 9), ("x", 4)), (("x", 2), ("y", 5)), (5, 3)),
+    ((7, 5), (("y", 2), (None, 5)), (("y", 3), ("x", 2)), (3, 4)),
+], ids=["grid-2x4-to-4x2", "2d-to-column", "row-to-2d", "column-to-2d"])
+def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home, mesh):
+    """The gather to (0, 0) and broadcast: A loaded in one layout, stored from another; every element
+    arrives bit for bit, over one-hop shifts only, and replicated sources are taken once."""
+    m, k = shape
+    prog = replace(mica.affine.from_c(COPY % (m, k, m, k, m, k)), outputs=("A",))
+    tgt = get_target("wse2")
+    src = home_tensor(prog, Home("A", src_home))
+    dst = home_tensor(prog, Home("A", dst_home), "A_t")
+    mp = regather_program(src, dst, mesh, tgt)
+    mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", mp.region)))
+    verify(mp, tgt)
+    shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
+    assert shifts and all(isinstance(c, Shift) and c.max_hops == 1 for c in shifts)
+    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
+    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
+    a = np.random.default_rng(2).standard_normal(shape)
+    a[0, 0] = -0.0
+    got = compiled.run({"A": a}).outputs["A"]
+    np.testing.assert_array_equal(got, a)
+    assert np.signbit(got[0, 0])                        # copied, never summed: -0.0 stays -0.0
 
 
 VCOPY = '''

@@ -531,7 +531,7 @@ def test_fault_malformed_op_codes():
         expect_fault(mesh, np.array([3, 0, 2**40], dtype=np.int64), "bad COMPUTE entry count")
         expect_fault(mesh, encode([row_multicast(4, 2, 1, Box(0, 8, ()), Box(8, 8, ()), colour=4)]), "colour 4 out of range")
         send_box = 5 + len(ex.routes) * oc.WORDS_ROUTE + 2 + oc.WORDS_RECT  # first word of the send's box
-        for word, value, reason in ((2, 5, "rank"), (1, 3, "element size"), (3, 9, "axis"), (0, -8, "offset"),
+        for word, value, reason in ((2, 7, "rank"), (1, 3, "element size"), (3, 9, "axis"), (0, -8, "offset"),
                                     (4, -1, "negative")):
             bad = good.copy()
             if word >= 3:
@@ -610,7 +610,7 @@ def test_mesh_lifecycle_errors():
 
 def test_opcode_validation():
     with pytest.raises(SimError, match="rank"):
-        Box(0, 4, (BoxDim.whole(1),) * 5)
+        Box(0, 4, (BoxDim.whole(1),) * 7)
     with pytest.raises(SimError, match="element size"):
         Box(0, 3, ())
     with pytest.raises(SimError, match="tile <= extent"):
