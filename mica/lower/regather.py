@@ -42,7 +42,7 @@ from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass
 from ..targets import Target
 
 #: The largest share of a core's SRAM the two whole-array buffers may take.
-MAX_FRACTION = 0.25
+MAX_FRACTION = 0.5
 
 _S = Lin(0, (("s", 1),))
 
