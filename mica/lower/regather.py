@@ -40,9 +40,11 @@ from ..errors import ScheduleError
 from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                          Region, RegionTensor, Shift)
 from ..targets import Target
+from ..tiling.operators import REGATHER_FRACTION
 
-#: The largest share of a core's SRAM the two whole-array buffers may take.
-MAX_FRACTION = 0.5
+#: The largest share of a core's SRAM the two whole-array buffers may take (the search frees only the
+#: layouts of arrays this small: :data:`mica.tiling.operators.REGATHER_FRACTION`).
+MAX_FRACTION = REGATHER_FRACTION
 
 _S = Lin(0, (("s", 1),))
 

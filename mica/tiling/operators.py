@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from math import prod
 
 from ..affine.isl_names import count_points
 from ..affine.pieces import cut_candidates, cut_program
@@ -119,6 +120,17 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             else:
                 ways.consider(how, lambda phased=phased: (phased, None), how)
     return _cheapest(ways, one, mesh)
+
+
+#: The largest share of a core's SRAM the two whole-array buffers of a gather-and-broadcast layout change
+#: may take (:mod:`mica.lower.regather`): larger arrays keep their layout or are transposed.
+REGATHER_FRACTION = 0.5
+
+
+def _gatherable(arr, tgt: Target | None) -> bool:
+    """Whether array ``arr`` is small enough for :func:`mica.lower.regather.regather` to change its layout
+    (every core holds it twice)."""
+    return tgt is not None and 2 * arr.elem_bytes * prod(arr.shape) <= REGATHER_FRACTION * tgt.sram_bytes
 
 
 #: How an operator's reasons say it was searched with its layouts free (:func:`map_operators`).
@@ -425,7 +437,12 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
             # No plan takes the layouts the earlier operators left: search the operator with the arrays it
             # touches free, and change the layout of each produced array it lays out otherwise on the mesh
             # (transposed, or gathered and broadcast when small: mica.lower.regather).
-            free = searched({a: h for a, h in fixed.items() if a not in touched})
+            # First keep the layouts of the large produced arrays (too large to gather: a KV cache another
+            # operator updates), then free everything.
+            small = {a for a in touched if a not in written or _gatherable(op.array(a), tgt)}
+            free = searched({a: h for a, h in fixed.items() if a not in small})
+            if isinstance(free, MicaError) and small != touched:
+                free = searched({a: h for a, h in fixed.items() if a not in touched})
             if not isinstance(free, MicaError):
                 changed = [a for a in sorted(touched & written & set(fixed))
                            if free[0].home(a) != fixed[a]]
