@@ -5,7 +5,9 @@ tt-metal's documentation and performance reports) as collected in the team's har
 part of this repository; figures no source states are estimates (EST) and each target's ``notes`` says
 which. Everything is in the cycle domain; ``clock_ghz`` converts to time.
 
-Public API: :class:`Target`, :func:`get_target`, :data:`TARGETS`, :data:`WAVELET_CONSTANTS_SOURCES`.
+Public API: :class:`Target`, :func:`get_target`, :data:`TARGETS`, :data:`WAVELET_CONSTANTS_SOURCES`. The source
+of every constant of the real targets, with the hardware notes' source keys, is in the comments above
+:data:`TARGETS`.
 """
 
 from __future__ import annotations
@@ -180,26 +182,94 @@ WAVELET_CONSTANTS_SOURCES = MappingProxyType({
     "queue_depth": "EST for every target: no published router buffer depth",
 })
 
+# Sources of every constant of the real targets below, field by field, with the hardware notes' source keys
+# (reference/hardware.md section 0: WLLM-PAPER = WaferLLM, OSDI'25; WLLM-REPO = github MeshInfra/WaferLLM;
+# CSLEX = github Cerebras/csl-examples; SDK-* = the Cerebras SDK documentation pages; HC34 = Hot Chips 34;
+# WSE-PR = vendor specs as reported in the press; TT-ISA = github tenstorrent/tt-isa-documentation; TT-GEMM,
+# TT-BH, TT-DRAM, TT-PCIE = tt-metal tech_reports; TT-SPEC = docs.tenstorrent.com specifications). EST marks
+# an estimate or a derivation no source prints. bench/test_calibration.py prints the modelled figures
+# these constants give next to published measurements.
+#
+# wse2:
+#   * grid: 750x994: largest program rectangle, fabric 757x996 minus the memcpy columns/rows [CSLEX
+#     benchmarks/single-tile-matvec README and run.py; WLLM-REPO MeshGEMV/WSE-2/compile.py]
+#   * sram_bytes: 48 KB per PE, 8 banks x 6 KB [SDK-APPX; CSLEX comments]
+#   * clock_ghz: 1.1 GHz max CE clock [WLLM-PAPER section 7; HC34]; the CSLEX timing scripts assume 0.85
+#   * flops_per_cycle: EST: f16 8 (4-wide FP16 FMAC SIMD, SDK-APPX widths up to 4), f32 2 (one FP32 FMAC per cycle,
+#     WLLM-PAPER), f64 1 (EST: no f64 unit, emulated at half the f32 rate)
+#   * link_bytes_per_cycle: 4: one 32-bit wavelet per link per cycle and direction [SDK-CONCEPT; WLLM-PAPER section 7]
+#   * hop_latency: 1 cycle per hop [SDK-CONCEPT; CSLEX bandwidth-test/run.py and WLLM-REPO subtract px+py cycles]
+#   * relay_cycles: EST 20: a task wake-up plus a DSD op, 'a few to tens of cycles' (hardware.md 1c, EST)
+#   * colours: 21: 24 routable colours [SDK-TASKIDS] minus those memcpy reserves [CSLEX gemm-collectives_2d
+#     layout.csl; 25-pt-stencil README] (~21 is itself a derivation)
+#   * ramp_latency: EST 0: covered by the single-cycle neighbour transfer [SDK-CONCEPT]
+#   * queue_depth: EST 8 wavelets: no published router buffer depth
+# wse3:
+#   * grid: EST 755x1170: WLLM-REPO's 762x1172 fabric (MeshGEMM/WSE-3/compile.py) minus the same memcpy margin as
+#     WSE-2; not stated by Cerebras
+#   * sram_bytes: 48 KB per PE [CSLEX benchmark-libs/stencil_3d_7pts/wse3/pe.csl]
+#   * clock_ghz: 1.1 GHz as WLLM-REPO's launch_wse3.py converts cycles; no official figure found
+#   * flops_per_cycle: EST: f16 16 (assumes WSE-3 doubled the SIMD; the vendor's 125 PF [WSE-PR] cannot be dense), f32
+#     2 (EST, hardware.md gives 2-4), f64 1 (EST)
+#   * link_bytes_per_cycle: 4: the same 32-bit wavelet per link and cycle [SDK-CONCEPT]
+#   * hop_latency: EST 1: assumed equal to WSE-2
+#   * relay_cycles: EST 20, as WSE-2
+#   * colours: 21: 24 colours 'on WSE-2 and WSE-3' [SDK-TASKIDS] minus memcpy's (derivation as WSE-2)
+#   * ramp_latency: EST 0, as WSE-2
+#   * queue_depth: EST 8: WSE-3 has 8 input + 8 output queues [SDK-TASKIDS, SDK-WSE3] but no published depth
+# wormhole:
+#   * grid: 8x8 Tensix compute grid (one row harvested, one for dispatch) [TT-BH, TT-GEMM]
+#   * sram_bytes: 1,499,136 B = 1464 KiB L1, 16 banks x 91.5 KiB [TT-ISA TensixTile/L1.md]; firmware and CB
+#     reservations not subtracted (EST)
+#   * clock_ghz: 1.0 GHz AI clock [TT-SPEC, TT-GEMM]
+#   * flops_per_cycle: f16/bf16 1024 = the matrix FPU at HiFi4 (4096 at LoFi) [TT-GEMM, TT-ISA MatrixUnit]; f32 64 on
+#     the 32-lane SFPU [TT-ISA VectorUnit]; f64 32 (EST: no f64 unit)
+#   * link_bytes_per_cycle: 32: one 256-bit flit per cycle per NoC link [TT-ISA NoC/README.md]
+#   * hop_latency: 9 cycles router to router [TT-ISA NoC/README.md]
+#   * relay_cycles: EST 300: kernel loop plus NoC issue, '~100s of cycles' (hardware.md 1c, EST)
+#   * colours: 12: request VCs of the 16 per NoC channel (12 request + 4 response) [TT-ISA DRAMTile, NoC/README.md]
+#   * ramp_latency: 5: ~5 cycles NIU <-> router at each end [TT-ISA NoC/README.md]
+#   * queue_depth: EST 16 flits: enough for a 9-cycle hop's credit loop; not published
+# blackhole:
+#   * grid: 11x10 compute grid since firmware 19.5.0 [TT-BH]; TT-GEMM also quotes 13x10
+#   * sram_bytes: 1,499,136 B = 1464 KB L1 [TT-BH]
+#   * clock_ghz: 1.35 GHz [TT-SPEC, TT-GEMM]
+#   * flops_per_cycle: f16/bf16 1024 = the matrix FPU at HiFi4 [TT-GEMM]; f32 64 (EST: 32-lane SFPU not re-verified
+#     for BH); f64 32 (EST)
+#   * link_bytes_per_cycle: 64: 512-bit NoC word [TT-DRAM Blackhole; TT-PCIE flit 64 B]
+#   * hop_latency: EST 9: assumed equal to Wormhole (not documented for BH)
+#   * relay_cycles: EST 300, as Wormhole
+#   * colours: EST 12: Wormhole's request VCs, assumed equal
+#   * ramp_latency: EST 5: Wormhole's NIU latency, assumed equal
+#   * queue_depth: EST 16 flits, as Wormhole
 TARGETS: Mapping[str, Target] = MappingProxyType({
-    # Cerebras WSE-2: 750x994 program rectangle (fabric 757x996 minus memcpy columns/rows), 48 KB per PE,
-    # 1.1 GHz (WaferLLM; CSL examples assume 850 MHz), one 32-bit wavelet per link per cycle, ~1 cycle/hop,
-    # 24 colours of which ~21 remain with memcpy. Wavelet level: ramp 0 (EST), queues of 8 wavelets (EST).
+    # Cerebras WSE-2: 750x994 program rectangle [CSLEX single-tile-matvec; fabric 757x996 WLLM-REPO] minus
+    # memcpy columns/rows; 48 KB per PE [SDK-APPX]; 1.1 GHz [WLLM-PAPER, HC34] (CSLEX scripts assume 850 MHz);
+    # FLOP/cycle f16 8, f32 2, f64 1 (all EST); one 32-bit wavelet per link per cycle [SDK-CONCEPT]; ~1
+    # cycle/hop [SDK-CONCEPT]; relay 20 cycles (EST); 24 colours [SDK-TASKIDS] of which ~21 remain with memcpy
+    # [CSLEX]. Wavelet level: ramp 0 (EST), queues of 8 wavelets (EST). Per field: the comment block above.
     "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate "
                          "table; wavelet-level ramp latency and queue depth are estimates",
                    ramp_latency=0, queue_depth=8),
-    # WSE-3: 755x1170 is derived (762x1172 fabric minus the same memcpy margin); fp16 16 FLOP/cycle EST.
+    # WSE-3: 755x1170 is derived (762x1172 fabric [WLLM-REPO] minus the same memcpy margin, EST); 48 KB
+    # [CSLEX]; 1.1 GHz [WLLM-REPO launch_wse3.py]; fp16 16 FLOP/cycle EST, f32 2 EST; link, hop, relay,
+    # colours as WSE-2 ([SDK-CONCEPT], [SDK-TASKIDS]; hop EST). Per field: the comment block above.
     "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="grid and fp16 rate are estimates (EST), not published figures; so are the wavelet-level "
                          "ramp latency and queue depth",
                    ramp_latency=0, queue_depth=8),
-    # Tenstorrent Wormhole n150: 8x8 Tensix compute grid, 1464 KiB L1, 1 GHz, 32 B/cycle per NoC link,
-    # 9 cycles per router hop, 16 VCs of which 12 carry requests; fp32 on the 32-lane SFPU (64 FLOP/cycle).
-    # Wavelet level: ~5 cycles NIU <-> router at each end (tt-isa), queues of 16 flits (EST).
+    # Tenstorrent Wormhole n150: 8x8 Tensix compute grid [TT-BH, TT-GEMM], 1464 KiB L1 [TT-ISA L1.md],
+    # 1 GHz [TT-SPEC], fp16 1024 FLOP/cycle = HiFi4 [TT-GEMM], 32 B/cycle per NoC link [TT-ISA NoC],
+    # 9 cycles per router hop [TT-ISA NoC], relay 300 cycles (EST), 16 VCs of which 12 carry requests
+    # [TT-ISA]; fp32 on the 32-lane SFPU (64 FLOP/cycle) [TT-ISA VectorUnit]. Wavelet level: ~5 cycles
+    # NIU <-> router at each end [TT-ISA], queues of 16 flits (EST). Per field: the comment block above.
     "wormhole": Target("wormhole", (8, 8), 1499136, 1.0, _fl(1024, 64, 32), 32.0, 9.0, 300.0, 12,
                        notes="fp16 rate at HiFi4; relay cost and wavelet-level queue depth are estimates",
                        ramp_latency=5, queue_depth=16),
-    # Blackhole p150a: 11x10 compute grid (current firmware), 1.35 GHz, 64 B/cycle NoC.
+    # Blackhole p150a: 11x10 compute grid (current firmware) [TT-BH], 1464 KB L1 [TT-BH], 1.35 GHz [TT-SPEC],
+    # fp16 1024 = HiFi4 [TT-GEMM], 64 B/cycle NoC [TT-DRAM BH]; hop 9, ramp 5, SFPU 64, VCs 12, relay and
+    # queue depth assumed equal to Wormhole (EST). Per field: the comment block above.
     "blackhole": Target("blackhole", (11, 10), 1499136, 1.35, _fl(1024, 64, 32), 64.0, 9.0, 300.0, 12,
                         notes="hop latency, ramp latency and SFPU width assumed equal to Wormhole (EST); queue "
                               "depth an estimate",
