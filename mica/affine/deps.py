@@ -289,8 +289,10 @@ def _pair_of(a: Statement, b: Statement, red: Reduction | None):
             (a.guard or b.guard) and not (a.guard and b.guard and
                                           a.instances().set_tuple_name(b.name).is_equal(b.instances())):
         return None
-    if a.write.index != b.write.index or a.write.array == b.write.array:
+    if a.write.array == b.write.array:
         return None
+    if a.write.index != b.write.index and not (_one_element(a) and _one_element(b)):
+        return None                     # (a scalar local and a one-element array are one element each)
     X, Ia = b.write.array, a.write.array
     if any(str(o).startswith("-") for o in a.order[1::2]
            if o not in {v for ix in a.write.index for v in ix.names}):
@@ -301,7 +303,8 @@ def _pair_of(a: Statement, b: Statement, red: Reduction | None):
         if not isinstance(e, Read):
             return False
         acc = a.access(e.ref)
-        return acc.array == X and acc.index == b.write.index
+        return acc.array == X and (acc.index == b.write.index or (not acc.index or not any(ix.names for ix in acc.index))
+                                   and _one_element(b))
     ch_a = _choice(a.expr, x_read, lambda x: _is_acc(a, x))
     if ch_b is None or ch_a is None:
         return None
@@ -317,6 +320,11 @@ def _pair_of(a: Statement, b: Statement, red: Reduction | None):
     acc_reads = tuple(r for r in a.expr.refs() if _is_acc(a, Read(r)) or x_read(Read(r)))
     ia = Reduction(a.name, "arg" + red.op, Ia, a.write.ref, acc_reads, partner=b.name, strict=red.strict)
     return ia, replace(red, partner=a.name)
+
+
+def _one_element(s: Statement) -> bool:
+    """Whether every instance of ``s`` writes the same one element (constant subscripts, or a scalar)."""
+    return all(not ix.names for ix in s.write.index)
 
 
 def _negate(op: str) -> str:

@@ -251,8 +251,17 @@ class _Builder:
         if within is not None:
             dom = dom.intersect(within.set_tuple_name(kname).align_params(dom.get_space())).coalesce()
         index = tuple(Aff.var(lp) for lp in loops)
+
+        def read_index(r: RegionTensor) -> tuple[Aff, ...]:
+            # A read of another rank is of a one-element buffer (the value half of a (value, index) pair
+            # held in a scalar, next to a one-element index array): its element 0.
+            if len(r.box) == len(dbox):
+                return index
+            if any(d.extent != 1 for d in r.box) or any(d.extent != 1 for d in dbox):
+                raise ScheduleError(f"kernel {kname} reads {r.name} with another rank than it writes")
+            return tuple(Aff.of({}, 0) for _ in r.box)
         k = Kernel(kname, "", loops, str(dom), loops, KAccess("w", target.name, index),
-                   tuple(KAccess(f"r{i}", r.name, index) for i, r in enumerate(reads)), expr,
+                   tuple(KAccess(f"r{i}", r.name, read_index(r)) for i, r in enumerate(reads)), expr,
                    self.classes(kname, rect, self.tilings_of((), [target, *reads])),
                    flops_per_instance=expr_flops(expr))
         self.kernels.append(k)

@@ -10,6 +10,7 @@ first for a ``tree`` reduction. A (value, index) pair combines both halves toget
 
 from __future__ import annotations
 
+import islpy as isl
 import numpy as np
 
 from ..affine.deps import combine
@@ -90,7 +91,7 @@ def reduction_chains(b: _Builder) -> list:
     # the loop) keep the root's value, and a pair's value array may not even have them.
     combined = [s for s in (b.main, b.partner) if s is not None]
     written = [s.access_map(s.write).range() for s in combined]
-    if len(written) == 2:
+    if len(written) == 2 and written[0].dim(isl.dim_type.set) == written[1].dim(isl.dim_type.set):
         # The index half compares values: only where both halves write (the same indices of the two arrays).
         both = written[0].set_tuple_name("E").intersect(written[1].set_tuple_name("E"))
         written = [written[0], both.set_tuple_name(parts[1].array)]

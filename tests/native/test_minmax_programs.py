@@ -213,3 +213,30 @@ def test_each_mesh_searched(name, mesh):
     ins = _inputs(kind, params, seed=1)
     want = run_c(src, None, ins, params)
     _check(name, mica.compile_affine(src, mesh=mesh, target="generic", params=params), ins, want)
+
+
+ARGMAX_LOCAL = """
+void greedy(int V, float logits[V], int next[1]) {
+  float best = -INFINITY;
+  next[0] = 0;
+  for (int v = 0; v < V; v++) {
+    next[0] = logits[v] > best ? v : next[0];
+    best = logits[v] > best ? logits[v] : best;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("mesh", [(4, 4), (3, 2), (5, 3)])
+def test_an_arg_max_with_a_local_running_max_spreads(mesh):
+    """The running max in a scalar local, the index in a one-element array (how greedy sampling is
+    written): the two still form a (value, index) pair, combined across cores, and the first index of the
+    largest value wins, ties included."""
+    prog = mica.compile_affine(ARGMAX_LOCAL, mesh=mesh, params={"V": 97})
+    assert prog.cost.cores > 1
+    rng = np.random.default_rng(mesh[0])
+    for logits in (rng.standard_normal(97).astype(np.float32), np.ones(97, np.float32),
+                   np.where(np.arange(97) % 40 == 7, 3.0, 0.0).astype(np.float32)):
+        want = run_c(ARGMAX_LOCAL, None, {"logits": logits}, {"V": 97})
+        got = prog.run({"logits": logits}).outputs
+        assert got["next"][0] == want["next"][0] == int(np.argmax(logits))
