@@ -88,34 +88,41 @@ def reference(checkpoint):
     return tokens
 
 
-@pytest.mark.parametrize("mesh", [(8, 8), (4, 4), (5, 3)], ids=lambda m: f"{m[0]}x{m[1]}")
-def test_sixteen_greedy_tokens_match_numpy(checkpoint, reference, mesh):
-    with Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=mesh) as dec:
-        assert dec.layer.cost.cores > 1          # the layer spreads over the region's cores
-        tokens = dec.generate(PROMPT, NEW)
-        assert tokens == reference
-        last = dec.step(tokens[-1])
-        assert set(last.cycles) == {"embed", "layer0", "layer1", "head"}
-        assert last.total_cycles > last.transfer_cycles > 0
-        # only the token, the hidden state between regions and the chosen token cross the host boundary
-        assert last.host_bytes < 12 * CFG.dim * 4
-        cache = dec.read_cache(1)
-        assert np.abs(cache["kc"][:len(PROMPT) + NEW]).sum() > 0 and not cache["kc"][len(PROMPT) + NEW + 1:].any()
+@pytest.fixture(scope="module", params=[(4, 4), (2, 5), (3, 2)], ids=lambda m: f"{m[0]}x{m[1]}")
+def decoder(request, checkpoint):
+    """The model compiled for one region size and loaded (weights and caches resident), shared by the tests
+    of this module (compiling is what costs)."""
+    with Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=request.param) as dec:
+        yield dec
 
 
-def test_bad_input_is_refused_and_leaves_the_caches_intact(checkpoint):
-    with Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=(4, 4)) as dec:
-        dec.generate(PROMPT, 2)
-        before = dec.read_cache(0)
-        for tok, pos, message in ((CFG.vocab, 5, "token id 256 is out of range"), (-1, 5, "token id"),
-                                  (3, CFG.context, "the context is full"), (3.0, 5, "token id")):
-            with pytest.raises(InputError, match=message):
-                dec.step(tok, pos)
-        after = dec.read_cache(0)
-        for c in before:
-            np.testing.assert_array_equal(before[c], after[c])
-        with pytest.raises(InputError, match="overflow the context"):
-            dec.generate(PROMPT, CFG.context)
+def test_sixteen_greedy_tokens_match_numpy(decoder, reference):
+    dec = decoder
+    assert dec.layer.cost.cores > 1          # the layer spreads over the region's cores
+    tokens = dec.generate(PROMPT, NEW)
+    assert tokens == reference
+    last = dec.step(tokens[-1])
+    assert set(last.cycles) == {"embed", "layer0", "layer1", "head"}
+    assert last.total_cycles > last.transfer_cycles > 0
+    # only the token, the hidden state between regions and the chosen token cross the host boundary
+    assert last.host_bytes < 12 * CFG.dim * 4
+    cache = dec.read_cache(1)
+    assert np.abs(cache["kc"][:len(PROMPT) + NEW]).sum() > 0 and not cache["kc"][len(PROMPT) + NEW + 1:].any()
+
+
+def test_bad_input_is_refused_and_leaves_the_caches_intact(decoder):
+    dec = decoder
+    dec.generate(PROMPT, 2)
+    before = dec.read_cache(0)
+    for tok, pos, message in ((CFG.vocab, 5, "token id 256 is out of range"), (-1, 5, "token id"),
+                              (3, CFG.context, "the context is full"), (3.0, 5, "token id")):
+        with pytest.raises(InputError, match=message):
+            dec.step(tok, pos)
+    after = dec.read_cache(0)
+    for c in before:
+        np.testing.assert_array_equal(before[c], after[c])
+    with pytest.raises(InputError, match="overflow the context"):
+        dec.generate(PROMPT, CFG.context)
 
 
 def test_a_weight_file_with_wrong_shapes_or_dtypes_is_named(tmp_path):
@@ -154,6 +161,6 @@ def test_f16_weights_and_caches(checkpoint):
     w16 = {k: v.astype(np.float16).astype(np.float32) for k, v in checkpoint[1].items()}
     tokens, gap = Reference(cfg, w16, cache=np.float16).generate(PROMPT, 8)
     assert gap > 1e-3
-    with Decoder(cfg, checkpoint[1], mesh=(4, 4)) as dec:
+    with Decoder(cfg, checkpoint[1], mesh=(2, 5)) as dec:
         assert dec.layer.program.array("wq").dtype == "f16" and dec.layer.program.array("kc").dtype == "f16"
         assert dec.generate(PROMPT, 8) == tokens

@@ -28,7 +28,7 @@ def _source(pieces, n, m, lo, hi) -> str:
             f"double E[N]) {{\n  {body}\n}}\n")
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=24, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(pieces=st.lists(st.sampled_from(sorted(PIECES)), min_size=1, max_size=3, unique=True),
        n=st.integers(2, 9), m=st.integers(2, 9), lo=st.integers(0, 3), width=st.integers(1, 7),
