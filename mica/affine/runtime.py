@@ -29,6 +29,7 @@ Public API: :func:`expand`, :func:`guarded`, :func:`kernel_param`, :func:`check_
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Mapping
 
@@ -135,9 +136,9 @@ def check_values(runtime: tuple[tuple[str, int, int], ...], values: Mapping) -> 
         if name not in values:
             raise InputError(f"runtime parameter {name!r} is missing ({lo} <= {name} < {hi})")
         v = values[name]
-        if hasattr(v, "shape") and getattr(v, "shape", None) == () and hasattr(v, "item"):
+        if getattr(v, "shape", None) == () and hasattr(v, "item"):      # a 0-d numpy array
             v = v.item()
-        if isinstance(v, bool) or not isinstance(v, int) and not (hasattr(v, "__index__") and not isinstance(v, float)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise InputError(f"runtime parameter {name!r} must be an integer, got {v!r}")
         v = int(v)
         if not lo <= v < hi:
@@ -146,9 +147,9 @@ def check_values(runtime: tuple[tuple[str, int, int], ...], values: Mapping) -> 
 
 
 def refuse_in_backend(mp, backend: str) -> None:
-    """Raises :class:`EmitError` when the mesh program ``mp`` has runtime parameters (:mod:`mica.affine.runtime`): the hardware
-    back ends do not yet pass a run's values to the cores (a host-written scalar per core and loop bounds
-    read from it) — the emulator and the C back end do."""
+    """Raises :class:`EmitError` when the mesh program ``mp`` has runtime parameters: the hardware back ends
+    do not yet pass a run's values to the cores (a host-written scalar per core, loop bounds and guards read
+    from it); the emulator and the C back end do. Changes nothing."""
     if mp.runtime:
         names = ", ".join(f"{n} ({lo} <= {n} < {hi})" for n, lo, hi in mp.runtime)
         raise EmitError(f"{backend} back end: {mp.name} has runtime parameters {names}; passing a run's values "
