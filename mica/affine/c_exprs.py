@@ -15,6 +15,7 @@ import islpy as isl
 import numpy as np
 from pycparser import c_ast
 
+from .runtime import range_context
 from ..errors import AffineError
 from . import c_affine as F
 from .c_affine import TRUE
@@ -471,10 +472,11 @@ class ExprMixin:
         text = F.set_text(ctx.name, [fr.name for fr in self.frames], f)
         runtime = getattr(self, "runtime", None)
         if runtime:         # runtime parameters: isl parameters over their declared ranges
-            names = ", ".join(runtime)
-            ranges = " and ".join(f"{lo} <= {n} < {hi}" for n, (lo, hi) in runtime.items())
-            text = f"[{names}] -> {text[:-1].rstrip()}{' and ' if ':' in text else ' : '}{ranges} }}"
+            text = f"[{', '.join(runtime)}] -> {text}"
         s = self.domain_cache.get(text)
         if s is None:
-            s = self.domain_cache[text] = iset(text)
+            s = iset(text)
+            if runtime:
+                s = s.intersect_params(range_context(runtime))
+            self.domain_cache[text] = s
         return s

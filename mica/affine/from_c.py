@@ -66,7 +66,7 @@ from .c_preprocess import prepare, relocated
 from .expr import INT_DTYPES, Aff, Bin, Const, Read
 from .isl_names import imap, int_bounds, iset, isl_budget
 from .program import Access, Array, Program, Statement
-from .runtime import expand, normalise_ranges
+from .runtime import expand, normalise_ranges, range_context
 
 SUPPORTED_ELEMS = ("double, float, _Float16, __bf16, int/int32_t, short/int16_t, char/signed char/int8_t, "
                    "unsigned char/uint8_t")
@@ -753,10 +753,8 @@ class _Builder(ExprMixin):
         if img is None:
             return False
         if self.runtime:
-            names = ", ".join(self.runtime)
-            ranges = " and ".join(f"{lo} <= {n} < {hi}" for n, (lo, hi) in self.runtime.items())
-            box = box.align_params(iset(f"[{names}] -> {{ : }}").get_space()).intersect_params(
-                iset(f"[{names}] -> {{ : {ranges} }}"))
+            ctx = range_context(self.runtime)
+            box = box.align_params(ctx.get_space()).intersect_params(ctx)
         return box.is_subset(img)
 
 

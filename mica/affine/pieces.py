@@ -205,14 +205,12 @@ def _piece_statement(s: Statement, loop: str, k: int, lo: int, hi: int, cut: dic
     name = _fresh(piece_name(s.name, k), taken, prog)
     loops = ", ".join(s.loops)
     moved = ", ".join(f"{lp} - {lo}" if lp == loop else lp for lp in s.loops)
-    dom = s.domain_set.intersect(iset(f"{{ {s.name}[{loops}] : {lo} <= {loop} < {hi} }}")).apply(
-        imap(f"{{ {s.name}[{loops}] -> {name}[{moved}] }}"))
-    dom = rename_dims(dom, "set", s.loops)
-    guard = ""
-    if s.guard:                 # the same piece of the instances that run
-        g = s.guard_set.intersect(iset(f"{{ {s.name}[{loops}] : {lo} <= {loop} < {hi} }}")).apply(
-            imap(f"{{ {s.name}[{loops}] -> {name}[{moved}] }}"))
-        guard = str(rename_dims(g, "set", s.loops))
+
+    def piece(instances):       # the piece's part of a set of s's instances, its loop from 0
+        return rename_dims(instances.intersect(iset(f"{{ {s.name}[{loops}] : {lo} <= {loop} < {hi} }}")).apply(
+            imap(f"{{ {s.name}[{loops}] -> {name}[{moved}] }}")), "set", s.loops)
+    dom = piece(s.domain_set)
+    guard = str(piece(s.guard_set)) if s.guard else ""      # the same piece of the instances that run
     refs: dict[str, str] = {}
 
     def access(a: Access) -> Access:

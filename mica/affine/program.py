@@ -311,10 +311,9 @@ class Program:
         """``[p, ...] -> { : lo <= p < hi and ... }``: the declared ranges of the runtime parameters (a
         universe without parameters when there are none). Relations over guarded instances hold only under
         it (outside the ranges a guard is empty)."""
-        if not self.runtime:
-            return iset("{ : }")
         names = ", ".join(n for n, _, _ in self.runtime)
-        return iset(f"[{names}] -> {{ : {' and '.join(f'{lo} <= {n} < {hi}' for n, lo, hi in self.runtime)} }}")
+        cons = " and ".join(f"{lo} <= {n} < {hi}" for n, lo, hi in self.runtime) or "true"
+        return iset(f"[{names}] -> {{ : {cons} }}")
 
     def replace(self, **kw) -> "Program":
         return replace(self, **kw)

@@ -76,6 +76,12 @@ def normalise_ranges(runtime, where: str = "runtime") -> dict[str, tuple[int, in
     return out
 
 
+def range_context(ranges: Mapping[str, tuple[int, int]]) -> isl.Set:
+    """``[p, ...] -> { : lo <= p < hi and ... }``: the declared ranges ``{name: (lo, hi)}``."""
+    cons = " and ".join(f"{lo} <= {p} < {hi}" for p, (lo, hi) in ranges.items()) or "true"
+    return iset(f"[{', '.join(ranges)}] -> {{ : {cons} }}")
+
+
 def expand(name: str, loops: tuple[str, ...], text: str, accesses: list[Access], order: tuple,
            ranges: Mapping[str, tuple[int, int]], taken: set[str]):
     """A statement whose domain text ``text`` (``{ S[loops] : ... }``, possibly naming runtime parameters)
@@ -89,8 +95,7 @@ def expand(name: str, loops: tuple[str, ...], text: str, accesses: list[Access],
     used = sorted(set(in_subs) | set(in_dom))
     if not used:
         return loops, text, "", accesses, order
-    rng = " and ".join(f"{ranges[p][0]} <= {p} < {ranges[p][1]}" for p in used)
-    box = iset(f"[{', '.join(used)}] -> {{ : {rng} }}")         # the declared ranges
+    box = range_context({p: ranges[p] for p in used})
     g = iset(f"[{', '.join(used)}] -> {text}").intersect_params(box)
     new_loops = list(loops)
     renames = {}

@@ -24,7 +24,7 @@ buffers per core: arrays above :data:`MAX_FRACTION` of a core's SRAM are refused
 Spaces: the source's ownership ``{ core[x, y] -> A[a...] }``; the canonical owner ``{ A[a...] -> core[x, y] }``
 (its lexicographic minimum); kernel domains ``[__x, __y] -> { K[a...] }``.
 
-Public API: :func:`regather`, :func:`regather_program`.
+Public API: :func:`regather`, :func:`regather_program`, :func:`layout_change_program`.
 """
 
 from __future__ import annotations
@@ -140,13 +140,21 @@ def regather_program(src: RegionTensor, dst: RegionTensor, mesh: tuple[int, int]
     """A mesh program that only re-lays out ``src`` into ``dst`` through :func:`regather` on the whole
     ``mesh`` (arena laid out from offset 0), for costing the change with :func:`mica.tiling.cost.estimate`."""
     region = Region("work", 0, mesh[0], 0, mesh[1])
-    bufs, kernels, ops = regather(src, dst, "", region, target)
+    return layout_change_program(f"regather_{src.array}", (src, dst), regather(src, dst, "", region, target),
+                                 mesh, region, target, 1)
+
+
+def layout_change_program(name: str, homes: tuple[RegionTensor, ...], change, mesh: tuple[int, int],
+                          region: Region, target: Target, colours: int) -> MeshProgram:
+    """A mesh program running only a layout change ``change`` (its buffers, kernels and ops) between the
+    buffers ``homes`` on ``region``: every buffer one after another from arena offset 0."""
+    bufs, kernels, ops = change
     laid, offset = [], 0
-    for t in (src, dst, *bufs):
+    for t in (*homes, *bufs):
         laid.append(replace(t, offset=offset, region=region))
         offset += t.alloc_bytes
-    return MeshProgram(f"regather_{src.array}", target.name, mesh, region, tuple(laid), tuple(kernels),
-                       tuple(ops), offset, (), 1)
+    return MeshProgram(name, target.name, mesh, region, tuple(laid), tuple(kernels), tuple(ops), offset, (),
+                       colours)
 
 
 def _prod(shape) -> int:

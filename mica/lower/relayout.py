@@ -42,7 +42,7 @@ from ..targets import Target
 from ..tiling.cost import estimate
 from ..tiling.schedule import Home
 from ..tiling.homes import home_box
-from .regather import regather_program
+from .regather import layout_change_program, regather_program
 from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                  Region, RegionTensor, Shift)
 
@@ -240,13 +240,8 @@ def transpose_program(src: RegionTensor, dst: RegionTensor, mesh: tuple[int, int
     costing a layout change on its own with :func:`mica.tiling.cost.estimate`."""
     n = transpose_blocks(src, dst)
     region = Region("work", 0, n, 0, n)
-    lanes, kernels, ops = transpose(src, dst, "", region, target)
-    laid, offset = [], 0
-    for t in (src, dst, *lanes):
-        laid.append(replace(t, offset=offset, region=region))
-        offset += t.alloc_bytes
-    return MeshProgram(f"relayout_{src.array}", target.name, mesh, region, tuple(laid), tuple(kernels),
-                       tuple(ops), offset, (), 4)
+    return layout_change_program(f"relayout_{src.array}", (src, dst), transpose(src, dst, "", region, target),
+                                 mesh, region, target, 4)
 
 
 def home_tensor(prog, home: Home, name: str | None = None) -> RegionTensor:
