@@ -13,14 +13,21 @@ buffer holds it at the start and at the end of every run:
 * no other buffer shares its bytes (arenas laid out by liveness reuse bytes between operators:
   :func:`mica.lower.phases.lay_out` keeps the buffers of on-mesh arrays alive through the whole program).
 
-Public API: :func:`check_on_mesh`, :func:`kept_buffers`, :func:`host_bytes`.
+A program of many operators lays its on-mesh arrays out one operator at a time, and each operator's search
+sees only its own arrays: left alone, every weight matrix of a layer would take the layout that is cheapest
+for its operator, often on the same cores, and together overflow them. :func:`on_mesh_caps` gives each
+on-mesh array a share of a core's SRAM in proportion to its size (:data:`ON_MESH_SHARE` of the SRAM in all);
+:func:`check_on_mesh_caps` rejects an operator's plan whose block of such an array exceeds its share.
+
+Public API: :func:`check_on_mesh`, :func:`kept_buffers`, :func:`host_bytes`, :func:`on_mesh_caps`,
+:func:`check_on_mesh_caps`.
 """
 
 from __future__ import annotations
 
 from math import prod
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, SramError
 from .ir import Compute, HostLoad, HostStore, MeshProgram, RegionTensor, walk_ops
 
 
@@ -111,3 +118,36 @@ def _alone(mp: MeshProgram, t: RegionTensor, array: str) -> None:
         if q.x0 < r.x1 and r.x0 < q.x1 and q.y0 < r.y1 and r.y0 < q.y1:
             raise ScheduleError(f"{mp.name}: {array} is to stay on the mesh but buffer {u.name} reuses the bytes "
                                 f"of its buffer {t.name}", cause="on-mesh")
+
+
+#: The share of a core's SRAM the on-mesh arrays of a program may take together, split between them in
+#: proportion to their sizes (:func:`on_mesh_caps`); the rest is for the operators' working buffers.
+ON_MESH_SHARE = 0.6
+
+#: A block this small (as a fraction of SRAM) is always within an on-mesh array's share: a norm's gain
+#: vector need not spread as far as a weight matrix.
+ON_MESH_SMALL = 1 / 32
+
+
+def on_mesh_caps(sizes: dict[str, int], sram_bytes: int) -> dict[str, int]:
+    """``{array: bytes}``: the most bytes one core may hold of each on-mesh array, given every on-mesh
+    array's whole size in bytes (``sizes``): its share of :data:`ON_MESH_SHARE` of ``sram_bytes`` in
+    proportion to its size, and at least :data:`ON_MESH_SMALL` of it. Empty when the arrays together fit
+    the share on one core (nothing to cap)."""
+    total = sum(sizes.values())
+    budget = ON_MESH_SHARE * sram_bytes
+    if total <= budget:
+        return {}
+    return {a: int(max(budget * n / total, ON_MESH_SMALL * sram_bytes)) for a, n in sizes.items()}
+
+
+def check_on_mesh_caps(mp: MeshProgram, caps: dict[str, int]) -> None:
+    """Raises :class:`SramError` (cause ``on-mesh-share``) when a buffer of ``mp`` holding an array of
+    ``caps`` keeps more bytes per core than its cap (see :func:`on_mesh_caps`); preserves ``mp``."""
+    for t in mp.tensors:
+        cap = caps.get(t.array)
+        if cap is not None and t.role == "home" and t.max_bytes > cap:
+            raise SramError(f"{mp.name}: {t.array} is kept on the mesh with {t.max_bytes} B per core, more than "
+                            f"its share of {cap} B (the arrays kept on the mesh split "
+                            f"{ON_MESH_SHARE:.0%} of each core's SRAM by size)", needed=t.max_bytes,
+                            cause="on-mesh-share")

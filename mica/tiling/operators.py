@@ -16,7 +16,8 @@ from math import prod
 from ..affine.isl_names import count_points
 from ..affine.pieces import cut_candidates, cut_program
 from ..affine.program import Program
-from ..errors import MicaError
+from ..errors import MicaError, SramError
+from ..meshir.on_mesh import on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import Target
 from .cost import estimate
@@ -133,6 +134,9 @@ def _gatherable(arr, tgt: Target | None) -> bool:
     return tgt is not None and 2 * arr.elem_bytes * prod(arr.shape) <= REGATHER_FRACTION * tgt.sram_bytes
 
 
+#: How an operator's reasons say it took a layout a later operator asked for (:func:`map_operators`).
+AS_LATER_NEEDS = "as a later operator needs it (too large to change on the mesh)"
+
 #: How an operator's reasons say it was searched with its layouts free (:func:`map_operators`).
 FREE_LAYOUT = "in the layout it works best with"
 
@@ -180,9 +184,11 @@ class _Ways:
     def __init__(self, op: Program, tgt: Target, lowering: Lowering, progress=None):
         self.op, self.tgt, self.lowering, self.progress = op, tgt, lowering, progress
         self.tried: list[Way] = []
+        self.last_error: MicaError | None = None      # why the last way rejected failed
 
     def reject(self, how: str, exc: MicaError) -> None:
         self.tried.append(Way(how, rejected=str(exc).splitlines()[0][:200]))
+        self.last_error = exc
 
     def consider(self, how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
         """Builds, verifies and costs the plan ``make()`` returns (with its search report), records it with
@@ -207,13 +213,18 @@ def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo
         how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
                + on)
 
-        def whole(heaviest=heaviest):
+        def whole(heaviest=heaviest, capped=False):
             phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest, progress=ways.progress,
-                                           memo=memo if grid == mesh else {})
+                                           memo=memo if grid == mesh else {}, capped=capped)
             if grid != mesh:
                 phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
             return phased, report
-        ways.consider(how, whole, f"{how}, one after another")
+        if (ways.consider(how, whole, f"{how}, one after another") is None and op.on_mesh and grid == mesh
+                and isinstance(ways.last_error, SramError)):
+            # Each operator laid out its on-mesh arrays as it liked, and together they do not fit: with
+            # shares of SRAM for them, they may spread further (on the whole mesh: a square of it holds less).
+            how += ", the arrays kept on the mesh within their shares of SRAM"
+            ways.consider(how, lambda heaviest=heaviest: whole(heaviest, capped=True), f"{how}, one after another")
         if len(ops) == 1:
             break                    # one operator: the order does not matter
 
@@ -339,9 +350,22 @@ HEAVIEST_FIRST = "heaviest-first"      # an operator order of mica.tiling.schedu
 RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every combination
 
 
+HINT_ROUNDS = 3      # times map_operators starts again with layouts a later operator asked of an earlier one
+
+
+class _Hint(Exception):
+    """Internal: operator ``k`` works only with ``homes`` for arrays an earlier operator laid out otherwise
+    and whose layout cannot be changed on the mesh (too large to gather)."""
+
+    def __init__(self, homes: dict, error: MicaError):
+        super().__init__()
+        self.homes, self.error = homes, error
+
+
 def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lowering | None, *, heaviest_first: bool = False,
                   like: Schedule | None = None, memo: dict | None = None,
-                  relayout: bool = True, places: list | None = None, progress=None) -> tuple[Schedule, SearchReport | None]:
+                  relayout: bool = True, places: list | None = None, progress=None, capped: bool = False
+                  ) -> tuple[Schedule, SearchReport | None]:
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
     heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
@@ -353,7 +377,36 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
     its phase in ``like`` (layout changes included), re-derived for ``mesh`` in ``like``'s order.
 
     ``places[k] = ((ox, oy), (w, h))`` runs operator ``k`` on the ``w x h`` cores from ``(ox, oy)`` (default:
-    the whole mesh); ``like`` places its operators on its rectangles scaled to ``mesh``."""
+    the whole mesh); ``like`` places its operators on its rectangles scaled to ``mesh``.
+
+    When an operator works only with a layout of an array an earlier operator produced otherwise, and that
+    layout cannot be changed on the mesh (the array is too large to gather: a KV cache), the mapping starts
+    again with the layout as a *hint*: the first operator that lays the array out tries it first (up to
+    :data:`HINT_ROUNDS` times; the operators' searches are memoised, so a new round searches only what the
+    hint changes).
+
+    With ``capped``, an operator that lays out an array kept on the mesh (:attr:`Program.on_mesh`) first looks
+    for plans that keep its block within the array's share of SRAM (:func:`mica.meshir.on_mesh.on_mesh_caps`:
+    the operators' searches each see only their own arrays, and would otherwise pile every weight matrix onto
+    the same cores)."""
+    hints: dict = {}
+    error = None
+    for _ in range(HINT_ROUNDS + 1):
+        try:
+            return _map_once(op, ops, mesh, tgt, lowering, heaviest_first, like, memo, relayout, places, progress,
+                             hints, capped)
+        except _Hint as hint:
+            error = hint.error
+            if all(hints.get(a) == h for a, h in hint.homes.items()):
+                break
+            hints = {**hints, **hint.homes}
+    raise error
+
+
+def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like, memo, relayout, places, progress,
+              hints: dict, capped: bool) -> tuple[Schedule, SearchReport | None]:
+    """One pass of :func:`map_operators` with layout ``hints`` (array -> Home); raises :class:`_Hint` when an
+    operator asks for layouts the earlier ones could have taken."""
     if like is not None:
         heaviest_first = like.order == HEAVIEST_FIRST
     memo = {} if memo is None else memo
@@ -366,6 +419,8 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
         order.sort(key=lambda k: (-work[k], k))
     phases: list[Schedule | None] = [None] * n
     reports: dict[int, SearchReport] = {}
+    caps = on_mesh_caps({a: op.array(a).elem_bytes * prod(op.array(a).shape) for a in op.on_mesh},
+                        tgt.sram_bytes) if tgt is not None and like is None and capped else {}
     if like is not None and like.placed:
         places = [scaled_place(p.origin, p.mesh, like.mesh, mesh) for p in like.phases]
     for k in order:
@@ -394,15 +449,17 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
             phases[k] = phases[k].copy(origin=origin)
             continue
 
-        def searched(homes):
+        def searched(homes, capped=False):
             # The operator's search sees only the arrays it touches: homes and residence of the others do
-            # not change its result, so they are left out of the key.
+            # not change its result, so they are left out of the key. ``capped``: the on-mesh arrays it lays
+            # out keep within their share of SRAM (mica.meshir.on_mesh.on_mesh_caps).
+            mine = {a: c for a, c in caps.items() if a in touched and a not in homes} if capped else {}
             key = (tuple(s.name for s in ops[k]), frozenset((a, h) for a, h in homes.items() if a in touched),
-                   resident & touched, size, origin == (0, 0))
+                   resident & touched, size, origin == (0, 0), frozenset(mine.items()))
             if key not in memo:
                 try:
-                    memo[key] = search(sub, size, tgt, lowering, fixed_homes=homes, resident=resident, progress=progress,
-                                           rings=origin == (0, 0))
+                    memo[key] = search(sub, size, tgt, lowering, fixed_homes=homes, resident=resident,
+                                       progress=progress, rings=origin == (0, 0), caps=mine)
                 except MicaError as exc:
                     memo[key] = exc
             return memo[key]
@@ -411,53 +468,77 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
             if key not in memo:
                 memo[key] = lowering.relayout_cycles(op, fixed[a], swapped[a], size, tgt)
             return memo[key]
-        kept = searched(fixed)
-        best, best_cycles = kept, (kept[1].best.cycles if not isinstance(kept, MicaError) else float("inf"))
-        if relayout and swapped:
-            # The other choices: some arrays taken in their transposed layout, changed on the mesh first
-            # (every subset of up to RELAYOUT_SUBSETS arrays, else all of them at once).
-            names = sorted(swapped)
-            subsets = ([c for r in range(1, len(names) + 1) for c in combinations(names, r)]
-                       if len(names) <= RELAYOUT_SUBSETS else [tuple(names)])
-            for chosen in subsets:
-                alt = searched({**fixed, **{a: swapped[a] for a in chosen}})
-                if isinstance(alt, MicaError):
-                    continue
-                moved = sum(transposition(a) for a in chosen if a in written)
-                if alt[1].best.cycles + moved < best_cycles:
-                    how = ("with the mesh axes swapped" if all(len(swapped[a].dims) == 2 for a in chosen)
-                           else "turned to the other mesh axis" if all(len(swapped[a].dims) == 1 for a in chosen)
-                           else "with the mesh axes swapped (vectors: turned to the other mesh axis)")
-                    why = (f"takes {', '.join(chosen)} {how} ({moved:,.0f} modelled cycles "
-                           f"to transpose the blocks on the mesh first, {alt[1].best.cycles:,.0f} to run)"
-                           if moved else f"takes {', '.join(chosen)} {how} (loaded so)")
-                    best = (alt[0].copy(reasons=alt[0].reasons + (why,)), alt[1])
-                    best_cycles = alt[1].best.cycles + moved
-        if relayout and isinstance(best, MicaError) and not places:
-            # No plan takes the layouts the earlier operators left: search the operator with the arrays it
-            # touches free, and change the layout of each produced array it lays out otherwise on the mesh
-            # (transposed, or gathered and broadcast when small: mica.lower.regather).
-            # First keep the layouts of the large produced arrays (too large to gather: a KV cache another
-            # operator updates), then free everything.
-            small = {a for a in touched if a not in written or _gatherable(op.array(a), tgt)}
-            free = searched({a: h for a, h in fixed.items() if a not in small})
-            if isinstance(free, MicaError) and small != touched:
-                free = searched({a: h for a, h in fixed.items() if a not in touched})
-            if not isinstance(free, MicaError):
-                changed = [a for a in sorted(touched & written & set(fixed))
-                           if free[0].home(a) != fixed[a]]
-                moved = 0.0
-                for a in changed:
-                    key = ("relayout", fixed[a], free[0].home(a), size)
-                    if key not in memo:
-                        memo[key] = lowering.relayout_cycles(op, fixed[a], free[0].home(a), size, tgt)
-                    moved += memo[key]
-                if moved < float("inf"):
-                    why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
-                           f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
-                           f"to run): no plan works with the earlier layout" if changed else
-                           "searched with its arrays' layouts free")
-                    best = (free[0].copy(reasons=free[0].reasons + (why,)), free[1])
+        def decide(capped):
+            """The operator's plan (or why none works), its on-mesh arrays within their shares when
+            ``capped``."""
+            def searched_(homes):
+                return searched(homes, capped)
+            hinted = {a: h for a, h in hints.items() if a in touched and a not in fixed and not places}
+            kept = searched_({**fixed, **hinted}) if hinted else searched_(fixed)
+            if hinted and isinstance(kept, MicaError):
+                kept = searched_(fixed)
+            elif hinted:
+                kept = (kept[0].copy(reasons=kept[0].reasons + (
+                    f"lays out {', '.join(sorted(hinted))} {AS_LATER_NEEDS}",)), kept[1])
+            best, best_cycles = kept, (kept[1].best.cycles if not isinstance(kept, MicaError) else float("inf"))
+            if relayout and swapped:
+                # The other choices: some arrays taken in their transposed layout, changed on the mesh first
+                # (every subset of up to RELAYOUT_SUBSETS arrays, else all of them at once).
+                names = sorted(swapped)
+                subsets = ([c for r in range(1, len(names) + 1) for c in combinations(names, r)]
+                           if len(names) <= RELAYOUT_SUBSETS else [tuple(names)])
+                for chosen in subsets:
+                    alt = searched_({**fixed, **{a: swapped[a] for a in chosen}})
+                    if isinstance(alt, MicaError):
+                        continue
+                    moved = sum(transposition(a) for a in chosen if a in written)
+                    if alt[1].best.cycles + moved < best_cycles:
+                        how = ("with the mesh axes swapped" if all(len(swapped[a].dims) == 2 for a in chosen)
+                               else "turned to the other mesh axis" if all(len(swapped[a].dims) == 1 for a in chosen)
+                               else "with the mesh axes swapped (vectors: turned to the other mesh axis)")
+                        why = (f"takes {', '.join(chosen)} {how} ({moved:,.0f} modelled cycles "
+                               f"to transpose the blocks on the mesh first, {alt[1].best.cycles:,.0f} to run)"
+                               if moved else f"takes {', '.join(chosen)} {how} (loaded so)")
+                        best = (alt[0].copy(reasons=alt[0].reasons + (why,)), alt[1])
+                        best_cycles = alt[1].best.cycles + moved
+            if relayout and isinstance(best, MicaError) and not places:
+                # No plan takes the layouts the earlier operators left: search the operator with the arrays it
+                # touches free, and change the layout of each produced array it lays out otherwise on the mesh
+                # (transposed, or gathered and broadcast when small: mica.lower.regather).
+                # First keep the layouts of the large produced arrays (too large to gather: a KV cache another
+                # operator updates), then free everything.
+                small = {a for a in touched if a not in written or _gatherable(op.array(a), tgt)}
+                free = searched_({a: h for a, h in fixed.items() if a not in small})
+                if isinstance(free, MicaError) and small != touched:
+                    free = searched_({a: h for a, h in fixed.items() if a not in touched})
+                if not isinstance(free, MicaError):
+                    changed = [a for a in sorted(touched & written & set(fixed))
+                               if free[0].home(a) != fixed[a]]
+                    moved = 0.0
+                    stuck = {}          # arrays whose layout cannot be changed on the mesh
+                    for a in changed:
+                        key = ("relayout", fixed[a], free[0].home(a), size)
+                        if key not in memo:
+                            memo[key] = lowering.relayout_cycles(op, fixed[a], free[0].home(a), size, tgt)
+                        moved += memo[key]
+                        if memo[key] == float("inf"):
+                            stuck[a] = free[0].home(a)
+                    if stuck and isinstance(best, MicaError) and not capped:
+                        raise _Hint(stuck, best)
+                    if moved < float("inf"):
+                        why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
+                               f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
+                               f"to run): no plan works with the earlier layout" if changed else
+                               "searched with its arrays' layouts free")
+                        best = (free[0].copy(reasons=free[0].reasons + (why,)), free[1])
+            return best
+
+        # First with the on-mesh arrays the operator lays out within their shares of SRAM, then without.
+        capping = any(a in touched and a not in fixed for a in caps)
+        for capped in ((True, False) if capping else (False,)):
+            best = decide(capped)
+            if not isinstance(best, MicaError):
+                break
         if isinstance(best, MicaError):
             raise best
         phases[k], reports[k] = best[0].copy(origin=origin), best[1]

@@ -28,6 +28,7 @@ from ..affine.program import Program
 from ..affine.isl_names import isl_budget
 from ..errors import CommError, MeshIRError, MicaError, ScheduleError, SramError
 from ..meshir.ir import MeshProgram
+from ..meshir.on_mesh import check_on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import DTYPE_BYTES, Target
 from .cost import Cost, estimate, expr_flops
@@ -288,17 +289,20 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
 
 def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions, lowering: Lowering,
              fixed_homes: dict | None = None, resident: frozenset[str] | None = None, *,
-             verify_below: float = float("inf")) -> Candidate:
+             verify_below: float = float("inf"), caps: dict | None = None) -> Candidate:
     """Builds (through ``lowering``), costs and verifies one candidate; a schedule that cannot be built or
     that the verifier refuses is rejected with the reason. The verifier runs on a candidate whose modelled
     cycles are at most ``verify_below`` (the best plan so far: only such a candidate can be chosen, so a
-    plan the verifier would refuse is never chosen); costlier ones are reported feasible unverified."""
+    plan the verifier would refuse is never chosen); costlier ones are reported feasible unverified.
+    ``caps``: the most bytes per core of each on-mesh array (:func:`mica.meshir.on_mesh.on_mesh_caps`)."""
     try:
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
                                     fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps, wave=d.wave)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
+            if caps:
+                check_on_mesh_caps(mp, caps)
             cost = estimate(mp, target)
             if cost.total_cycles <= verify_below:
                 verify(mp, target)
@@ -348,6 +352,7 @@ REJECTIONS = {
     "nothing-to-prefetch": "{kind}: double buffering: the step loop receives no panels to prefetch",
     "sram": "{kind}: per-core data exceeds the SRAM budget",
     "colours": "{kind}: needs more colours than a router holds",
+    "on-mesh-share": "{kind}: keeps more of an array on the mesh per core than its share of SRAM",
 }
 
 
@@ -362,13 +367,14 @@ def rejection(exc: MicaError) -> tuple[str, str]:
 
 
 def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lowering, *, progress=None,
-           fixed_homes: dict | None = None, resident: frozenset[str] | None = None, rings: bool = True
-           ) -> tuple[Schedule, SearchReport]:
+           fixed_homes: dict | None = None, resident: frozenset[str] | None = None, rings: bool = True,
+           caps: dict | None = None) -> tuple[Schedule, SearchReport]:
     """The cheapest feasible plan of ``prog`` on ``mesh`` and the report of the search (without ``rings``:
     no skewed plans, see :func:`space`).
 
     ``fixed_homes`` are layouts other operators chose (see :func:`mica.tiling.split.fixed_homes_after`);
-    ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``).
+    ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``);
+    ``caps`` the most bytes per core a plan may keep of each on-mesh array (see :func:`evaluate`).
 
     ``progress`` is called ``(count, total, elapsed, done=False)`` while a search runs longer than
     :data:`PROGRESS_AFTER_S` (:func:`mica.progress.search_reporter` makes the pipeline's); None: silent.
@@ -390,7 +396,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, REJECTIONS["pruned"], cause="pruned"))
         else:
-            c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident, verify_below=best_cycles)
+            c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident, verify_below=best_cycles,
+                         caps=caps)
             results.append(c)
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)

@@ -1,0 +1,67 @@
+"""Arrays kept on the mesh share its SRAM (mica.meshir.on_mesh.on_mesh_caps).
+
+A LLaMA-style layer at width 256 (f16 weights, a 512-row KV cache) on 8x8 needs it: every operator's own
+best layout piles the weight matrices onto the same cores, and the program then needs more SRAM than a core
+has. With the shares it compiles, spreads over the whole mesh, and matches the native C at three positions.
+(The layer at LLaMA-3-8B's dimensions in bench/test_llama.py also needs a large array laid out as a later
+operator reads it: mica.tiling.operators.map_operators' hints.)"""
+
+import numpy as np
+import pytest
+
+import mica
+from mica.meshir.on_mesh import ON_MESH_SHARE, ON_MESH_SMALL, on_mesh_caps
+from mica.models.llama import LlamaConfig, cache_shapes, layer_shapes, layer_source, rope_tables
+from mica.targets import get_target
+from mica.testing import run_c
+
+SRAM = get_target("wse2").sram_bytes
+
+
+def test_caps_split_the_share_by_size():
+    assert on_mesh_caps({"a": 1000, "b": 3000}, SRAM) == {}          # they fit one core together
+    caps = on_mesh_caps({"w1": 3_000_000, "w2": 1_000_000, "gain": 1_000}, SRAM)
+    assert abs(caps["w1"] - 3 * caps["w2"]) <= 3          # in proportion (whole bytes)
+    assert caps["w1"] + caps["w2"] <= ON_MESH_SHARE * SRAM
+    assert caps["gain"] == int(ON_MESH_SMALL * SRAM)                  # a small array is not squeezed
+
+
+CFG = LlamaConfig(layers=1, dim=256, heads=8, kv_heads=2, ffn=896, vocab=8, context=512, weights="f16")
+KEPT = tuple(layer_shapes(CFG)) + tuple(cache_shapes(CFG))
+
+
+@pytest.fixture(scope="module")
+def layer():
+    return mica.compile_affine(layer_source(CFG), mesh=(8, 8), runtime={"pos": (0, CFG.context)}, resident=KEPT)
+
+
+def test_the_kept_arrays_spread_within_their_shares(layer):
+    reasons = "\n".join(layer.schedule.reasons)
+    assert "within their shares of SRAM" in reasons
+    assert layer.cost.cores == 64
+    assert layer.cost.sram_bytes <= SRAM
+
+
+def _inputs(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in {**layer_shapes(CFG), **cache_shapes(CFG)}.items():
+        scale = 1.0 if name.startswith("ln") else 0.5 if name in ("kc", "vc") else 1 / np.sqrt(shape[-1])
+        out[name] = (rng.standard_normal(shape) * scale).astype(np.float16)
+    cos, sin = rope_tables(CFG)
+    out["rope_cos"], out["rope_sin"] = cos, sin
+    out["x"] = rng.standard_normal(CFG.dim).astype(np.float32)
+    return out
+
+
+def test_one_step_matches_the_native_c(layer):
+    ins = _inputs(11)
+    kept = {a: ins[a] for a in KEPT}
+    with layer.load(kept) as dev:
+        for pos in (0, 257, CFG.context - 1):
+            want = run_c(layer_source(CFG), None, {**ins, "pos": pos})
+            got = dev.run({"x": ins["x"], "pos": pos}).outputs
+            np.testing.assert_allclose(got["y"], want["y"], rtol=2e-3, atol=2e-3)
+            ins = {**ins, "kc": want["kc"], "vc": want["vc"]}     # the native cache follows the device's
+            np.testing.assert_allclose(dev.read("kc").astype(np.float32), want["kc"].astype(np.float32),
+                                       rtol=2e-3, atol=2e-3)
