@@ -30,8 +30,8 @@ sequential tie rule by combining blocks in order) — the "local top-k merged by
 rank per round. An explicit shard loop (each of ``S`` shards picks its own ``K`` rows, then ``K`` rounds over
 the ``S*K`` candidates) was measured against this one: for 4,096 x 128 (f16), 8 queries, ``k = 5`` on 8x8
 WSE-2 both compute on all 64 cores and model 167,947 (this one) and 168,267 cycles (sharded, ``S = 64``),
-and the sharded program compiles about four times slower (more loop nests, guards for ``N`` not a multiple
-of ``S``), so the flat rounds are kept. (A lexicographic mask ``d > pv || d == pv && n > pi`` instead of the
+and the sharded program compiles three times slower (16 s against 5 s: twice the loop nests, and guards for
+``N`` not a multiple of ``S``), so the flat rounds are kept. (A lexicographic mask ``d > pv || d == pv && n > pi`` instead of the
 knock-out also spreads but needs a masked copy of ``d`` per round.)
 
 **Costs.** ``K`` rounds each read every distance once: ``O(Q*N*(D + K))`` work per batch, spread over the
