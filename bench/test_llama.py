@@ -8,9 +8,8 @@ per program: ``layers + 2`` of them) and runs decode steps in the emulator with 
 cycles per token are the programs' emulated cycles at the step's position plus the estimated hand-offs
 between regions (:class:`mica.models.generate.StepResult`); tokens/s at the target's clock. The benchmark
 times one emulated step; its baseline, timed in the same run, is the same step in numpy (float32 matrix-vector
-products). The LLaMA-3-8B row (32 layers, width 4096, 32/8 heads, FFN 14,336, context 4,096, f16) compiles one
-layer for a 125x165 region of WSE-2 (36 such regions tile 750x994) and prints the reason when no plan is
-found. In CI (the smoke run) only the first row runs.
+products). LLaMA-3-8B's dimensions are in bench/test_llama3_8b.py. In CI (the smoke run) only the first row
+runs.
 """
 
 from __future__ import annotations
@@ -20,11 +19,9 @@ import time
 import numpy as np
 import pytest
 
-from mica.errors import MicaError
 from mica.models.generate import Decoder
-from mica.models.llama import LlamaConfig, layer_source
+from mica.models.llama import LlamaConfig
 from mica.models.weights import random_weights
-from mica.pipeline import compile_affine
 
 ROWS: dict[str, dict] = {}
 
@@ -39,8 +36,6 @@ MODELS = {
     "tiny-f16-2x64-8x8-wse2": (LlamaConfig(layers=2, dim=64, heads=4, kv_heads=2, ffn=128, vocab=256, context=64,
                                            weights="f16"), (8, 8), "wse2"),
 }
-LLAMA3_8B = LlamaConfig(layers=32, dim=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, context=4096,
-                        weights="f16")
 
 
 def _numpy_step(cfg: LlamaConfig, w: dict, pos: int) -> float:
@@ -100,26 +95,6 @@ def test_decode_step(benchmark, name):
         dec.close()
     assert row["layer_cores"] > 1 and row["cycles"] > row["transfer_cycles"] > 0
     ROWS[name] = row
-
-
-@pytest.mark.slow
-def test_llama3_8b_layer_compiles_for_a_wafer_region(benchmark):
-    """The layer at LLaMA-3-8B's dimensions for a 125x165 region: its modelled cycles when a plan is
-    found, else the reason (printed in the table)."""
-    def attempt():
-        t0 = time.process_time()
-        try:
-            cp = compile_affine(layer_source(LLAMA3_8B), mesh=(125, 165), runtime={"pos": (0, LLAMA3_8B.context)},
-                                resident=("wq", "wk", "wv", "wo", "w1", "w2", "w3", "kc", "vc"))
-            return {"cycles": cp.cost.total_cycles, "layer_cores": cp.cost.cores,
-                    "compile_s": time.process_time() - t0, "reason": ""}
-        except MicaError as exc:
-            return {"cycles": float("nan"), "layer_cores": 0, "compile_s": time.process_time() - t0,
-                    "reason": str(exc).splitlines()[0][:300]}
-    row = benchmark.pedantic(attempt, rounds=1, iterations=1)
-    benchmark.extra_info.update(row)
-    ROWS["llama3-8b-layer-125x165-wse2"] = row
-    assert row["compile_s"] > 0
 
 
 def teardown_module():

@@ -44,7 +44,7 @@ from .tiling.mapping import derive_schedule
 from .tiling.operators import retarget_schedule, search_program
 from .tiling.schedule import Schedule, with_buffers
 from .tiling.search import Lowering, SearchReport
-from .tiling.split import program_pieces
+from .tiling.split import operator_program, phase_operators, program_pieces
 
 #: The lowering passes the schedule search builds its candidates with (see :class:`Lowering`).
 LOWERING = Lowering(operator=build_mesh_program, program=build_program, relayout_cycles=relayout_cycles)
@@ -75,6 +75,18 @@ def check_mesh(mesh, target: Target) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class OperatorCycles:
+    """One operator of a phased plan (:meth:`CompiledProgram.operator_cycles`): its index, statements, the
+    arrays it writes, and its modelled cycles and computing cores when run alone."""
+
+    index: int
+    statements: tuple[str, ...]
+    writes: tuple[str, ...]
+    cycles: float
+    cores: int
+
+
+@dataclass(frozen=True)
 class CompiledProgram:
     """A program compiled for one mesh: its schedule, MeshIR, modelled cost and C kernels.
 
@@ -99,6 +111,26 @@ class CompiledProgram:
     def pieces(self) -> Pieces | None:
         """The program cut into the pieces the schedule maps (what the mesh runs), or None."""
         return program_pieces(self.program, self.schedule)
+
+    def operator_cycles(self) -> tuple["OperatorCycles", ...]:
+        """Per operator of a plan that runs operators one after another (``schedule.phases``), its modelled
+        cycles run alone: built from its phase of the schedule with its inputs already in the layouts the
+        phase reads (what the earlier operators produced is not reloaded). Their sum leaves out the layout
+        changes and hand-offs between operators, which :attr:`cost` counts: ``cost.total_cycles`` minus the
+        sum is their share. Empty for a plan of one operator. Preserves the program."""
+        if not self.schedule.phases:
+            return ()
+        prog = self.pieces.program if self.pieces is not None else self.program
+        out, made = [], set()
+        for k, (stmts, phase) in enumerate(zip(phase_operators(prog, self.schedule), self.schedule.phases)):
+            sub = operator_program(prog, stmts, k)
+            mp = build_mesh_program(sub, phase, self.target,
+                                    resident=frozenset(made & {a.name for a in sub.arrays}))
+            c = estimate(mp, self.target)
+            writes = tuple(dict.fromkeys(s.write.array for s in stmts))
+            out.append(OperatorCycles(k, tuple(s.name for s in stmts), writes, c.total_cycles, c.cores))
+            made |= set(writes)
+        return tuple(out)
 
     @cached_property
     def meshir(self) -> str:

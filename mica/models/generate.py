@@ -17,7 +17,7 @@ an estimate of carrying the hidden state between adjacent regions: for each of t
 the region's width in hops at the target's hop latency plus ``dim`` floats at its link bandwidth (the
 emulator runs each region separately, so this part is modelled, not emulated).
 
-Public API: :class:`Decoder`, :class:`StepResult`.
+Public API: :class:`Decoder`, :class:`StepResult`, :func:`handoff_cycles`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..pipeline import compile_affine
-from ..targets import get_target
+from ..targets import Target, get_target
 from .llama import LlamaConfig, cache_shapes, embed_source, head_source, layer_source
 from .weights import program_weights
 
@@ -132,9 +132,7 @@ class Decoder:
     def transfer_cycles(self) -> float:
         """The estimated cycles of the ``layers + 1`` hand-offs of the hidden state between adjacent regions
         (see the module text)."""
-        t = self.target
-        per = self.mesh[0] * t.hop_latency + self.cfg.dim * 4 / t.link_bytes_per_cycle
-        return (self.cfg.layers + 1) * per
+        return handoff_cycles(self.cfg, self.mesh, self.target)
 
     def read_cache(self, layer: int) -> dict[str, np.ndarray]:
         """Layer ``layer``'s KV cache as the steps left it (``kc``, ``vc``: :func:`cache_shapes` shapes)."""
@@ -155,3 +153,11 @@ class Decoder:
 
 def _host(res) -> int:
     return res.stats.host_bytes_in + res.stats.host_bytes_out
+
+
+def handoff_cycles(cfg: LlamaConfig, region: tuple[int, int], target: Target) -> float:
+    """The estimated cycles of the ``layers + 1`` hand-offs of the hidden state between adjacent regions of
+    ``region`` cores on ``target``: each crosses the region's width in hops at the hop latency and sends
+    ``dim`` floats at the link bandwidth (see the module text)."""
+    per = region[0] * target.hop_latency + cfg.dim * 4 / target.link_bytes_per_cycle
+    return (cfg.layers + 1) * per

@@ -16,7 +16,7 @@ from math import prod
 from ..affine.isl_names import count_points
 from ..affine.pieces import cut_candidates, cut_program
 from ..affine.program import Program
-from ..errors import MicaError, SramError
+from ..errors import MicaError
 from ..meshir.on_mesh import on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import Target
@@ -184,11 +184,9 @@ class _Ways:
     def __init__(self, op: Program, tgt: Target, lowering: Lowering, progress=None):
         self.op, self.tgt, self.lowering, self.progress = op, tgt, lowering, progress
         self.tried: list[Way] = []
-        self.last_error: MicaError | None = None      # why the last way rejected failed
 
     def reject(self, how: str, exc: MicaError) -> None:
         self.tried.append(Way(how, rejected=str(exc).splitlines()[0][:200]))
-        self.last_error = exc
 
     def consider(self, how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
         """Builds, verifies and costs the plan ``make()`` returns (with its search report), records it with
@@ -219,10 +217,10 @@ def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo
             if grid != mesh:
                 phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
             return phased, report
-        if (ways.consider(how, whole, f"{how}, one after another") is None and op.on_mesh and grid == mesh
-                and isinstance(ways.last_error, SramError)):
-            # Each operator laid out its on-mesh arrays as it liked, and together they do not fit: with
-            # shares of SRAM for them, they may spread further (on the whole mesh: a square of it holds less).
+        if ways.consider(how, whole, f"{how}, one after another") is None and op.on_mesh and grid == mesh:
+            # Each operator laid out its on-mesh arrays as it liked, and together they do not fit (or the
+            # layouts they took leave a later operator without a plan): with shares of SRAM for them, they
+            # may spread further (on the whole mesh: a square of it holds less).
             how += ", the arrays kept on the mesh within their shares of SRAM"
             ways.consider(how, lambda heaviest=heaviest: whole(heaviest, capped=True), f"{how}, one after another")
         if len(ops) == 1:

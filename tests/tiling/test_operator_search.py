@@ -171,3 +171,18 @@ def test_search_picks_a_halo_plan_for_a_large_grid():
     compiled = mica.compile_affine(prog, mesh=(8, 8), target="wse2")
     assert compiled.schedule.step.sweep and len(compiled.schedule.space) == 2
     assert "halo exchange" in compiled.explain()
+
+
+def test_each_operator_of_a_phased_plan_has_its_own_cycles():
+    """CompiledProgram.operator_cycles: one record per phase, in order, with the arrays it writes; each
+    operator alone costs less than the whole plan, which adds the hand-offs between them."""
+    cp = mica.compile_affine(MM2, mesh=(4, 4), params={"n": 12}, side_by_side=False)
+    parts = cp.operator_cycles()
+    assert len(parts) == len(cp.schedule.phases) >= 2
+    assert [p.index for p in parts] == list(range(len(parts)))
+    assert {a for p in parts for a in p.writes} == set(cp.program.outputs) | {"T"}
+    assert all(0 < p.cycles < cp.cost.total_cycles and 1 <= p.cores <= 16 for p in parts)
+    assert sum(p.cycles for p in parts) <= cp.cost.total_cycles
+    one = mica.compile_affine("void f(float a[8][8], float b[8][8]) { for (int i = 0; i < 8; i++) "
+                              "for (int j = 0; j < 8; j++) b[i][j] = 2 * a[i][j]; }", mesh=(4, 4))
+    assert not one.schedule.phases and one.operator_cycles() == ()
