@@ -5,7 +5,7 @@ Between other layouts — a vector on one line wanted spread over both axes, a 3
 dimension moves to the other axis, a layout pinned to a point — an operator that cannot take the layout the
 previous operator left would otherwise have no plan, and the whole program would fall to one core. For an
 array small enough to be held whole by every core (activations of a decode step are a few KB), the change
-runs in four parts, every message a one-hop shift over a configured route:
+runs in four parts, every message over a configured route:
 
 1. every core copies the elements it is the *canonical owner* of (the first core in ``(x, y)`` order that
    holds the element in the source layout: a replicated element is taken once) into a whole-array buffer
@@ -13,12 +13,13 @@ runs in four parts, every message a one-hop shift over a configured route:
 2. rows gather towards column 0: at stage ``s`` core ``x = W-1-s`` sends ``F`` west and the receiver copies
    in the elements owned by the cores east of it; then column 0 gathers towards ``(0, 0)`` the same way
    (cores south of it);
-3. ``(0, 0)`` broadcasts ``F``: a chain south along column 0, then east along every row (each receiver copies
-   the whole array);
+3. ``(0, 0)`` broadcasts ``F``: one multicast over column 0, then one from column 0 over every row (each
+   receiver copies the whole array);
 4. every core copies from ``F`` the block the destination layout gives it.
 
-Elements are copied, never combined, so every value arrives bit for bit. The cost is ``2(W + H - 2)``
-stages of one whole-array message each (the cost model times them like any shift), and two whole-array
+Elements are copied, never combined, so every value arrives bit for bit. The cost is ``W + H - 2``
+one-hop stages of one whole-array message each and two multicasts (the cost model times them like any
+shift and multicast), and two whole-array
 buffers per core: arrays above :data:`MAX_FRACTION` of a core's SRAM are refused.
 
 Spaces: the source's ownership ``{ core[x, y] -> A[a...] }``; the canonical owner ``{ A[a...] -> core[x, y] }``
@@ -35,10 +36,10 @@ import islpy as isl
 
 from ..affine.expr import Aff, Const, Read
 from ..affine.isl_names import imap, iset
-from ..comm.routes import shift_routes
+from ..comm.routes import multicast_routes, shift_routes
 from ..errors import ScheduleError
-from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
-                         Region, RegionTensor, Shift)
+from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram,
+                         Multicast, Rect, Region, RegionTensor, Shift)
 from ..targets import Target
 from ..tiling.operators import REGATHER_FRACTION
 
@@ -128,10 +129,24 @@ def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, 
                                f"along {axis}")
         ops.append(Loop("s", n - 1, (Exchange(f"{name}_{axis}_{direction}", (shift,)), Compute(acc, receivers))))
 
+    def broadcast(axis: str, n: int, across: int) -> None:
+        """Position 0 of every line of ``across`` cores along ``axis`` multicasts ``F`` over its line in one
+        message; every core of the line (the root too: its copy is its own) copies it in."""
+        if n <= 1:
+            return
+        line = (Lin(0),), (Lin(across),)
+        first, whole_line = ((Lin(0),), (Lin(1),)), ((Lin(0),), (Lin(n),))
+        senders, receivers = (Rect(*first, *line), Rect(*whole_line, *line)) if axis == "x" else \
+            (Rect(*line, *first), Rect(*line, *whole_line))
+        mc = Multicast(f"{src.array} whole along {axis}", src.array, full.name, inbox.name, axis, Lin(0), senders,
+                       receivers, 0, multicast_routes(axis, Lin(0), (0, n), (0, across), 0), n - 1,
+                       relation=f"{{ [core_src[{axis}' = 0] -> core_dst[{axis}']] }} along {axis}")
+        ops.extend((Exchange(f"{name}_{axis}_bcast", (mc,)), Compute(k_all, receivers)))
+
     chain("x", "W", w, h, True, k_row)          # every row towards column 0
     chain("y", "N", h, 1, True, k_col)          # column 0 towards (0, 0)
-    chain("y", "S", h, 1, False, k_all)         # (0, 0) down column 0
-    chain("x", "E", w, h, False, k_all)         # column 0 along every row
+    broadcast("y", h, 1)                        # (0, 0) over column 0
+    broadcast("x", w, h)                        # column 0 over every row
     ops.append(Compute(k_out, everywhere))
     return [full, inbox], kernels, ops
 

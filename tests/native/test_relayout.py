@@ -7,7 +7,7 @@ import pytest
 
 import mica
 from mica.errors import ScheduleError
-from mica.meshir.ir import HostLoad, HostStore, Region, Shift
+from mica.meshir.ir import HostLoad, HostStore, Lin, Multicast, Region, Shift
 from mica.tiling.homes import swap_home, turn_home
 from mica.lower.relayout import (held_guard, home_tensor, relayout_cycles, transpose, transpose_blocks,
                                  transpose_program)
@@ -138,7 +138,8 @@ def test_layouts_that_are_not_a_block_transposition_are_refused_clearly():
 ], ids=["grid-2x4-to-4x2", "2d-to-column", "row-to-2d", "column-to-2d"])
 def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home, mesh):
     """The gather to (0, 0) and broadcast: A loaded in one layout, stored from another; every element
-    arrives bit for bit, over one-hop shifts only, and replicated sources are taken once."""
+    arrives bit for bit, over one-hop shifts towards (0, 0) and one multicast per axis back, and replicated
+    sources are taken once."""
     m, k = shape
     prog = replace(mica.affine.from_c(COPY % (m, k, m, k, m, k)), outputs=("A",))
     tgt = get_target("wse2")
@@ -148,7 +149,9 @@ def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home,
     mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", mp.region)))
     verify(mp, tgt)
     shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
-    assert shifts and all(isinstance(c, Shift) and c.max_hops == 1 for c in shifts)
+    assert shifts and all((isinstance(c, Shift) and c.max_hops == 1)
+                          or (isinstance(c, Multicast) and c.root == Lin(0)) for c in shifts)
+    assert sum(isinstance(c, Multicast) for c in shifts) == (mesh[0] > 1) + (mesh[1] > 1)
     sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
     compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
     a = np.random.default_rng(2).standard_normal(shape)
