@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..affine.runtime import refuse_in_backend
 from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
@@ -45,7 +44,6 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated)."""
     mp = compiled.mesh_program
-    refuse_in_backend(mp, "Metalium")
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)
