@@ -100,3 +100,22 @@ def test_the_value_changes_what_the_pes_compute(case):
     a, _ = execute(prog, files, {"pos": values[0]}, arrays={k: x.copy() for k, x in inputs.items()})
     b, _ = execute(prog, files, {"pos": values[-1]}, arrays={k: x.copy() for k, x in inputs.items()})
     assert any(not np.allclose(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda f: dict(f, **{"pe_program.csl": f["pe_program.csl"].replace("= rparams[0];", "= rparams[1];", 1)}),
+     r"rp_pos read from rparams\[1\]"),
+    (lambda f: dict(f, **{"pe_program.csl": f["pe_program.csl"].replace("  const rp_pos: i32 = rparams[0];", "", 1)}),
+     "rp_pos is read in .* without being declared"),
+    (lambda f: dict(f, **{"run.py": f["run.py"].replace("RUNTIME = {'pos': (0, 16)}", "RUNTIME = {'pos': (0, 17)}")}),
+     "RUNTIME must declare"),
+    (lambda f: dict(f, **{"run.py": f["run.py"].replace("runner.memcpy_h2d(sym_rparams", "# ")}),
+     "must write 1 value"),
+])
+def test_the_validator_checks_the_runtime_parameters(case, edit, msg):
+    from mica.emit_csl.validate import validate
+    from mica.errors import EmitError
+    files = case[2]
+    validate(files)
+    with pytest.raises(EmitError, match=msg):
+        validate(edit(files))
