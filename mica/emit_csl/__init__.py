@@ -13,6 +13,10 @@ program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (
 ``syntax`` (+ ``csl.lark``), ``boxes`` / ``csltext`` (printing helpers; expressions and isl ASTs print
 through :mod:`mica.codeprint`).
 
+Runtime parameters (``runtime=``): ``run.py`` takes each value as ``--<name>``, checks it against the
+declared range and writes the values to the exported ``i32`` array ``rparams`` on every PE of the region
+(``memcpy_h2d``) before the launch; kernels read ``rp_<name>`` from it.
+
 Public API: :func:`emit`, :func:`render` (the files as text without writing them), :func:`planned_program`
 (the MeshIR and plan the files are written from).
 """

@@ -228,7 +228,8 @@ def _scalar_chain(e, acc):
 # -- whole boxes: when a tile routine computes exactly the kernel's instances --------------------------
 
 def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | None:
-    """A C condition (over ``x``, ``y``, ``t``, ``kb``) for the cores and steps where ``k`` runs at all, or
+    """A C condition (over ``x``, ``y``, ``t``, ``kb`` and the runtime parameters ``rp_<name>``, within their
+    declared ranges) for the cores, steps and values where ``k`` runs at all, or
     None when it runs everywhere on ``region`` (``t`` ranges over ``steps``, as in the emulator's kernels); :class:`EmitError` when, where it runs, its instances are
     not every point of its boxes (a tile routine always covers whole boxes).
 

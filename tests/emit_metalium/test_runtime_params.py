@@ -51,14 +51,25 @@ void append(int pos, float W[D][D], float x[D], float K[L][D], float w[L], float
 }
 """
 
-# (source, mesh, target compiled for, range of pos, values run)
-CASES = {"rope": (ROPE, (4, 4), "wormhole", (0, 16), (0, 9, 15)),
-         "append": (APPEND, (4, 4), "wse2", (0, 16), (0, 6, 15))}
+#: A condition on the parameter alone: a whole-box tile routine (add_tiles) the compute kernel guards.
+GATE = """
+#define N 64
+void gate(int pos, float a[N][N], float b[N][N], float c[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      if (pos >= 8) c[i][j] = a[i][j] + b[i][j];
+}
+"""
+
+# (source, mesh, target compiled for, range of pos, values run, the kernel kind reading rp_pos)
+CASES = {"rope": (ROPE, (4, 4), "wormhole", (0, 16), (0, 9, 15), "reader"),
+         "append": (APPEND, (4, 4), "wse2", (0, 16), (0, 6, 15), "reader"),
+         "gate": (GATE, (2, 2), "wormhole", (0, 16), (0, 9, 15), "compute")}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def case(request, tmp_path_factory):
-    src, mesh, target, rng, values = CASES[request.param]
+    src, mesh, target, rng, values, reads = CASES[request.param]
     prog = mica.compile_affine(src, mesh=mesh, runtime={"pos": rng}, target=target)
     assert prog.cost.cores > 1
     files = render(prog)
@@ -80,11 +91,11 @@ def case(request, tmp_path_factory):
     r = subprocess.run([GXX, "-std=c++17", "-O0", "-pthread", "-I", str(SIM), "-I", str(out), str(out / "unity.cpp"),
                         str(out / "host.cpp"), "-o", str(exe)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[:4000]
-    return src, prog, files, exe, rng, values
+    return src, prog, files, exe, rng, values, reads
 
 
 def test_the_value_is_a_runtime_arg_of_the_readers_and_computes(case, tmp_path):
-    _, prog, files, _, _, _ = case
+    _, prog, files, _, _, _, reads = case
     plan = json.loads(files["plan.json"])
     for path, k in plan["kernels"].items():
         assert (k["runtime_arg_names"][-1] == "rp_pos") == ("writer_" not in path), path
@@ -93,8 +104,8 @@ def test_the_value_is_a_runtime_arg_of_the_readers_and_computes(case, tmp_path):
             assert f"const int32_t rp_pos = (int32_t)get_arg_val<uint32_t>({i});" in files[path]
     assert "int main(int argc, char** argv) {" in files["host.cpp"]
     assert re.search(r"SetRuntimeArgs\(program, reader_c0, core, \{.*\(uint32_t\)rp_pos\}\);", files["host.cpp"])
-    assert any("rp_pos" in files[p] and "get_write_ptr" in files[p] and re.search(r"\brp_pos\b.*[<=>]", files[p])
-               for p in files if p.startswith("kernels/reader_"))
+    # beyond its declaration and (void) use, the value is read in a bound, guard or subscript
+    assert any(len(re.findall(r"\brp_pos\b", files[p])) > 2 for p in files if p.startswith(f"kernels/{reads}_"))
     assert syntax_errors(files, tmp_path) == {}
 
 
@@ -104,7 +115,7 @@ def _run(exe, *args):
 
 
 def test_the_program_computes_the_reference_at_each_value(case):
-    src, prog, _, exe, _, values = case
+    src, prog, _, exe, _, values, _ = case
     outs = {}
     for v in values:
         rc, out = _run(exe, f"pos={v}")
@@ -127,7 +138,17 @@ def test_the_program_computes_the_reference_at_each_value(case):
 
 
 def test_a_value_outside_its_range_or_an_unknown_argument_is_refused(case):
-    _, _, _, exe, (lo, hi), _ = case
+    _, _, _, exe, (lo, hi), _, _ = case
     for bad in (f"pos={hi}", f"pos={lo - 1}", "pos=3x", "pos=", "other=1"):
         rc, out = _run(exe, bad)
         assert rc == 2 and ("declared range" in out or "unknown argument" in out), (bad, out)
+
+
+def test_every_api_name_of_the_runtime_program_has_a_declaration(case, tmp_path):
+    """The name-by-name check of test_api_names.py, on a program with a runtime parameter."""
+    from .test_api_names import _match, scanned_names, trace
+    files = case[2]
+    used, errors = trace(files, tmp_path)
+    assert errors == "" and "get_arg_val" in used and "SetRuntimeArgs" in used
+    missing = [n for n in sorted(set(scanned_names(files)) | set(used)) if not _match(n, used)]
+    assert missing == []
