@@ -18,13 +18,16 @@ once) and carry a *guard*: the instances that run for the given values.
 A guarded write is a *may* write (:mod:`mica.affine.deps`): the arrays it writes are also inputs, and a
 write that does not run leaves the element's earlier value. Kernels read the values from their scalar
 arguments: in a kernel's domain, parameter ``p`` is named ``__rp_p`` (:func:`kernel_param`), so it never
-meets MICA's own ``__x`` / ``__y`` / ``__t`` or a user's loop.
+meets MICA's own ``__x`` / ``__y`` / ``__t`` or a user's loop, and printed ``rp_p``. Every back end passes a
+run's values to the cores: the emulator as scalar arguments, CSL as the exported ``i32`` array ``rparams``
+the host writes to every PE before a launch (:mod:`mica.emit_csl`), Metalium as the last runtime args of
+the reader and compute kernels (:mod:`mica.emit_metalium`).
 
 Spaces: a guard is ``[p, ...] -> { S[loops] }`` (the declared ranges among its constraints); a statement's
 domain ``{ S[loops] }`` is the guard with the parameters projected out.
 
 Public API: :func:`expand`, :func:`guarded`, :func:`kernel_param`, :func:`check_values`,
-:func:`normalise_ranges`, :func:`refuse_in_backend`.
+:func:`normalise_ranges`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Mapping
 
 import islpy as isl
 
-from ..errors import AffineError, EmitError, InputError
+from ..errors import AffineError, InputError
 from .expr import Aff
 from .isl_names import iset
 from .program import Access
@@ -149,18 +152,6 @@ def check_values(runtime: tuple[tuple[str, int, int], ...], values: Mapping) -> 
         if not lo <= v < hi:
             raise InputError(f"runtime parameter {name!r} = {v} is outside its declared range "
                              f"{lo} <= {name} < {hi} (the program was compiled for that range)")
-
-
-def refuse_in_backend(mp, backend: str) -> None:
-    """Raises :class:`EmitError` when the mesh program ``mp`` has runtime parameters: the hardware back ends
-    do not yet pass a run's values to the cores (a host-written scalar per core, loop bounds and guards read
-    from it); the emulator and the C back end do. Changes nothing."""
-    if mp.runtime:
-        names = ", ".join(f"{n} ({lo} <= {n} < {hi})" for n, lo, hi in mp.runtime)
-        raise EmitError(f"{backend} back end: {mp.name} has runtime parameters {names}; passing a run's values "
-                        f"to the cores (a scalar the host writes to every core before a run, loop bounds and "
-                        f"guards read from it) is not implemented for {backend} yet. Bind them with params= "
-                        f"to emit one program per value, or run in the emulator")
 
 
 def _mentions(text: str, name: str) -> bool:

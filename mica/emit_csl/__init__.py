@@ -13,6 +13,10 @@ program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (
 ``syntax`` (+ ``csl.lark``), ``boxes`` / ``csltext`` (printing helpers; expressions and isl ASTs print
 through :mod:`mica.codeprint`).
 
+Runtime parameters (``runtime=``): ``run.py`` takes each value as ``--<name>``, checks it against the
+declared range and writes the values to the exported ``i32`` array ``rparams`` on every PE of the region
+(``memcpy_h2d``) before the launch; kernels read ``rp_<name>`` from it.
+
 Public API: :func:`emit`, :func:`render` (the files as text without writing them), :func:`planned_program`
 (the MeshIR and plan the files are written from).
 """
@@ -22,7 +26,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..affine.runtime import refuse_in_backend
 from ..errors import EmitError
 from .host import piece_sources, render_commands, render_run_py
 from .layout import render_layout
@@ -39,7 +42,6 @@ FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "
 def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
     """The emitted files of ``compiled`` (name -> text), validated. ``landing_elems`` caps the landing
     buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``)."""
-    refuse_in_backend(compiled.mesh_program, "CSL")
     mp, plan, relayed = planned_program(compiled.mesh_program, compiled.target, landing_elems=landing_elems)
     exported = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})
     files = {

@@ -128,8 +128,9 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
     sources = piece_sources(compiled.pieces)
     L = _run_py_head(mp, plan)
     L += _PES_PY
+    L += _runtime_py(mp)
     L += program_py(prog)
-    L += _main_setup(prog, plan)
+    L += _main_setup(prog, plan, mp.runtime)
     L += _host_loads(mp, plan, sources)
     L += _host_stores(prog, plan, sources)
     L += _COMPARE_PY
@@ -166,8 +167,40 @@ def _run_py_head(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
     return L
 
 
-def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
-    """The start of ``main``: arguments, the arrays (random inputs, zeros elsewhere) and scalars, and the
+def _runtime_py(mp: ir.MeshProgram) -> list[str]:
+    """``RUNTIME`` (the declared ranges of the runtime parameters) and ``runtime_values``, which checks a
+    run's values against them and returns what the host writes to ``rparams`` on every PE; nothing when the
+    program has no runtime parameters."""
+    if not mp.runtime:
+        return []
+    ranges = ", ".join(f"{n!r}: ({lo}, {hi})" for n, lo, hi in mp.runtime)
+    return ["#: Runtime parameters: name -> (lo, hi), the program was compiled for every lo <= value < hi.",
+            f"RUNTIME = {{{ranges}}}",
+            "",
+            "",
+            "def runtime_values(values):",
+            "    \"\"\"The int32 array written to the symbol rparams of every PE before a launch: the value of each",
+            "    runtime parameter in RUNTIME's order; ValueError when one is missing, not an integer or outside",
+            "    its declared range.\"\"\"",
+            "    out = []",
+            "    for name, (lo, hi) in RUNTIME.items():",
+            "        if name not in values:",
+            "            raise ValueError(f'runtime parameter {name!r} is missing ({lo} <= {name} < {hi})')",
+            "        v = values[name]",
+            "        if isinstance(v, bool) or int(v) != v:",
+            "            raise ValueError(f'runtime parameter {name!r} must be an integer, got {v!r}')",
+            "        if not lo <= int(v) < hi:",
+            "            raise ValueError(f'runtime parameter {name!r} = {int(v)} is outside its declared range '",
+            "                             f'{lo} <= {name} < {hi}')",
+            "        out.append(int(v))",
+            "    return np.array(out, dtype=np.int32)",
+            "",
+            ""]
+
+
+def _main_setup(prog: Program, plan: CslPlan, runtime=()) -> list[str]:
+    """The start of ``main``: arguments (one ``--<name>`` per runtime parameter), the arrays (random inputs,
+    zeros elsewhere) and scalars (the runtime parameters' values checked against their ranges), and the
     runtime with the symbols of the buffers it loads and stores, loaded and running."""
     L = ["",
          "",
@@ -175,10 +208,13 @@ def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
          "    ap = argparse.ArgumentParser()",
          "    ap.add_argument('--name', default='out', help='the compile output directory')",
          "    ap.add_argument('--cmaddr', default=None, help='IP:port of a CS system; omit it to run on the simulator')",
-         "    ap.add_argument('--seed', type=int, default=0)",
-         "    args = ap.parse_args()",
-         "    rng = np.random.default_rng(args.seed)",
-         "    arrays = {}"]
+         "    ap.add_argument('--seed', type=int, default=0)"]
+    for n, lo, hi in runtime:
+        L.append(f"    ap.add_argument('--{n}', type=int, default={lo}, help='runtime parameter {n}, "
+                 f"{lo} <= {n} < {hi}')")
+    L += ["    args = ap.parse_args()",
+          "    rng = np.random.default_rng(args.seed)",
+          "    arrays = {}"]
     for a in prog.arrays:
         if a.dtype not in NP:
             raise EmitError(f"CSL back end: array {a.name} has dtype {a.dtype}; CSL has f32 and f16 only")
@@ -186,7 +222,13 @@ def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
             L.append(f"    arrays[{a.name!r}] = rng.standard_normal({a.shape}).astype({NP[a.dtype]})")
         else:
             L.append(f"    arrays[{a.name!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")
-    L.append("    scalars = {" + ", ".join(f"{n!r}: 1.5" for n, _ in prog.scalars) + "}")
+    rt = [n for n, _, _ in runtime]
+    L.append("    scalars = {" + ", ".join(f"{n!r}: " + (f"args.{n}" if n in rt else "1.5") for n, _ in prog.scalars) + "}")
+    if runtime:
+        L += ["    try:",
+              "        rparams = runtime_values(scalars)",
+              "    except ValueError as exc:",
+              "        ap.error(str(exc))"]
     L += ["",
           "    # cmaddr only for a CS system: SdkRuntime runs on simfabric when the keyword is omitted",
           "    runner = SdkRuntime(args.name, cmaddr=args.cmaddr) if args.cmaddr else SdkRuntime(args.name)"]
@@ -194,6 +236,8 @@ def _main_setup(prog: Program, plan: CslPlan) -> list[str]:
     for s in syms:
         L.append(f"    sym_{s} = runner.get_id({s!r})")
     L.append("    sym_scalars = runner.get_id('scalars')")
+    if runtime:
+        L.append("    sym_rparams = runner.get_id('rparams')")
     L += ["    runner.load()",
           "    runner.run()"]
     return L
@@ -226,6 +270,12 @@ def _host_loads(mp: ir.MeshProgram, plan: CslPlan, sources: dict) -> list[str]:
     L.append(f"    runner.memcpy_h2d(sym_scalars, np.tile(np.array([{sc}], dtype=np.float32), "
              f"{reg.cores}), {reg.x0}, {reg.y0}, {reg.x1 - reg.x0}, {reg.y1 - reg.y0}, {max(1, len(mp.scalars))}, "
              f"streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
+    if mp.runtime:
+        L.append(f"    # runtime parameters {', '.join(n for n, _, _ in mp.runtime)} (int32), on every PE of the program "
+                 f"region {reg}: kernels read rp_<name> from rparams")
+        L.append(f"    runner.memcpy_h2d(sym_rparams, np.tile(rparams, {reg.cores}), {reg.x0}, {reg.y0}, "
+                 f"{reg.x1 - reg.x0}, {reg.y1 - reg.y0}, {len(mp.runtime)}, streaming=False, "
+                 f"data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)")
     return L
 
 

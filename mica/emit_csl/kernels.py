@@ -21,6 +21,7 @@ import islpy as isl
 
 from ..affine.expr import Aff, Bin, Call, Cmp, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
+from ..affine.runtime import kernel_param
 from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
@@ -261,6 +262,8 @@ class KernelPrinter:
             ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")
         if "__kb" in params:
             ctx_cons.append(f"0 <= __kb < {self.mp.skew.n}")
+        rps = [(n, lo, hi) for n, lo, hi in self.mp.runtime if kernel_param(n) in params]
+        ctx_cons += [f"{lo} <= {kernel_param(n)} < {hi}" for n, lo, hi in rps]   # run.py checks the ranges
         allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}")
         dom = dom.intersect_params(ctx)
@@ -293,6 +296,9 @@ class KernelPrinter:
         head += [f"  const {n}: i32 = {v};{c}" for n, v, c in (
             ("x", "px", ""), ("y", "py", ""), ("t", "lv[0]", "  // the step of the enclosing loop"),
             ("kb", "skew_block(x, y, t)", "  // the block this core works on")) if n in used]
+        names = [n for n, _, _ in self.mp.runtime]
+        head += [f"  const rp_{n}: i32 = rparams[{names.index(n)}];  // runtime parameter {n} ({lo} <= {n} < {hi})"
+                 for n, lo, hi in rps if re.search(rf"\brp_{re.escape(n)}\b", body)]
         head += [f"  var {it}: i32 = 0;" for it in sorted(iterators, key=lambda v: (len(v), v))]
         return "\n".join(head + self.lines + ["}"])
 

@@ -96,7 +96,7 @@ def _uses_text(uses) -> str:
 
 def render_layout(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     L = _layout_head(mp, plan) + _parameter_functions(mp, plan) + _class_comments(mp, plan) + _tile_code(mp, plan)
-    L += _routes(plan) + _exports(plan, exported)
+    L += _routes(plan) + _exports(plan, exported, bool(mp.runtime))
     return "\n".join(L) + "\n"
 
 
@@ -228,8 +228,9 @@ def _routes(plan: CslPlan) -> list[str]:
     return L
 
 
-def _exports(plan: CslPlan, exported: list[str]) -> list[str]:
-    """The symbols the host script uses, and the end of the ``layout`` block."""
+def _exports(plan: CslPlan, exported: list[str], runtime: bool = False) -> list[str]:
+    """The symbols the host script uses (``rparams``, the values of the runtime parameters, when the program
+    has ``runtime`` parameters), and the end of the ``layout`` block."""
     L: list[str] = []
     add = L.append
     add("  // ---- symbols the host script uses ----")
@@ -237,6 +238,8 @@ def _exports(plan: CslPlan, exported: list[str]) -> list[str]:
         b = next(x for x in plan.buffers if x.name == name)
         add(f'  @export_name("{name}", [*]{b.dtype}, true);')
     add('  @export_name("scalars", [*]f32, true);')
+    if runtime:
+        add('  @export_name("rparams", [*]i32, true);')
     add('  @export_name("main", fn()void);')
     add("}")
     return L

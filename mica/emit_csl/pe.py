@@ -120,7 +120,7 @@ class _Family:
 def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     funcs, dsds = kernel_functions(mp, frozenset(plan.double.buffers))
     L = (_declarations(mp, plan) + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
-         + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported))
+         + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported, bool(mp.runtime)))
     return "\n".join(L) + "\n"
 
 
@@ -169,6 +169,12 @@ def _buffers(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> list[str
     add(f"// scalar arguments {list(mp.scalars)} (written by the host)")
     add(f"var scalars: [{nsc}]f32 = @zeros([{nsc}]f32);")
     add("var scalars_ptr: [*]f32 = &scalars;")
+    if mp.runtime:
+        names = ", ".join(f"{n} ({lo} <= {n} < {hi})" for n, lo, hi in mp.runtime)
+        add(f"// runtime parameters {names}: written by the host before each launch (every PE of the region);")
+        add("// kernels read rp_<name> = rparams[k]")
+        add(f"var rparams: [{len(mp.runtime)}]i32 = @zeros([{len(mp.runtime)}]i32);")
+        add("var rparams_ptr: [*]i32 = &rparams;")
     add("")
     return L
 
@@ -517,9 +523,9 @@ def _exchange_step(plan: CslPlan, st) -> list[str]:
     return L
 
 
-def _main(plan: CslPlan, exported: list[str]) -> list[str]:
+def _main(plan: CslPlan, exported: list[str], runtime: bool = False) -> list[str]:
     """The step task, the host-launched ``main``, and the comptime block: task bindings, the WSE-3 queue
-    bindings and the exported symbols."""
+    bindings and the exported symbols (``rparams`` when the program has ``runtime`` parameters)."""
     L = ["task step() void { run(); }",
          "",
          "// host-launched: starts the MeshIR body (run() ends with sys_mod.unblock_cmd_stream())",
@@ -544,6 +550,8 @@ def _main(plan: CslPlan, exported: list[str]) -> list[str]:
     for name in exported:
         add(f'  @export_symbol(buf_{name}_ptr, "{name}");')
     add('  @export_symbol(scalars_ptr, "scalars");')
+    if runtime:
+        add('  @export_symbol(rparams_ptr, "rparams");')
     add('  @export_symbol(main);')
     add("}")
     return L

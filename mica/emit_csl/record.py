@@ -117,7 +117,7 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str], pieces: 
         "classes": [{"id": cid, "rx_mask": rx, "tx_mask": tx, "kernel_classes": dict(zip(knames, kcs)),
                      "cores": n, "example": list(ex)} for cid, rx, tx, kcs, n, ex in plan.classes],
         "params_per_class": ["rx_mask", "tx_mask"] + [f"kc_{k}" for k in knames],
-        "exported": exported + ["scalars", "main"],
+        "exported": exported + ["scalars"] + (["rparams"] if mp.runtime else []) + ["main"],
         "host": {"loads": [{"array": ld.array, "buffer": ld.buffer, "region": [ld.region.x0, ld.region.x1,
                                                                                 ld.region.y0, ld.region.y1],
                             **_piece(ld.array, pieces)} for ld in plan.loads],
@@ -126,6 +126,8 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str], pieces: 
                              **_piece(st.array, pieces)} for st in plan.stores]},
         "steps": [{"pc": s.pc, "kind": s.kind, "text": s.text} for s in plan.steps],
         **_double_buffering(mp, plan),
+        **({"runtime_parameters": [{"name": n, "lo": lo, "hi": hi, "rparams_index": k}
+                                   for k, (n, lo, hi) in enumerate(mp.runtime)]} if mp.runtime else {}),
     }
 
 

@@ -20,6 +20,10 @@ Reads the files back (not the in-memory plan) and checks:
 * names: no declaration repeats a name visible where it is made (CSL has no shadowing or redeclaration);
 * parameters: every ``param`` of the PE program gets a value in the layout's ``@set_tile_code`` and the
   layout passes nothing the PE program does not declare.
+* runtime parameters (``runtime_parameters`` of ``plan.json``): the PE program holds them in ``rparams``
+  (``[n]i32``), every function reading ``rp_<name>`` declares it as ``rparams[k]`` with ``k`` the recorded
+  index, no other ``rp_`` name is read, and ``run.py`` declares the same ranges (``RUNTIME``) and writes
+  ``n`` values per PE to ``rparams``.
 
 Every failure is an :class:`EmitError` naming the file and line.
 
@@ -29,6 +33,7 @@ Public API: :func:`validate` (file name -> text), :func:`validate_dir`; from a s
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -326,6 +331,7 @@ def validate(files: dict[str, str]) -> None:
     for fname, text in (("pe_program.csl", pe), ("layout.csl", layout)):
         _check_scopes(fname, text)
     _check_parameters(layout, pe)
+    _check_runtime(pe, run, plan)
 
 
 def _check_colours(layout: str, plan: dict) -> tuple[dict[int, int], _Table]:
@@ -435,6 +441,47 @@ def _check_parameters(layout: str, pe: str) -> None:
     for p, i in given.items():
         if p not in pe_params:
             _fail("layout.csl", i, f"@set_tile_code passes {p}, which pe_program.csl does not declare")
+
+
+def _check_runtime(pe: str, run: str, plan: dict) -> None:
+    """Runtime parameters: held in ``rparams``, read through the recorded index, written by run.py."""
+    rps = plan.get("runtime_parameters", [])
+    index = {r["name"]: r["rparams_index"] for r in rps}
+    n = len(rps)
+    decl = re.search(r"^var rparams: \[(\d+)\]i32 = ", pe, re.M)
+    if not n:
+        if decl is not None or "sym_rparams" in run:
+            _fail("pe_program.csl" if decl is not None else "run.py", _line_of(pe, "var rparams") if decl is not None
+                  else _line_of(run, "sym_rparams"), "rparams without runtime parameters in plan.json")
+        return
+    if decl is None or int(decl.group(1)) != n:
+        _fail("pe_program.csl", _line_of(pe, "var rparams"), f"rparams must be declared [{n}]i32 for the runtime "
+              f"parameters {sorted(index)}")
+    fn = None
+    declared: set[str] = set()
+    for i, ln in enumerate(pe.splitlines(), 1):
+        m = re.match(r"fn (\w+)\(", ln)
+        if m:
+            fn, declared = m.group(1), set()
+            continue
+        m = re.match(r"\s+const rp_(\w+): i32 = rparams\[(\d+)\];", ln)
+        if m:
+            if index.get(m.group(1)) != int(m.group(2)):
+                _fail("pe_program.csl", i, f"rp_{m.group(1)} read from rparams[{m.group(2)}]; plan.json records "
+                      f"{'index ' + str(index[m.group(1)]) if m.group(1) in index else 'no such runtime parameter'}")
+            declared.add(m.group(1))
+            continue
+        for name in re.findall(r"\brp_(\w+)\b", ln.split("//", 1)[0]):
+            if name not in declared:
+                _fail("pe_program.csl", i, f"rp_{name} is read in {fn or 'the file'} without being declared "
+                      f"from rparams there")
+    m = re.search(r"^RUNTIME = (\{.*\})$", run, re.M)
+    want = {r["name"]: (r["lo"], r["hi"]) for r in rps}
+    if m is None or ast.literal_eval(m.group(1)) != want or list(ast.literal_eval(m.group(1))) != list(want):
+        _fail("run.py", _line_of(run, "RUNTIME"), f"RUNTIME must declare the runtime parameters {want} in order")
+    m = re.search(r"runner\.memcpy_h2d\(sym_rparams, .*?, \d+, \d+, \d+, \d+, (\d+), streaming=False", run)
+    if m is None or int(m.group(1)) != n:
+        _fail("run.py", _line_of(run, "sym_rparams"), f"run.py must write {n} value(s) per PE to rparams")
 
 
 def _check_scopes(fname: str, text: str) -> None:

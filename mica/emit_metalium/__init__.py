@@ -20,6 +20,10 @@ reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluati
 :mod:`.host`, :mod:`.validate`, ``include/`` (declarations of the API subset, each read from a tt-metal
 header at a named commit, for ``g++ -fsyntax-only`` and the API-name test).
 
+Runtime parameters (``runtime=``): ``host.cpp`` takes each value as an argument ``<name>=<value>``,
+checks it against the declared range and passes it as the last runtime arg of every reader and compute
+kernel, which read it as ``rp_<name>`` (:func:`.plan.runtime_arg`).
+
 Execution model of the emitted program: per core, the reader, compute and writer kernels pass one turn
 token per MeshIR op, so the core runs the MeshIR body in order, bulk-synchronously like the emulator;
 exchanges use a ready/valid semaphore pair per communication op in three phases (receivers signal ready,
@@ -33,7 +37,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..affine.runtime import refuse_in_backend
 from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
@@ -45,7 +48,6 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated)."""
     mp = compiled.mesh_program
-    refuse_in_backend(mp, "Metalium")
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)

@@ -32,6 +32,7 @@ import islpy as isl
 
 from ..affine.expr import Bin, Call, Const, Neg, Read, Scalar
 from ..affine.isl_names import iset
+from ..affine.runtime import kernel_param
 from ..codeprint import C_KERNEL, ast_expr
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KAccess, MeshProgram, RegionTensor
@@ -227,7 +228,8 @@ def _scalar_chain(e, acc):
 # -- whole boxes: when a tile routine computes exactly the kernel's instances --------------------------
 
 def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | None:
-    """A C condition (over ``x``, ``y``, ``t``, ``kb``) for the cores and steps where ``k`` runs at all, or
+    """A C condition (over ``x``, ``y``, ``t``, ``kb`` and the runtime parameters ``rp_<name>``, within their
+    declared ranges) for the cores, steps and values where ``k`` runs at all, or
     None when it runs everywhere on ``region`` (``t`` ranges over ``steps``, as in the emulator's kernels); :class:`EmitError` when, where it runs, its instances are
     not every point of its boxes (a tile routine always covers whole boxes).
 
@@ -247,7 +249,8 @@ def box_domain_guard(mp: MeshProgram, k: Kernel, region, steps: int) -> str | No
             raise EmitError(f"kernel {k.name}: loop {v} indexes no array directly; no whole-box tile routine")
     name = dom.get_tuple_name()
     bounds = {"__x": (region.x0, region.x1), "__y": (region.y0, region.y1), "__t": (0, max(steps, 1)),
-              "__kb": (0, mp.skew.n if mp.skew else 1)}
+              "__kb": (0, mp.skew.n if mp.skew else 1),
+              **{kernel_param(n): (lo, hi) for n, lo, hi in mp.runtime}}    # rp_<name>: runtime args
     ptxt = f"[{', '.join(params)}] -> "
     ctx = [f"{lo} <= {p} < {hi}" for p, (lo, hi) in bounds.items() if p in params]
     ctx_set = iset(ptxt + "{ : " + (" and ".join(ctx) or "true") + " }", EmitError)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
+from ..affine.runtime import kernel_param
 from ..codeprint import METALIUM, ast_expr, print_aff, print_expr, walk
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
@@ -80,6 +81,8 @@ class _Printer:
             ctx_cons.append(f"0 <= __t < {max(self.steps, 1)}")
         if "__kb" in params:
             ctx_cons.append(f"0 <= __kb < {self.mp.skew.n}")
+        ctx_cons += [f"{lo} <= {kernel_param(n)} < {hi}" for n, lo, hi in self.mp.runtime
+                     if kernel_param(n) in params]        # the host checks the declared ranges
         allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}", EmitError)
         dom = dom.intersect_params(ctx)

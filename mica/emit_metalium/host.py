@@ -118,7 +118,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     sources = compiled.pieces.sources() if compiled.pieces is not None else {}
     L += _staged_loads(plan, mp, program, loads, sources)
     L += _run_and_stores(plan, mp, program, stores, sources)
-    L += _check(program)
+    L += _check(program, mp.runtime)
     return "\n".join(L)
 
 
@@ -138,10 +138,11 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "#include <tt-metalium/core_coord.hpp>", "#include <tt-metalium/distributed.hpp>",
          "#include <tt-metalium/mesh_buffer.hpp>", "#include <tt-metalium/mesh_command_queue.hpp>",
          "#include <tt-metalium/mesh_coord.hpp>", "#include <tt-metalium/mesh_device.hpp>",
-         "#include <tt-metalium/mesh_workload.hpp>", "", "using namespace tt;", "using namespace tt::tt_metal;", "",
+         "#include <tt-metalium/mesh_workload.hpp>", *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime else []),
+         "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
          "}  // namespace reference", "", _skew_c(mp), STAGING,
-         "int main() {",
+         *(_runtime_values(mp) if mp.runtime else ["int main() {"]),
          "    // Device 0 as a 1x1 mesh: programs run as mesh workloads and buffers are mesh buffers.",
          "    std::shared_ptr<distributed::MeshDevice> mesh_device = distributed::MeshDevice::create_unit_mesh(0);",
          "    distributed::MeshCommandQueue& cq = mesh_device->mesh_command_queue();",
@@ -158,6 +159,46 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
                  f"{', '.join(cc.loads) or '-'}; host stores {', '.join(cc.stores) or '-'}")
         L.append(f"    const CoreRangeSet class_{cc.name}(std::vector<CoreRange>{{"
                  f"{', '.join(_range_c(r) for r in cc.ranges)}}});")
+    return L
+
+
+def _runtime_values(mp: MeshProgram) -> list[str]:
+    """The start of ``main`` for a program with runtime parameters: each one's value from an argument
+    ``<name>=<value>`` (default: the low end of its range), checked against its declared range; the values
+    become the last runtime args of every reader and compute kernel (``rp_<name>``) and the reference's
+    scalars."""
+    names = ", ".join(f"{n}=<{lo}..{hi - 1}>" for n, lo, hi in mp.runtime)
+    L = ["// Runtime parameter `name` from argument `arg` (\"name=value\"): 1 when arg sets it (value in *out),",
+         "// 0 when arg names another, -1 (with a message) when the value is not an integer in [lo, hi).",
+         "static int mica_runtime_arg(const char* arg, const char* name, long lo, long hi, int32_t* out) {",
+         "    const size_t n = std::strlen(name);",
+         "    if (std::strncmp(arg, name, n) != 0 || arg[n] != '=') return 0;",
+         "    char* end = nullptr;",
+         "    const long v = std::strtol(arg + n + 1, &end, 10);",
+         "    if (end == arg + n + 1 || *end != '\\0' || v < lo || v >= hi) {",
+         "        std::fprintf(stderr, \"runtime parameter %s: '%s' is not an integer in its declared range %ld <= %s < %ld\\n\",",
+         "                     name, arg + n + 1, lo, name, hi);",
+         "        return -1;",
+         "    }",
+         "    *out = (int32_t)v;",
+         "    return 1;",
+         "}",
+         "",
+         f"// Usage: host {' '.join(f'[{n}=<value>]' for n, _, _ in mp.runtime)} (runtime parameters {names};",
+         "// the program was compiled for every value in those ranges).",
+         "int main(int argc, char** argv) {"]
+    for n, lo, hi in mp.runtime:
+        L.append(f"    int32_t rp_{n} = {lo};  // runtime parameter {n}, {lo} <= {n} < {hi}")
+    L += ["    for (int i = 1; i < argc; ++i) {",
+          "        int found = 0;"]
+    for n, lo, hi in mp.runtime:
+        L.append(f"        if (found == 0) found = mica_runtime_arg(argv[i], \"{n}\", {lo}L, {hi}L, &rp_{n});")
+    L += ["        if (found < 0) return 2;",
+          "        if (found == 0) {",
+          f"            std::fprintf(stderr, \"unknown argument '%s' (runtime parameters: {names})\\n\", argv[i]);",
+          "            return 2;",
+          "        }",
+          "    }"]
     return L
 
 
@@ -232,6 +273,8 @@ def _arg_value(name: str) -> str:
         return "(uint32_t)core.y"
     if name.startswith("noc_x") or name.startswith("noc_y"):
         return f"{name[:5]}[{name[5:]}]"
+    if name.startswith("rp_"):
+        return f"(uint32_t){name}"       # a runtime parameter's value (int32_t; the kernel casts it back)
     return f"(uint32_t){name}->address()"
 
 
@@ -337,11 +380,18 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list, sou
     return L
 
 
-def _check(program) -> list[str]:
-    """The sequential reference on the host arrays, the comparison of every output, and the end of ``main``."""
+def _check(program, runtime=()) -> list[str]:
+    """The sequential reference on the host arrays (at the run's values of the ``runtime`` parameters), the
+    comparison of every output, and the end of ``main``."""
+    rt = {n for n, _, _ in runtime}
+    if rt:
+        vals = ", ".join(f"(double)rp_{n}" if n in rt else "0.0" for n, _ in program.scalars)
+        scalars = f"    const double scalars[{len(program.scalars)}] = {{{vals}}};"
+    else:
+        scalars = "    const double scalars[1] = {0.0};"
     L = ["", "    // The reference: the original loop nests, in order, on the host.",
          f"    void* arrays[] = {{{', '.join(f'arr_{ident(a.name)}.data()' for a in program.arrays)}}};",
-         "    const double scalars[1] = {0.0};", "    reference::mica_program(arrays, scalars);", "",
+         scalars, "    reference::mica_program(arrays, scalars);", "",
          "    // Compare (the FPU multiplies with 19-bit inputs: tolerance relative to the largest value).",
          "    int bad = 0;"]
     for name in program.outputs:

@@ -170,6 +170,9 @@ def _arg_lines(names: list[str], what: dict[str, str]) -> list[str]:
             out.append(f"    {n[:5]}[{n[5:]}] = get_arg_val<uint32_t>({i});")
         elif n in ("my_x", "my_y"):
             out.append(f"    const int32_t {n} = (int32_t)get_arg_val<uint32_t>({i});  // logical core {n[-1]}")
+        elif n.startswith("rp_"):
+            out.append(f"    const int32_t {n} = (int32_t)get_arg_val<uint32_t>({i});  // runtime parameter {n[3:]}")
+            out.append(f"    (void){n};")
         else:
             out.append(f"    const uint32_t {n} = get_arg_val<uint32_t>({i});  // {what.get(n, '')}")
     return out

@@ -149,14 +149,24 @@ class KernelArgs:
     compile: tuple[str, ...]
 
 
-def _kernel_args(classes, sems, mesh) -> tuple[KernelArgs, ...]:
+def runtime_arg(name: str) -> str:
+    """The runtime arg (and the kernels' variable, as the kernel domains print ``__rp_<name>``) carrying
+    runtime parameter ``name``."""
+    return "rp_" + name
+
+
+def _kernel_args(classes, sems, mesh, runtime=()) -> tuple[KernelArgs, ...]:
+    """Per core class, its reader's, compute's and writer's args; the values of the ``runtime`` parameters
+    (``rp_<name>``) come last, for the reader (the generic path's loops) and the compute kernel (the guards
+    of tile routines)."""
     out = []
+    rps = tuple(runtime_arg(n) for n, _, _ in runtime)
     for cc in classes:
         noc = tuple(f"noc_x{i}" for i in range(mesh[0])) + tuple(f"noc_y{j}" for j in range(mesh[1]))
         out.append(KernelArgs(f"kernels/reader_{cc.name}.cpp",
-                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + noc,
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + noc + rps,
                               tuple(s.name for s in sems)))
-        out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y"), ()))
+        out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y") + rps, ()))
         out.append(KernelArgs(f"kernels/writer_{cc.name}.cpp",
                               ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.stores), ()))
     return tuple(out)
@@ -676,7 +686,7 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if i in double.exchanges:
             hosts.append((id(_host_compute(mp, ex)), i))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
-                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh), double,
+                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh, mp.runtime), double,
                      tuple(hosts))
 
 

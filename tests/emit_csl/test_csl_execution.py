@@ -15,7 +15,10 @@ from .csl_interp import CslError, Fabric
 from .programs import ALL, program, rendered
 
 
-def execute(compiled, files):
+def execute(compiled, files, values=None, arrays=None):
+    """(what the emitted files compute, run.py's reference) on random inputs; ``values`` are the runtime
+    parameters' values, checked and packed by run.py's own ``runtime_values`` and written to ``rparams`` on
+    every PE of the program region, as run.py's memcpy_h2d does; ``arrays`` the inputs (default random)."""
     mp = compiled.mesh_program
     w, h = mp.mesh
     fab = Fabric(files, w, h)
@@ -24,7 +27,7 @@ def execute(compiled, files):
                  "run.py", "exec"), ns)
     rng = np.random.default_rng(0)
     prog = compiled.program
-    arrays = {a.name: rng.standard_normal(a.shape).astype(np.float32) if a.name in prog.inputs
+    arrays = arrays if arrays is not None else {a.name: rng.standard_normal(a.shape).astype(np.float32) if a.name in prog.inputs
               else np.zeros(a.shape, np.float32) for a in prog.arrays}
     plan = json.loads(files["plan.json"])
     bufs = {b["name"]: b for b in plan["buffers"]}
@@ -44,8 +47,14 @@ def execute(compiled, files):
             for x in range(x0, x1):
                 # a double buffer's host data goes into its first slot (memcpy copies elems per PE)
                 fab.cores[(x, y)].globals["buf_" + ld["buffer"]][:b["elems"]] = flat[y - y0, x - x0]
+    if mp.runtime:
+        rparams = ns["runtime_values"](values)
+        r = mp.region
+        for y in range(r.y0, r.y1):
+            for x in range(r.x0, r.x1):
+                fab.cores[(x, y)].globals["rparams"][:] = rparams
     fab.run()
-    want = ns["reference"]({k: v.astype(np.float64) for k, v in arrays.items()}, {})
+    want = ns["reference"]({k: v.astype(np.float64) for k, v in arrays.items()}, dict(values or {}))
     got = {}
     for st in plan["host"]["stores"]:
         b = bufs[st["buffer"]]
