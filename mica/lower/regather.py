@@ -10,14 +10,15 @@ runs in four parts, every message over a configured route:
 1. every core copies the elements it is the *canonical owner* of (the first core in ``(x, y)`` order that
    holds the element in the source layout: a replicated element is taken once) into a whole-array buffer
    ``F``;
-2. rows gather towards column 0: at stage ``s`` core ``x = W-1-s`` sends ``F`` west and the receiver copies
+2. rows gather towards column 0: at stage ``s`` core ``x = X-1-s`` sends ``F`` west and the receiver copies
    in the elements owned by the cores east of it; then column 0 gathers towards ``(0, 0)`` the same way
-   (cores south of it);
+   (cores south of it) — ``X`` and ``Y`` bound the canonical owners (the rows and columns beyond them hold
+   nothing to gather: a vector pinned to column 0 needs no row chain);
 3. ``(0, 0)`` broadcasts ``F``: one multicast over column 0, then one from column 0 over every row (each
    receiver copies the whole array);
 4. every core copies from ``F`` the block the destination layout gives it.
 
-Elements are copied, never combined, so every value arrives bit for bit. The cost is ``W + H - 2``
+Elements are copied, never combined, so every value arrives bit for bit. The cost is ``X + Y - 2``
 one-hop stages of one whole-array message each and two multicasts (the cost model times them like any
 shift and multicast), and two whole-array
 buffers per core: arrays above :data:`MAX_FRACTION` of a core's SRAM are refused.
@@ -143,8 +144,11 @@ def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, 
                        relation=f"{{ [core_src[{axis}' = 0] -> core_dst[{axis}']] }} along {axis}")
         ops.extend((Exchange(f"{name}_{axis}_bcast", (mc,)), Compute(k_all, receivers)))
 
-    chain("x", "W", w, h, True, k_row)          # every row towards column 0
-    chain("y", "N", h, 1, True, k_col)          # column 0 towards (0, 0)
+    # Only the rows and columns up to the farthest owner gather (a vector on column 0 needs no row chain).
+    owners = canon.domain()                     # the cores that own an element
+    xs, ys = (int(owners.dim_max_val(i).to_python()) + 1 for i in (0, 1))
+    chain("x", "W", xs, ys, True, k_row)        # every row with owners towards column 0
+    chain("y", "N", ys, 1, True, k_col)         # column 0 towards (0, 0)
     broadcast("y", h, 1)                        # (0, 0) over column 0
     broadcast("x", w, h)                        # column 0 over every row
     ops.append(Compute(k_out, everywhere))
