@@ -70,7 +70,8 @@ class PrefillResult:
     the remainder (``step_cycles``, each with its head) and of the head after the last chunk
     (``head_cycles``, 0 when a decode step ended the prompt); the bytes of the runs' inputs and outputs that
     crossed the host boundary (``host_bytes``) and of the KV caches carried between the prefill and decode
-    copies through the host (``cache_bytes``)."""
+    copies through the host (``cache_bytes``); ``computing_cores``, the cores that computed in the first
+    layer's run of the last chunk (0 when the prompt was shorter than a chunk)."""
 
     token: int
     logits: np.ndarray
@@ -79,6 +80,7 @@ class PrefillResult:
     head_cycles: float
     host_bytes: int
     cache_bytes: int
+    computing_cores: int
 
     @property
     def total_cycles(self) -> float:
@@ -183,7 +185,7 @@ class Decoder:
             raise InputError(f"a prompt of {len(prompt)} tokens from position {pos} overflows the context of "
                              f"{cfg.context}")
         chunks, rest = divmod(len(prompt), T)
-        chunk_cycles, host, moved, x = [], 0, 0, None
+        chunk_cycles, host, moved, x, cores = [], 0, 0, None, 0
         if chunks and self._prefill_rows < pos:          # decode steps wrote rows the chunks will read
             moved += self._carry(self._layers, self._prefills)
             self._prefill_rows = cfg.context
@@ -197,9 +199,11 @@ class Decoder:
                 rows.append(res.outputs["x"])
                 cyc, host = cyc + res.stats.cycles, host + _host(res)
             x = np.stack(rows)
-            for dev in self._prefills:
+            for i, dev in enumerate(self._prefills):
                 res = dev.run({"pos": p, "x": x})
                 x, cyc, host = res.outputs["y"], cyc + res.stats.cycles, host + _host(res)
+                if i == 0:
+                    cores = res.stats.summary()["computing_cores"]
             chunk_cycles.append(cyc)
         if chunks:                                       # the decode copies take the chunks' rows
             moved += self._carry(self._prefills, self._layers)
@@ -216,7 +220,8 @@ class Decoder:
             head_cycles, host = res.stats.cycles, host + _host(res)
             token, logits = int(res.outputs["next"][0]), res.outputs["logits"]
         self.position = pos + len(prompt)
-        return PrefillResult(token, logits, tuple(chunk_cycles), tuple(step_cycles), head_cycles, host, moved)
+        return PrefillResult(token, logits, tuple(chunk_cycles), tuple(step_cycles), head_cycles, host, moved,
+                             cores)
 
     def _carry(self, src: list, dst: list) -> int:
         """Copies every layer's ``kc`` / ``vc`` from the devices ``src`` to ``dst`` through the host; returns
