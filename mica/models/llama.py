@@ -11,6 +11,11 @@ that MICA compiles once each and runs token after token.
   (query head ``g*G + r`` reads kv head ``g``, as two loops: ``K[h/G]`` is not affine); the output
   projection and its residual; RMSNorm and the SiLU-gated MLP with its residual. Every layer of a model has
   the same shapes, so one compiled layer serves them all (each loaded with its own weights and cache).
+* :func:`prefill_source` — ``void llama_prefill(int pos, float x[T][D], <the layer's weights>, rope_cos,
+  rope_sin, kc, vc, float y[T][D])``: the same layer over a chunk of ``T`` prompt tokens at positions
+  ``pos .. pos + T - 1`` (GEMM-shaped projections, RoPE per token, ``T`` cache rows written, causal
+  attention: token ``t`` over rows ``0 .. pos + t``), with the same arrays by the same names and shapes, so
+  one layer's weights and caches load into both programs.
 * :func:`head_source` — ``void llama_head(float x[D], float lnf[D], float wout[V][D], float logits[V],
   float best[1], int next[1])``: the final RMSNorm, the logits and their arg-max (greedy sampling on the
   mesh: ``next[0]`` is the first index of the largest logit, ``best[0]`` its value).
@@ -19,8 +24,8 @@ Projections are laid out by head, as row-major reshapes of a checkpoint's ``W[ou
 :func:`layer_shapes`). :func:`hf_names` maps the arrays to the tensor names of a Hugging Face LLaMA
 checkpoint (``model.layers.0.self_attn.q_proj.weight`` is layer 0's ``wq``).
 
-Public API: :class:`LlamaConfig`, :func:`embed_source`, :func:`layer_source`, :func:`head_source`,
-:func:`layer_shapes`, :func:`cache_shapes`, :func:`hf_names`, :func:`rope_tables`.
+Public API: :class:`LlamaConfig`, :func:`embed_source`, :func:`layer_source`, :func:`prefill_source`,
+:func:`head_source`, :func:`layer_shapes`, :func:`cache_shapes`, :func:`hf_names`, :func:`rope_tables`.
 """
 
 from __future__ import annotations
