@@ -93,6 +93,22 @@ def _numpy_prefill(cfg: LlamaConfig, w: dict, tokens: int) -> float:
     return float((w["lm_head.weight"] @ x[-1])[0])
 
 
+def _why(exc: MicaError, most: int = 4) -> str:
+    """The first line of ``exc`` and the distinct reasons its detail gives for the ways the search tried
+    (``rejected <strategy>: <reason> [...]``), each cut to 110 characters, at most ``most`` of them."""
+    reasons = []
+    for line in (exc.detail or "").splitlines():
+        line = line.strip()
+        if not line.startswith("rejected") or ": " not in line:
+            continue
+        why = line.split(": ", 1)[1].split(" [", 1)[0][:110]
+        if why not in reasons:
+            reasons.append(why)
+    head = str(exc).splitlines()[0]
+    return (head[:120] + (" ..." if len(head) > 120 else "")
+            + "".join(f" / {r}" for r in reasons[:most]))
+
+
 def decode_row(name: str) -> tuple[dict, Decoder]:
     cfg, mesh, target = MODELS[name]
     w = random_weights(cfg, seed=1)
@@ -207,7 +223,7 @@ def test_llama3_8b_prefill_layer_compiles_for_the_wafer(benchmark):
                     "layer_cores": cp.cost.cores, "compile_s": time.process_time() - t0, "reason": ""}
         except MicaError as exc:
             return {"tokens": T, "cycles": float("nan"), "layer_cores": 0, "compile_s": time.process_time() - t0,
-                    "reason": str(exc).splitlines()[0][:300]}
+                    "reason": _why(exc)}
     row = benchmark.pedantic(attempt, rounds=1, iterations=1)
     benchmark.extra_info.update(row)
     ROWS["llama3-8b-prefill-T4096-750x994-wse2"] = row
