@@ -138,8 +138,9 @@ class Decoder:
     # -- steps ------------------------------------------------------------------------------------------
     def step(self, token: int, pos: int | None = None) -> StepResult:
         """Feeds ``token`` at position ``pos`` (default: the next one) through every region and returns the
-        greedy choice. A token id or position out of range raises :class:`InputError` before any region
-        runs, so the caches stay as they were."""
+        greedy choice; the key and value go to row ``pos`` of the decode copies of the caches (a later
+        :meth:`prefill` that reads the row carries it to the prefill copies first). A token id or position out
+        of range raises :class:`InputError` before any region runs, so the caches stay as they were."""
         pos = self.position if pos is None else pos
         for what, v, hi in (("token id", token, self.cfg.vocab), ("position", pos, self.cfg.context)):
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < hi:
