@@ -20,7 +20,7 @@ emulator runs each region separately, so this part is modelled, not emulated).
 Prefill: ``Decoder(..., prefill=T)`` also compiles :func:`mica.models.llama.prefill_source` for ``T`` tokens
 (GEMM-shaped projections, causal attention over the chunk) and loads it once per layer on a region of its own,
 with that layer's weights (a second copy: each loaded program is its own mesh in the emulator, so the two
-programs of a layer cannot share one buffer). :meth:`Decoder.prefill` runs a prompt in chunks of ``T`` tokens
+programs of a layer cannot share one buffer; ``2 * layers + 2`` regions in all). :meth:`Decoder.prefill` runs a prompt in chunks of ``T`` tokens
 (each chunk: ``T`` runs of the embedding gather, then every layer once, ``T`` hidden states per hand-off) and
 the remainder of fewer than ``T`` tokens as decode steps; :meth:`Decoder.generate` then continues by decode
 steps. The KV caches live in both copies of a layer; after the chunks, the rows they wrote are carried to the
