@@ -27,13 +27,11 @@ import numpy as np
 import pytest
 
 from mica.models.generate import handoff_cycles
-from mica.models.llama import (LlamaConfig, cache_shapes, embed_source, head_source, layer_shapes, layer_source,
+from mica.models.llama import (LLAMA3_8B, cache_shapes, embed_source, head_source, layer_shapes, layer_source,
                                rope_tables)
 from mica.pipeline import compile_affine
 from mica.targets import get_target
 
-LLAMA3_8B = LlamaConfig(layers=32, dim=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, context=4096,
-                        weights="f16")
 REGION = (125, 165)          # one layer
 TOP = (125, 330)             # the embedding table, the head: two regions each
 KEPT = tuple(layer_shapes(LLAMA3_8B)) + tuple(cache_shapes(LLAMA3_8B))

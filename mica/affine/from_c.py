@@ -521,8 +521,9 @@ class _Builder(ExprMixin):
                 out.append(a)
                 continue
             used = [lp for lp in loops if any(lp in ix.names for ix in a.index)]
-            box = iset(f"[{', '.join(self.runtime)}] -> {dom}").project_out(
-                isl.dim_type.param, 0, len(self.runtime))
+            # the loops' bounds over the declared ranges (a bound naming a parameter is bounded by its range)
+            box = iset(f"[{', '.join(self.runtime)}] -> {dom}").intersect_params(
+                range_context(self.runtime)).project_out(isl.dim_type.param, 0, len(self.runtime))
             bounds = [int_bounds(box, lp) or (0, 0) for lp in used]
             temp = self.fresh(f"{a.array}_{'_'.join(params)}", self.used | set(self.arrays))
             self.used.add(temp)

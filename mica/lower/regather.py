@@ -93,10 +93,12 @@ def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, 
         return Kernel(kname, "", loops, text, loops, KAccess("w", write.name, ix), reads, expr, cls)
 
     def held(rel: isl.Map, cond: str) -> isl.Set:
-        """``[__x, __y] -> { K[a...] }``: the elements some core ``(x2, y2)`` with ``cond`` holds in
-        ``rel``."""
+        """``[__x, __y] -> { K[a...] }``: the elements of the array some core ``(x2, y2)`` with ``cond`` holds
+        in ``rel``."""
         pick = iset(f"[__x, __y] -> {{ core[x2, y2] : {cond} }}")
-        return rel.intersect_domain(pick).range().set_tuple_name("K")
+        # bounded by the array's extents: an ownership relation may leave a whole dimension unbounded
+        return rel.intersect_domain(pick).range().set_tuple_name("K").intersect(
+            iset(f"[__x, __y] -> {{ K[{idx}] : {box} }}"))
 
     kernels = [kernel(f"{name}_own", full, src, held(canon, "x2 = __x and y2 = __y")),
                kernel(f"{name}_row", full, inbox, held(canon, "y2 = __y and x2 > __x")),

@@ -80,6 +80,29 @@ def test_reference_and_native_c_agree(pos):
     assert np.array_equal(got["K"][pos], ins["k"])
 
 
+CHUNK = """
+void chunk(int pos, float k[4][3], float K[16][3]) {
+  for (int l = pos; l < pos + 4; l++)
+    for (int d = 0; d < 3; d++) K[l][d] = k[l - pos][d];
+}
+"""
+
+
+@pytest.mark.parametrize("pos", [0, 5, 12])
+def test_a_loop_from_a_parameter_reading_a_row_it_names(pos):
+    """A loop bounded below and above by the parameter whose body reads a row the parameter names: the
+    gathered row's temporary is sized by the loop's bounds over the declared range (the union of the rows
+    every value reaches), and the rows pos .. pos+3 are written at every value."""
+    p = from_c(CHUNK, runtime={"pos": (0, 13)})
+    gathered = [a for a in p.arrays if a.name.startswith("k_pos")]
+    assert [a.shape for a in gathered] == [(16, 3)]               # rows 0 .. 15 of l over pos in 0 .. 12
+    rng = np.random.default_rng(pos)
+    ins = {"K": rng.random((16, 3), dtype=np.float32), "k": rng.random((4, 3), dtype=np.float32), "pos": pos}
+    got = run_program(p, ins)
+    np.testing.assert_array_equal(got["K"], run_c(CHUNK, None, ins)["K"])
+    np.testing.assert_array_equal(got["K"][pos:pos + 4], ins["k"])
+
+
 def test_prefix_reference_matches_native_c_at_each_value():
     p = from_c(PREFIX, runtime={"n": (1, 13)})
     x = np.arange(12, dtype=np.float32) + 1

@@ -1,18 +1,25 @@
 """A tiny LLaMA-style model generating greedily on the mesh with weights and KV caches resident, token for
 token against a numpy reference written here; weights from a safetensors file the test writes itself; the
-errors a user meets, each leaving the resident state intact."""
+prefill path (prompt chunks of T tokens through the GEMM-shaped layer) against the same reference and the
+token-by-token caches; the errors a user meets, each leaving the resident state intact."""
 
 import numpy as np
 import pytest
 
 from mica.errors import ArgumentError, InputError
 from mica.models.generate import Decoder
-from mica.models.llama import LlamaConfig, layer_source
+from mica.models.llama import LlamaConfig, cache_shapes, layer_source, prefill_source
 from mica.models.weights import hf_shapes, random_weights, read_checkpoint, write_checkpoint
 
 CFG = LlamaConfig(layers=2, dim=64, heads=4, kv_heads=2, ffn=128, vocab=256, context=64)
 PROMPT = [3, 141, 59, 26]
 NEW = 16
+#: region size -> prefill chunk of the decoder compiled for it (None: decode steps only)
+MESHES = {(4, 4): None, (2, 5): None, (3, 2): 4}
+#: region sizes the prefill tests also run on outside CI (a second prefill compile costs about 30 s)
+SLOW_PREFILL = {(4, 4): 4}
+LONG = [3, 141, 59, 26, 7, 99, 200, 1, 45, 12]      # two chunks of 4 and a remainder of 2
+NEW_LONG = 8
 
 
 class Reference:
@@ -88,12 +95,42 @@ def reference(checkpoint):
     return tokens
 
 
-@pytest.fixture(scope="module", params=[(4, 4), (2, 5), (3, 2)], ids=lambda m: f"{m[0]}x{m[1]}")
-def decoder(request, checkpoint):
-    """The model compiled for one region size and loaded (weights and caches resident), shared by the tests
-    of this module (compiling is what costs)."""
-    with Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=request.param) as dec:
-        yield dec
+@pytest.fixture(scope="module")
+def decoders(checkpoint):
+    """The model compiled for a region size and loaded (weights and caches resident; with the prefill layer
+    where :data:`MESHES` says), once per size, shared by the tests of this module (compiling is what costs)."""
+    made = {}
+
+    def get(mesh, prefill=None):
+        if mesh not in made or (prefill and made[mesh].prefill_layer is None):
+            if mesh in made:
+                made.pop(mesh).close()
+            made[mesh] = Decoder(CFG, read_checkpoint(checkpoint[0], CFG), mesh=mesh,
+                                 prefill=prefill or MESHES.get(mesh))
+        return made[mesh]
+    yield get
+    for dec in made.values():
+        dec.close()
+
+
+@pytest.fixture(scope="module", params=list(MESHES), ids=lambda m: f"{m[0]}x{m[1]}")
+def decoder(request, decoders):
+    return decoders(request.param)
+
+
+@pytest.fixture(params=[m for m, t in MESHES.items() if t] + [pytest.param(m, marks=pytest.mark.slow)
+                                                               for m in SLOW_PREFILL],
+                ids=lambda m: f"{m[0]}x{m[1]}-prefill")
+def prefiller(request, decoders):
+    """A decoder with the prefill layer (chunks of 4 tokens)."""
+    return decoders(request.param, MESHES.get(request.param) or SLOW_PREFILL[request.param])
+
+
+@pytest.fixture(scope="module")
+def long_reference(checkpoint):
+    tokens, gap = Reference(CFG, checkpoint[1]).generate(LONG, NEW_LONG)
+    assert gap > 1e-3
+    return tokens
 
 
 def test_sixteen_greedy_tokens_match_numpy(decoder, reference):
@@ -164,3 +201,59 @@ def test_f16_weights_and_caches(checkpoint):
     with Decoder(cfg, checkpoint[1], mesh=(2, 5)) as dec:
         assert dec.layer.program.array("wq").dtype == "f16" and dec.layer.program.array("kc").dtype == "f16"
         assert dec.generate(PROMPT, 8) == tokens
+
+
+def test_prefill_then_greedy_matches_numpy_and_the_token_by_token_caches(prefiller, long_reference):
+    """Ten prompt tokens as two chunks of 4 through the prefill layers and 2 decode steps, then greedy decode
+    steps: the tokens of the numpy reference, and the caches token-by-token decoding leaves (rows of the
+    prompt, within 1e-5: the chunk's GEMMs sum in another order than the steps' GEMVs)."""
+    dec, n = prefiller, len(LONG)
+    assert dec.prefill_layer.cost.cores > 1                   # the prefill layer spreads over the region
+    assert dec.generate(LONG, NEW_LONG, prefill=False) == long_reference
+    by_step = [dec.read_cache(i) for i in range(CFG.layers)]
+    r = dec.prefill(LONG)
+    assert r.token == long_reference[0] and dec.position == n
+    assert len(r.chunk_cycles) == 2 and len(r.step_cycles) == 2 and r.head_cycles == 0
+    assert min(r.chunk_cycles) > 0 and r.total_cycles > sum(r.chunk_cycles)
+    assert r.computing_cores > 1
+    # one carry of both caches of every layer, prefill copy -> decode copy (read and written)
+    assert r.cache_bytes == 2 * CFG.layers * sum(4 * np.prod(s) for s in cache_shapes(CFG).values())
+    for i in range(CFG.layers):
+        ours, theirs = dec.read_cache(i), dec.read_cache(i, "prefill")
+        for c in ("kc", "vc"):
+            np.testing.assert_allclose(ours[c][:n], by_step[i][c][:n], rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(ours[c][:8], theirs[c][:8])     # the chunks' rows; 8, 9 by steps
+    assert dec.generate(LONG, NEW_LONG) == long_reference       # the prompt by prefill, then decode steps
+    # a prompt continued by prefill at position 5 after 5 decode steps: the decode copies' rows are carried
+    # to the prefill copies first (a second carry), then one chunk and one step
+    dec.generate(LONG[:5], 1, prefill=False)
+    r = dec.prefill(LONG[5:], pos=5)
+    assert r.token == long_reference[0] and len(r.chunk_cycles) == 1 and len(r.step_cycles) == 1
+    assert r.cache_bytes == 2 * 2 * CFG.layers * sum(4 * np.prod(s) for s in cache_shapes(CFG).values())
+
+
+def test_bad_prefill_input_is_refused_and_leaves_both_caches_intact(prefiller, decoders):
+    dec = prefiller
+    dec.generate(LONG, 2)
+    before = [dec.read_cache(0), dec.read_cache(0, "prefill")]
+    for prompt, pos, message in (([3] * (CFG.context + 1), 0, "overflows the context of 64"),
+                                 (LONG, CFG.context - 4, "10 tokens from position 60 overflows"),
+                                 ([3, CFG.vocab, 4], 0, r"token id 256 \(prompt\[1\]\) is out of range"),
+                                 ([3, -1], 0, "token id -1"), ([3.0, 4], 0, "token id 3.0"),
+                                 ([True], 0, "token id True"), ([], 0, "at least one token"),
+                                 ("abc", 0, "at least one token"), (LONG, -1, "position -1"),
+                                 (LONG, CFG.context, "position 64 is out of range"), (LONG, True, "position True")):
+        with pytest.raises(InputError, match=message):
+            dec.prefill(prompt, pos)
+    after = [dec.read_cache(0), dec.read_cache(0, "prefill")]
+    for b, a in zip(before, after):
+        for c in b:
+            np.testing.assert_array_equal(b[c], a[c])
+    with pytest.raises(InputError, match="construct the Decoder with prefill=T"):
+        decoders((2, 5)).prefill(LONG)
+    with pytest.raises(InputError, match="no 'prefill' copy"):
+        decoders((2, 5)).read_cache(0, "prefill")
+    # a chunk longer than the context is refused before anything is compiled
+    with pytest.raises(ArgumentError, match="prefill tokens must be an int in 1..64"):
+        Decoder(CFG, random_weights(CFG), mesh=(2, 2), prefill=CFG.context + 1)
+    assert "kc[l][g][c][e] = kr[l - pos][g][c][e]" in prefill_source(CFG, 4)
