@@ -186,3 +186,36 @@ void gemv2(int n, double A[48][48], double x[48], double w[48], double y[48], do
   for (int i = 0; i < n; i++) { y[i] = 0; for (int j = 0; j < n; j++) y[i] += A[i][j] * x[j]; }
   for (int i = 0; i < n; i++) { z[i] = 0; for (int j = 0; j < n; j++) z[i] += A[i][j] * w[j]; }
 }'''
+
+
+#: Runtime parameters (``runtime={"pos": (0, 16)}``): a row the run selects is read — gathered from its owner
+#: (rank-3 arrays).
+RUNTIME_ROPE = """
+#define T 16
+#define H 4
+#define E 8
+void rope(int pos, float cs[T][E], float sn[T][E], float q[H][2][E], float qr[H][2][E]) {
+  for (int h = 0; h < H; h++)
+    for (int e = 0; e < E; e++) {
+      qr[h][0][e] = q[h][0][e] * cs[pos][e] - q[h][1][e] * sn[pos][e];
+      qr[h][1][e] = q[h][1][e] * cs[pos][e] + q[h][0][e] * sn[pos][e];
+    }
+}
+"""
+
+#: Runtime parameters: a row the run selects is written (a KV-cache append, a may-write), and a reduction
+#: bounded by ``l <= pos``.
+RUNTIME_APPEND = """
+#define L 16
+#define D 16
+void append(int pos, float W[D][D], float x[D], float K[L][D], float w[L], float out[D]) {
+  for (int i = 0; i < D; i++) {
+    K[pos][i] = 0.0f;
+    for (int j = 0; j < D; j++) K[pos][i] += W[i][j] * x[j];
+  }
+  for (int d = 0; d < D; d++) {
+    out[d] = 0.0f;
+    for (int l = 0; l <= pos; l++) out[d] += w[l] * K[l][d];
+  }
+}
+"""

@@ -12,37 +12,13 @@ import mica
 from mica.emit_csl import render
 from mica.testing import run_c
 
+import samples
+
 from .test_csl_execution import execute
 
-#: A row the run selects is read (gathered from its owner) -- rank-3 arrays, as in tests/native/test_resident.py.
-ROPE = """
-#define T 16
-#define H 4
-#define E 8
-void rope(int pos, float cs[T][E], float sn[T][E], float q[H][2][E], float qr[H][2][E]) {
-  for (int h = 0; h < H; h++)
-    for (int e = 0; e < E; e++) {
-      qr[h][0][e] = q[h][0][e] * cs[pos][e] - q[h][1][e] * sn[pos][e];
-      qr[h][1][e] = q[h][1][e] * cs[pos][e] + q[h][0][e] * sn[pos][e];
-    }
-}
-"""
-
-#: A row the run selects is written (a KV-cache append, a may-write), and a reduction bounded by l <= pos.
-APPEND = """
-#define L 16
-#define D 16
-void append(int pos, float W[D][D], float x[D], float K[L][D], float w[L], float out[D]) {
-  for (int i = 0; i < D; i++) {
-    K[pos][i] = 0.0f;
-    for (int j = 0; j < D; j++) K[pos][i] += W[i][j] * x[j];
-  }
-  for (int d = 0; d < D; d++) {
-    out[d] = 0.0f;
-    for (int l = 0; l <= pos; l++) out[d] += w[l] * K[l][d];
-  }
-}
-"""
+#: A row the run selects is read (gathered from its owner, rank-3 arrays), and a row it writes (a KV-cache
+#: append, a may-write) with a reduction bounded by l <= pos: tests/samples.py.
+ROPE, APPEND = samples.RUNTIME_ROPE, samples.RUNTIME_APPEND
 
 CASES = {"rope": (ROPE, (4, 4), {"pos": (0, 16)}, (0, 9, 15)),
          "append": (APPEND, (4, 4), {"pos": (0, 16)}, (0, 6, 15))}

@@ -18,6 +18,8 @@ import mica
 from mica.emit_metalium import render
 from mica.testing import run_c
 
+import samples
+
 from .test_functional import GXX, SIM, unity_source
 from .test_syntax import syntax_errors
 
@@ -36,20 +38,7 @@ void rope(int pos, float cs[T][E], float sn[T][E], float q[H][E], float qi[H][E]
 """
 
 #: A row the run selects is written (a KV-cache append), and a reduction bounded by l <= pos.
-APPEND = """
-#define L 16
-#define D 16
-void append(int pos, float W[D][D], float x[D], float K[L][D], float w[L], float out[D]) {
-  for (int i = 0; i < D; i++) {
-    K[pos][i] = 0.0f;
-    for (int j = 0; j < D; j++) K[pos][i] += W[i][j] * x[j];
-  }
-  for (int d = 0; d < D; d++) {
-    out[d] = 0.0f;
-    for (int l = 0; l <= pos; l++) out[d] += w[l] * K[l][d];
-  }
-}
-"""
+APPEND = samples.RUNTIME_APPEND
 
 #: A condition on the parameter alone: a whole-box tile routine (add_tiles) the compute kernel guards.
 GATE = """

@@ -10,6 +10,8 @@ import mica
 from mica.errors import EmitError, InputError, ScheduleError, SimError
 from mica.testing import run_c
 
+import samples
+
 L, D = 24, 8
 
 #: One decode step of single-head attention over a KV cache: append the token's key and value at row pos,
@@ -186,18 +188,7 @@ def test_hardware_back_ends_pass_runtime_parameters_and_name_what_else_is_missin
         assert "runtime param" not in str(exc.value)
 
 
-ROPE = """
-#define T 16
-#define H 4
-#define E 8
-void rope(int pos, float cs[T][E], float sn[T][E], float q[H][2][E], float qr[H][2][E]) {
-  for (int h = 0; h < H; h++)
-    for (int e = 0; e < E; e++) {
-      qr[h][0][e] = q[h][0][e] * cs[pos][e] - q[h][1][e] * sn[pos][e];
-      qr[h][1][e] = q[h][1][e] * cs[pos][e] + q[h][0][e] * sn[pos][e];
-    }
-}
-"""
+ROPE = samples.RUNTIME_ROPE
 
 
 @pytest.mark.parametrize("mesh", [(4, 4), (3, 2), (5, 3)])
