@@ -27,8 +27,8 @@ from frontend.frontend_util import MANIFEST, kernel_function, kernel_source
 from native.test_minmax_programs import ARGMIN, ATTENTION, PREFILL, SOFTMAX
 
 ROPE = """
-void rope(float q[64][8][32], float cs[64][16], float sn[64][16]) {
-  for (int t = 0; t < 64; t++) for (int h = 0; h < 8; h++) for (int i = 0; i < 16; i++) {
+void rope(int T, int H, int R, float q[T][H][2*R], float cs[T][R], float sn[T][R]) {
+  for (int t = 0; t < T; t++) for (int h = 0; h < H; h++) for (int i = 0; i < R; i++) {
       float a = q[t][h][2*i]; float b = q[t][h][2*i+1];
       q[t][h][2*i] = a*cs[t][i] - b*sn[t][i]; q[t][h][2*i+1] = a*sn[t][i] + b*cs[t][i]; } }
 """
@@ -53,7 +53,7 @@ KERNELS.update({
     "attention-decode-32": (ATTENTION, "attention", {"H": 32, "L": 64, "D": 16}),
     "attention-prefill-causal": (PREFILL, "prefill", {"H": 2, "T": 64, "D": 16}),
     "argmin-top1": (ARGMIN, "argmin", {"N": 2048, "D": 16}),
-    "rope-in-place": (ROPE, "rope", {}),
+    "rope-in-place": (ROPE, "rope", {"T": 64, "H": 8, "R": 16}),
     "gauss-seidel-wavefront": (GAUSS_SEIDEL, "gauss_seidel", {"N": 64}),
     "decode-layer": (DECODE_LAYER, "layer", {}),
 })
@@ -132,13 +132,15 @@ def teardown_module():
 
 #: The applications at the sizes people run them (decode attention over a 4096-token KV cache with head
 #: dimension 128; causal prefill attention over 4096 tokens, 32 heads; top-1 search over 2^20 vectors of
-#: 128 floats; a 4096x4096 Gauss-Seidel sweep as a wavefront; the LLM decode layer with model width 1024, a
-#: 1024-token cache and MLP width 2816), compiled for the whole WSE-2 rectangle.
+#: 128 floats; RoPE in place over 4096 tokens, 32 heads of 128; a 4096x4096 Gauss-Seidel sweep as a
+#: wavefront; the LLM decode layer with model width 1024, a 1024-token cache and MLP width 2816), compiled
+#: for the whole WSE-2 rectangle.
 REAL = {
     "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
     "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
     "attention-prefill-causal-32x4096x128": (PREFILL, "prefill", {"H": 32, "T": 4096, "D": 128}),
     "argmin-top1-2^20x128": (ARGMIN, "argmin", {"N": 1 << 20, "D": 128}),
+    "rope-in-place-4096x32x128": (ROPE, "rope", {"T": 4096, "H": 32, "R": 64}),
     "gauss-seidel-wavefront-4096x4096": (GAUSS_SEIDEL, "gauss_seidel", {"N": 4096}),
     "decode-layer-1024x1024x2816": (DECODE_LAYER, "layer", {}, {"D": 1024, "L": 1024, "F": 2816}),
 }
