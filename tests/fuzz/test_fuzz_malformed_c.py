@@ -2,7 +2,8 @@
 replaced -- also within their class: names, numbers, operators), spliced, deeply nested and random texts.
 
 The only acceptable outcomes of ``from_c`` are a Program or a located MicaError (never one that admits an
-internal error), each within 2 s. The long version of this run is
+internal error), each within 5 s of CPU time (the slowest takes about 0.1 s; the margin absorbs a garbage
+collection of an earlier test's data). The long version of this run is
 ``python -m mica.fuzz --malformed --count 5000 --seed S``."""
 
 import faulthandler
@@ -18,7 +19,7 @@ from mica.errors import MicaError
 from mica.fuzz import _VOCAB, check_malformed, malformed_texts
 
 COUNT = 1200
-TIME_LIMIT_S = 2.0
+TIME_LIMIT_S = 5.0
 
 
 def _watchdog(seconds: float):

@@ -16,6 +16,8 @@ PROMPT = [3, 141, 59, 26]
 NEW = 16
 #: region size -> prefill chunk of the decoder compiled for it (None: decode steps only)
 MESHES = {(4, 4): None, (2, 5): None, (3, 2): 4}
+#: region sizes the decode tests run on only outside CI (each costs a compile of about 10 s)
+SLOW_DECODE = {(2, 5)}
 #: region sizes the prefill tests also run on outside CI (a second prefill compile costs about 30 s)
 SLOW_PREFILL = {(4, 4): 4}
 LONG = [3, 141, 59, 26, 7, 99, 200, 1, 45, 12]      # two chunks of 4 and a remainder of 2
@@ -113,7 +115,8 @@ def decoders(checkpoint):
         dec.close()
 
 
-@pytest.fixture(scope="module", params=list(MESHES), ids=lambda m: f"{m[0]}x{m[1]}")
+@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.slow) if m in SLOW_DECODE else m
+                                        for m in MESHES], ids=lambda m: f"{m[0]}x{m[1]}")
 def decoder(request, decoders):
     return decoders(request.param)
 
