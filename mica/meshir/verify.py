@@ -22,6 +22,7 @@ from .ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multi
 
 STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
 OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
+_NO_ROUTE = (frozenset(), frozenset())
 
 
 def _sample_envs(scope):
@@ -57,8 +58,9 @@ def _trace(mp: MeshProgram, axis: str, part, env: dict[str, int], line: int, wha
 
     table = {}
     for r in routes:
+        entry = (frozenset(r.rx), frozenset(r.tx))
         for cell in cells(r.rect):
-            table[cell] = (set(r.rx), set(r.tx))
+            table[cell] = entry
     senders = cells(senders_r)
     want = set(cells(receivers_r))
     got: dict[tuple[int, int], int] = {}
@@ -70,7 +72,7 @@ def _trace(mp: MeshProgram, axis: str, part, env: dict[str, int], line: int, wha
             if (x, y) in seen:
                 raise MeshIRError(f"{what}: the routes of colour {colour} loop back to core ({x},{y})")
             seen.add((x, y))
-            rx, tx = table.get((x, y), (set(), set()))
+            rx, tx = table.get((x, y), _NO_ROUTE)
             if came not in rx:
                 raise MeshIRError(f"{what}: no route for colour {colour} from {came} at core ({x},{y})")
             if hops > max_hops:
