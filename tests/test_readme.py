@@ -31,10 +31,10 @@ DOCS_BUILD = "python -m sphinx -W -b html docs docs/_build/html"
 
 def test_readme_starts_with_the_two_commands_ci_runs():
     assert BLOCKS[0] == ("bash", "pip install . && mica demo\n")
-    assert BLOCKS[1] == ("bash", 'pip install ".[test]" && python -m pytest -q\n')
+    assert BLOCKS[1] == ("bash", 'pip install ".[test]" && python -m pytest -q -n auto --dist loadfile\n')
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'python -m pip install --quiet ".[test]"' in ci
-    assert re.search(r"^python -m pytest -q$", ci, re.M)
+    assert re.search(r"^python -m pytest -q -n auto --dist loadfile$", ci, re.M)
     assert re.search(r"^mica demo$", ci, re.M)
 
 
