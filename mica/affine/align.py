@@ -186,7 +186,8 @@ def _respects(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
 def aligned_program(prog: Program, alignment: Alignment) -> Program:
     """``prog`` with its main nest rewritten by ``alignment`` (one of :func:`alignments`): aligned
     statements re-indexed with the aligned loop first and named ``alignment.loop``, hoisted statements in
-    nests of their own just before or after, every top-level nest renumbered in order. Computes exactly what
+    nests of their own just before or after, every top-level nest renumbered in order, the statements listed
+    in their new textual order. Computes exactly what
     ``prog`` computes (see the module docstring); statement, array and access names are unchanged."""
     choices = dict(alignment.choices)
     main_nest = next(s.order[0] for s in prog.statements if s.name in choices)
@@ -201,6 +202,9 @@ def aligned_program(prog: Program, alignment: Alignment) -> Program:
         else:
             out.append(_realigned(s, c, alignment.loop, _renumber(top, main_nest) + 1,
                                   alignment.order.index(s.name)))
+    # The statements listed in their new textual order (the passes read positions off the list).
+    rank = {s.name: k for k, s in enumerate(prog.statements)}
+    out.sort(key=lambda s: (s.order[0], s.order[2] if s.name in alignment.order else rank[s.name]))
     return prog.replace(statements=tuple(out))
 
 
