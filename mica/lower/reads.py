@@ -92,16 +92,40 @@ def plan_read(b: _Builder, stmt: Statement, acc, halos: dict[str, tuple[tuple[in
     try:
         widths = halo_widths(arr, need, box, what)
         check_covered(arr, need, held_map(arr, ghosted_box(box, widths), pins, region), what)
-    except CommError:
+    except CommError as halo_error:
         if acc.array not in b.written:
             raise plan_error from None
-        raise
+        plan = step_owner_plan(b, acc, arr, need, own, box, what)
+        if plan is None:
+            raise
+        halo_error.__traceback__ = None
+        return plan
     b.ghosts[acc.array] = merge_widths(b.ghosts.get(acc.array, widths), widths)
     if acc.array in b.written or acc.array in b.resident:
         # Not from the host: an array this operator writes, or one an earlier operator left
         # on the mesh, gets its ghost zones from the neighbours just before the read.
         halos[acc.array] = merge_widths(halos.get(acc.array, widths), widths)
     return None
+
+
+def step_owner_plan(b: _Builder, acc, arr, need, own, box, what: str) -> CommPlan | None:
+    """The multicast that brings a produced array's element to every core that reads it in a sweep step —
+    need ``{ M[t, x, y] -> A[a...] }`` from the home ``{ core[x, y] -> A[a...] }`` — from the core that owns
+    it, which moves with the step, ``floor(t / d)`` (trisolv's ``x[j]`` at step ``j``, just divided by the
+    earlier statement of the step on its owner); None when the step is not a plain sweep or the read is not
+    such a row / column multicast moving with ``t``. The exchange runs inside the step just before the
+    reading statement (:func:`mica.lower.build.emit_statements`): legality has proved that what it reads was
+    produced by an earlier statement start (:mod:`mica.tiling.legality`). Changes nothing."""
+    step = b.step
+    if step is None or not step.sweep or step.wavefront:
+        return None
+    try:
+        plan = classify(arr, acc.ref, need, own, box, what, blocks=True)
+    except CommError:
+        return None
+    if plan.kind == "local" or not any(d.coord == "t" for d in plan.recv_box):
+        return None                  # data that does not move with the step would be sent before the loop
+    return plan
 
 
 def recv_buffer(b: _Builder, array: str, plan: CommPlan) -> str:

@@ -64,7 +64,7 @@ N_AXES = 7
 
 ELEM_SIZES = (1, 2, 4, 8)
 
-WORDS_AFFINE = 1 + MAX_VARS
+WORDS_AFFINE = 2 + MAX_VARS      # constant, coefficients, divisor
 WORDS_BOUND = MAX_TERMS * WORDS_AFFINE
 WORDS_RECT = 4 * WORDS_BOUND + 2 + 2 * WORDS_AFFINE  # four bounds, x stride, x phase, y stride, y phase
 WORDS_BOX = 3 + 4 * MAX_RANK
@@ -91,22 +91,30 @@ def _set(obj: object, name: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class Affine:
-    """``const + sum(coeffs[i] * v[i])`` over the loop variables; missing coefficients are 0.
+    """``floor((const + sum(coeffs[i] * v[i])) / div)`` over the loop variables; missing coefficients are 0;
+    ``div >= 1`` (1: a plain affine value; more: the block of a step loop, :class:`mica.meshir.ir.Lin`).
 
     Trailing zero coefficients are dropped, so equal values compare equal.
     """
 
     const: int = 0
     coeffs: tuple[int, ...] = ()
+    div: int = 1
 
     def __post_init__(self) -> None:
         _set(self, "const", _int(self.const, "affine constant"))
+        _set(self, "div", _int(self.div, "affine divisor"))
+        if self.div < 1:
+            raise SimError(f"affine divisor {self.div} must be >= 1")
         coeffs = [_int(c, "affine coefficient") for c in self.coeffs]
         while coeffs and coeffs[-1] == 0:
             coeffs.pop()
         if len(coeffs) > MAX_VARS:
             raise SimError(f"affine value has {len(coeffs)} coefficients; at most {MAX_VARS} loop variables")
         _set(self, "coeffs", tuple(coeffs))
+        if not coeffs and self.div != 1:            # a constant: divided once here
+            _set(self, "const", self.const // self.div)
+            _set(self, "div", 1)
 
     @property
     def is_const(self) -> bool:
@@ -124,6 +132,8 @@ class Affine:
 
     def __add__(self, other: AffineLike) -> Affine:
         o = as_affine(other)
+        if self.div != 1 or o.div != 1:
+            raise SimError("affine values with a divisor cannot be added or scaled")
         n = max(len(self.coeffs), len(o.coeffs))
         a, b = self.coeffs + (0,) * (n - len(self.coeffs)), o.coeffs + (0,) * (n - len(o.coeffs))
         return Affine(self.const + o.const, tuple(x + y for x, y in zip(a, b)))
@@ -135,16 +145,18 @@ class Affine:
 
     def __mul__(self, k: int) -> Affine:
         k = _int(k, "affine scale")
+        if self.div != 1:
+            raise SimError("affine values with a divisor cannot be added or scaled")
         return Affine(self.const * k, tuple(c * k for c in self.coeffs))
 
     __rmul__ = __mul__
 
     def evaluate(self, v: Sequence[int] = ()) -> int:
         """The value for loop variables ``v`` (missing ones are 0)."""
-        return self.const + sum(c * (v[i] if i < len(v) else 0) for i, c in enumerate(self.coeffs))
+        return (self.const + sum(c * (v[i] if i < len(v) else 0) for i, c in enumerate(self.coeffs))) // self.div
 
     def words(self) -> list[int]:
-        return [self.const, *self.coeffs, *([0] * (MAX_VARS - len(self.coeffs)))]
+        return [self.const, *self.coeffs, *([0] * (MAX_VARS - len(self.coeffs))), self.div]
 
 
 AffineLike = Union[Affine, int]
@@ -252,19 +264,23 @@ class BoxDim:
 
     At a core, ``lo = tile * coord(axis)`` and ``ext = clamp(extent - lo, 0, tile)``, where the coordinate
     is 0 (AXIS_WHOLE: the leading ``tile <= extent`` elements), the core's x or y minus ``origin`` (the core
-    holding block 0), or a loop variable.
+    holding block 0), or a loop variable ``v`` — ``floor(v / per)`` with ``per > 1``: the block of a step loop
+    whose iterations run ``per`` to a block (encoded in the word ``origin`` takes on the x and y axes).
     """
 
     axis: int
     tile: int
     extent: int
     origin: int = 0
+    per: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("axis", "tile", "extent", "origin"):
+        for name in ("axis", "tile", "extent", "origin", "per"):
             _set(self, name, _int(getattr(self, name), f"box {name}"))
         if self.origin < 0 or (self.origin and self.axis not in (AXIS_X, AXIS_Y)):
             raise SimError(f"box origin {self.origin}: must be >= 0, and only on the x or y axis")
+        if self.per < 1 or (self.per != 1 and self.axis < AXIS_V0):
+            raise SimError(f"box per {self.per}: must be >= 1, and only on a loop variable's axis")
         if not 0 <= self.axis < N_AXES:
             raise SimError(f"box axis {self.axis} not in 0..{N_AXES - 1}")
         if self.tile < 0 or self.extent < 0:
@@ -317,7 +333,7 @@ class Box:
     def words(self) -> list[int]:
         out = [self.offset, self.elem, len(self.dims)]
         for d in self.dims:
-            out += [d.axis, d.tile, d.extent, d.origin]
+            out += [d.axis, d.tile, d.extent, d.per if d.axis >= AXIS_V0 and d.per != 1 else d.origin]
         return out + [0] * (4 * (MAX_RANK - len(self.dims)))
 
 
