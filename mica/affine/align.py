@@ -78,7 +78,8 @@ def deepest(prog: Program) -> Statement:
 @lru_cache(maxsize=64)
 def alignments(prog: Program) -> tuple[Alignment, ...]:
     """Every legal alignment of ``prog``'s main nest, one per loop of the main statement that is not already
-    outermost (the first legal combination found for it, fewest hoisted statements first). Empty when the
+    outermost: the first legal combination found for it, fewest hoisted statements first, then most
+    statements aligned by their loop of the same name (the same role in the source). Empty when the
     program has runtime parameters or guards, or when no loop can be made outermost. Cached per program;
     changes nothing."""
     if prog.runtime or any(s.guard for s in prog.statements):
@@ -91,8 +92,10 @@ def alignments(prog: Program) -> tuple[Alignment, ...]:
     deps = dependences(prog).all
     out = []
     for loop in main.loops[1:]:
-        options = [list(s.loops) + [BEFORE, AFTER] for s in others]
-        combos = sorted(product(*options), key=lambda c: sum(x in (BEFORE, AFTER) for x in c))
+        # A statement's loop of the same name (the same role in the source: lu's k) first, hoisting last.
+        options = [sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER] for s in others]
+        combos = sorted(product(*options), key=lambda c: (sum(x in (BEFORE, AFTER) for x in c),
+                                                          sum(x != loop for x in c)))
         for combo in combos[:MAX_COMBINATIONS]:
             choices = dict(zip((s.name for s in others), combo))
             choices[main.name] = loop
