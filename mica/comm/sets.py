@@ -86,9 +86,15 @@ def is_local(need: isl.Map, own: isl.Map) -> bool:
     return need.is_subset(imap("{ M[t, x, y] -> core[x, y] }").apply_range(own))
 
 
-def _root_of(rel: isl.Map, src_dim: str, what: str, blocks: bool = False) -> Lin:
-    """The source coordinate ``src_dim`` of ``rel`` as an affine function of ``t`` alone; with ``blocks``
-    also ``floor(t / d)`` (the core owning step t's element when each core owns ``d`` consecutive ones)."""
+def _root_of(rel: isl.Map, src_dim: str, what: str, blocks: int = 0) -> Lin:
+    """The source coordinate ``src_dim`` of ``rel`` as an affine function of ``t`` alone; with ``blocks = d``
+    also ``floor(t / d)`` (the core owning step t's element when each core owns ``d`` consecutive ones:
+    checked with isl first, as the receivers may lie on one line where isl would name the root by theirs)."""
+    if blocks > 1:
+        root = Lin(0, (("t", 1),), blocks)
+        src = f"core[{root}, ys]" if src_dim == "x" else f"core[xs, {root}]"
+        if rel.is_subset(imap(f"{{ M[t, x, y] -> {src} }}".replace(" / ", "/"))):
+            return root
     keep = "x" if src_dim == "y" else "y"
     m = imap(f"{{ M[t, x, y] -> R[t, {keep}] }}")
     # { R[t, keep] -> core[x', y'] } then the single source coordinate.
@@ -103,7 +109,7 @@ def _root_of(rel: isl.Map, src_dim: str, what: str, blocks: bool = False) -> Lin
     try:
         coeffs, const, den = aff_coefficients(aff)
     except AffineError:
-        block = _step_block(aff) if blocks else None
+        block = _step_block(aff) if blocks > 1 else None
         if block is None:
             raise CommError(f"{what}: the sending core is not an affine function of the step "
                             f"(it involves an integer division)", detail=str(aff)) from None
@@ -173,7 +179,8 @@ def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tupl
     else:
         raise CommError(f"{what}: data moves in both mesh directions; only row/column multicasts are "
                         f"supported here", detail=rel_text)
-    root = _root_of(remote, src_dim, what, blocks)
+    tiles = [d.tile for d in home_box if d.coord == axis]
+    root = _root_of(remote, src_dim, what, tiles[0] if blocks and len(tiles) == 1 else 0)
     # The receive buffer holds the root's whole home box: the multicast axis coordinate becomes the root.
     recv_box = []
     for d in home_box:
