@@ -74,6 +74,7 @@ class CommPlan:
     recv_box: tuple[BoxDim, ...] = ()
     relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
     source: str = ""            # the buffer the data is read from or sent from ("": the array's home)
+    in_step: bool = False       # sent inside the step loop even when the box does not move with t (produced data)
 
     @property
     def buffer(self) -> str:

@@ -145,7 +145,7 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
     for s in stmts:
         buffers, moves, halos = plan_reads(b, s)
         out.extend(halo_exchange(b, s, halos))
-        in_loop = [(p, d) for p, d in moves if any(bd.coord == "t" for bd in p.recv_box)]
+        in_loop = [(p, d) for p, d in moves if p.in_step or any(bd.coord == "t" for bd in p.recv_box)]
         outside = [(p, d) for p, d in moves if (p, d) not in in_loop]
         if outside:
             (hoisted if hoisted is not None else out).append(multicast_exchange(b, f"bring_{s.name}", outside))

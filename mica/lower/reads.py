@@ -111,11 +111,11 @@ def plan_read(b: _Builder, stmt: Statement, acc, halos: dict[str, tuple[tuple[in
 def step_owner_plan(b: _Builder, acc, arr, need, own, box, what: str) -> CommPlan | None:
     """The multicast that brings a produced array's element to every core that reads it in a sweep step —
     need ``{ M[t, x, y] -> A[a...] }`` from the home ``{ core[x, y] -> A[a...] }`` — from the core that owns
-    it, which moves with the step, ``floor(t / d)`` (trisolv's ``x[j]`` at step ``j``, just divided by the
-    earlier statement of the step on its owner); None when the step is not a plain sweep or the read is not
-    such a row / column multicast moving with ``t``. The exchange runs inside the step just before the
-    reading statement (:func:`mica.lower.build.emit_statements`): legality has proved that what it reads was
-    produced by an earlier statement start (:mod:`mica.tiling.legality`). Changes nothing."""
+    it — a fixed core, or one moving with the step, ``floor(t / d)`` (trisolv's ``x[j]`` at step ``j``, just
+    divided by the earlier statement of the step on its owner); None when the step is not a plain sweep or the
+    read is not such a row / column multicast. The exchange runs at every step just before the reading
+    statement (:func:`mica.lower.build.emit_statements`, ``in_step``): legality has proved that what it reads
+    was produced by an earlier statement start (:mod:`mica.tiling.legality`). Changes nothing."""
     step = b.step
     if step is None or not step.sweep or step.wavefront:
         return None
@@ -123,9 +123,9 @@ def step_owner_plan(b: _Builder, acc, arr, need, own, box, what: str) -> CommPla
         plan = classify(arr, acc.ref, need, own, box, what, blocks=True)
     except CommError:
         return None
-    if plan.kind == "local" or not any(d.coord == "t" for d in plan.recv_box):
-        return None                  # data that does not move with the step would be sent before the loop
-    return plan
+    if plan.kind == "local":
+        return None
+    return replace(plan, in_step=True)        # sent at every step, never before the loop: it is produced there
 
 
 def recv_buffer(b: _Builder, array: str, plan: CommPlan) -> str:
