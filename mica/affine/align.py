@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
-from itertools import product
+import heapq
+from itertools import combinations
 
 import islpy as isl
 
@@ -41,8 +42,10 @@ from .expr import Aff, Expr, Index
 from .isl_names import iset, rename_dims, umap
 from .program import Access, Program, Statement
 
-#: Most combinations of per-statement choices tried per outer loop (each one an isl check).
-MAX_COMBINATIONS = 256
+#: Most combinations of per-statement choices checked whole per outer loop (each one an isl check), and most
+#: combinations looked at (pruned pairwise first, :class:`_Pairs`).
+MAX_COMBINATIONS = 64
+MAX_PAIRED = 4096
 
 BEFORE, AFTER = "<", ">"
 
@@ -90,20 +93,87 @@ def alignments(prog: Program) -> tuple[Alignment, ...]:
     nest = [s for s in prog.statements if s.order[:1] == main.order[:1]]
     others = [s for s in nest if s is not main]
     deps = dependences(prog).all
+    pairs = _Pairs(deps)
     out = []
     for loop in main.loops[1:]:
-        # A statement's loop of the same name (the same role in the source: lu's k) first, hoisting last.
-        options = [sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER] for s in others]
-        combos = sorted(product(*options), key=lambda c: (sum(x in (BEFORE, AFTER) for x in c),
-                                                          sum(x != loop for x in c)))
-        for combo in combos[:MAX_COMBINATIONS]:
+        # A statement's loop of the same name (the same role in the source: lu's k) first, hoisting last; only
+        # the choices that agree with the main statement's (pairwise, on the outer loop alone).
+        options = [[c for c in sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER]
+                    if pairs.agree(s, c, main, loop)] for s in others]
+        if not all(options):
+            continue
+        checked = 0
+        for combo in _cheapest_first(options, lambda x: (x in (BEFORE, AFTER), x != loop), MAX_PAIRED):
+            if not all(pairs.agree(a, ca, b, cb) for (a, ca), (b, cb) in combinations(zip(others, combo), 2)):
+                continue
             choices = dict(zip((s.name for s in others), combo))
             choices[main.name] = loop
             found = _checked(prog, nest, choices, loop, deps)
             if found is not None:
                 out.append(found)
                 break
+            checked += 1
+            if checked >= MAX_COMBINATIONS:
+                break
     return tuple(out)
+
+
+class _Pairs:
+    """Whether two statements' choices agree on the outer loop alone, kept per pair of choices (an explicitly
+    mutable cache for one :func:`alignments` call): every dependence between them goes from a group (hoisted
+    before, aligned, hoisted after) to the same or a later one, and between two aligned statements from an
+    iteration of the outer loop to the same or a later one. A necessary condition of the whole check
+    (:func:`_respects`), cheap enough to prune most combinations before it."""
+
+    def __init__(self, deps: isl.UnionMap):
+        self.deps = deps
+        self.kept: dict[tuple, bool] = {}
+
+    def agree(self, a: Statement, ca: str, b: Statement, cb: str) -> bool:
+        key = (a.name, ca, b.name, cb)
+        if key not in self.kept:
+            self.kept[key] = self.kept[(b.name, cb, a.name, ca)] = (
+                self._forward(a, ca, b, cb) and self._forward(b, cb, a, ca))
+        return self.kept[key]
+
+    def _forward(self, a: Statement, ca: str, b: Statement, cb: str) -> bool:
+        d = self.deps.extract_map(isl.Map(f"{{ {a.name}[{', '.join(a.loops)}] -> {b.name}[{', '.join(b.loops)}] }}")
+                                  .get_space())
+        if d.is_empty():
+            return True
+        ga, gb = _group(ca), _group(cb)
+        if ga != gb:
+            return ga < gb
+        if ga != 1:
+            return True               # both hoisted to the same side: their original order, which is legal
+        outer = d.apply_domain(_outer(a, ca)).apply_range(_outer(b, cb))
+        return outer.is_subset(isl.Map("{ [p] -> [q] : p <= q }"))
+
+
+def _group(choice: str) -> int:
+    return 0 if choice == BEFORE else 2 if choice == AFTER else 1
+
+
+def _cheapest_first(options: list[list[str]], cost, limit: int):
+    """At most ``limit`` combinations (one choice per list of ``options``, each list cheapest first) in order
+    of increasing summed ``cost`` (a tuple per choice), without building the whole product (a nest of twenty
+    statements has billions)."""
+    def total(ix):
+        parts = [cost(options[k][i]) for k, i in enumerate(ix)]
+        return tuple(map(sum, zip(*parts))) if parts else ()
+    start = (0,) * len(options)
+    heap, seen = [(total(start), start)], {start}
+    for _ in range(limit):
+        if not heap:
+            return
+        _, ix = heapq.heappop(heap)
+        yield tuple(options[k][i] for k, i in enumerate(ix))
+        for k in range(len(ix)):
+            if ix[k] + 1 < len(options[k]):
+                nxt = ix[:k] + (ix[k] + 1,) + ix[k + 1:]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    heapq.heappush(heap, (total(nxt), nxt))
 
 
 def _checked(prog: Program, nest: list[Statement], choices: dict[str, str], loop: str,

@@ -2,12 +2,13 @@
 of its deepest statement outermost. Every alignment isl accepts computes bit for bit what the original C
 computes — run in order, and spread over cores by a forced plan whose legality the pipeline proves."""
 
+import islpy as isl
 import numpy as np
 import pytest
 
 from frontend.frontend_util import MANIFEST, kernel_function, kernel_source, make_inputs
 import mica
-from mica.affine.align import BEFORE, aligned_program, alignments
+from mica.affine.align import BEFORE, _realigned, aligned_program, alignments
 from mica.affine.from_c import from_c
 from mica.tiling.mapping import derive_schedule
 from mica.testing import run_c, run_program
@@ -35,12 +36,24 @@ def test_trisolv_runs_column_by_column():
         ("S0", ("i",), (0, "i", 0)), ("S2", ("j",), (1, "j", 0)), ("S1", ("j", "i"), (1, "j", 1, "i", 0))]
 
 
-def test_right_looking_lu_renames_the_clashing_loop():
+def test_lu_aligned_by_k_is_right_looking():
     al = next(a for a in alignments(_prog("lu")) if a.loop == "k")
+    assert dict(al.choices) == {"S0": "k", "S1": "j", "S2": "k"}    # S1: A[i][j] /= A[j][j] at step j
     p = aligned_program(_prog("lu"), al)
-    s0 = p.statement("S0")                     # A[i][j] -= A[i][k]*A[k][j], j < i, aligned by its j
-    assert s0.loops == ("k", "i", "k_") and s0.write.index[1].single_var() == "k"
-    assert [s.name for s in p.statements] == list(al.order)
+    assert [(s.name, s.loops) for s in p.statements] == [
+        ("S1", ("k", "i")), ("S0", ("k", "i", "j")), ("S2", ("k", "i", "j"))]
+    assert p.statement("S1").write.index[1].single_var() == "k"     # the pivot column k
+
+
+def test_a_loop_named_like_the_outer_one_is_renamed():
+    # Cholesky's A[i][i] -= A[i][k]*A[i][k] aligned by its i under an outer loop named k: its own k becomes k_.
+    s = _prog("cholesky").statement("S2")
+    assert s.loops == ("i", "k")
+    moved = _realigned(s, "i", "k", 1, 0)
+    assert moved.loops == ("k", "k_") and moved.order == (1, "k", 0, "k_", 0)
+    assert [str(ix) for ix in moved.write.index] == ["k", "k"]
+    assert [str(ix) for a in moved.reads for ix in a.index] == ["k", "k", "k", "k_", "k", "k_"]
+    assert moved.domain_set.is_equal(isl.Set("{ S2[k, k_] : 0 <= k_ < k <= 23 }"))
 
 
 @pytest.mark.parametrize("name", ["trisolv", "lu", "cholesky"])
