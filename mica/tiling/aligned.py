@@ -9,16 +9,19 @@ proves that every dependence keeps its direction), and every plan of it is prove
 passes as any other, so the choice is only about modelled cycles.
 
 Programs whose plan already spreads are returned untouched without any further analysis: the alignments are
-looked for only when the searched plan runs on one core."""
+looked for only when the searched plan runs on one core and some loop of the main statement carries a
+dependence (a nest already parallel in its own order gains nothing from another one)."""
 
 from __future__ import annotations
 
 from ..affine.align import aligned_program, alignments
+from ..affine.deps import PARALLEL, REDUCTION, loop_kinds
 from ..affine.program import Program
 from ..errors import MicaError
 from ..meshir.verify import verify
 from ..targets import Target
 from .cost import estimate
+from .mapping import main_statement
 from .operators import search_program
 from .schedule import Schedule
 from .search import Lowering, SearchReport
@@ -38,6 +41,9 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress)
     if spreads(sched) or mesh[0] * mesh[1] == 1:
         return op, sched, report
+    main = main_statement(op)
+    if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
+        return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
     found = alignments(op)
     if not found:
         return op, sched, report
