@@ -273,9 +273,10 @@ static int setup_faults(void) {
   } else {
     double host[4] = {1, 2, 3, 4};
     int64_t box[15] = {60, 8, 1, 0, 4, 4};         /* 32 bytes at offset 60 of a 64-byte arena */
-    int64_t rect[92] = {0};
-    for (int k = 0; k < 4; k++) { rect[5 * k] = 0; rect[20 + 5 * k] = 2; rect[40 + 5 * k] = 0; rect[60 + 5 * k] = 2; }
-    rect[80] = 1; rect[86] = 1;
+    int64_t rect[110] = {0};                       /* AFFINEs of 6 words: constant, 4 coefficients, divisor */
+    for (int k = 0; k < 4; k++) { rect[6 * k] = 0; rect[24 + 6 * k] = 2; rect[48 + 6 * k] = 0; rect[72 + 6 * k] = 2; }
+    for (int k = 0; k < 16; k++) rect[6 * k + 5] = 1;
+    rect[96] = 1; rect[102] = 1; rect[103] = 1; rect[109] = 1;
     if (mica_host_copy(m, 0, host, box, rect, err, sizeof err) == 0) { printf("box outside the arena accepted\n"); bad = 1; }
     err[0] = 0;
     box[0] = 0; box[1] = 3;                        /* element size 3 */
