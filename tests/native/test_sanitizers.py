@@ -87,6 +87,11 @@ def _programs():
     lt = rng.random((6, 6)) + 6 * np.eye(6)
     out.append(("one_core", mica.compile_affine(tri, mesh=(3, 2), target="wormhole"),
                 {"L": lt, "b": rng.random(6)}))
+    # The same solve at n = 12 on a line of four cores: aligned column by column, x[j] multicast each step from
+    # the core owning it, whose column floor(t / 3) the emulator's affine values divide out.
+    tri12 = tri.replace("[6]", "[12]").replace("< 6", "< 12")
+    out.append(("step_owner", mica.compile_affine(tri12, mesh=(4, 1)),
+                {"L": rng.random((12, 12)) + 12 * np.eye(12), "b": rng.random(12)}))
     return out
 
 
