@@ -75,6 +75,7 @@ class CommPlan:
     relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
     source: str = ""            # the buffer the data is read from or sent from ("": the array's home)
     in_step: bool = False       # sent inside the step loop even when the box does not move with t (produced data)
+    pack: str = ""              # a kernel that fills the source buffer from the home just before the send
 
     @property
     def buffer(self) -> str:

@@ -149,6 +149,9 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
         outside = [(p, d) for p, d in moves if (p, d) not in in_loop]
         if outside:
             (hoisted if hoisted is not None else out).append(multicast_exchange(b, f"bring_{s.name}", outside))
+        # The panels a step sends, each packed from its home (once) on the cores that hold it.
+        for pack, array in {p.pack: p.array for p, _ in in_loop if p.pack}.items():
+            out.append(Compute(pack, b.home_region(array).rect))
         if in_loop:
             x = multicast_exchange(b, f"step_{s.name}", in_loop)
             if prefetch:

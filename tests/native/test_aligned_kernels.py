@@ -19,7 +19,7 @@ from frontend_util import MANIFEST, kernel_function, kernel_source, make_inputs 
 MESHES = [(8, 8), (4, 3), (5, 2), (3, 7), (2, 2), (7, 5)]
 
 
-@pytest.mark.parametrize("name", ["trisolv", "lu"])
+@pytest.mark.parametrize("name", ["trisolv", "lu", "cholesky"])
 def test_aligned_kernel_spreads_and_matches_native_c(name):
     spec = MANIFEST[name]
     src, fn, params = kernel_source(name), kernel_function(name), spec["params"]
@@ -42,4 +42,5 @@ def test_trisolv_runs_column_by_column_with_x_j_multicast_from_its_owner():
     prog = from_c(kernel_source("trisolv"), kernel_function("trisolv"), params=spec["params"])
     compiled = mica.compile_affine(prog, mesh=(8, 8))
     assert [s.loops for s in compiled.program.statements] == [("i",), ("j",), ("j", "i")]
-    assert "floor((t) / 4)" in compiled.meshir           # the root: the core owning x[j] at step j
+    assert "root x = floor((t) / 4)" in compiled.meshir   # the root: the core owning x[j] at step j
+    assert "x_panel0" in compiled.meshir and "k_pack_x_panel0" in compiled.meshir   # x[j] alone is sent
