@@ -44,7 +44,7 @@ def _line_bytes(mp: MeshProgram, buffer: str, xs: np.ndarray, ys: np.ndarray, t:
         if d.window or d.padded:
             out = out * d.alloc
             continue
-        c = {"x": xs, "y": ys, "t": t // d.per, None: 0}[d.coord]
+        c = {"x": xs, "y": ys, "t": t, None: 0}[d.coord]
         lo = d.tile * (np.asarray(c) - d.origin) if d.coord else 0
         out = out * np.clip(d.extent - lo, 0, d.tile)
     return out

@@ -147,8 +147,6 @@ class _KernelPrinter:
     def _coord_c(self, d: BoxDim) -> str:
         """The block index along ``d`` in C: the core's coordinate less the dimension's origin."""
         c = {"x": "x", "y": "y", "t": "t", "kb": "kb"}[d.coord]
-        if d.per != 1:
-            return f"({c} / {d.per}LL)"          # the block of step t (t >= 0)
         return f"({c} - {d.origin}LL)" if d.origin else c
 
     def _size_c(self, d: BoxDim) -> str:

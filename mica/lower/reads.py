@@ -140,7 +140,10 @@ def step_owner_plan(b: _Builder, acc, arr, need, own, box, what: str) -> CommPla
     if plan.kind == "local":
         return None
     plan = replace(plan, in_step=True)        # sent at every step, never before the loop: it is produced there
-    return step_panel(b, acc, arr, need, own, plan) or plan
+    if all(d.per == 1 for d in plan.recv_box):
+        return step_panel(b, acc, arr, need, own, plan) or plan
+    # The root's block follows the step only block by block: only the panel at the step is sent.
+    return step_panel(b, acc, arr, need, own, plan)
 
 
 def step_panel(b: _Builder, acc, arr, need, own, plan: CommPlan) -> CommPlan | None:

@@ -168,8 +168,10 @@ class BoxDim:
     ``origin`` is the core coordinate of block 0 along an ``x`` or ``y`` dimension: an operator placed on
     cores ``[ox, ...)`` (:mod:`mica.lower.place`) gives core ``c`` block ``c - ox``. Every formula above
     reads ``c - origin`` for ``c``. ``per`` (a ``t`` dimension only) is the steps per block: the box holds
-    block ``floor(t / per)`` (the receive buffer of a multicast from the core that owns step ``t``'s element,
-    when one core owns ``per`` consecutive steps' elements); every formula reads ``floor(c / per)`` for ``c``.
+    block ``floor(t / per)`` — the home block of the core owning step ``t``'s element, when one core owns
+    ``per`` consecutive steps' elements; every formula reads ``floor(c / per)`` for ``c``. It describes what
+    such a multicast could deliver (:func:`mica.comm.sets.classify`); plans send the step's panel instead
+    (:func:`mica.lower.reads.step_panel`), and no back end lays out a box with ``per > 1``.
 
     The geometry every back end uses is defined here once: :attr:`alloc` (elements allocated),
     :attr:`fixed` (the size when it is the same on every core), :meth:`size` (on one core) and

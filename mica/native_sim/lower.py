@@ -81,7 +81,10 @@ def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
         else:
             if d.coord not in slots:
                 raise MeshIRError(f"buffer {t.name} is indexed by {d.coord!r} outside its loop")
-            dims.append(oc.BoxDim(oc.AXIS_V0 + slots[d.coord], d.tile, d.extent, per=d.per))
+            if d.per != 1:
+                raise MeshIRError(f"buffer {t.name}: a box holding a step's block (steps per block {d.per}) has no "
+                                  f"emulator layout; plans send the step's panel instead")
+            dims.append(oc.BoxDim(oc.AXIS_V0 + slots[d.coord], d.tile, d.extent))
     return oc.Box(t.offset, t.elem_bytes, tuple(dims))
 
 

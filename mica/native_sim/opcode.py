@@ -264,23 +264,19 @@ class BoxDim:
 
     At a core, ``lo = tile * coord(axis)`` and ``ext = clamp(extent - lo, 0, tile)``, where the coordinate
     is 0 (AXIS_WHOLE: the leading ``tile <= extent`` elements), the core's x or y minus ``origin`` (the core
-    holding block 0), or a loop variable ``v`` — ``floor(v / per)`` with ``per > 1``: the block of a step loop
-    whose iterations run ``per`` to a block (encoded in the word ``origin`` takes on the x and y axes).
+    holding block 0), or a loop variable.
     """
 
     axis: int
     tile: int
     extent: int
     origin: int = 0
-    per: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("axis", "tile", "extent", "origin", "per"):
+        for name in ("axis", "tile", "extent", "origin"):
             _set(self, name, _int(getattr(self, name), f"box {name}"))
         if self.origin < 0 or (self.origin and self.axis not in (AXIS_X, AXIS_Y)):
             raise SimError(f"box origin {self.origin}: must be >= 0, and only on the x or y axis")
-        if self.per < 1 or (self.per != 1 and self.axis < AXIS_V0):
-            raise SimError(f"box per {self.per}: must be >= 1, and only on a loop variable's axis")
         if not 0 <= self.axis < N_AXES:
             raise SimError(f"box axis {self.axis} not in 0..{N_AXES - 1}")
         if self.tile < 0 or self.extent < 0:
@@ -333,7 +329,7 @@ class Box:
     def words(self) -> list[int]:
         out = [self.offset, self.elem, len(self.dims)]
         for d in self.dims:
-            out += [d.axis, d.tile, d.extent, d.per if d.axis >= AXIS_V0 and d.per != 1 else d.origin]
+            out += [d.axis, d.tile, d.extent, d.origin]
         return out + [0] * (4 * (MAX_RANK - len(self.dims)))
 
 

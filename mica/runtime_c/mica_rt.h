@@ -63,9 +63,7 @@
  *   A buffer in every core's arena at byte `offset`, holding a row-major packed box of a tensor whose
  *   element size is `elem` bytes. For dim d: coord = 0 (axis 0), x (axis 1), y (axis 2), v0..v3 (axis 3..6);
  *   lo = tile * (coord - origin), ext = clamp(extent - lo, 0, tile) (origin: the x or y of the core that
- *   holds block 0, for an operator placed away from core (0, 0); 0 on axis 0). On a loop variable's axis
- *   the fourth word is instead `per` (0 or 1: coord = v; p > 1: coord = floor(v / p), the block of a step
- *   loop whose iterations run p to a block). For axis 0 (no coordinate) tile <= extent: the
+ *   holds block 0, for an operator placed away from core (0, 0); 0 on other axes). For axis 0 (no coordinate) tile <= extent: the
  *   box holds the leading `tile` elements of that dim (all of it when tile == extent).
  *   The box holds prod(ext) elements; it is empty when any ext is 0. Unused dims (d >= rank) are ignored.
  *

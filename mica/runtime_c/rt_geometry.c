@@ -125,8 +125,8 @@ static const char *check_box(const int64_t *w) {
     for (int64_t d = 0; d < rank; ++d) {
         int64_t axis = w[3 + 4 * d], tile = w[4 + 4 * d], extent = w[5 + 4 * d], origin = w[6 + 4 * d];
         if (axis < 0 || axis >= N_AXES) return "box axis not in 0..6";
-        if (origin < 0 || origin > BOX_LIMIT || (origin && axis == 0))
-            return "box origin (per, on a loop axis) negative, too large, or on an axis without a coordinate";
+        if (origin < 0 || origin > BOX_LIMIT || (origin && axis != 1 && axis != 2))
+            return "box origin negative, too large, or on an axis other than x and y";
         if (tile < 0 || extent < 0 || tile > BOX_LIMIT || extent > BOX_LIMIT)
             return "box tile or extent negative or too large";
         if (axis == 0 && tile > extent) return "box dim without a coordinate has tile > extent";
@@ -158,10 +158,7 @@ static int64_t box_at(const box_t *b, int64_t x, int64_t y, const int64_t *v, in
     int64_t bytes = b->elem;
     for (int d = 0; d < b->rank; ++d) {
         int a = b->axis[d];
-        int64_t coord = a == 0   ? 0
-                        : a == 1 ? x - b->origin[d]
-                        : a == 2 ? y - b->origin[d]
-                        : b->origin[d] > 1 ? floor_div64(v[a - 3], b->origin[d]) : v[a - 3];
+        int64_t coord = a == 0 ? 0 : a == 1 ? x - b->origin[d] : a == 2 ? y - b->origin[d] : v[a - 3];
         int64_t l, e;
         if (__builtin_mul_overflow(b->tile[d], coord, &l) || l < 0 || l >= b->extent[d]) return 0;
         e = min64(b->extent[d] - l, b->tile[d]);

@@ -42,7 +42,7 @@ def _box_elems(w, x, y, v):
     for d in range(w[2]):
         axis, tile, extent, origin = w[3 + 4 * d:7 + 4 * d]
         c = (0 if axis == oc.AXIS_WHOLE else x - origin if axis == oc.AXIS_X else y - origin if axis == oc.AXIS_Y
-             else v[axis - oc.AXIS_V0] // max(origin, 1))        # on a loop axis the word is steps per block
+             else v[axis - oc.AXIS_V0])
         n *= tile if axis == oc.AXIS_WHOLE else max(0, min(tile, extent - tile * c))
     return n * w[1]
 
