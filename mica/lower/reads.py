@@ -5,7 +5,9 @@ For every read :func:`plan_reads` asks :mod:`mica.comm.sets` for the communicati
 column multicast into a receive buffer (:func:`multicast_exchange`). A read that reaches into the
 neighbours' blocks is a halo (:mod:`mica.comm.halo`, exchanged by :mod:`mica.lower.halo`); a read of a
 read-only 2D array in the other orientation goes through a *mirror* (:func:`mirror_plan`); under a
-skewed step, panels come from ring buffers (:mod:`mica.lower.rings`).
+skewed step, panels come from ring buffers (:mod:`mica.lower.rings`); in a sweep step, what an earlier
+statement of the step produced further away is multicast from its owner, the panel at the step packed
+first (:func:`step_owner_plan`, :func:`step_panel`).
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ def plan_read(b: _Builder, stmt: Statement, acc, halos: dict[str, tuple[tuple[in
     the home ``{ core[x, y] -> A[a...] }``: local or a multicast (of the home or of a mirror), or None for a
     halo read in place from the home's ghost zones. A halo merges its widths into ``b.ghosts`` and, when
     the array does not come from the host (written here or ``resident``), into ``halos``. Raises the
-    multicast's :class:`CommError` when a read-only array can be read neither way."""
+    multicast's :class:`CommError` when a read-only array can be read neither way. A produced array no halo
+    serves is, in a sweep step, multicast from the core that produced it (:func:`step_owner_plan`)."""
     box, pins = b.home_box(acc.array)
     region = b.home_region(acc.array)
     arr = b.prog.array(acc.array)
@@ -106,13 +109,13 @@ def plan_read(b: _Builder, stmt: Statement, acc, halos: dict[str, tuple[tuple[in
     try:
         widths = halo_widths(arr, need, box, what)
         check_covered(arr, need, held_map(arr, ghosted_box(box, widths), pins, region), what)
-    except CommError as halo_error:
+    except CommError:
         if acc.array not in b.written:
             raise plan_error from None
+        # Not a neighbour's: in a sweep step, a multicast from the core that produced it (or the halo's error).
         plan = step_owner_plan(b, acc, arr, need, own, box, what)
         if plan is None:
             raise
-        halo_error.__traceback__ = None
         return plan
     b.ghosts[acc.array] = merge_widths(b.ghosts.get(acc.array, widths), widths)
     if acc.array in b.written or acc.array in b.resident:
@@ -129,7 +132,9 @@ def step_owner_plan(b: _Builder, acc, arr, need, own, box, what: str) -> CommPla
     divided by the earlier statement of the step on its owner); None when the step is not a plain sweep or the
     read is not such a row / column multicast. The exchange runs at every step just before the reading
     statement (:func:`mica.lower.build.emit_statements`, ``in_step``): legality has proved that what it reads
-    was produced by an earlier statement start (:mod:`mica.tiling.legality`). Changes nothing."""
+    was produced by an earlier statement start (:mod:`mica.tiling.legality`). Only the panel at the step
+    travels when the root's home holds more (:func:`step_panel`, which adds its send buffer and pack kernel
+    to ``b``); a root that follows the step block by block always sends the panel."""
     step = b.step
     if step is None or not step.sweep or step.wavefront:
         return None
