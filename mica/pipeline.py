@@ -1,7 +1,7 @@
 """The compiler as one flat function of named passes, with a verifier at the seams.
 
     program  --privatise-->  Program                             (affine/privatise: temporaries expanded)
-             --search_program / derive_schedule-->  Schedule    (tiling/: per operator and across them)
+             --search_aligned / derive_schedule-->  Schedule    (tiling/: per operator and across them)
              --build_program-->  MeshProgram                     (lower/, with comm/ sets)
              --verify-->                                           (meshir/)
              --estimate-->  Cost                                   (tiling/cost)
@@ -39,9 +39,10 @@ from .native_sim.execute import execute
 from .progress import search_reporter
 from .saved import load_file, save_file
 from .targets import Target, get_target
+from .tiling.aligned import search_aligned
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
-from .tiling.operators import retarget_schedule, search_program
+from .tiling.operators import retarget_schedule
 from .tiling.schedule import Schedule, with_buffers
 from .tiling.search import Lowering, SearchReport
 from .tiling.split import operator_program, phase_operators, program_pieces
@@ -284,6 +285,9 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's
     ``program`` is the expanded one, whose statements a forced schedule names (expansion is deterministic
     and idempotent, so a schedule saved from an earlier compile replays).
+    When the searched plan runs on one core, the search also tries the program with its main nest aligned
+    (:mod:`mica.tiling.aligned`: another loop of its deepest statement outermost, computing exactly the same
+    values); the compiled program's ``program`` is then the aligned one.
     ``progress``: a line on stderr while a long search runs (default: only on a terminal, or as
     ``$MICA_PROGRESS`` says; see :mod:`mica.progress`), as ``run(progress=...)`` does for the emulator.
     """
@@ -314,8 +318,8 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                sched, report = search_program(op, mesh, tgt, LOWERING, side_by_side,
-                                               progress=search_reporter(progress))
+                op, sched, report = search_aligned(op, mesh, tgt, LOWERING, side_by_side,
+                                                   progress=search_reporter(progress))
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise

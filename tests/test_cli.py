@@ -131,3 +131,25 @@ def test_run_with_dtype_checks_against_the_retyped_program(capsys):
     assert main(["run", str(EXAMPLES / "gemm.c"), "-D", "NI=9", "-D", "NJ=7", "-D", "NK=5", "--mesh", "3x2",
                  "--dtype", "f32"]) == 0
     assert "every output matches the C of the program retyped to f32" in capsys.readouterr().out
+
+
+TRISOLV = """void trisolv(float L[30][30], float x[30], float b[30]) {
+  for (int i = 0; i < 30; i++) { x[i] = b[i];
+    for (int j = 0; j < i; j++) x[i] -= L[i][j] * x[j];
+    x[i] = x[i] / L[i][i]; } }"""
+
+
+@pytest.mark.parametrize("emit", ["csl", "metalium"])
+def test_a_back_end_without_step_owner_multicasts_gets_the_one_core_plan(capsys, tmp_path, emit):
+    # Searched for 8x8, trisolv runs column by column with x[j] multicast from its owner, which the hardware
+    # back ends do not write yet: the command line says so and emits the plan on one core.
+    k = tmp_path / "trisolv.c"
+    k.write_text(TRISOLV)
+    target = "wse2" if emit == "csl" else "wormhole"
+    assert main(["compile", str(k), "--mesh", "8x8", "--target", target, "--emit", emit,
+                 "--out", str(tmp_path / emit)]) == 0
+    out = capsys.readouterr()
+    searched = mica.compile_affine(TRISOLV, mesh=(8, 8), target=target)
+    if searched.cost.cores > 1:         # on WSE-2 it spreads (on Wormhole the one-core plan wins anyway)
+        assert "compiling it for one core instead" in out.err and "one-core" in out.out
+    assert any((tmp_path / emit).rglob("*"))

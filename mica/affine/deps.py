@@ -373,6 +373,40 @@ def loop_kinds(prog: Program) -> dict[str, dict[str, str]]:
     return kinds
 
 
+@lru_cache(maxsize=64)
+def loop_kinds_within(prog: Program, outer: str) -> dict[str, dict[str, str]]:
+    """:func:`loop_kinds` inside one iteration of loop ``outer`` (a sweep loop every statement has first): only
+    the self-dependences between instances with the same value of ``outer`` count, so a loop whose
+    dependences all cross iterations of ``outer`` is ``parallel`` (right-looking LU's ``i`` at one step
+    ``k``). ``outer`` itself keeps its kind. Cached per program; do not modify the returned dicts."""
+    reds = reductions(prog)
+    skip = frozenset(r for red in reds.values() for r in red.refs)
+    full = dependences(prog).all
+    plain = dependences(prog, skip_refs=skip).all if skip else full
+    overall = loop_kinds(prog)
+    kinds: dict[str, dict[str, str]] = {}
+    for s in prog.statements:
+        if outer not in s.loops:
+            kinds[s.name] = overall[s.name]
+            continue
+        same = isl.Map(f"{{ {s.name}[{', '.join(s.loops)}] -> {s.name}[{', '.join('__' + v for v in s.loops)}] : "
+                       f"__{outer} = {outer} }}")
+        by_all = carried_loops(full.intersect(isl.UnionMap.from_map(same)), s)
+        by_plain = carried_loops(plain.intersect(isl.UnionMap.from_map(same)), s)
+        k = {}
+        for lp in s.loops:
+            if lp == outer:
+                k[lp] = overall[s.name][lp]
+            elif lp in by_plain:
+                k[lp] = SEQUENTIAL
+            elif lp in by_all:
+                k[lp] = REDUCTION if s.name in reds else SEQUENTIAL
+            else:
+                k[lp] = PARALLEL
+        kinds[s.name] = k
+    return kinds
+
+
 def _maps(rel: isl.UnionMap) -> list[isl.Map]:
     out: list[isl.Map] = []
     rel.foreach_map(out.append)

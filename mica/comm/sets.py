@@ -74,6 +74,8 @@ class CommPlan:
     recv_box: tuple[BoxDim, ...] = ()
     relation: str = ""          # { M[t, x, y] -> core[x', y'] } (sources of remote data)
     source: str = ""            # the buffer the data is read from or sent from ("": the array's home)
+    in_step: bool = False       # sent inside the step loop even when the box does not move with t (produced data)
+    pack: str = ""              # a kernel that fills the source buffer from the home just before the send
 
     @property
     def buffer(self) -> str:
@@ -86,8 +88,15 @@ def is_local(need: isl.Map, own: isl.Map) -> bool:
     return need.is_subset(imap("{ M[t, x, y] -> core[x, y] }").apply_range(own))
 
 
-def _root_of(rel: isl.Map, src_dim: str, what: str) -> Lin:
-    """The source coordinate ``src_dim`` of ``rel`` as an affine function of ``t`` alone."""
+def _root_of(rel: isl.Map, src_dim: str, what: str, blocks: int = 0) -> Lin:
+    """The source coordinate ``src_dim`` of ``rel`` as an affine function of ``t`` alone; with ``blocks = d``
+    also ``floor(t / d)`` (the core owning step t's element when each core owns ``d`` consecutive ones:
+    checked with isl first, as the receivers may lie on one line where isl would name the root by theirs)."""
+    if blocks > 1:
+        root = Lin(0, (("t", 1),), blocks)
+        src = f"core[{root}, ys]" if src_dim == "x" else f"core[xs, {root}]"
+        if rel.is_subset(imap(f"{{ M[t, x, y] -> {src} }}".replace(" / ", "/"))):
+            return root
     keep = "x" if src_dim == "y" else "y"
     m = imap(f"{{ M[t, x, y] -> R[t, {keep}] }}")
     # { R[t, keep] -> core[x', y'] } then the single source coordinate.
@@ -102,12 +111,34 @@ def _root_of(rel: isl.Map, src_dim: str, what: str) -> Lin:
     try:
         coeffs, const, den = aff_coefficients(aff)
     except AffineError:
-        raise CommError(f"{what}: the sending core is not an affine function of the step "
-                        f"(it involves an integer division)", detail=str(aff)) from None
+        block = _step_block(aff) if blocks > 1 else None
+        if block is None:
+            raise CommError(f"{what}: the sending core is not an affine function of the step "
+                            f"(it involves an integer division)", detail=str(aff)) from None
+        return block
     if den != 1 or any(k not in ("t",) for k in coeffs):
         raise CommError(f"{what}: the sending core depends on the receiver, not only on the step",
                         detail=str(aff))
     return Lin(const, (("t", coeffs["t"]),) if coeffs.get("t") else ())
+
+
+def _step_block(aff: isl.Aff) -> Lin | None:
+    """``aff`` as ``floor(t / d)`` (a :class:`Lin` with ``div = d``) when it is exactly that, else None."""
+    if aff.dim(isl.dim_type.div) != 1 or aff.get_coefficient_val(isl.dim_type.div, 0).to_python() != 1:
+        return None
+    if aff.get_constant_val().to_python() != 0 or any(
+            aff.get_coefficient_val(isl.dim_type.in_, i).to_python() for i in range(aff.dim(isl.dim_type.in_))):
+        return None
+    num = aff.get_div(0)               # the division's argument, (t)/d, in the same local space
+    if any(num.get_coefficient_val(isl.dim_type.div, i).to_python() for i in range(num.dim(isl.dim_type.div))):
+        return None
+    den = num.get_denominator_val()
+    coeffs = {num.get_dim_name(isl.dim_type.in_, i): num.get_coefficient_val(isl.dim_type.in_, i).mul(den).to_python()
+              for i in range(num.dim(isl.dim_type.in_))}
+    den = den.to_python()
+    if {k: c for k, c in coeffs.items() if c} != {"t": 1} or not num.get_constant_val().is_zero() or den < 2:
+        return None
+    return Lin(0, (("t", 1),), int(den))
 
 
 def _hops(rel: isl.Map) -> int:
@@ -121,8 +152,12 @@ def _hops(rel: isl.Map) -> int:
 
 
 def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tuple[BoxDim, ...],
-             what: str) -> CommPlan:
+             what: str, blocks: bool = False) -> CommPlan:
     """The communication pattern that brings ``need`` (``{M[t,x,y] -> A}``) from ``own`` (``{core -> A}``).
+
+    With ``blocks`` the root may also be ``floor(t / d)`` — the core owning step t's element of a home laid
+    out in blocks, one step per element (a sweep reading what an earlier statement of the step produced on
+    its owner): the receive buffer then holds block ``floor(t / d)`` (a ``t`` box dimension with ``per = d``).
 
     Raises :class:`CommError` (naming ``what``) when the set is not a supported pattern.
     """
@@ -146,13 +181,14 @@ def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tupl
     else:
         raise CommError(f"{what}: data moves in both mesh directions; only row/column multicasts are "
                         f"supported here", detail=rel_text)
-    root = _root_of(remote, src_dim, what)
+    tiles = [d.tile for d in home_box if d.coord == axis]
+    root = _root_of(remote, src_dim, what, tiles[0] if blocks and len(tiles) == 1 else 0)
     # The receive buffer holds the root's whole home box: the multicast axis coordinate becomes the root.
     recv_box = []
     for d in home_box:
         if d.coord == axis:
             if root.terms == (("t", 1),) and root.const == 0:
-                recv_box.append(BoxDim("t", d.tile, d.extent))
+                recv_box.append(BoxDim("t", d.tile, d.extent, per=root.div))
             elif not root.terms and root.const == 0:
                 recv_box.append(BoxDim(None, min(d.tile, d.extent), d.extent))
             else:

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import EmitError
+from ..meshir.ir import step_blocks
 from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
@@ -48,6 +50,10 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated)."""
     mp = compiled.mesh_program
+    blocked = step_blocks(mp)
+    if blocked:
+        raise EmitError(f"the Metalium back end does not emit multicasts from the core owning a step's block "
+                        f"yet ({', '.join(blocked)}); the C emulator runs them")
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)

@@ -145,10 +145,13 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
     for s in stmts:
         buffers, moves, halos = plan_reads(b, s)
         out.extend(halo_exchange(b, s, halos))
-        in_loop = [(p, d) for p, d in moves if any(bd.coord == "t" for bd in p.recv_box)]
+        in_loop = [(p, d) for p, d in moves if p.in_step or any(bd.coord == "t" for bd in p.recv_box)]
         outside = [(p, d) for p, d in moves if (p, d) not in in_loop]
         if outside:
             (hoisted if hoisted is not None else out).append(multicast_exchange(b, f"bring_{s.name}", outside))
+        # The panels a step sends, each packed from its home (once) on the cores that hold it.
+        for pack, array in {p.pack: p.array for p, _ in in_loop if p.pack}.items():
+            out.append(Compute(pack, b.home_region(array).rect))
         if in_loop:
             x = multicast_exchange(b, f"step_{s.name}", in_loop)
             if prefetch:

@@ -5,21 +5,24 @@ For every read :func:`plan_reads` asks :mod:`mica.comm.sets` for the communicati
 column multicast into a receive buffer (:func:`multicast_exchange`). A read that reaches into the
 neighbours' blocks is a halo (:mod:`mica.comm.halo`, exchanged by :mod:`mica.lower.halo`); a read of a
 read-only 2D array in the other orientation goes through a *mirror* (:func:`mirror_plan`); under a
-skewed step, panels come from ring buffers (:mod:`mica.lower.rings`).
+skewed step, panels come from ring buffers (:mod:`mica.lower.rings`); in a sweep step, what an earlier
+statement of the step produced further away is multicast from its owner, the panel at the step packed
+first (:func:`step_owner_plan`, :func:`step_panel`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..affine.isl_names import imap
+from ..affine.expr import Read
+from ..affine.isl_names import imap, iset
 from ..affine.program import Statement
 from ..errors import CommError, ScheduleError
 from ..comm.halo import check_covered, ghosted_box, halo_widths, held_map, merge_widths
 from ..comm.routes import assign_colours, multicast_routes
 from ..comm.sets import CommPlan, box_map, classify, is_local, need_map, ownership_map
 from ..tiling.homes import home_box, swap_home
-from ..meshir.ir import Exchange, HostLoad, Multicast, Rect, RegionTensor
+from ..meshir.ir import BoxDim, Exchange, HostLoad, Multicast, Rect, RegionTensor
 from .builder import _Builder
 from .refusals import remember
 from .relayout import transpose
@@ -53,7 +56,7 @@ def plan_reads(b: _Builder, stmt: Statement):
             continue
         name = recv_buffer(b, acc.array, plan)
         buffers[acc.ref] = name
-        moves.append((plan, name))
+        _add_move(moves, plan, name)
     try:
         routed = check_writes(b, stmt)
     except ScheduleError as exc:
@@ -64,12 +67,26 @@ def plan_reads(b: _Builder, stmt: Statement):
     return buffers, moves, halos
 
 
+def _add_move(moves: list[tuple[CommPlan, str]], plan: CommPlan, dst: str) -> None:
+    """Appends the multicast ``(plan, dst)`` to ``moves`` unless one of them already sends the same box (same
+    pattern, root and source buffer) into ``dst`` — two reads of one panel (cholesky's ``A[i][k]*A[i][k]``)
+    then share one message — keeping the longer of their hop counts."""
+    for k, (p, d) in enumerate(moves):
+        if d == dst and (p.kind, p.root, p.recv_box, p.buffer, p.in_step) == (
+                plan.kind, plan.root, plan.recv_box, plan.buffer, plan.in_step):
+            if plan.max_hops > p.max_hops:
+                moves[k] = (replace(p, max_hops=plan.max_hops), d)
+            return
+    moves.append((plan, dst))
+
+
 def plan_read(b: _Builder, stmt: Statement, acc, halos: dict[str, tuple[tuple[int, int], ...]]) -> CommPlan | None:
     """The plan that brings what ``stmt`` reads through ``acc`` — need ``{ M[t, x, y] -> A[a...] }`` — from
     the home ``{ core[x, y] -> A[a...] }``: local or a multicast (of the home or of a mirror), or None for a
     halo read in place from the home's ghost zones. A halo merges its widths into ``b.ghosts`` and, when
     the array does not come from the host (written here or ``resident``), into ``halos``. Raises the
-    multicast's :class:`CommError` when a read-only array can be read neither way."""
+    multicast's :class:`CommError` when a read-only array can be read neither way. A produced array no halo
+    serves is, in a sweep step, multicast from the core that produced it (:func:`step_owner_plan`)."""
     box, pins = b.home_box(acc.array)
     region = b.home_region(acc.array)
     arr = b.prog.array(acc.array)
@@ -95,13 +112,78 @@ def plan_read(b: _Builder, stmt: Statement, acc, halos: dict[str, tuple[tuple[in
     except CommError:
         if acc.array not in b.written:
             raise plan_error from None
-        raise
+        # Not a neighbour's: in a sweep step, a multicast from the core that produced it (or the halo's error).
+        plan = step_owner_plan(b, acc, arr, need, own, box, what)
+        if plan is None:
+            raise
+        return plan
     b.ghosts[acc.array] = merge_widths(b.ghosts.get(acc.array, widths), widths)
     if acc.array in b.written or acc.array in b.resident:
         # Not from the host: an array this operator writes, or one an earlier operator left
         # on the mesh, gets its ghost zones from the neighbours just before the read.
         halos[acc.array] = merge_widths(halos.get(acc.array, widths), widths)
     return None
+
+
+def step_owner_plan(b: _Builder, acc, arr, need, own, box, what: str) -> CommPlan | None:
+    """The multicast that brings a produced array's element to every core that reads it in a sweep step —
+    need ``{ M[t, x, y] -> A[a...] }`` from the home ``{ core[x, y] -> A[a...] }`` — from the core that owns
+    it — a fixed core, or one moving with the step, ``floor(t / d)`` (trisolv's ``x[j]`` at step ``j``, just
+    divided by the earlier statement of the step on its owner); None when the step is not a plain sweep or the
+    read is not such a row / column multicast. The exchange runs at every step just before the reading
+    statement (:func:`mica.lower.build.emit_statements`, ``in_step``): legality has proved that what it reads
+    was produced by an earlier statement start (:mod:`mica.tiling.legality`). Only the panel at the step
+    travels when the root's home holds more (:func:`step_panel`, which adds its send buffer and pack kernel
+    to ``b``); a root that follows the step block by block always sends the panel."""
+    step = b.step
+    if step is None or not step.sweep or step.wavefront:
+        return None
+    try:
+        plan = classify(arr, acc.ref, need, own, box, what, blocks=True)
+    except CommError:
+        return None
+    if plan.kind == "local":
+        return None
+    plan = replace(plan, in_step=True)        # sent at every step, never before the loop: it is produced there
+    if all(d.per == 1 for d in plan.recv_box):
+        return step_panel(b, acc, arr, need, own, plan) or plan
+    # The root's block follows the step only block by block: only the panel at the step is sent.
+    return step_panel(b, acc, arr, need, own, plan)
+
+
+def step_panel(b: _Builder, acc, arr, need, own, plan: CommPlan) -> CommPlan | None:
+    """``plan`` sending only the panel its step needs rather than the root's whole home box: along every
+    array dimension whose needed index is the step itself (trisolv's ``x[j]``, LU's pivot column ``A[i][k]``
+    at step ``k``) the panel holds element ``t`` alone. The panel is packed from the home into a send buffer
+    on every core whose home holds it (the root), just before the multicast (``plan.pack``). None when no
+    dimension is the step, or when the root's home does not hold the whole panel. Adds the send buffer and
+    the pack kernel to ``b``; need is ``{ M[t, x, y] -> A[a...] }``, own ``{ core[x, y] -> A[a...] }``."""
+    dims = [f"a{d}" for d in range(arr.rank)]
+    sliced = []
+    for d, bd in enumerate(plan.recv_box):
+        at_step = imap(f"{{ M[t, x, y] -> {arr.name}[{', '.join(dims)}] : a{d} = t }}")
+        sliced.append(BoxDim("t", 1, arr.shape[d]) if need.is_subset(at_step) else bd)
+    sliced = tuple(sliced)
+    if sliced == plan.recv_box:
+        return None
+    root = str(plan.root).replace(" ", "")
+    rmap = imap(f"{{ M[t, x, y] -> core[{root}, y] }}" if plan.kind == "row" else f"{{ M[t, x, y] -> core[x, {root}] }}")
+    receivers = need.domain()
+    panel = box_map(arr, sliced).intersect_domain(receivers)
+    if not panel.is_subset(rmap.intersect_domain(receivers).apply_range(own)) or not need.is_subset(panel):
+        return None
+    for t in b.tensors.values():        # another read of the same panel: its buffer and pack kernel serve
+        if t.array == arr.name and t.role == "panel" and t.box == sliced:
+            return replace(plan, recv_box=sliced, source=t.name, pack=f"k_pack_{t.name}")
+    n = sum(1 for t in b.tensors.values() if t.array == arr.name and t.role == "panel")
+    send = b.add_tensor(f"{arr.name}_panel{n}", arr.name, sliced, "panel", str(box_map(arr, sliced)))
+    home = b.tensors[arr.name]
+    hbox, _ = b.home_box(arr.name)
+    on_step = " and ".join(f"a{d} = __t" for d, bd in enumerate(sliced) if bd.coord == "t" and bd.tile == 1)
+    within = iset(f"[__t] -> {{ {arr.name}[{', '.join(dims)}] : {on_step} }}")
+    k = b.box_kernel(f"k_pack_{send.name}", send, b.home_region(arr.name), Read("r0"), (home,), domain=hbox,
+                     within=within)
+    return replace(plan, recv_box=sliced, source=send.name, pack=k.name)
 
 
 def recv_buffer(b: _Builder, array: str, plan: CommPlan) -> str:

@@ -32,22 +32,30 @@ ARENA_ALIGN = 16
 
 @dataclass(frozen=True)
 class Lin:
-    """``const + sum(coeff * var)`` over MeshIR loop variables."""
+    """``const + sum(coeff * var)`` over MeshIR loop variables; with ``div > 1``, ``floor((const + sum) /
+    div)`` (the block of a step loop whose iterations run ``div`` to a block: the core that owns the element
+    of step ``t`` is ``floor(t / tile)``)."""
 
     const: int = 0
     terms: tuple[tuple[str, int], ...] = ()
+    div: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.div, int) or self.div < 1:
+            raise MeshIRError(f"a Lin's divisor must be a positive integer, got {self.div!r}")
 
     def evaluate(self, env: dict[str, int]) -> int:
-        return self.const + sum(c * env[v] for v, c in self.terms)
+        return (self.const + sum(c * env[v] for v, c in self.terms)) // self.div
 
     def shifted(self, k: int) -> "Lin":
-        return Lin(self.const + k, self.terms)
+        return Lin(self.const + k * self.div, self.terms, self.div)
 
     def __str__(self) -> str:
         parts = [f"{'' if c == 1 else '-' if c == -1 else c}{v}" for v, c in self.terms]
         if self.const or not parts:
             parts.append(str(self.const))
-        return " + ".join(parts).replace("+ -", "- ")
+        text = " + ".join(parts).replace("+ -", "- ")
+        return f"floor(({text}) / {self.div})" if self.div != 1 else text
 
 
 def lin(x: int | Lin) -> Lin:
@@ -159,7 +167,11 @@ class BoxDim:
 
     ``origin`` is the core coordinate of block 0 along an ``x`` or ``y`` dimension: an operator placed on
     cores ``[ox, ...)`` (:mod:`mica.lower.place`) gives core ``c`` block ``c - ox``. Every formula above
-    reads ``c - origin`` for ``c``.
+    reads ``c - origin`` for ``c``. ``per`` (a ``t`` dimension only) is the steps per block: the box holds
+    block ``floor(t / per)`` — the home block of the core owning step ``t``'s element, when one core owns
+    ``per`` consecutive steps' elements; every formula reads ``floor(c / per)`` for ``c``. It describes what
+    such a multicast could deliver (:func:`mica.comm.sets.classify`); plans send the step's panel instead
+    (:func:`mica.lower.reads.step_panel`), and no back end lays out a box with ``per > 1``.
 
     The geometry every back end uses is defined here once: :attr:`alloc` (elements allocated),
     :attr:`fixed` (the size when it is the same on every core), :meth:`size` (on one core) and
@@ -172,8 +184,12 @@ class BoxDim:
     offset: int = 0
     span: int = 0
     origin: int = 0
+    per: int = 1
 
     def __post_init__(self):
+        if not isinstance(self.per, int) or self.per < 1 or (self.per != 1 and self.coord != "t"):
+            raise MeshIRError(f"a box dimension's steps per block is a positive integer, on a t dimension only "
+                              f"(got {self.per!r} on {self.coord!r})")
         if self.coord not in (None, "x", "y", "t", "kb"):
             raise MeshIRError(f"box coordinate must be x, y, t, kb or None, got {self.coord!r}")
         if self.tile <= 0 or self.extent <= 0:
@@ -212,7 +228,7 @@ class BoxDim:
 
     def lo(self, c: int) -> int:
         """Global index of the first element on a core whose coordinate for this dimension is ``c``."""
-        return self.tile * (c - self.origin) + self.offset if self.coord else 0
+        return self.tile * (c // self.per - self.origin) + self.offset if self.coord else 0
 
     def size(self, c: int) -> int:
         """Elements on a core whose coordinate for this dimension is ``c`` (a partial last tile is a prefix,
@@ -239,6 +255,8 @@ class BoxDim:
         c = prefix + self.coord
         if self.origin:
             c = f"({c} - {self.origin})"
+        if self.per != 1:
+            c = f"floor({c}/{self.per})"
         if self.span:
             lo = f"{self.tile}*{c} + {self.offset}" if self.offset else f"{self.tile}*{c}"
             return f"{lo} <= {var} < {lo} + {self.span} and 0 <= {var} < {self.extent}"
@@ -249,7 +267,8 @@ class BoxDim:
         if self.span:
             return f"{self.coord}{at}/{self.tile}{self.offset:+d}..+{self.span}"
         pad = " padded" if self.padded else ""
-        return (f"{self.coord}{at}/{self.tile}" if self.coord else f":{self.tile}") + pad
+        per = f"//{self.per}" if self.per != 1 else ""
+        return (f"{self.coord}{per}{at}/{self.tile}" if self.coord else f":{self.tile}") + pad
 
 
 @dataclass(frozen=True)
@@ -583,3 +602,15 @@ def walk_ops(ops, scope: tuple = ()):
         yield op, scope
         if isinstance(op, Loop):
             yield from walk_ops(op.body, scope + ((op.var, op.count),))
+
+
+def step_blocks(mp: MeshProgram) -> tuple[str, ...]:
+    """The communication ops and buffers of ``mp`` that follow the block of a step loop (a :class:`Lin` with
+    ``div > 1``, a :class:`BoxDim` with ``per > 1``: a multicast from the core owning step ``t``'s element),
+    by name. Changes nothing."""
+    out = [t.name for t in mp.tensors if any(d.per != 1 for d in t.box)]
+    for op, _ in mp.walk():
+        for c in getattr(op, "ops", ()) if isinstance(op, Exchange) else ():
+            if isinstance(c, Multicast) and c.root.div != 1:
+                out.append(c.name)
+    return tuple(dict.fromkeys(out))

@@ -40,7 +40,7 @@ def _affine(lin: ir.Lin, slots: dict[str, int]) -> oc.Affine:
         if var not in slots:
             raise MeshIRError(f"loop variable {var!r} used outside its loop")
         coeffs[slots[var]] += c
-    return oc.Affine(lin.const, tuple(coeffs))
+    return oc.Affine(lin.const, tuple(coeffs), lin.div)
 
 
 def _bound(b: tuple[ir.Lin, ...], slots, fold) -> tuple[oc.Affine, ...]:
@@ -55,6 +55,8 @@ def _bound(b: tuple[ir.Lin, ...], slots, fold) -> tuple[oc.Affine, ...]:
 def rect(r: ir.Rect, slots: dict[str, int], guard: ir.Lin | None = None, big: int = 0) -> oc.Rect:
     """The op-code rectangle of ``r``; with a ``guard``, empty wherever the guard is not positive (an
     extra upper bound ``big * guard``, with ``big`` at least the mesh width)."""
+    if guard is not None and guard.div != 1:
+        raise MeshIRError(f"an exchange guard is a plain affine value, got {guard}")
     x1 = r.x1 if guard is None else (*r.x1, ir.Lin(guard.const * big, tuple((v, c * big) for v, c in guard.terms)))
     return oc.Rect(_bound(r.x0, slots, max), _bound(x1, slots, min),
                    _bound(r.y0, slots, max), _bound(r.y1, slots, min),
@@ -79,6 +81,9 @@ def box(t: ir.RegionTensor, slots: dict[str, int]) -> oc.Box:
         else:
             if d.coord not in slots:
                 raise MeshIRError(f"buffer {t.name} is indexed by {d.coord!r} outside its loop")
+            if d.per != 1:
+                raise MeshIRError(f"buffer {t.name}: a box holding a step's block (steps per block {d.per}) has no "
+                                  f"emulator layout; plans send the step's panel instead")
             dims.append(oc.BoxDim(oc.AXIS_V0 + slots[d.coord], d.tile, d.extent))
     return oc.Box(t.offset, t.elem_bytes, tuple(dims))
 

@@ -64,7 +64,7 @@ N_AXES = 7
 
 ELEM_SIZES = (1, 2, 4, 8)
 
-WORDS_AFFINE = 1 + MAX_VARS
+WORDS_AFFINE = 2 + MAX_VARS      # constant, coefficients, divisor
 WORDS_BOUND = MAX_TERMS * WORDS_AFFINE
 WORDS_RECT = 4 * WORDS_BOUND + 2 + 2 * WORDS_AFFINE  # four bounds, x stride, x phase, y stride, y phase
 WORDS_BOX = 3 + 4 * MAX_RANK
@@ -91,22 +91,30 @@ def _set(obj: object, name: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class Affine:
-    """``const + sum(coeffs[i] * v[i])`` over the loop variables; missing coefficients are 0.
+    """``floor((const + sum(coeffs[i] * v[i])) / div)`` over the loop variables; missing coefficients are 0;
+    ``div >= 1`` (1: a plain affine value; more: the block of a step loop, :class:`mica.meshir.ir.Lin`).
 
     Trailing zero coefficients are dropped, so equal values compare equal.
     """
 
     const: int = 0
     coeffs: tuple[int, ...] = ()
+    div: int = 1
 
     def __post_init__(self) -> None:
         _set(self, "const", _int(self.const, "affine constant"))
+        _set(self, "div", _int(self.div, "affine divisor"))
+        if self.div < 1:
+            raise SimError(f"affine divisor {self.div} must be >= 1")
         coeffs = [_int(c, "affine coefficient") for c in self.coeffs]
         while coeffs and coeffs[-1] == 0:
             coeffs.pop()
         if len(coeffs) > MAX_VARS:
             raise SimError(f"affine value has {len(coeffs)} coefficients; at most {MAX_VARS} loop variables")
         _set(self, "coeffs", tuple(coeffs))
+        if not coeffs and self.div != 1:            # a constant: divided once here
+            _set(self, "const", self.const // self.div)
+            _set(self, "div", 1)
 
     @property
     def is_const(self) -> bool:
@@ -124,6 +132,8 @@ class Affine:
 
     def __add__(self, other: AffineLike) -> Affine:
         o = as_affine(other)
+        if self.div != 1 or o.div != 1:
+            raise SimError("affine values with a divisor cannot be added or scaled")
         n = max(len(self.coeffs), len(o.coeffs))
         a, b = self.coeffs + (0,) * (n - len(self.coeffs)), o.coeffs + (0,) * (n - len(o.coeffs))
         return Affine(self.const + o.const, tuple(x + y for x, y in zip(a, b)))
@@ -135,16 +145,18 @@ class Affine:
 
     def __mul__(self, k: int) -> Affine:
         k = _int(k, "affine scale")
+        if self.div != 1:
+            raise SimError("affine values with a divisor cannot be added or scaled")
         return Affine(self.const * k, tuple(c * k for c in self.coeffs))
 
     __rmul__ = __mul__
 
     def evaluate(self, v: Sequence[int] = ()) -> int:
         """The value for loop variables ``v`` (missing ones are 0)."""
-        return self.const + sum(c * (v[i] if i < len(v) else 0) for i, c in enumerate(self.coeffs))
+        return (self.const + sum(c * (v[i] if i < len(v) else 0) for i, c in enumerate(self.coeffs))) // self.div
 
     def words(self) -> list[int]:
-        return [self.const, *self.coeffs, *([0] * (MAX_VARS - len(self.coeffs)))]
+        return [self.const, *self.coeffs, *([0] * (MAX_VARS - len(self.coeffs))), self.div]
 
 
 AffineLike = Union[Affine, int]

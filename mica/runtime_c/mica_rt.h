@@ -48,11 +48,12 @@
 
 /* Word layouts (all words int64):
  *
- * AFFINE (5 words): c0 c1 c2 c3 c4          value = c0 + c1*v0 + c2*v1 + c3*v2 + c4*v3
- *                                           where v0..v3 are the loop variables (slots) in scope.
- * BOUND (MICA_MAX_TERMS AFFINEs = 20 words) a lower bound (x0, y0) is the max of its terms, an upper
+ * AFFINE (6 words): c0 c1 c2 c3 c4 d        value = floor((c0 + c1*v0 + c2*v1 + c3*v2 + c4*v3) / d)
+ *                                           where v0..v3 are the loop variables (slots) in scope and
+ *                                           d >= 1 (a step's block: the core holding block t / d).
+ * BOUND (MICA_MAX_TERMS AFFINEs = 24 words) a lower bound (x0, y0) is the max of its terms, an upper
  *                                           bound (x1, y1) the min; a bound with fewer terms repeats one.
- * RECT (92 words): x0 x1 y0 y1 as BOUNDs, then xs, xp (an AFFINE), ys, yp (an AFFINE)
+ * RECT (110 words): x0 x1 y0 y1 as BOUNDs, then xs, xp (an AFFINE), ys, yp (an AFFINE)
  *                                           cores in the half-open [x0,x1) x [y0,y1), clamped to the mesh,
  *                                           with x = xp (mod xs) and y = yp (mod ys); strides xs, ys >= 1
  *                                           (1 and 0 for a plain rectangle); the phases may move with the

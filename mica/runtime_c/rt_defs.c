@@ -8,7 +8,7 @@
  * Word layout and limits
  * ------------------------------------------------------------------------------------------------- */
 
-#define W_AFFINE (1 + MICA_MAX_VARS)
+#define W_AFFINE (2 + MICA_MAX_VARS) /* constant, coefficients, divisor */
 #define W_BOUND (MICA_MAX_TERMS * W_AFFINE)
 #define W_RECT (4 * W_BOUND + 2 + 2 * W_AFFINE) /* four bounds, x stride, x phase, y stride, y phase */
 #define W_BOX (3 + 4 * MICA_MAX_RANK)

@@ -31,10 +31,17 @@ static int64_t rect_count(const irect *r) {
     for (int64_t y = align_up((rc)->y0, (rc)->ys, (rc)->yp); y < (rc)->y1; y += (rc)->ys)        \
         for (int64_t x = align_up((rc)->x0, (rc)->xs, (rc)->xp); x < (rc)->x1; x += (rc)->xs)
 
+/* floor(a / d) for d >= 1. */
+static int64_t floor_div64(int64_t a, int64_t d) {
+    int64_t q = a / d;
+    return (a % d != 0 && a < 0) ? q - 1 : q;
+}
+
 static int64_t eval_affine(const int64_t *w, const int64_t *v) {
     int64_t r = w[0];
     for (int i = 0; i < MICA_MAX_VARS; ++i) r = sat_add(r, sat_mul(w[1 + i], v[i]));
-    return r;
+    int64_t d = w[1 + MICA_MAX_VARS];
+    return d > 1 ? floor_div64(r, d) : r;
 }
 
 /* A BOUND: the max (lower bounds) or min (upper bounds) of its terms. */

@@ -52,6 +52,14 @@ static int check_rect_at(vctx *c, int64_t pos) {
     if (st[0] < 1 || st[0] > MAX_STRIDE || ys < 1 || ys > MAX_STRIDE)
         return vfail(c, pos, "rectangle strides must be in 1..%d (x %lld, y %lld)", MAX_STRIDE,
                      (long long)st[0], (long long)ys);
+    /* Every AFFINE of the rectangle (4 bounds of MICA_MAX_TERMS, the two phases) divides by d >= 1. */
+    for (int k = 0; k < 4 * MICA_MAX_TERMS + 2; ++k) {
+        const int64_t *a = k < 4 * MICA_MAX_TERMS ? c->code + pos + k * W_AFFINE
+                                                   : (k == 4 * MICA_MAX_TERMS ? st + 1 : st + 2 + W_AFFINE);
+        if (a[1 + MICA_MAX_VARS] < 1)
+            return vfail(c, pos, "an affine value's divisor must be >= 1 (got %lld)",
+                         (long long)a[1 + MICA_MAX_VARS]);
+    }
     return 0;
 }
 

@@ -364,7 +364,7 @@ def _span(lins, scope: dict[str, int], low: bool) -> int:
     ``lins``) the max of their minima, for an upper edge the min of their maxima — never inside the
     true extent of the edge's sweep (a footprint from these bounds holds every core the rectangle does)."""
     def extreme(v):
-        return v.const + sum((min if low else max)(0, c * (scope.get(n, 1) - 1)) for n, c in v.terms)
+        return (v.const + sum((min if low else max)(0, c * (scope.get(n, 1) - 1)) for n, c in v.terms)) // v.div
     return max(extreme(v) for v in lins) if low else min(extreme(v) for v in lins)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from math import ceil
 
-from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, reductions
+from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, loop_kinds_within, reductions
 from ..affine.fission import statement_graph
 from ..affine.isl_names import int_bounds, iset
 from ..affine.program import Access, Array, Program, Statement
@@ -149,6 +149,7 @@ def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     mk = kinds[main.name]
     ok = [lp for lp in main.loops if mk[lp] in (PARALLEL, REDUCTION)]
     ranked = [lp for lp in ok if mk[lp] == PARALLEL] + [lp for lp in ok if mk[lp] == REDUCTION]
+    ranked += [lp for lp in main.loops if lp in sweep_parallel(prog)]
     out: list[list[tuple[str, str]]] = []
     pairs = [(a, b) for i, a in enumerate(ranked) for b in ranked[i + 1:]]
     for a, b in pairs:
@@ -160,6 +161,23 @@ def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
         out.append([(lp, "y")])
     out.append([])          # everything on one core: legal whenever the textual order is
     return out
+
+
+@lru_cache(maxsize=256)
+def sweep_parallel(prog: Program) -> frozenset[str]:
+    """Loops of the main statement that carry a dependence, but only from one iteration of the program's
+    sweep loop to a later one (:func:`sweep_step`: the first loop of every statement, carrying a
+    dependence): inside one sweep step their iterations are independent (:func:`loop_kinds_within`), so
+    they may be spatial under a sweep — right-looking LU's ``i`` and ``j`` at step ``k``. Legality
+    (:mod:`.legality`) still proves every plan. Empty when there is no sweep loop."""
+    step = sweep_step(prog, loop_kinds(prog))
+    if step is None:
+        return frozenset()
+    main = main_statement(prog)
+    overall = loop_kinds(prog)[main.name]
+    within = loop_kinds_within(prog, step.loop)[main.name]
+    return frozenset(lp for lp in main.loops
+                     if lp != step.loop and overall[lp] == SEQUENTIAL and within[lp] == PARALLEL)
 
 
 def wave_sweep_loop(prog: Program, spatial: set[str]) -> str:
@@ -250,7 +268,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         wave = like.step is not None and like.step.wavefront
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
-    reasons = _checked_assignment(main, kinds[main.name], assignment, wave)
+    reasons = _checked_assignment(main, kinds[main.name], assignment, wave, sweep_parallel(prog))
     cores = _cores_used(mesh, blocks, skew, len(assignment))
     space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons)
     step = None
@@ -290,23 +308,25 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
 
 
 def _checked_assignment(main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
-                        wave: bool = False) -> list[str]:
+                        wave: bool = False, swept: frozenset[str] = frozenset()) -> list[str]:
     """The reasons that follow from the loop kinds ``mk`` of the main statement alone (which loops stay
     temporal and why). Raises :class:`ScheduleError` when ``assignment`` maps a loop that is not a loop of
     the main statement, or (unless ``wave``: a wavefront, whose legality isl proves later) one that carries
-    a dependence, to the mesh."""
+    a dependence, to the mesh — unless it is one of ``swept`` (:func:`sweep_parallel`: independent inside a
+    sweep step)."""
     reasons: list[str] = []
     if not assignment:
         reasons.append(f"no loop of {main.name} is mapped to the mesh: the program runs on core (0, 0)")
+    mapped = {lp for lp, _ in assignment}
     for lp in main.loops:
-        if mk[lp] not in (PARALLEL, REDUCTION):
+        if mk[lp] not in (PARALLEL, REDUCTION) and not (lp in swept and lp in mapped):
             reasons.append(f"loop {lp} of {main.name} carries a dependence: kept temporal")
     if len(main.loops) > 1 and all(mk[lp] not in (PARALLEL, REDUCTION) for lp in main.loops):
         reasons.append(f"every loop of {main.name} carries a dependence: it spreads over cores only as a "
                        f"wavefront (blocks run at steps skewed by their cores, which needs dependence "
                        f"distances that stay within a neighbour's block), else in its original order")
     for lp, _ in assignment:
-        if lp not in main.loops or (mk[lp] not in (PARALLEL, REDUCTION) and not wave):
+        if lp not in main.loops or (mk[lp] not in (PARALLEL, REDUCTION) and not wave and lp not in swept):
             raise ScheduleError(f"schedule maps loop {lp} of {main.name} to the mesh, which is illegal: "
                                 f"it carries a dependence")
     return reasons
@@ -345,7 +365,8 @@ def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: 
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
             f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)" \
-            if mk[lp] == REDUCTION else "carries a dependence: its blocks run as a wavefront"
+            if mk[lp] == REDUCTION else "carries a dependence: its blocks run as a wavefront" \
+            if lp not in sweep_parallel(prog) else "carries dependences only from one sweep step to a later one"
         reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
     return space
 

@@ -21,7 +21,7 @@ def _dirs(bits):
 
 
 def _aff(w, v):
-    return w[0] + sum(c * v[i] for i, c in enumerate(w[1:1 + oc.MAX_VARS]))
+    return (w[0] + sum(c * v[i] for i, c in enumerate(w[1:1 + oc.MAX_VARS]))) // w[1 + oc.MAX_VARS]
 
 
 def _rect(w, v, mesh):
@@ -31,7 +31,8 @@ def _rect(w, v, mesh):
         terms = [_aff(w[k * oc.WORDS_BOUND + j * oc.WORDS_AFFINE:][:oc.WORDS_AFFINE], v) for j in range(oc.MAX_TERMS)]
         bounds.append(max(terms) if k in (0, 2) else min(terms))
     p = 4 * oc.WORDS_BOUND
-    xs, xp, ys, yp = w[p], _aff(w[p + 1:p + 6], v), w[p + 6], _aff(w[p + 7:p + 12], v)
+    a = oc.WORDS_AFFINE
+    xs, xp, ys, yp = w[p], _aff(w[p + 1:p + 1 + a], v), w[p + 1 + a], _aff(w[p + 2 + a:p + 2 + 2 * a], v)
     x0, x1, y0, y1 = max(bounds[0], 0), min(bounds[1], mesh[0]), max(bounds[2], 0), min(bounds[3], mesh[1])
     return [(x, y) for y in range(y0, y1) for x in range(x0, x1) if (x - xp) % xs == 0 and (y - yp) % ys == 0]
 

@@ -44,7 +44,8 @@ class _Words:
 
     def affine(self):
         a = self.take(oc.WORDS_AFFINE)
-        return a[0], a[1:]
+        assert a[-1] == 1            # no divided values (a step's block) in the programs crosschecked
+        return a[0], a[1:-1]
 
     def rect(self):
         bounds = [[self.affine() for _ in range(oc.MAX_TERMS)] for _ in range(4)]

@@ -629,13 +629,17 @@ def test_opcode_validation():
         encode([Loop(1, 2, (Loop(1, 2, ()),))])
     with pytest.raises(SimError, match="integer"):
         Rect.const(0, 1.5, 0, 1)
-    assert encode([Loop(0, 3, (Compute(1, ((0, Rect.cell(0, 0)),)),))]).tolist()[:4] == [1, 0, 3, 96]
-    assert (Affine.var(1, 3, 2) + 1).words() == [3, 0, 3, 0, 0]
+    assert encode([Loop(0, 3, (Compute(1, ((0, Rect.cell(0, 0)),)),))]).tolist()[:4] == [1, 0, 3, 114]
+    assert (Affine.var(1, 3, 2) + 1).words() == [3, 0, 3, 0, 0, 1]          # the last word: the divisor
+    assert Affine(0, (1,), 4).evaluate([9]) == 2 and Affine(0, (1,), 4).words() == [0, 1, 0, 0, 0, 4]
+    assert Affine(9, (), 4) == Affine(2)                                       # a constant is divided once
+    with pytest.raises(SimError, match="divisor"):
+        Affine(0, (1,), 4) + 1
     bounds = Rect((Affine.var(0), 7, 2, Affine.var(0)), (Affine.var(0), 4), 0, 1)
     assert bounds.x0 == (Affine.var(0), Affine(7)) and bounds.x1 == (Affine.var(0), Affine(4))
-    assert bounds.words()[:20] == [0, 1, 0, 0, 0] + [7, 0, 0, 0, 0] * 3  # padded by repeating a term
-    assert bounds.evaluate([9]) == (9, 4, 0, 1) and len(bounds.words()) == oc.WORDS_RECT == 92
-    assert bounds.words()[80:] == [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]                       # unit strides
+    assert bounds.words()[:24] == [0, 1, 0, 0, 0, 1] + [7, 0, 0, 0, 0, 1] * 3  # padded by repeating a term
+    assert bounds.evaluate([9]) == (9, 4, 0, 1) and len(bounds.words()) == oc.WORDS_RECT == 110
+    assert bounds.words()[96:] == [1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1]              # unit strides
     with pytest.raises(SimError, match="stride"):
         Rect.const(0, 4, 0, 1).__class__(0, 4, 0, 1, xs=0)
 

@@ -87,6 +87,11 @@ def _programs():
     lt = rng.random((6, 6)) + 6 * np.eye(6)
     out.append(("one_core", mica.compile_affine(tri, mesh=(3, 2), target="wormhole"),
                 {"L": lt, "b": rng.random(6)}))
+    # The same solve at n = 12 on a line of four cores: aligned column by column, x[j] multicast each step from
+    # the core owning it, whose column floor(t / 3) the emulator's affine values divide out.
+    tri12 = tri.replace("[6]", "[12]").replace("< 6", "< 12")
+    out.append(("step_owner", mica.compile_affine(tri12, mesh=(4, 1)),
+                {"L": rng.random((12, 12)) + 12 * np.eye(12), "b": rng.random(12)}))
     return out
 
 
@@ -273,9 +278,10 @@ static int setup_faults(void) {
   } else {
     double host[4] = {1, 2, 3, 4};
     int64_t box[15] = {60, 8, 1, 0, 4, 4};         /* 32 bytes at offset 60 of a 64-byte arena */
-    int64_t rect[92] = {0};
-    for (int k = 0; k < 4; k++) { rect[5 * k] = 0; rect[20 + 5 * k] = 2; rect[40 + 5 * k] = 0; rect[60 + 5 * k] = 2; }
-    rect[80] = 1; rect[86] = 1;
+    int64_t rect[110] = {0};                       /* AFFINEs of 6 words: constant, 4 coefficients, divisor */
+    for (int k = 0; k < 4; k++) { rect[6 * k] = 0; rect[24 + 6 * k] = 2; rect[48 + 6 * k] = 0; rect[72 + 6 * k] = 2; }
+    for (int k = 0; k < 16; k++) rect[6 * k + 5] = 1;
+    rect[96] = 1; rect[102] = 1; rect[103] = 1; rect[109] = 1;
     if (mica_host_copy(m, 0, host, box, rect, err, sizeof err) == 0) { printf("box outside the arena accepted\n"); bad = 1; }
     err[0] = 0;
     box[0] = 0; box[1] = 3;                        /* element size 3 */

@@ -1,0 +1,342 @@
+"""Loop alignment: the main loop nest rewritten so that another loop of its deepest statement runs outermost.
+
+In the program's own order the statements of a nest may not line up: trisolv's ``x[i] -= L[i][j]*x[j]``
+is parallel over ``i`` only in the column-oriented order (step ``j``: ``x[j] /= L[j][j]`` on the owner of
+``x[j]``, then every ``x[i] -= L[i][j]*x[j]`` with ``i > j``). :func:`alignments` finds such orders by a
+small search over loop alignments and :func:`aligned_program` writes one as a new frozen :class:`Program`
+whose statements are re-indexed:
+
+* the *main* statement (the deepest, the last among equals) gets loop ``o`` outermost, its other loops
+  after it in their original order;
+* every other statement of the main statement's top-level nest either aligns one of its loops with ``o``
+  (renamed ``o``; a loop of its own already named ``o`` gets a fresh name), or is hoisted out of the nest,
+  before it or after it, keeping its own loops and their order;
+* inside one iteration of ``o`` the aligned statements run one after another (each in its own inner nest),
+  in an order that puts every dependence between two of them at the same ``o`` forward (a topological order
+  of those dependences; none when they form a cycle);
+* the other top-level nests keep their places.
+
+What it preserves: every flow, anti and output dependence of the original program (exact, from
+:func:`mica.affine.deps.dependences`) goes forward under the new order — isl proves it for every
+alignment returned (:func:`_respects`). Each memory location is therefore written and read by the same
+instances in the same order, so every value, floating-point rounding included, is the one the original
+program computes (a reduction's updates of one element stay in their original order: they are output
+dependences of one another). Programs with runtime parameters or guards are left alone.
+
+Spaces: a statement's new schedule is ``{ S[loops] -> [n, g, o, p, l1, 0, l2, 0, ...] }`` (``n``: its
+top-level nest, ``g``: 0 hoisted before, 1 aligned, 2 hoisted after, ``o``: the aligned loop, ``p``: its
+position inside an iteration of ``o``), padded with zeros; dependences are ``{ S[loops] -> T[loops'] }``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+import heapq
+from itertools import combinations
+
+import islpy as isl
+
+from .deps import dependences
+from .expr import Aff, Expr, Index
+from .isl_names import iset, rename_dims, umap
+from .program import Access, Program, Statement
+
+#: Most combinations of per-statement choices checked whole per outer loop (each one an isl check), and most
+#: combinations looked at (pruned pairwise first, :class:`_Pairs`).
+MAX_COMBINATIONS = 64
+MAX_PAIRED = 4096
+
+BEFORE, AFTER = "<", ">"
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One way to run the main nest with loop ``loop`` of its main statement outermost: per statement of the
+    nest ``(name, choice)``, the statement's loop aligned with ``loop`` or :data:`BEFORE` / :data:`AFTER`
+    (hoisted out of the nest); ``order`` the aligned statements inside one iteration, first to last."""
+
+    loop: str
+    choices: tuple[tuple[str, str], ...]
+    order: tuple[str, ...]
+
+    def describe(self) -> str:
+        """The alignment in words, for reasons and reports."""
+        parts = []
+        for name, c in self.choices:
+            parts.append(f"{name} hoisted {'before' if c == BEFORE else 'after'} the nest" if c in (BEFORE, AFTER)
+                         else f"{name} by its loop {c}")
+        return f"loop {self.loop} outermost ({', '.join(parts)}; inside an iteration: {', '.join(self.order)})"
+
+
+def deepest(prog: Program) -> Statement:
+    """The statement with the deepest loop nest (the last one among equals)."""
+    best = prog.statements[0]
+    for s in prog.statements:
+        if len(s.loops) >= len(best.loops):
+            best = s
+    return best
+
+
+@lru_cache(maxsize=64)
+def alignments(prog: Program) -> tuple[Alignment, ...]:
+    """Every legal alignment of ``prog``'s main nest, one per loop of the main statement that is not already
+    outermost: the first legal combination found for it, fewest hoisted statements first, then most
+    statements aligned by their loop of the same name (the same role in the source). Empty when the
+    program has runtime parameters or guards, or when no loop can be made outermost. Cached per program;
+    changes nothing."""
+    if prog.runtime or any(s.guard for s in prog.statements):
+        return ()
+    main = deepest(prog)
+    if len(main.loops) < 2:
+        return ()
+    nest = [s for s in prog.statements if s.order[:1] == main.order[:1]]
+    others = [s for s in nest if s is not main]
+    deps = dependences(prog).all
+    pairs = _Pairs(deps)
+    out = []
+    for loop in main.loops[1:]:
+        # A statement's loop of the same name (the same role in the source: lu's k) first, hoisting last; only
+        # the choices that agree with the main statement's (pairwise, on the outer loop alone).
+        options = [[c for c in sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER]
+                    if pairs.agree(s, c, main, loop)] for s in others]
+        if not all(options):
+            continue
+        checked = 0
+        for combo in _cheapest_first(options, lambda x: (x in (BEFORE, AFTER), x != loop), MAX_PAIRED):
+            if not all(pairs.agree(a, ca, b, cb) for (a, ca), (b, cb) in combinations(zip(others, combo), 2)):
+                continue
+            choices = dict(zip((s.name for s in others), combo))
+            choices[main.name] = loop
+            found = _checked(prog, nest, choices, loop, deps)
+            if found is not None:
+                out.append(found)
+                break
+            checked += 1
+            if checked >= MAX_COMBINATIONS:
+                break
+    return tuple(out)
+
+
+class _Pairs:
+    """Whether two statements' choices agree on the outer loop alone, kept per pair of choices (an explicitly
+    mutable cache for one :func:`alignments` call): every dependence between them goes from a group (hoisted
+    before, aligned, hoisted after) to the same or a later one, and between two aligned statements from an
+    iteration of the outer loop to the same or a later one. A necessary condition of the whole check
+    (:func:`_respects`), cheap enough to prune most combinations before it."""
+
+    def __init__(self, deps: isl.UnionMap):
+        self.deps = deps
+        self.kept: dict[tuple, bool] = {}
+
+    def agree(self, a: Statement, ca: str, b: Statement, cb: str) -> bool:
+        key = (a.name, ca, b.name, cb)
+        if key not in self.kept:
+            self.kept[key] = self.kept[(b.name, cb, a.name, ca)] = (
+                self._forward(a, ca, b, cb) and self._forward(b, cb, a, ca))
+        return self.kept[key]
+
+    def _forward(self, a: Statement, ca: str, b: Statement, cb: str) -> bool:
+        d = self.deps.extract_map(isl.Map(f"{{ {a.name}[{', '.join(a.loops)}] -> {b.name}[{', '.join(b.loops)}] }}")
+                                  .get_space())
+        if d.is_empty():
+            return True
+        ga, gb = _group(ca), _group(cb)
+        if ga != gb:
+            return ga < gb
+        if ga != 1:
+            return True               # both hoisted to the same side: their original order, which is legal
+        outer = d.apply_domain(_outer(a, ca)).apply_range(_outer(b, cb))
+        return outer.is_subset(isl.Map("{ [p] -> [q] : p <= q }"))
+
+
+def _group(choice: str) -> int:
+    return 0 if choice == BEFORE else 2 if choice == AFTER else 1
+
+
+def _cheapest_first(options: list[list[str]], cost, limit: int):
+    """At most ``limit`` combinations (one choice per list of ``options``, each list cheapest first) in order
+    of increasing summed ``cost`` (a tuple per choice), without building the whole product (a nest of twenty
+    statements has billions)."""
+    def total(ix):
+        parts = [cost(options[k][i]) for k, i in enumerate(ix)]
+        return tuple(map(sum, zip(*parts))) if parts else ()
+    start = (0,) * len(options)
+    heap, seen = [(total(start), start)], {start}
+    for _ in range(limit):
+        if not heap:
+            return
+        _, ix = heapq.heappop(heap)
+        yield tuple(options[k][i] for k, i in enumerate(ix))
+        for k in range(len(ix)):
+            if ix[k] + 1 < len(options[k]):
+                nxt = ix[:k] + (ix[k] + 1,) + ix[k + 1:]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    heapq.heappush(heap, (total(nxt), nxt))
+
+
+def _checked(prog: Program, nest: list[Statement], choices: dict[str, str], loop: str,
+             deps: isl.UnionMap) -> Alignment | None:
+    """The alignment ``choices`` (statement -> aligned loop or BEFORE/AFTER) when an order of the aligned
+    statements inside an iteration exists and the whole new schedule respects ``deps``; else None."""
+    aligned = [s for s in nest if choices[s.name] not in (BEFORE, AFTER)]
+    order = _inner_order(aligned, choices, deps)
+    if order is None:
+        return None
+    sched = _schedule(prog, choices, order)
+    if not _respects(deps, sched):
+        return None
+    return Alignment(loop, tuple((s.name, choices[s.name]) for s in nest), order)
+
+
+def _outer(stmt: Statement, loop: str) -> isl.Map:
+    """``{ S[loops] -> [loop] }`` on the statement's domain."""
+    return isl.Map(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> [{loop}] }}").intersect_domain(stmt.domain_set)
+
+
+def _inner_order(aligned: list[Statement], choices: dict[str, str], deps: isl.UnionMap) -> tuple[str, ...] | None:
+    """The aligned statements in an order that runs, inside one iteration of the outer loop, the source of
+    every dependence between two of them before its sink (textual order among the ready ones); None when
+    those dependences form a cycle through two statements."""
+    outer = {s.name: _outer(s, choices[s.name]) for s in aligned}
+    same = isl.Map("{ [a] -> [b] : a = b }")
+    edges: dict[str, set[str]] = {s.name: set() for s in aligned}
+    for s in aligned:
+        for t in aligned:
+            if s is t:
+                continue
+            d = deps.extract_map(isl.Map(f"{{ {s.name}[{', '.join(s.loops)}] -> {t.name}[{', '.join(t.loops)}] }}")
+                                 .get_space())
+            if d.is_empty():
+                continue
+            if not d.apply_domain(outer[s.name]).apply_range(outer[t.name]).intersect(same).is_empty():
+                edges[s.name].add(t.name)
+    done: list[str] = []
+    left = [s.name for s in aligned]
+    while left:
+        ready = [n for n in left if not any(n in edges[m] for m in left if m != n)]
+        if not ready:
+            return None
+        done.append(ready[0])
+        left.remove(ready[0])
+    return tuple(done)
+
+
+def _vector(stmt: Statement, choices: dict[str, str], order: tuple[str, ...]) -> list[str]:
+    """The new schedule vector of ``stmt`` (see the module docstring), unpadded."""
+    c = choices.get(stmt.name)
+    nest = str(stmt.order[0]) if stmt.order else "0"
+    if c is None:
+        return [nest, "0"] + [str(v) for v in stmt.order[1:]]
+    if c in (BEFORE, AFTER):
+        return [nest, "0" if c == BEFORE else "2"] + [str(v) for v in stmt.order[1:]]
+    vec = [nest, "1", c, str(order.index(stmt.name))]
+    for lp in stmt.loops:
+        if lp != c:
+            vec += [lp, "0"]
+    return vec
+
+
+def _schedule(prog: Program, choices: dict[str, str], order: tuple[str, ...]) -> isl.UnionMap:
+    """``{ S[loops] -> [vector] }`` of every statement under the alignment, padded to one length."""
+    vecs = {s.name: _vector(s, choices, order) for s in prog.statements}
+    n = max(len(v) for v in vecs.values())
+    parts = [f"{s.name}[{', '.join(s.loops)}] -> [{', '.join(vecs[s.name] + ['0'] * (n - len(vecs[s.name])))}]"
+             for s in prog.statements]
+    return umap("{ " + "; ".join(parts) + " }")
+
+
+def _respects(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
+    """Every dependence ``{ S[loops] -> T[loops'] }`` of ``deps`` goes strictly forward under ``sched``."""
+    if deps.is_empty():
+        return True
+    pairs = deps.apply_domain(sched).apply_range(sched)
+    forward = sched.range().lex_lt_union_set(sched.range())
+    return pairs.is_subset(forward)
+
+
+def aligned_program(prog: Program, alignment: Alignment) -> Program:
+    """``prog`` with its main nest rewritten by ``alignment`` (one of :func:`alignments`): aligned
+    statements re-indexed with the aligned loop first and named ``alignment.loop``, hoisted statements in
+    nests of their own just before or after, every top-level nest renumbered in order, the statements listed
+    in their new textual order. Computes exactly what
+    ``prog`` computes (see the module docstring); statement, array and access names are unchanged."""
+    choices = dict(alignment.choices)
+    main_nest = next(s.order[0] for s in prog.statements if s.name in choices)
+    out = []
+    for s in prog.statements:
+        c = choices.get(s.name)
+        top = s.order[0]
+        if c is None:
+            out.append(_with_order(s, (_renumber(top, main_nest),) + tuple(s.order[1:])))
+        elif c in (BEFORE, AFTER):
+            out.append(_with_order(s, (_renumber(top, main_nest) + (0 if c == BEFORE else 2),) + tuple(s.order[1:])))
+        else:
+            out.append(_realigned(s, c, alignment.loop, _renumber(top, main_nest) + 1,
+                                  alignment.order.index(s.name)))
+    # The statements listed in their new textual order (the passes read positions off the list).
+    rank = {s.name: k for k, s in enumerate(prog.statements)}
+    out.sort(key=lambda s: (s.order[0], s.order[2] if s.name in alignment.order else rank[s.name]))
+    return prog.replace(statements=tuple(out))
+
+
+def _renumber(top, main_nest) -> int:
+    """The new top-level position of a nest at ``top``: the main nest becomes three (before, aligned, after)."""
+    return int(top) if int(top) < int(main_nest) else int(top) + 2 if int(top) > int(main_nest) else int(top)
+
+
+def _with_order(s: Statement, order: tuple) -> Statement:
+    return Statement(s.name, s.loops, s.domain, s.write, s.expr, s.reads, order, s.line, s.guard)
+
+
+def _realigned(s: Statement, loop: str, outer: str, top: int, pos: int) -> Statement:
+    """``s`` with its loop ``loop`` renamed ``outer`` and moved first, its other loops after it in order (one
+    already named ``outer`` renamed to a fresh name), at top-level position ``top``, position ``pos`` inside
+    an iteration."""
+    fresh = outer
+    while fresh in s.loops:
+        fresh += "_"
+    names = {lp: (outer if lp == loop else fresh if lp == outer else lp) for lp in s.loops}
+    loops = (outer,) + tuple(names[lp] for lp in s.loops if lp != loop)
+    perm = [s.loops.index(loop)] + [k for k, lp in enumerate(s.loops) if lp != loop]
+    dom = s.domain_set
+    m = isl.Map(f"{{ {s.name}[{', '.join(s.loops)}] -> {s.name}[{', '.join(s.loops[k] for k in perm)}] }}")
+    moved = rename_dims(dom.apply(m), "set", loops)
+    domain = str(iset(str(moved)))
+    order: list = [top, outer, pos]
+    for lp in loops[1:]:
+        order += [lp, 0]
+    return Statement(s.name, loops, domain, _renamed_access(s.write, names), _renamed_expr(s.expr, names),
+                     tuple(_renamed_access(a, names) for a in s.reads), tuple(order), s.line, s.guard)
+
+
+def _renamed_aff(a: Aff, names: dict[str, str]) -> Aff:
+    return Aff.of({names.get(n, n): c for n, c in a.coeffs}, a.const)
+
+
+def _renamed_access(a: Access, names: dict[str, str]) -> Access:
+    return Access(a.ref, a.array, tuple(_renamed_aff(ix, names) for ix in a.index))
+
+
+def _renamed_expr(e: Expr, names: dict[str, str]) -> Expr:
+    """``e`` with every loop index it uses as a value renamed (reads are named by reference: unchanged)."""
+    if isinstance(e, Index):
+        return Index(_renamed_aff(e.aff, names))
+    kids = e.children()
+    if not kids:
+        return e
+    return _rebuilt(e, tuple(_renamed_expr(k, names) for k in kids))
+
+
+def _rebuilt(e: Expr, kids: tuple[Expr, ...]) -> Expr:
+    """``e`` with its child expressions replaced by ``kids`` (in :meth:`Expr.children` order)."""
+    vals = {}
+    it = iter(kids)
+    for f in fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, Expr):
+            vals[f.name] = next(it)
+        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
+            vals[f.name] = tuple(next(it) for _ in v)
+    return replace(e, **vals)

@@ -1,0 +1,71 @@
+"""The search over loop alignments: a program whose searched plan keeps it on one core is searched again with
+its main nest aligned (:mod:`mica.affine.align`: another loop of its deepest statement outermost, the other
+statements re-indexed to follow it), and the cheapest plan wins.
+
+In trisolv's own order ``x[i] -= L[i][j]*x[j]`` is sequential in both loops; aligned by ``j`` it runs as a
+sweep over ``j`` whose steps are parallel over ``i`` (``x[j]`` multicast from its owner each step:
+:func:`mica.lower.reads.step_owner_plan`). The aligned program computes exactly what the original does (isl
+proves that every dependence keeps its direction), and every plan of it is proved legal and built by the same
+passes as any other, so the choice is only about modelled cycles.
+
+Programs whose plan already spreads are returned untouched without any further analysis: the alignments are
+looked for only when the searched plan runs on one core and some loop of the main statement carries a
+dependence (a nest already parallel in its own order gains nothing from another one)."""
+
+from __future__ import annotations
+
+from ..affine.align import aligned_program, alignments
+from ..affine.deps import PARALLEL, REDUCTION, loop_kinds
+from ..affine.program import Program
+from ..errors import MicaError
+from ..meshir.verify import verify
+from ..targets import Target
+from .cost import estimate
+from .mapping import main_statement
+from .operators import search_program
+from .schedule import Schedule
+from .search import Lowering, SearchReport
+
+
+def spreads(sched: Schedule) -> bool:
+    """Whether ``sched`` maps some loop to the mesh or steps one (in any of its phases)."""
+    return bool(sched.space or sched.step is not None or any(spreads(p) for p in sched.phases))
+
+
+def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *,
+                   progress=None) -> tuple[Program, Schedule, SearchReport | None]:
+    """The program to map and its searched plan: ``op`` and :func:`search_program`'s plan, unless that plan
+    runs on one core and an aligned program (:func:`mica.affine.align.alignments`) has a plan of fewer
+    modelled cycles — then the aligned program, its plan (its reasons saying how it was aligned) and the
+    report of its search. Preserves what the program computes (the alignment does, bit for bit)."""
+    sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress)
+    if spreads(sched) or mesh[0] * mesh[1] == 1:
+        return op, sched, report
+    main = main_statement(op)
+    if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
+        return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
+    found = alignments(op)
+    if not found:
+        return op, sched, report
+    one = _cycles(op, sched, tgt, lowering)
+    best = (one, op, sched, report)
+    for al in found:
+        prog = aligned_program(op, al)
+        try:
+            s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
+            cycles = _cycles(prog, s, tgt, lowering) if spreads(s) else float("inf")
+        except MicaError:
+            continue
+        if cycles < best[0]:
+            why = (f"aligned: {al.describe()}, which computes exactly what the source order does (isl proves "
+                   f"every dependence keeps its direction); in the source order no plan spreads "
+                   f"({one:,.0f} modelled cycles on one core)")
+            best = (cycles, prog, s.copy(reasons=s.reasons + (why,)), r)
+    return best[1], best[2], best[3]
+
+
+def _cycles(prog: Program, sched: Schedule, tgt: Target, lowering: Lowering) -> float:
+    """Modelled cycles of ``prog`` under ``sched``, built and verified first."""
+    mp = lowering.program(prog, sched, tgt)
+    verify(mp, tgt)
+    return estimate(mp, tgt).total_cycles
