@@ -30,6 +30,7 @@ import re
 import struct
 
 from ..codeprint import METALIUM, skew_block
+from ..codeprint.half import support_c
 from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
@@ -653,7 +654,8 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
 
 def render_kernels(plan: MetalPlan, mp: MeshProgram) -> dict[str, str]:
-    out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H,
+    # a bf16 program's kernels also get the bf16 <-> f32 conversions of its scalar loops (mica.codeprint.half)
+    out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H + support_c([plan.dtype]),
            "kernels/mica_dataflow.h": header("Shared helpers of the data-movement kernels.", plan) + DATAFLOW_H}
     for cc in plan.classes:
         out[f"kernels/reader_{cc.name}.cpp"] = render_reader(plan, mp, cc)

@@ -630,13 +630,12 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; the Metalium back end "
                             f"takes {', '.join(DATA_FORMATS)} only (tt-metal's integer data formats, Int32 and "
                             f"UInt8 among them, are not generated yet; integer programs run on the C emulator)")
-        if t.dtype in HALF_FORMATS:
+        if t.dtype in HALF_FORMATS and t.dtype not in DATA_FORMATS:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; its tile format would be "
-                            f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), but the Metalium back end "
-                            f"generates Float32 tiles only: its host staging and reference check hold float "
-                            f"vectors, the generic path's scalar loops read float pointers, and the functional "
-                            f"model it is checked against computes on Float32 tiles; compile with f32 arrays "
-                            f"(mica compile --dtype f32) -- the C emulator runs {t.dtype} programs")
+                            f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), which the Metalium back end "
+                            f"does not generate yet (it generates {', '.join(DATA_FORMATS)}: the host staging of "
+                            f"IEEE half values and the scalar loops' f16 conversions on the RISC-Vs are missing); "
+                            f"compile with bf16 or f32 arrays -- the C emulator runs {t.dtype} programs")
         if t.dtype not in DATA_FORMATS:
             raise EmitError(f"tensor {t.name} of {mp.name} is {t.dtype}; Tenstorrent has no such data format "
                             f"(the Metalium back end takes {', '.join(DATA_FORMATS)})")
