@@ -15,6 +15,7 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
     Exchange 2 op_id n_routes n_sends n_recvs, then the entries (4 ...: a prefetched exchange)
     Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 93 words each
     Dram     5 op_id slot Rect Box: each core of Rect reads its box of DRAM array slot  122 words
+             (6 ...: a prefetched DRAM read)
     Loop     1 slot count body_words, then the body
 
 Direction bits (``RAMP``, ``NORTH`` ...), link indices (``LINK_N`` ...) and opcodes match the header.
@@ -49,6 +50,7 @@ OP_EXCHANGE = 2
 OP_COMPUTE = 3
 OP_PREFETCH = 4  # an EXCHANGE issued when each core started its previous compute (double buffering)
 OP_DRAM = 5      # every core of a rectangle reads its box of a DRAM array (mica_rt.h "DRAM level")
+OP_DRAM_PREFETCH = 6  # a DRAM op issued when each core started its previous compute (double buffering)
 MAX_DRAM = 16    # DRAM array slots of a mesh
 
 MAX_VARS = 4
@@ -447,12 +449,14 @@ class Compute:
 class Dram:
     """Every core of ``rect`` whose ``box`` is non-empty copies its box of the DRAM array bound to ``slot``
     (:meth:`mica.native_sim.runtime.NativeMesh.dram_bind`; the row-major array of the box's extents) into its
-    arena, timed by the mesh's DRAM level (:meth:`~mica.native_sim.runtime.NativeMesh.set_dram`)."""
+    arena, timed by the mesh's DRAM level (:meth:`~mica.native_sim.runtime.NativeMesh.set_dram`). ``prefetch``:
+    timed as issued when each core started its previous compute of the loop (op code DRAM_PREFETCH)."""
 
     op_id: int
     slot: int
     rect: Rect
     box: Box
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         _set(self, "op_id", _int(self.op_id, "op id"))
@@ -464,7 +468,8 @@ class Dram:
             raise SimError(f"a DRAM op needs a Box, got {self.box!r}")
 
     def words(self) -> list[int]:
-        return [OP_DRAM, self.op_id, self.slot, *self.rect.words(), *self.box.words()]
+        return [OP_DRAM_PREFETCH if self.prefetch else OP_DRAM, self.op_id, self.slot, *self.rect.words(),
+                *self.box.words()]
 
 
 @dataclass(frozen=True)

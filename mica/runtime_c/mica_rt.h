@@ -42,6 +42,7 @@
 #define MICA_OP_COMPUTE  3
 #define MICA_OP_PREFETCH 4  /* an EXCHANGE timed as double-buffered (same words; see the timing model) */
 #define MICA_OP_DRAM     5  /* every core of a rectangle reads its box of a DRAM array (see DRAM level) */
+#define MICA_OP_DRAM_PREFETCH 6  /* a DRAM op timed as double-buffered (same words; see DRAM level) */
 #define MICA_MAX_DRAM   16  /* DRAM arrays one mesh can hold (slots of mica_dram_bind) */
 
 #define MICA_MAX_VARS 4
@@ -87,6 +88,8 @@
  * DRAM:     5 op_id slot RECT BOX                                             (122 words)
  *           Every core in RECT whose BOX is non-empty copies its box of DRAM array `slot` (the row-major
  *           array of the box's extents, bound with mica_dram_bind) into its arena at the box's offset.
+ *           Op code 6 (DRAM_PREFETCH): the same words, timed as issued when each core started its last
+ *           COMPUTE of the running loop (double buffering; see DRAM level).
  */
 
 typedef void (*mica_kernel_fn)(uint8_t *arena, int64_t x, int64_t y, const int64_t *v,
@@ -202,7 +205,11 @@ int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_
  * of its cores' boxes from it; every reading core's clock advances by
  *     latency + bytes / min(core_bytes_per_cycle, bytes_per_cycle / n)
  * with n the cores reading in that op (the chip's DRAM bandwidth shared by them), counted as
- * communication; the bytes are counted in mica_totals.dram_bytes. A box that reaches past the core's arena
+ * communication; the bytes are counted in mica_totals.dram_bytes. A core's reads run one after another
+ * (one reader per core): a read starts when the core issues it and its previous read is done. A DRAM op is
+ * issued at the core's clock (the core waits for it); a DRAM_PREFETCH op at the start of the core's last
+ * COMPUTE in the running loop (when there was one: double buffering), and the core waits for its data
+ * only when it next reads its clock (its next COMPUTE or exchange), as for a prefetched exchange. A box that reaches past the core's arena
  * or past the bound array is an error naming the op, core and slot.
  * ------------------------------------------------------------------------------------------------- */
 

@@ -64,6 +64,7 @@ static int exec_dram(run_t *r, int64_t pos) {
     mica_mesh *m = r->m;
     const int64_t *w = r->code + pos;
     int64_t op = w[1], slot = w[2];
+    bool prefetch = w[0] == MICA_OP_DRAM_PREFETCH;
     if (!(m->dram_bw > 0)) {
         run_fail(r, "DRAM op %lld: this mesh has no DRAM level (mica_set_dram)", (long long)op);
         return 1;
@@ -94,17 +95,32 @@ static int exec_dram(run_t *r, int64_t pos) {
             readers++;
         }
     if (readers == 0) return 0;
+    if (prefetch) m->serial++; /* a fresh pending result per core (x_touch), as an exchange starts one */
     double rate = m->dram_bw / (double)readers;
     if (rate > m->dram_core_bw) rate = m->dram_core_bw;
     FOR_RECT_CELLS(&rc, x, y) {
             int64_t core = y * m->width + x, bytes = box_at(&b, x, y, r->v, lo, ext);
             if (bytes == 0) continue;
             copy_block(0, (uint8_t *)m->dram[slot], hstride, arena_of(m, core) + b.offset, &b, lo, ext);
-            x_commit(m, core);
             mica_core_t *c = &m->cores[core];
             double cycles = m->dram_latency + (double)bytes / rate;
-            c->clock += cycles;
-            c->comm += cycles;
+            if (prefetch) {
+                /* Issued when the core started its last compute of this loop run; the core waits for the
+                 * data when it next reads its clock (x_commit), as after a prefetched exchange. */
+                x_touch(m, core);
+                double issue = c->pre_tag == r->tag ? c->pre : c->clock;
+                double start = issue > c->dram_free ? issue : c->dram_free;
+                c->dram_free = start + cycles;
+                if (c->dram_free > c->x_end) c->x_end = c->dram_free;
+                c->x_comm += cycles;
+            } else {
+                x_commit(m, core);
+                double start = c->clock > c->dram_free ? c->clock : c->dram_free;
+                c->idle += start - c->clock;
+                c->dram_free = start + cycles;
+                c->clock = c->dram_free;
+                c->comm += cycles;
+            }
             m->totals.dram_bytes += (uint64_t)bytes;
         }
     return 0;

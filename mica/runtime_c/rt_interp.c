@@ -148,6 +148,7 @@ static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
             pos += W_COMP_HEAD + w[2] * W_CENTRY;
             break;
         case MICA_OP_DRAM:
+        case MICA_OP_DRAM_PREFETCH:
             if (validate_dram(c, pos, end)) return 1;
             pos += W_DRAM;
             break;
@@ -230,6 +231,7 @@ static int exec_block(run_t *r, int64_t pos, int64_t end) {
             pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
             break;
         case MICA_OP_DRAM:
+        case MICA_OP_DRAM_PREFETCH:
             if (exec_dram(r, pos)) return 1;
             progress_step(r->m);
             pos += W_DRAM;

@@ -31,6 +31,7 @@ typedef struct {
     uint64_t x_mark;
     double pre;       /* clock at the start of the core's last COMPUTE, run in loop run `pre_tag` */
     uint64_t pre_tag;
+    double dram_free; /* when the core's DRAM reader finishes its last read (rt_dram.c) */
 } mica_core_t;
 
 struct mica_mesh {

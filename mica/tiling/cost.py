@@ -24,6 +24,12 @@
   Otherwise total = compute + communication. ``comm_cycles`` and ``per_tensor`` count the exposed
   communication (what is on the critical path), the hidden part is ``hidden_cycles``.
 
+* Device DRAM (Tenstorrent): a :class:`~mica.meshir.ir.DramLoad` costs its busiest core
+  ``latency + bytes ÷ min(one core's rate, the chip's bandwidth ÷ the cores reading)``
+  (:meth:`mica.targets.Target.dram_read_cycles`), the formula the emulator's DRAM op charges; a core's loads of
+  one step run one after another. Prefetched loads hide behind the step's compute as a prefetched exchange
+  does: after the first step a step pays ``max(0, its loads - one step's compute)`` (:func:`_dram_costs`).
+
 Everything is evaluated from closed forms at a few representative loop iterations, never per core and
 never per step.
 """
@@ -42,7 +48,8 @@ from ..affine.isl_names import count_param_values, count_points, iset
 from ..affine.runtime import kernel_param
 from ..meshir.on_mesh import host_bytes
 from ..meshir.busy import computing_cores
-from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
+from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift,
+                         Shift)
 from ..targets import Target
 
 
@@ -55,7 +62,7 @@ class Cost:
     holds cores that only keep data, relay, or sit in tiles a triangular or partial domain leaves empty.
     ``host_bytes_in`` / ``host_bytes_out`` are the bytes one run sends to and reads back from the mesh
     (:func:`mica.meshir.on_mesh.host_bytes`): the arrays of ``on_mesh`` stay there between runs and do not
-    count."""
+    count. ``dram_bytes`` are the bytes one run's cores read from device DRAM (:class:`DramLoad`)."""
 
     target: str
     clock_ghz: float
@@ -73,6 +80,7 @@ class Cost:
     host_bytes_in: int = 0
     host_bytes_out: int = 0
     on_mesh: tuple[str, ...] = ()
+    dram_bytes: int = 0
 
     def _cores_text(self) -> str:
         if self.allocated and self.allocated != self.cores:
@@ -109,7 +117,8 @@ class Cost:
                 f"  SRAM {self.sram_bytes:,} of {self.sram_budget:,} B per core, "
                 f"colours {self.colours} of {self.colour_budget}"
                 + (f"\n  host traffic per run: {self.host_bytes_in:,} B in, {self.host_bytes_out:,} B out "
-                   f"({', '.join(self.on_mesh)} stay on the mesh)" if self.on_mesh else ""))
+                   f"({', '.join(self.on_mesh)} stay on the mesh)" if self.on_mesh else "")
+                + (f"\n  device DRAM read by the cores: {self.dram_bytes:,} B" if self.dram_bytes else ""))
 
 
 def at_longest(mp: MeshProgram) -> dict[str, int]:
@@ -369,7 +378,7 @@ def _span(lins, scope: dict[str, int], low: bool) -> int:
 
 
 def _rects(op):
-    if isinstance(op, Compute):
+    if isinstance(op, (Compute, DramLoad)):
         yield op.rect
     elif isinstance(op, Exchange):
         for c in op.ops:
@@ -434,7 +443,70 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                                                                                           0.0, {}))
     return Cost(target.name, target.clock_ghz, total, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
-                target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh)
+                target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh,
+                dram_read_bytes(mp, target))
+
+
+def dram_read_bytes(mp: MeshProgram, target: Target) -> int:
+    """Bytes every :class:`DramLoad` of ``mp`` reads over one run (what the emulator's ``dram_bytes`` counts)."""
+    total = 0
+    for op, scope in mp.walk():
+        if isinstance(op, DramLoad):
+            reps = scope
+            for env, weight in _representatives(reps):
+                total += weight * dram_load_cycles(mp, op, env, target)[1]
+    return int(total)
+
+
+def dram_load_cycles(mp: MeshProgram, op: DramLoad, env: dict[str, int], target: Target) -> tuple[float, int]:
+    """(cycles of the busiest core, bytes all cores read) of DRAM load ``op`` at loop values ``env``: every core of
+    its rectangle with a non-empty box of ``op.dst`` reads it, sharing the chip's DRAM bandwidth
+    (:meth:`Target.dram_read_cycles`), exactly as the emulator's DRAM op charges. Box sizes are separable per
+    axis, so the readers are counted per column and per row, never per core."""
+    t = mp.tensor(op.dst)
+    cols, rows = op.rect.members(env)
+    step = env.get("t", 0)
+
+    def along(axis, cs):
+        sizes = [(c, prod(d.size(c) for d in t.box if d.coord == axis)) for c in cs]
+        return [c for c, n in sizes if n > 0]
+    xs, ys = along("x", cols), along("y", rows)
+    rest = prod(d.size(step) if d.coord == "t" else d.size(0) for d in t.box if d.coord not in ("x", "y"))
+    readers = len(xs) * len(ys) if rest else 0
+    if not readers:
+        return 0.0, 0
+    per = [t.bytes_at(x, y, step) for x in (xs[0], xs[-1]) for y in (ys[0], ys[-1])]
+    total = sum(t.bytes_at(x, ys[0], step) for x in xs) * sum(t.bytes_at(xs[0], y, step) for y in ys) \
+        // max(t.bytes_at(xs[0], ys[0], step), 1)
+    return target.dram_read_cycles(max(per), readers), total
+
+
+def _dram_costs(mp: MeshProgram, ops, step_compute: dict, target: Target) -> tuple[float, float, dict[str, float]]:
+    """Exposed cycles, hidden cycles and cycles per array of the DRAM loads among ``ops`` (``_walk_loops``
+    triples). The loads of one loop body run one after another on a core, so per iteration they add up; a
+    prefetched one after its loop's first iteration hides behind one iteration's compute (``step_compute``), as
+    the emulator times it (issued when the core started the previous compute)."""
+    exposed = hidden = 0.0
+    per_array: dict[str, float] = {}
+    groups: dict[int, list] = {}
+    for op, scope, loops in ops:
+        if isinstance(op, DramLoad):
+            groups.setdefault(id(loops[-1]) if loops else id(op), []).append((op, scope, loops))
+    for members in groups.values():
+        _, scope, loops = members[0]
+        step, busy = step_compute.get(id(loops[-1]), (0.0, 1.0)) if loops else (0.0, 1.0)
+        for env, weight in _representatives(scope):
+            costs = [(op, dram_load_cycles(mp, op, env, target)[0]) for op, _, _ in members]
+            full = sum(cy for _, cy in costs)
+            later = [op.prefetch for op, _ in costs]
+            hides = loops and all(later) and env.get(scope[-1][0], 0) > 0
+            shown = busy * max(0.0, full - step) + (1.0 - busy) * full if hides else full
+            share = shown / full if full else 0.0
+            exposed += weight * shown
+            hidden += weight * (full - shown)
+            for op, cy in costs:
+                per_array[op.array] = per_array.get(op.array, 0.0) + weight * cy * share
+    return exposed, hidden, per_array
 
 
 def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:
@@ -517,6 +589,11 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                 for c in op.ops:
                     if isinstance(c, Multicast):
                         per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
+    d_exposed, d_hidden, d_arrays = _dram_costs(mp, ops, step_compute, target)
+    comm += d_exposed
+    hidden += d_hidden
+    for name, cy in d_arrays.items():
+        per_tensor[name] = per_tensor.get(name, 0.0) + cy
     return compute, comm, hidden, per_tensor
 
 

@@ -1,0 +1,100 @@
+"""Arrays streamed from device DRAM (a schedule's :attr:`~mica.tiling.schedule.Schedule.dram`).
+
+On a target with a DRAM level (Tenstorrent), a read-only input too large for the cores' SRAM stays in device
+DRAM: it gets no home on the cores and no host load into the arenas. Each step of the step loop, every core
+reads the panel it needs into a receive buffer (:class:`~mica.meshir.ir.DramLoad`), the reader kernels'
+interleaved-DRAM reads of Tenstorrent's matmul examples. The receive buffer's box follows the read's
+subscripts: a dimension indexed by a spatial loop is that loop's tile on its mesh axis, one indexed by the
+step loop is the step's tile at ``t``, any other is whole; :func:`stream_buffer` proves with isl that the box
+holds everything the core reads at the step.
+
+Every core reads its own panels (no multicast of DRAM panels from a root row or column): the DRAM traffic is
+the mesh's width (height) times one copy of each panel, and the chip's bandwidth is shared by every reader
+(:meth:`mica.targets.Target.dram_read_cycles`, charged alike by the cost model and the emulator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..affine.program import Statement
+from ..comm.sets import box_map, need_map
+from ..errors import DramError, ScheduleError
+from ..meshir.ir import BoxDim, DramLoad
+from .builder import _Builder
+
+
+def stream_box(b: _Builder, stmt: Statement, acc) -> tuple[BoxDim, ...]:
+    """The per-core, per-step box of the streamed read ``acc`` of ``stmt``: spatial loops' tiles on their axes,
+    the step's tile at ``t``, whole elsewhere. Raises :class:`ScheduleError` when it does not hold every
+    element the core reads at the step (``need ⊆ box``, proven with isl). Changes nothing."""
+    arr = b.prog.array(acc.array)
+    space = {sm.loop: sm for sm in b.sched.space}
+    dims = []
+    for ix, n in zip(acc.index, arr.shape):
+        v = ix.single_var()
+        if v is not None and v in space:
+            dims.append(BoxDim(space[v].axis, space[v].tile, n))
+        elif v is not None and b.step is not None and v == b.step.loop:
+            dims.append(BoxDim("t", b.step.tile, n))
+        else:
+            dims.append(BoxDim(None, n, n))
+    box = tuple(dims)
+    if not need_map(stmt, acc, b.sched).is_subset(box_map(arr, box)):
+        raise ScheduleError(f"statement {stmt.name}: read {acc.ref} of {acc.array} reaches outside the panel a "
+                            f"core streams from DRAM per step", cause="dram-panel")
+    return box
+
+
+def stream_buffer(b: _Builder, stmt: Statement, acc) -> str:
+    """The receive buffer ``<array>_recv`` the streamed read ``acc`` of ``stmt`` uses, added to ``b.tensors``
+    (role ``recv``) on first use. Raises :class:`ScheduleError` for a statement outside the step loop (only a
+    step's panels stream)."""
+    if stmt not in b.in_step:
+        raise ScheduleError(f"statement {stmt.name} reads {acc.array} outside step loop {b.step.loop if b.step else ''}"
+                            f": only the step's panels stream from DRAM", cause="dram-panel")
+    box = stream_box(b, stmt, acc)
+    name = f"{acc.array}_recv"
+    n = 1
+    while name in b.tensors and b.tensors[name].box != box:
+        n += 1
+        name = f"{acc.array}_recv{n}"
+    if name not in b.tensors:
+        b.add_tensor(name, acc.array, box, "recv", str(box_map(b.prog.array(acc.array), box)))
+    return name
+
+
+def dram_loads(b: _Builder, stmt: Statement, streams: list[tuple[str, str]], prefetch: bool) -> list[DramLoad]:
+    """The loads of ``stmt``'s step from DRAM, one per (array, receive buffer) of ``streams``, on every core of
+    the work region; with ``prefetch`` each is double-buffered (its buffer gets a second slot, and its name
+    joins ``b.prefetched``)."""
+    out = []
+    for array, dst in dict.fromkeys(streams):
+        op = DramLoad(f"dram_{stmt.name}_{dst}", array, dst, b.region.rect, prefetch)
+        if prefetch:
+            b.tensors[dst] = replace(b.tensors[dst], slots=2)
+            b.prefetched.append(op.name)
+        out.append(op)
+    return out
+
+
+def check_dram_capacity(b: _Builder) -> None:
+    """Raises :class:`DramError` when the program's arrays do not fit the target's device DRAM (a plan that
+    streams keeps its inputs and outputs there, as a Tenstorrent host program does). Changes nothing."""
+    if not b.sched.dram:
+        return
+    if not b.target.has_dram:
+        raise ScheduleError(f"target {b.target.name} has no device DRAM to stream {', '.join(b.sched.dram)} from",
+                            cause="no-dram")
+    need = sum(a.elem_bytes * _elems(a.shape) for a in b.prog.arrays)
+    if need > b.target.dram_bytes:
+        parts = ", ".join(f"{a.name} {a.elem_bytes * _elems(a.shape):,} B" for a in b.prog.arrays)
+        raise DramError(f"{b.prog.name} needs {need:,} bytes of device DRAM ({parts}); target {b.target.name} has "
+                        f"{b.target.dram_bytes:,}", needed=need)
+
+
+def _elems(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
