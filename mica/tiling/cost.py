@@ -481,11 +481,11 @@ def dram_load_cycles(mp: MeshProgram, op: DramLoad, env: dict[str, int], target:
     return target.dram_read_cycles(max(per), readers), total
 
 
-def _dram_costs(mp: MeshProgram, ops, step_compute: dict, target: Target) -> tuple[float, float, dict[str, float]]:
+def _dram_costs(mp: MeshProgram, ops, target: Target) -> tuple[float, float, dict[str, float]]:
     """Exposed cycles, hidden cycles and cycles per array of the DRAM loads among ``ops`` (``_walk_loops``
     triples). The loads of one loop body run one after another on a core, so per iteration they add up; a
-    prefetched one after its loop's first iteration hides behind one iteration's compute (``step_compute``), as
-    the emulator times it (issued when the core started the previous compute)."""
+    prefetched one after its loop's first iteration hides behind the previous iteration's compute
+    (:func:`_iteration_compute`), as the emulator times it (issued when the core started that compute)."""
     exposed = hidden = 0.0
     per_array: dict[str, float] = {}
     groups: dict[int, list] = {}
@@ -494,19 +494,41 @@ def _dram_costs(mp: MeshProgram, ops, step_compute: dict, target: Target) -> tup
             groups.setdefault(id(loops[-1]) if loops else id(op), []).append((op, scope, loops))
     for members in groups.values():
         _, scope, loops = members[0]
-        step, busy = step_compute.get(id(loops[-1]), (0.0, 1.0)) if loops else (0.0, 1.0)
         for env, weight in _representatives(scope):
             costs = [(op, dram_load_cycles(mp, op, env, target)[0]) for op, _, _ in members]
             full = sum(cy for _, cy in costs)
             later = [op.prefetch for op, _ in costs]
-            hides = loops and all(later) and env.get(scope[-1][0], 0) > 0
-            shown = busy * max(0.0, full - step) + (1.0 - busy) * full if hides else full
+            var = scope[-1][0] if scope else None
+            hides = loops and all(later) and env.get(var, 0) > 0
+            # Issued when the core started the previous iteration's compute: hidden behind that iteration.
+            step = _iteration_compute(mp, loops[-1], {**env, var: env[var] - 1}, target) if hides else 0.0
+            shown = max(0.0, full - step) if hides else full
             share = shown / full if full else 0.0
             exposed += weight * shown
             hidden += weight * (full - shown)
             for op, cy in costs:
                 per_array[op.array] = per_array.get(op.array, 0.0) + weight * cy * share
     return exposed, hidden, per_array
+
+
+def _iteration_compute(mp: MeshProgram, loop: Loop, env: dict[str, int], target: Target) -> float:
+    """Cycles of the busiest core in one iteration ``env`` of ``loop``: the Computes of its body, each at the
+    busiest of the cores :func:`_compute_cycles` probes, added up (the kernels of one step run one after
+    another on a core)."""
+    total = 0.0
+    fix = {"__" + v: val for v, val in env.items()}
+    for op in loop.body:
+        if not isinstance(op, Compute):
+            continue
+        k = mp.kernel(op.kernel)
+        best = 0.0
+        for cls in k.classes:
+            for x, y in _probe_cores(cls.region):
+                best = max(best, sum(count_points(iset(part.domain), {"__x": x, "__y": y, **fix, **at_longest(mp)},
+                                                  drop=("__kb",)) * instance_cycles(mp, part, target)
+                                     for part in k.statements))
+        total += best
+    return total
 
 
 def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:
@@ -589,7 +611,7 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                 for c in op.ops:
                     if isinstance(c, Multicast):
                         per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
-    d_exposed, d_hidden, d_arrays = _dram_costs(mp, ops, step_compute, target)
+    d_exposed, d_hidden, d_arrays = _dram_costs(mp, ops, target)
     comm += d_exposed
     hidden += d_hidden
     for name, cy in d_arrays.items():
