@@ -24,7 +24,7 @@ from ..codeprint import program_c
 from .api import CHECK_TOLERANCE, tile_bytes
 from .classify import tile_grid
 from .kernels import LAYOUT, header
-from .plan import MetalPlan, ident
+from .plan import MetalPlan, dram_stream_arg, ident
 
 COORD = {None: 0, "x": 1, "y": 2, "kb": 3, "t": 0}
 
@@ -164,10 +164,12 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     L = _host_head(plan, mp, program)
     L += _cbs_and_semaphores(plan)
     L += _dram_buffers(plan, mp, loads + stores)
+    L += _dram_streams(plan, mp, program)
     L += _kernels(plan)
     L += _runtime_args(plan)
     sources = compiled.pieces.sources() if compiled.pieces is not None else {}
     L += _staged_loads(plan, mp, program, loads, sources)
+    L += _staged_streams(plan, mp, program)
     L += _run_and_stores(plan, mp, program, stores, sources)
     L += _check(program, mp.runtime, plan.dtype)
     return "\n".join(L)
@@ -293,6 +295,44 @@ def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
         L.append(f"    std::shared_ptr<distributed::MeshBuffer> dram_{b} = distributed::MeshBuffer::create("
                  f"distributed::ReplicatedBufferConfig{{.size = {pages * tb}}}, dram_config, mesh_device.get());  "
                  f"// {op.array} <-> {t.name} on {r}")
+    return L
+
+
+def _image_box(program, name: str) -> tuple[str, int]:
+    """(the staging ``Box`` of the whole 2D array ``name``: one block of row-major 32x32 tiles, its pages)."""
+    n0, n1 = program.array(name).shape
+    r, c = -(-n0 // 32), -(-n1 // 32)
+    return f"Box{{2, {{{{0, {n0}, {n0}, false, 0, 0}}, {{0, {n1}, {n1}, false, 0, 0}}}}, {r}, {c}, {r * c}}}", r * c
+
+
+def _dram_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
+    """One interleaved DRAM mesh buffer per array streamed from device DRAM (``mp.dram``): the whole array as
+    its row-major image of 32x32 tiles, one tile a page, which the readers read panel by panel every step."""
+    if not mp.dram:
+        return []
+    tb = tile_bytes(plan.dtype)
+    L = ["", "    // Arrays streamed from DRAM: the whole array as row-major 32x32 tiles (page = tile row * tile columns",
+         "    // + tile column); every core's reader reads its panel's pages at each step."]
+    for a in mp.dram:
+        _, pages = _image_box(program, a)
+        L.append(f"    std::shared_ptr<distributed::MeshBuffer> {dram_stream_arg(a)} = distributed::MeshBuffer::create("
+                 f"distributed::ReplicatedBufferConfig{{.size = {pages * tb}}}, dram_config, mesh_device.get());  "
+                 f"// {a}, {pages} tiles")
+    return L
+
+
+def _staged_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
+    """Each array streamed from DRAM written to its buffer as its tile image (zero padding past its edges)."""
+    h = host_type(plan.dtype)
+    L = []
+    for a in mp.dram:
+        box, pages = _image_box(program, a)
+        L += [f"    {{  // {a} lives in device DRAM: its tile image, read by the readers step by step",
+              f"        const Box box = {box};",
+              f"        std::vector<{h.staged}> staged({pages} * 1024, {h.staged_zero});",
+              f"        stage(arr_{ident(a)}, box, 0, 0, staged.data(), true);",
+              f"        distributed::EnqueueWriteMeshBuffer(cq, {dram_stream_arg(a)}, staged, true);",
+              "    }"]
     return L
 
 

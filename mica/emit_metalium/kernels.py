@@ -31,11 +31,12 @@ import struct
 
 from ..codeprint import METALIUM, skew_block
 from ..codeprint.half import support_c
-from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram
+from ..meshir.ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
+from .classify import tile_grid
 from .generic import render_generic
-from .plan import CoreClass, MetalPlan, Transfer, ident, kernel_steps
+from .plan import CoreClass, MetalPlan, Transfer, dram_stream_arg, ident, kernel_steps
 
 LAYOUT = ("// Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box\n"
           "// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,\n"
@@ -184,10 +185,11 @@ def _core_index_c(region) -> str:
 
 
 class _Body:
-    """Walks the MeshIR body, printing loops and calling ``on_exchange`` / ``on_compute``."""
+    """Walks the MeshIR body, printing loops and calling ``on_exchange`` / ``on_compute`` (and ``on_dram`` for
+    the DRAM loads, when given: only the reader reads DRAM)."""
 
-    def __init__(self, mp: MeshProgram, on_exchange, on_compute):
-        self.mp, self.on_exchange, self.on_compute = mp, on_exchange, on_compute
+    def __init__(self, mp: MeshProgram, on_exchange, on_compute, on_dram=None):
+        self.mp, self.on_exchange, self.on_compute, self.on_dram = mp, on_exchange, on_compute, on_dram
         self.lines: list[str] = []
 
     def run(self, ops, indent: str, scope: tuple = ()):
@@ -202,7 +204,15 @@ class _Body:
                 self.on_exchange(self.lines, op, indent)
             elif isinstance(op, Compute):
                 self.on_compute(self.lines, op, indent, scope)
+            elif isinstance(op, DramLoad) and self.on_dram is not None:
+                self.on_dram(self.lines, op, indent)
         return self.lines
+
+
+def plan_dram(plan: MetalPlan, cc: CoreClass) -> list[str]:
+    """The arrays core class ``cc``'s reader streams from DRAM (from its runtime args)."""
+    prefix = "dram_stream_"
+    return [n[len(prefix):] for n in plan.args(f"kernels/reader_{cc.name}.cpp").runtime if n.startswith(prefix)]
 
 
 def _body_ops(mp: MeshProgram):
@@ -216,7 +226,7 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     lines = _reader_head(plan, cc) + _reader_args(plan, cc, loads) + _reader_loads(plan, cc, loads)
     lines += _reader_handover(plan)
     reader = _Reader(plan, mp, cc)
-    lines += _Body(mp, reader.on_exchange, reader.on_compute).run(_body_ops(mp), "    ")
+    lines += _Body(mp, reader.on_exchange, reader.on_compute, reader.on_dram).run(_body_ops(mp), "    ")
     lines += ["", "    // Everything is computed and exchanged: the writer's turn.",
               "    cb_reserve_back(cb_tok_r2w, 1);", "    cb_push_back(cb_tok_r2w, 1);", "}", ""]
     return "\n".join(lines)
@@ -248,8 +258,10 @@ def _reader_args(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
     """The reader's runtime arguments (NoC coordinates, the core's position, DRAM addresses of its loads) and
     the core's own NoC coordinates."""
     names = list(plan.args(f"kernels/reader_{cc.name}.cpp").runtime)
-    lines = _arg_lines(names, {f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
-                               f"(host_load {loads[b].array} -> {b})" for b in cc.loads})
+    lines = _arg_lines(names, {**{f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
+                                  f"(host_load {loads[b].array} -> {b})" for b in cc.loads},
+                               **{dram_stream_arg(a): f"DRAM address of {a}, streamed (its row-major tile image)"
+                                  for a in plan_dram(plan, cc)}})
     lines += ["    const uint32_t my_noc_x = noc_x[my_x];", "    const uint32_t my_noc_y = noc_y[my_y];",
               "    (void)my_noc_x; (void)my_noc_y;", ""]
     return lines
@@ -406,6 +418,36 @@ class _Reader:
             out.append(f"{inner}    mica_local_copy(get_write_ptr({dst.name}), get_write_ptr({tgt.name}), "
                        f"{t.noc_bytes}, my_noc_x, my_noc_y);")
         out.append(f"{inner}}}")
+
+    def on_dram(self, out, op: DramLoad, ind):
+        """A DRAM load in the body: this core reads the pages of its panel at the current step from the array's
+        interleaved DRAM buffer (its row-major image of 32x32 tiles, one tile a page) into the buffer's CB; tiles
+        past the array's edge are zeroed. Single-buffered: the read completes before the step's compute."""
+        t = self.mp.tensor(op.dst)
+        c = self.plan.tensor_cb(op.dst)
+        rows, cols = (-(-d.extent // 32) for d in t.box)            # the array's tile image (plan: 2D)
+        tr, tc = tile_grid(t)                                        # the panel's tiles on this core
+        first = [f"({d.tile // 32} * {({'x': 'my_x', 'y': 'my_y'}.get(d.coord) or cexpr.var_c(d.coord))})"
+                 if d.coord is not None else "0" for d in t.box]
+        out += [f"{ind}// MeshIR: dram_load {op.array} -> {op.dst} on {op.rect}: this core's {tr}x{tc} tile(s) of "
+                f"{t.array}'s panel at this step, pages of its row-major {rows}x{cols}-tile image in DRAM"
+                + (" (prefetched in MeshIR; emitted single-buffered)" if op.prefetch else ""),
+                f"{ind}{{",
+                f"{ind}    const InterleavedAddrGenFast<true> gen = {{.bank_base_address = {dram_stream_arg(op.array)}, "
+                f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
+                f"{ind}    const int32_t r0 = {first[0]}, c0 = {first[1]};  // the panel's first tile row and column",
+                f"{ind}    for (int32_t r = 0; r < {tr}; ++r) {{",
+                f"{ind}        for (int32_t c = 0; c < {tc}; ++c) {{",
+                f"{ind}            const uint32_t l1 = get_write_ptr({c.name}) + (uint32_t)(r * {tc} + c) * tile_bytes;",
+                f"{ind}            if (r0 + r < {rows} && c0 + c < {cols}) {{",
+                f"{ind}                noc_async_read_page((uint32_t)((r0 + r) * {cols} + (c0 + c)), gen, l1);",
+                f"{ind}            }} else {{",
+                f"{ind}                mica_zero_l1(l1, tile_bytes);  // past the array's edge: zero padding",
+                f"{ind}            }}",
+                f"{ind}        }}",
+                f"{ind}    }}",
+                f"{ind}    noc_async_read_barrier();",
+                f"{ind}}}"]
 
     def on_compute(self, out, op: Compute, ind, scope):
         """A compute in the body: the compute kernel's turn (overlapped with the next step's exchange where the

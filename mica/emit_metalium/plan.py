@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
+from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift, walk_ops)
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from ..targets import INT_DTYPES, get_target
@@ -155,16 +155,24 @@ def runtime_arg(name: str) -> str:
     return "rp_" + name
 
 
-def _kernel_args(classes, sems, mesh, runtime=()) -> tuple[KernelArgs, ...]:
+def dram_stream_arg(array: str) -> str:
+    """The reader's runtime arg (and the host's buffer variable) of ``array``'s interleaved DRAM buffer, for an
+    array streamed from device DRAM (:attr:`MeshProgram.dram`)."""
+    return "dram_stream_" + ident(array)
+
+
+def _kernel_args(classes, sems, mesh, runtime=(), dram=()) -> tuple[KernelArgs, ...]:
     """Per core class, its reader's, compute's and writer's args; the values of the ``runtime`` parameters
     (``rp_<name>``) come last, for the reader (the generic path's loops) and the compute kernel (the guards
-    of tile routines)."""
+    of tile routines). The addresses of the arrays streamed from device DRAM (``dram``) follow the reader's
+    host loads."""
     out = []
     rps = tuple(runtime_arg(n) for n, _, _ in runtime)
+    streams = tuple(dram_stream_arg(a) for a in dram)
     for cc in classes:
         noc = tuple(f"noc_x{i}" for i in range(mesh[0])) + tuple(f"noc_y{j}" for j in range(mesh[1]))
         out.append(KernelArgs(f"kernels/reader_{cc.name}.cpp",
-                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + noc + rps,
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + streams + noc + rps,
                               tuple(s.name for s in sems)))
         out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y") + rps, ()))
         out.append(KernelArgs(f"kernels/writer_{cc.name}.cpp",
@@ -253,6 +261,9 @@ class MetalPlan:
             d = self.double
             names = [ex.name for ex, _ in _exchanges(mp)]
             done = [names[i] for i in sorted(d.exchanges)]
+            loads = {op.name: DRAM_SINGLE for op, _ in mp.walk() if isinstance(op, DramLoad) and op.prefetch}
+            if loads:
+                d = DoubleBuffering(d.exchanges, d.buffers, {**d.dropped, **loads})
             if not d.dropped:
                 doc["double_buffering"] = {**db, "emitted": True, "note": EMITTED_NOTE}
             else:
@@ -274,6 +285,10 @@ PARTIAL_NOTE = ("the exchanges in emitted_exchanges are emitted double-buffered;
                 "single-buffered (each step's exchange completes before that step's compute, one page per "
                 "tile), for the reason given")
 DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")
+
+
+DRAM_SINGLE = ("a prefetched DRAM load is emitted single-buffered: the reader reads each step's pages before that "
+               "step's compute (the overlap the cost model and the emulator assume is not realised on hardware)")
 
 
 def cb_name(tensor: str, kind: str = "tensor") -> str:
@@ -643,8 +658,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one")
     dtype = dtypes.pop() if dtypes else "f32"
     for op, _ in mp.walk():
-        if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop)):
+        if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop, DramLoad)):
             raise EmitError(f"{mp.name}: no Metalium rendering for MeshIR op {type(op).__name__}")
+        if isinstance(op, DramLoad):
+            _check_dram_panel(mp, op)
     _check_host_ends(mp)
     # Every CB is created on the whole work region, as the MeshIR arena reserves every tensor at a fixed
     # offset on every core of it (a tensor's region only says where its contents matter): one creation order
@@ -685,8 +702,23 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if i in double.exchanges:
             hosts.append((id(_host_compute(mp, ex)), i))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
-                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh, mp.runtime), double,
-                     tuple(hosts))
+                     transfers, tile_ops, dtype, l1, guards,
+                     _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts))
+
+
+def _check_dram_panel(mp: MeshProgram, op: DramLoad) -> None:
+    """Raises :class:`EmitError` unless the reader can read ``op``'s panels as whole pages of the array's
+    row-major tile image in DRAM: a 2D array whose box dimensions start on tile boundaries (a
+    coordinate's tile is a multiple of 32, or the dimension is whole)."""
+    t = mp.tensor(op.dst)
+    if len(t.box) != 2:
+        raise EmitError(f"dram load {op.name}: {op.array} has {len(t.box)} dimension(s); the Metalium reader streams "
+                        f"2D arrays from DRAM")
+    for d in t.box:
+        if d.coord is not None and (d.tile % TILE or d.window or d.padded or d.origin):
+            raise EmitError(f"dram load {op.name}: the panel of {op.array} along {d} does not start on a "
+                            f"{TILE}x{TILE} tile boundary at every step; the reader reads whole DRAM pages "
+                            f"(compile with tiles that are multiples of {TILE})")
 
 
 def _loop_of(mp: MeshProgram, ex: Exchange):
