@@ -711,6 +711,10 @@ def _check_dram_panel(mp: MeshProgram, op: DramLoad) -> None:
     row-major tile image in DRAM: a 2D array whose box dimensions start on tile boundaries (a
     coordinate's tile is a multiple of 32, or the dimension is whole)."""
     t = mp.tensor(op.dst)
+    if op.rect != mp.region.rect:
+        raise EmitError(f"dram load {op.name}: only the first core of each line reads {op.array}'s panels and "
+                        f"multicasts them (dram_roots); the Metalium back end emits plans whose every core reads its "
+                        f"own panels from DRAM (a root-read multicast of a DRAM panel is not emitted yet)")
     if len(t.box) != 2:
         raise EmitError(f"dram load {op.name}: {op.array} has {len(t.box)} dimension(s); the Metalium reader streams "
                         f"2D arrays from DRAM")

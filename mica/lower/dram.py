@@ -8,9 +8,13 @@ subscripts: a dimension indexed by a spatial loop is that loop's tile on its mes
 step loop is the step's tile at ``t``, any other is whole; :func:`stream_buffer` proves with isl that the box
 holds everything the core reads at the step.
 
-Every core reads its own panels (no multicast of DRAM panels from a root row or column): the DRAM traffic is
-the mesh's width (height) times one copy of each panel, and the chip's bandwidth is shared by every reader
-(:meth:`mica.targets.Target.dram_read_cycles`, charged alike by the cost model and the emulator).
+By default every core reads its own panels: the DRAM traffic is the mesh's width (height) times one copy of
+each panel, and the chip's bandwidth is shared by every reader (:meth:`mica.targets.Target.dram_read_cycles`,
+charged alike by the cost model and the emulator). With ``Schedule.dram_roots`` a panel that a row (column)
+of cores shares is read by the line's first core only and multicast along the line (Tenstorrent's
+``matmul_multicore_reuse_mcast``): one copy of each panel crosses the DRAM interface, and the multicast
+starts once the root's read is done (the emulator times a prefetched multicast from the later of the
+previous compute's start and the root's last DRAM read).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from dataclasses import replace
 from ..affine.program import Statement
 from ..comm.sets import box_map, need_map
 from ..errors import DramError, ScheduleError
-from ..meshir.ir import BoxDim, DramLoad
+from ..comm.routes import assign_colours, multicast_routes
+from ..meshir.ir import BoxDim, DramLoad, Exchange, Lin, Multicast, Rect, RegionTensor
 from .builder import _Builder
 
 
@@ -64,18 +69,64 @@ def stream_buffer(b: _Builder, stmt: Statement, acc) -> str:
     return name
 
 
-def dram_loads(b: _Builder, stmt: Statement, streams: list[tuple[str, str]], prefetch: bool) -> list[DramLoad]:
-    """The loads of ``stmt``'s step from DRAM, one per (array, receive buffer) of ``streams``, on every core of
-    the work region; with ``prefetch`` each is double-buffered (its buffer gets a second slot, and its name
-    joins ``b.prefetched``)."""
-    out = []
+def dram_loads(b: _Builder, stmt: Statement, streams: list[tuple[str, str]], prefetch: bool) -> list:
+    """The ops that bring ``stmt``'s streamed panels at a step, one load per (array, receive buffer) of
+    ``streams``: on every core of the work region, or (``dram_roots``) for a panel a row (column) of cores
+    shares, on the row's (column's) first core only, followed by one exchange multicasting those panels along
+    their lines (:func:`root_multicasts`). With ``prefetch`` each is double-buffered (its buffer gets a second
+    slot, and the op's name joins ``b.prefetched``)."""
+    out: list = []
+    casts = []
     for array, dst in dict.fromkeys(streams):
-        op = DramLoad(f"dram_{stmt.name}_{dst}", array, dst, b.region.rect, prefetch)
+        axis = shared_axis(b.tensors[dst]) if b.sched.dram_roots else None
+        rect = b.region.rect if axis is None else root_line(b, axis)
+        out.append(DramLoad(f"dram_{stmt.name}_{dst}", array, dst, rect, prefetch))
+        if axis is not None:
+            casts.append((array, dst, axis))
         if prefetch:
             b.tensors[dst] = replace(b.tensors[dst], slots=2)
-            b.prefetched.append(op.name)
-        out.append(op)
+            b.prefetched.append(out[-1].name)
+    if casts:
+        x = root_multicasts(b, f"dram_cast_{stmt.name}", casts)
+        if prefetch:
+            x = replace(x, prefetch=True)
+            b.prefetched.append(x.name)
+        out.append(x)
     return out
+
+
+def shared_axis(t: RegionTensor) -> str | None:
+    """The mesh axis along which every core holds the same box of ``t`` (``x`` when no box dimension follows
+    ``x`` but one follows ``y``: a row shares it), or None (no line shares it, or every core does)."""
+    coords = {d.coord for d in t.box}
+    if "y" in coords and "x" not in coords:
+        return "x"
+    if "x" in coords and "y" not in coords:
+        return "y"
+    return None
+
+
+def root_line(b: _Builder, axis: str) -> Rect:
+    """The first core of every line along ``axis`` of the work region: column ``x0`` for ``x`` (rows), row ``y0``
+    for ``y``."""
+    r = b.region
+    return Rect.of(r.x0, r.x0 + 1, r.y0, r.y1) if axis == "x" else Rect.of(r.x0, r.x1, r.y0, r.y0 + 1)
+
+
+def root_multicasts(b: _Builder, name: str, casts: list[tuple[str, str, str]]) -> Exchange:
+    """The exchange ``name`` multicasting each (array, buffer, axis) of ``casts`` from the first core of every
+    line along ``axis`` to the whole line, the buffer sent into itself (the root's copy is already in place),
+    each on its own colour."""
+    colours = assign_colours(len(casts), b.target.colours, name)
+    ops = []
+    r = b.region
+    for (array, dst, axis), colour in zip(casts, colours):
+        span = (r.x0, r.x1) if axis == "x" else (r.y0, r.y1)
+        across = (r.y0, r.y1) if axis == "x" else (r.x0, r.x1)
+        root = Lin(span[0])
+        ops.append(Multicast(f"{dst}->{dst}", array, dst, dst, axis, root, root_line(b, axis), r.rect, colour,
+                             multicast_routes(axis, root, span, across, colour), span[1] - span[0] - 1))
+    return Exchange(name, tuple(ops))
 
 
 def check_dram_capacity(b: _Builder) -> None:

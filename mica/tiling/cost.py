@@ -481,6 +481,18 @@ def dram_load_cycles(mp: MeshProgram, op: DramLoad, env: dict[str, int], target:
     return target.dram_read_cycles(max(per), readers), total
 
 
+def _dram_casts(ops) -> set[int]:
+    """Ids of the exchanges that multicast panels a DRAM load of the same loop body just read (``dram_roots``:
+    every pattern sends a load's buffer into itself): :func:`_dram_costs` costs them with their loads."""
+    loaded: dict[int, set[str]] = {}
+    for op, _, loops in ops:
+        if isinstance(op, DramLoad) and loops:
+            loaded.setdefault(id(loops[-1]), set()).add(op.dst)
+    return {id(op) for op, _, loops in ops if isinstance(op, Exchange) and loops and op.ops
+            and all(isinstance(c, Multicast) and c.src == c.dst and c.dst in loaded.get(id(loops[-1]), ())
+                    for c in op.ops)}
+
+
 def _dram_costs(mp: MeshProgram, ops, target: Target) -> tuple[float, float, dict[str, float]]:
     """Exposed cycles, hidden cycles and cycles per array of the DRAM loads among ``ops`` (``_walk_loops``
     triples). The loads of one loop body run one after another on a core, so per iteration they add up; a
@@ -489,15 +501,19 @@ def _dram_costs(mp: MeshProgram, ops, target: Target) -> tuple[float, float, dic
     exposed = hidden = 0.0
     per_array: dict[str, float] = {}
     groups: dict[int, list] = {}
+    casts = _dram_casts(ops)
     for op, scope, loops in ops:
-        if isinstance(op, DramLoad):
+        if isinstance(op, DramLoad) or id(op) in casts:
             groups.setdefault(id(loops[-1]) if loops else id(op), []).append((op, scope, loops))
     for members in groups.values():
         _, scope, loops = members[0]
         for env, weight in _representatives(scope):
-            costs = [(op, dram_load_cycles(mp, op, env, target)[0]) for op, _, _ in members]
+            # The loads of a core one after another, then the multicast of what the roots read: its whole
+            # path every step (each step's panels start at the root, after its read).
+            costs = [(op, dram_load_cycles(mp, op, env, target)[0]) for op, _, _ in members if isinstance(op, DramLoad)]
+            costs += _cast_costs(mp, [op for op, _, _ in members if isinstance(op, Exchange)], env, target)
             full = sum(cy for _, cy in costs)
-            later = [op.prefetch for op, _ in costs]
+            later = [op.prefetch for op, _, _ in members]
             var = scope[-1][0] if scope else None
             hides = loops and all(later) and env.get(var, 0) > 0
             # Issued when the core started the previous iteration's compute: hidden behind that iteration.
@@ -509,6 +525,17 @@ def _dram_costs(mp: MeshProgram, ops, target: Target) -> tuple[float, float, dic
             for op, cy in costs:
                 per_array[op.array] = per_array.get(op.array, 0.0) + weight * cy * share
     return exposed, hidden, per_array
+
+
+def _cast_costs(mp: MeshProgram, exchanges: list, env: dict[str, int], target: Target) -> list:
+    """(pattern, cycles) of the slowest multicast of each of ``exchanges`` (root multicasts of DRAM panels) at
+    ``env``: the patterns of one exchange run at once on their own colours."""
+    out = []
+    for ex in exchanges:
+        cys = [(c, _pattern_cycles(mp, c, env, target)) for c in ex.ops]
+        if cys:
+            out.append(max(cys, key=lambda p: p[1]))
+    return out
 
 
 def _iteration_compute(mp: MeshProgram, loop: Loop, env: dict[str, int], target: Target) -> float:
@@ -564,8 +591,9 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                     step_compute[id(lp)] = (step + full / per, min(busy, cy / full))
                 else:
                     step_compute[id(lp)] = (step + cy / per, busy)
+    casts = _dram_casts(ops)
     for op, scope, loops in ops:
-        if isinstance(op, Exchange):
+        if isinstance(op, Exchange) and id(op) not in casts:
             inner = scope[-1][0] if scope else None
             # A prefetched exchange after its loop's first active step hides behind one step's compute.
             overlap = step_compute.get(id(loops[-1]), (0.0, 1.0)) if (op.prefetch and loops) else None

@@ -220,7 +220,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                     skew: str = "none", reduce: str = "chain", group: int = 0,
                     family: str = "derived", searched: bool = False, fixed_homes: dict[str, Home] | None = None,
                     buffers: int = 1, steps: bool = True, wave: bool = False, dram: tuple[str, ...] = (),
-                    step_tile: int | None = None) -> Schedule:
+                    step_tile: int | None = None, dram_roots: bool = False) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
     The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
@@ -235,7 +235,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     (every core runs its slice of the spatial loops in the original order: :func:`fused_body`). ``wave=True``
     makes a wavefront (:func:`_wave_step`): the assignment may spread loops that carry dependences of bounded
     distance. ``dram`` names read-only inputs streamed from device DRAM (:attr:`Schedule.dram`): they get no home,
-    and an unskewed step loop takes ``step_tile`` (the panel each step reads) instead of the homes' tile.
+    and an unskewed step loop takes ``step_tile`` (the panel each step reads) instead of the homes' tile;
+    ``dram_roots`` has the first core of each line read a panel the line shares and multicast it.
     ``family`` and ``searched`` label the
     plan (:attr:`Schedule.family`); a SUMMA plan whose step turns out to be a sweep is of the halo family.
 
@@ -253,6 +254,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         wave = like.step is not None and like.step.wavefront
         dram = like.dram
         step_tile = like.step.tile if like.dram else None
+        dram_roots = like.dram_roots
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
     reasons = _checked_assignment(main, kinds[main.name], assignment, wave)
@@ -288,15 +290,17 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     dram = tuple(dram)
     if dram:
         _check_streamed(prog, main, step, dram, fixed_homes)
+        who = ("the first core of each row / column reads the panel its line shares and multicasts it along the line"
+               if dram_roots else "every core reads the panels of each step into its receive buffer")
         reasons.append(f"{', '.join(dram)} stream{'s' if len(dram) == 1 else ''} from device DRAM: no home on the "
-                       f"cores; every core reads the panels of each step into its receive buffer")
+                       f"cores; {who}")
     homes = _homes(prog, main, space, step, fixed_homes, dram)
     order = _local_orders(prog)
     if like is not None:
         order = like.local_order
     sched = Schedule(mesh=tuple(mesh), space=tuple(space), step=step, local_order=order,
                      homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
-                     reasons=tuple(reasons), dram=dram)
+                     reasons=tuple(reasons), dram=dram, dram_roots=bool(dram_roots))
     return with_buffers(sched, buffers) if buffers != 1 else sched
 
 

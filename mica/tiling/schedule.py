@@ -25,7 +25,10 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``dram``: arrays *streamed from device DRAM* (a target with a DRAM level, :attr:`mica.targets.Target.has_dram`):
   read-only inputs of the step loop that stay in DRAM — no home on the cores, no host load into the arenas —
   and whose panels each core reads into its receive buffer at every step (:class:`mica.meshir.ir.DramLoad`);
-  the step loop's tile is then free of the homes (it sets the panel size). Empty for every other plan;
+  the step loop's tile is then free of the homes (it sets the panel size). Empty for every other plan.
+  ``dram_roots``: a panel every core of a row (column) shares is read from DRAM by the row's (column's) first
+  core only and multicast along the line, as Tenstorrent's ``matmul_multicore_reuse_mcast`` does, instead of
+  every core reading its own copy (the DRAM traffic drops by the line's length);
 * ``reasons``: the human-readable account of each decision;
 * ``phases``: for a program of several operators, one schedule per operator, run in order; a phase's
   ``mesh`` is the rectangle of cores it runs on and ``origin`` that rectangle's first core (operators
@@ -193,6 +196,7 @@ class Schedule:
     origin: tuple[int, int] = (0, 0)
     pieces: tuple = ()
     dram: tuple[str, ...] = ()
+    dram_roots: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "origin", tuple(int(v) for v in self.origin))
@@ -200,6 +204,8 @@ class Schedule:
         if self.dram and (self.step is None or self.step.skew != "none" or self.step.sweep or self.phases):
             raise ScheduleError(f"arrays streamed from DRAM ({', '.join(self.dram)}) need an unskewed step loop "
                                 f"whose panels they fill, in a plan of one operator")
+        if self.dram_roots and not self.dram:
+            raise ScheduleError("dram_roots multicasts panels streamed from DRAM; the schedule streams none")
         object.__setattr__(self, "pieces", tuple(self.pieces))
         if self.pieces and (len(self.pieces) != 3 or not self.phases or int(self.pieces[2]) < 2):
             raise ScheduleError(f"a schedule cut into pieces names (array, dimension, count >= 2) and has "
@@ -307,6 +313,7 @@ class Schedule:
             origin=tuple(d.get("origin", (0, 0))),
             pieces=tuple(d.get("pieces", ())),
             dram=tuple(d.get("dram", ())),
+            dram_roots=bool(d.get("dram_roots", False)),
         )
 
     def explain(self) -> str:
@@ -360,7 +367,9 @@ class Schedule:
             dims = ", ".join(f"{a}/{t}" if a else "whole" for a, t in h.dims)
             pin = "".join(f" {a}={c}" for a, c in h.pin)
             if h.array in self.dram:
-                lines.append(f"  {h.array} streamed from DRAM: panels of {self.step.tile} per step, no home on the cores")
+                how = ", read by the first core of each line and multicast along it" if self.dram_roots else ""
+                lines.append(f"  {h.array} streamed from DRAM: panels of {self.step.tile} per step{how}, no home on "
+                             f"the cores")
                 continue
             lines.append(f"  home {h.array}[{dims}]{pin}")
         return "\n".join(lines)
@@ -375,6 +384,8 @@ def _without_default_waves(d: dict) -> dict:
     d["phases"] = [_without_default_waves(p) for p in d.get("phases", ())]
     if not d.get("dram"):
         d.pop("dram", None)         # only a plan streaming from DRAM says so: every other plan's JSON is unchanged
+    if not d.get("dram_roots"):
+        d.pop("dram_roots", None)
     return d
 
 

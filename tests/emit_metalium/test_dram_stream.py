@@ -72,3 +72,11 @@ def test_csl_refuses_a_streamed_plan():
     from mica.emit_csl import render as render_csl
     with pytest.raises(EmitError, match="targets wse2 and wse3"):     # a Tenstorrent plan: no CSL for it
         render_csl(prog)
+
+
+def test_root_read_multicasts_are_refused_for_now():
+    op = mica.ops.matmul(128, 96, 256, dtype="f32")
+    sched = derive_schedule(op, (3, 4), dram=("A", "B"), step_tile=32, dram_roots=True)
+    prog = mica.compile_affine(op, mesh=(3, 4), target="wormhole", schedule=sched)
+    with pytest.raises(EmitError, match="dram_roots"):
+        render(prog)
