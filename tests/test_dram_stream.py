@@ -117,6 +117,20 @@ def test_more_than_the_device_dram_is_a_dram_error():
         mica.compile_affine(mica.ops.matmul(M, N, K, dtype="f32"), mesh=MESH, target=tiny)
 
 
+def test_a_loaded_program_binds_its_dram_arrays_every_run():
+    """B stays on the mesh between runs (resident), A streams from DRAM: every run binds the new A."""
+    op = mica.ops.matmul(64, 64, 128, dtype="f32")
+    sched = derive_schedule(op, (4, 4), dram=("A",), step_tile=32)
+    prog = mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=sched, resident=("B",))
+    assert prog.mesh_program.dram == ("A",)
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal((128, 64)).astype(np.float32)
+    with prog.load({"B": B}) as mesh:
+        for scale in (1.0, 2.0):
+            out = mesh.run({"A": A * np.float32(scale)}).outputs["C"]
+            np.testing.assert_allclose(out, (A * np.float32(scale)) @ B, rtol=1e-4, atol=1e-4)
+
+
 def test_streamed_schedule_round_trips_and_retargets(streamed):
     sched = streamed["f32"].schedule
     back = mica.Schedule.from_json(sched.to_json())
