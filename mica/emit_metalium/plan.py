@@ -711,10 +711,6 @@ def _check_dram_panel(mp: MeshProgram, op: DramLoad) -> None:
     row-major tile image in DRAM: a 2D array whose box dimensions start on tile boundaries (a
     coordinate's tile is a multiple of 32, or the dimension is whole)."""
     t = mp.tensor(op.dst)
-    if op.rect != mp.region.rect:
-        raise EmitError(f"dram load {op.name}: only the first core of each line reads {op.array}'s panels and "
-                        f"multicasts them (dram_roots); the Metalium back end emits plans whose every core reads its "
-                        f"own panels from DRAM (a root-read multicast of a DRAM panel is not emitted yet)")
     if len(t.box) != 2:
         raise EmitError(f"dram load {op.name}: {op.array} has {len(t.box)} dimension(s); the Metalium reader streams "
                         f"2D arrays from DRAM")
@@ -765,6 +761,10 @@ def _metal_reason(mp: MeshProgram, kinds: dict, ex: Exchange, scope, two: set) -
     host = _host_compute(mp, ex)
     if host is None:
         return "no compute follows it in its loop body (nothing to overlap the next step's exchange with)"
+    loaded = {op.dst for op, _ in mp.walk() if isinstance(op, DramLoad)}
+    if any(c.src == c.dst and c.dst in loaded for c in ex.ops):
+        return ("it multicasts panels the line's first core has just read from DRAM into the same buffer (DRAM "
+                "loads are emitted single-buffered)")
     loop = _loop_of(mp, ex)
     body = list(loop.body)
     after = {id(op) for op in body[body.index(ex) + 1:]}

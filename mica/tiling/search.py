@@ -72,6 +72,7 @@ class Decisions:
     steps: bool = True
     wave: bool = False
     stream: int = 0                 # > 0: the step's read-only inputs stream from device DRAM in panels of this
+    stream_roots: bool = False      # a line's shared panel read by its first core and multicast (dram_roots)
 
     @property
     def family(self) -> str:
@@ -99,7 +100,8 @@ class Decisions:
         if self.wave:
             out += " wavefront"
         if self.stream:
-            out += f" streamed from DRAM (panels of {self.stream})"
+            out += f" streamed from DRAM (panels of {self.stream}" + (", read by line roots and multicast)"
+                                                                       if self.stream_roots else ")")
         return out
 
 
@@ -304,7 +306,7 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
                                     skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
                                     fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps, wave=d.wave,
                                     dram=streamed_arrays(prog, d) if d.stream else (),
-                                    step_tile=d.stream or None)
+                                    step_tile=d.stream or None, dram_roots=d.stream_roots)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
             if caps:
                 check_on_mesh_caps(mp, caps)
@@ -368,7 +370,9 @@ def streamed_arrays(prog: Program, d: Decisions) -> tuple[str, ...]:
 
 def stream_space(prog: Program, decisions: list[Decisions]) -> list[Decisions]:
     """Streamed variants of the unskewed stepped plans among ``decisions`` (SUMMA's family: a step loop whose
-    panels no ring skews), one per panel size of :data:`STREAM_TILES` up to the step loop's extent."""
+    panels no ring skews), per panel size of :data:`STREAM_TILES` up to the step loop's extent: every core
+    reading its own panels, and the first core of each line reading the panel the line shares and multicasting
+    it (``dram_roots``)."""
     out = []
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
@@ -380,8 +384,9 @@ def stream_space(prog: Program, decisions: list[Decisions]) -> list[Decisions]:
         n = loop_extent(main, step)
         for tile in STREAM_TILES:
             if tile < n or tile == STREAM_TILES[0]:
-                out.append(Decisions(d.assignment, d.blocks, d.skew, d.reduce, d.group, d.buffers, d.steps, d.wave,
-                                     tile))
+                for roots in (False, True):
+                    out.append(Decisions(d.assignment, d.blocks, d.skew, d.reduce, d.group, d.buffers, d.steps,
+                                         d.wave, tile, roots))
     return list(dict.fromkeys(out))
 
 
@@ -428,15 +433,19 @@ def stream_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decisi
     step = next(lp for lp in main.loops if kinds[lp] == REDUCTION and lp not in axis_of)
     n = loop_extent(main, step)
     tile = min(d.stream, n)
-    readers = prod(cores.values())
     panel = 0.0
     for a in streamed_arrays(prog, d):
         arr = prog.array(a)
         acc = next(acc for acc in main.reads if acc.array == a)
         elems = 1
+        axes = set()
         for ix, ext in zip(acc.index, arr.shape):
             v = ix.single_var()
             elems *= tile if v == step else ceil(ext / cores[axis_of[v]]) if v in axis_of else ext
+            if v in axis_of:
+                axes.add(axis_of[v])
+        # line roots read a panel their line shares (one spatial axis indexes it); else every core reads
+        readers = cores[axes.pop()] if d.stream_roots and len(axes) == 1 else prod(cores.values())
         panel += target.dram_read_cycles(elems * arr.elem_bytes, readers)
     return work + (panel if d.buffers == 2 else ceil(n / tile) * panel)
 

@@ -74,9 +74,14 @@ def test_csl_refuses_a_streamed_plan():
         render_csl(prog)
 
 
-def test_root_read_multicasts_are_refused_for_now():
-    op = mica.ops.matmul(128, 96, 256, dtype="f32")
-    sched = derive_schedule(op, (3, 4), dram=("A", "B"), step_tile=32, dram_roots=True)
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_root_reads_multicast_along_lines_run_in_the_functional_model(buffers, tmp_path):
+    """dram_roots: the first core of each line reads the panel into its receive buffer and multicasts it (through
+    a landing buffer, as an exchange that sends and receives one buffer); single-buffered on the device."""
+    op = mica.ops.matmul(128, 96, 200, dtype="f32")
+    sched = derive_schedule(op, (3, 4), dram=("A", "B"), step_tile=64, buffers=buffers, dram_roots=True)
     prog = mica.compile_affine(op, mesh=(3, 4), target="wormhole", schedule=sched)
-    with pytest.raises(EmitError, match="dram_roots"):
-        render(prog)
+    files = render(prog)
+    assert "cb_A_recv_landing" in files["kernels/reader_c0.cpp"]
+    code, out = run_emitted(files, tmp_path)
+    assert code == 0 and " ok" in out, out[-2000:]
