@@ -1,7 +1,7 @@
 """Plans that stream operands from device DRAM (Tenstorrent), end to end and small enough for CI.
 
-A wormhole whose L1 is cut to 12 KB per core (6 KB for bf16) cannot hold any resident plan of a 64x64x512
-matmul on 4x4 cores (the rings alone need 17 KB, 8.5 KB in bf16), so the search streams A and B from device DRAM (``Schedule.dram``), each core
+A wormhole whose L1 is cut to 24 KB per core (12 KB for bf16) cannot hold any resident plan of a 128x128x512
+matmul on 4x4 cores (the rings alone need 36 KB, 18 KB in bf16), so the search streams A and B from device DRAM (``Schedule.dram``), each core
 reading its panels per step (:mod:`mica.lower.dram`). The emulator's output is checked against numpy, its DRAM
 bytes and cycles against the cost model; WSE (no DRAM) never gets such a plan; a program larger than the
 device DRAM is a :class:`~mica.errors.DramError`.
@@ -17,9 +17,9 @@ import mica
 from mica.errors import DramError, SramError
 from mica.tiling.mapping import derive_schedule
 
-SMALL_L1 = dataclasses.replace(mica.get_target("wormhole"), sram_bytes=12 * 1024)
-L1_OF = {"f32": SMALL_L1, "bf16": dataclasses.replace(SMALL_L1, sram_bytes=6 * 1024)}
-M, N, K = 64, 64, 512
+SMALL_L1 = dataclasses.replace(mica.get_target("wormhole"), sram_bytes=24 * 1024)
+L1_OF = {"f32": SMALL_L1, "bf16": dataclasses.replace(SMALL_L1, sram_bytes=12 * 1024)}
+M, N, K = 128, 128, 512
 MESH = (4, 4)
 
 
@@ -65,14 +65,15 @@ def test_search_streams_when_nothing_fits_and_the_emulator_agrees(streamed, dtyp
 
 @pytest.mark.parametrize("buffers", [1, 2])
 def test_forced_streamed_plans_model_matches_emulator(buffers):
-    op = mica.ops.matmul(40, 24, 100, dtype="f32")          # partial tiles on every axis and step
+    op = mica.ops.matmul(50, 96, 100, dtype="f32")          # a partial block of rows and a partial last step
     sched = derive_schedule(op, (3, 2), dram=("A", "B"), step_tile=32, buffers=buffers)
+    assert [sm.tile for sm in sched.space] == [32, 32]        # blocks on 32x32 tile boundaries (DRAM pages)
     prog = mica.compile_affine(op, mesh=(3, 2), target="wormhole", schedule=sched)
     rng = np.random.default_rng(1)
-    A, B = rng.standard_normal((40, 100)).astype(np.float32), rng.standard_normal((100, 24)).astype(np.float32)
+    A, B = rng.standard_normal((50, 100)).astype(np.float32), rng.standard_normal((100, 96)).astype(np.float32)
     res = prog.run({"A": A, "B": B})
     np.testing.assert_allclose(res.outputs["C"], A @ B, rtol=1e-4, atol=1e-4)
-    assert res.stats.dram_bytes == prog.cost.dram_bytes == (40 * 100 * 3 + 100 * 24 * 2) * 4   # A per column of cores, B per row
+    assert res.stats.dram_bytes == prog.cost.dram_bytes == (50 * 100 * 3 + 100 * 96 * 2) * 4   # A per column of cores, B per row
     assert res.stats.cycles == pytest.approx(prog.cost.total_cycles, rel=1e-9)
     assert ("hidden behind compute" in str(prog.cost)) == (buffers == 2)
 
@@ -82,15 +83,15 @@ def test_root_reads_multicast_along_lines(buffers):
     """dram_roots: the first core of each row reads A's panel, of each column B's, and multicasts it: one copy of
     each panel leaves DRAM; the model charges every step's multicast its whole path, the emulator only what
     the critical core waits for (within 2 %)."""
-    op = mica.ops.matmul(40, 24, 100, dtype="f32")
+    op = mica.ops.matmul(50, 96, 100, dtype="f32")
     sched = derive_schedule(op, (3, 2), dram=("A", "B"), step_tile=32, buffers=buffers, dram_roots=True)
     prog = mica.compile_affine(op, mesh=(3, 2), target="wormhole", schedule=sched)
     assert "dram_cast_S1" in prog.meshir and "read by the first core of each line" in str(prog.schedule)
     rng = np.random.default_rng(2)
-    A, B = rng.standard_normal((40, 100)).astype(np.float32), rng.standard_normal((100, 24)).astype(np.float32)
+    A, B = rng.standard_normal((50, 100)).astype(np.float32), rng.standard_normal((100, 96)).astype(np.float32)
     res = prog.run({"A": A, "B": B})
     np.testing.assert_allclose(res.outputs["C"], A @ B, rtol=1e-4, atol=1e-4)
-    assert res.stats.dram_bytes == prog.cost.dram_bytes == (40 * 100 + 100 * 24) * 4     # one copy of each
+    assert res.stats.dram_bytes == prog.cost.dram_bytes == (50 * 100 + 100 * 96) * 4     # one copy of each
     assert res.stats.cycles == pytest.approx(prog.cost.total_cycles, rel=0.02)
     assert mica.Schedule.from_json(sched.to_json()) == sched
 
@@ -113,19 +114,19 @@ def test_wse_never_streams():
 
 
 def test_more_than_the_device_dram_is_a_dram_error():
-    tiny = dataclasses.replace(SMALL_L1, dram_bytes=64 * 1024)     # A and B alone are 256 KB
+    tiny = dataclasses.replace(SMALL_L1, dram_bytes=256 * 1024)    # A and B alone are 512 KB
     with pytest.raises(DramError, match="bytes of device DRAM"):
         mica.compile_affine(mica.ops.matmul(M, N, K, dtype="f32"), mesh=MESH, target=tiny)
 
 
 def test_a_loaded_program_binds_its_dram_arrays_every_run():
     """B stays on the mesh between runs (resident), A streams from DRAM: every run binds the new A."""
-    op = mica.ops.matmul(64, 64, 128, dtype="f32")
+    op = mica.ops.matmul(128, 128, 128, dtype="f32")
     sched = derive_schedule(op, (4, 4), dram=("A",), step_tile=32)
     prog = mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=sched, resident=("B",))
     assert prog.mesh_program.dram == ("A",)
     rng = np.random.default_rng(3)
-    A, B = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal((128, 64)).astype(np.float32)
+    A, B = rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
     with prog.load({"B": B}) as mesh:
         for scale in (1.0, 2.0):
             out = mesh.run({"A": A * np.float32(scale)}).outputs["C"]

@@ -259,7 +259,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         assignment = spatial_candidates(prog)[0]
     reasons = _checked_assignment(main, kinds[main.name], assignment, wave)
     cores = _cores_used(mesh, blocks, skew, len(assignment))
-    space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons)
+    # A plan streaming from DRAM reads whole 32x32-tile pages (Tenstorrent): its blocks start on tile boundaries.
+    space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons, DRAM_TILE if dram else 1)
     step = None
     if wave:
         step = _wave_step(prog, space, reasons)
@@ -362,10 +363,15 @@ def _cores_used(mesh: tuple[int, int], blocks: dict[str, int] | None, skew: str,
     return cores
 
 
+#: The tile granularity of a plan streaming from device DRAM: Tenstorrent's 32x32 tiles, one DRAM page each.
+DRAM_TILE = 32
+
+
 def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
-                cores: dict[str, int], reasons: list[str]) -> list[SpaceMap]:
+                cores: dict[str, int], reasons: list[str], align: int = 1) -> list[SpaceMap]:
     """Step 1: each assigned loop block-tiled over the cores used along its axis,
-    ``{ S[.., l, ..] -> core[x] : x = floor(l / tile) }``; appends the reason for each to ``reasons``."""
+    ``{ S[.., l, ..] -> core[x] : x = floor(l / tile) }``, the tile rounded up to a multiple of ``align`` (a plan
+    streaming from DRAM: :data:`DRAM_TILE`); appends the reason for each to ``reasons``."""
     reds = reductions(prog)
     space = []
     for lp, axis in assignment:
@@ -374,6 +380,7 @@ def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: 
         n = max([loop_extent(main, lp)] + [prog.array(a.array).shape[d] for a in main.accesses
                                             for d, ix in enumerate(a.index) if ix.single_var() == lp])
         tile = max(1, ceil(n / cores[axis]))
+        tile = ceil(tile / align) * align if align > 1 else tile
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
             f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)" \
