@@ -15,6 +15,11 @@ of cores shares is read by the line's first core only and multicast along the li
 ``matmul_multicore_reuse_mcast``): one copy of each panel crosses the DRAM interface, and the multicast
 starts once the root's read is done (the emulator times a prefetched multicast from the later of the
 previous compute's start and the root's last DRAM read).
+
+Outputs stay in L1: the written array keeps its home block on every core (at 4096^3 bf16 on 8x8 Wormhole C's
+512x512 block is 512 KiB of the 1464 KiB L1, next to two double-buffered 32-wide panels of 32 KiB each) and is
+stored to the host at the end. A block that does not fit is an :class:`~mica.errors.SramError` (16384^3 on 8x8:
+8 MiB per core); writing C back to DRAM block by block is not built.
 """
 
 from __future__ import annotations
