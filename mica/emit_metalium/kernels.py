@@ -326,6 +326,7 @@ class _Reader:
             if isinstance(op, Exchange) and plan.is_double(self.ex_index[id(op)]):
                 self.loop_var[self.ex_index[id(op)]] = scope[-1][0]
         self.hosts = dict(plan.prefetch_at)
+        self.dram_hosts = dict(plan.dram_hosts)
         self.kinds = {o.kernel: o.kind for o in plan.tile_ops}
         self.kernel_of_class = {cls.name: k for k in mp.kernels for cls in k.classes}
         self.steps = kernel_steps(mp)
@@ -422,18 +423,37 @@ class _Reader:
     def on_dram(self, out, op: DramLoad, ind):
         """A DRAM load in the body: this core reads the pages of its panel at the current step from the array's
         interleaved DRAM buffer (its row-major image of 32x32 tiles, one tile a page) into the buffer's CB; tiles
-        past the array's edge are zeroed. Single-buffered: the read completes before the step's compute."""
+        past the array's edge are zeroed. Single-buffered, the read completes before the step's compute;
+        double-buffered (``plan.dram_double``), only step 0's is read here, into the next slot, the others during
+        the compute of the step before (:meth:`on_compute`)."""
+        if op.name in self.plan.dram_double:
+            v = cexpr.var_c("t")
+            out.append(f"{ind}// MeshIR: dram_load {op.array} -> {op.dst}, double-buffered: each step's pages were read "
+                       f"into the next slot during the step before, except at t = 0:")
+            out.append(f"{ind}if ({v} == 0) {{")
+            self.dram_read(out, op, ind + "    ")
+            out.append(f"{ind}}}")
+            return
+        self.dram_read(out, op, ind)
+
+    def dram_read(self, out, op: DramLoad, ind):
+        """The reads of ``op``'s pages at the current step into its CB (a double buffer: its next slot, reserved
+        before and pushed after)."""
         t = self.mp.tensor(op.dst)
         c = self.plan.tensor_cb(op.dst)
         rows, cols = (-(-d.extent // 32) for d in t.box)            # the array's tile image (plan: 2D)
         tr, tc = tile_grid(t)                                        # the panel's tiles on this core
         first = [f"({d.tile // 32} * {({'x': 'my_x', 'y': 'my_y'}.get(d.coord) or cexpr.var_c(d.coord))})"
                  if d.coord is not None else "0" for d in t.box]
+        double = c.slots > 1
         out += [f"{ind}// MeshIR: dram_load {op.array} -> {op.dst} on {op.rect}: this core's {tr}x{tc} tile(s) of "
                 f"{t.array}'s panel at this step, pages of its row-major {rows}x{cols}-tile image in DRAM"
-                + (" (prefetched in MeshIR; emitted single-buffered)" if op.prefetch else ""),
-                f"{ind}{{",
-                f"{ind}    const InterleavedAddrGenFast<true> gen = {{.bank_base_address = {dram_stream_arg(op.array)}, "
+                + (" (prefetched in MeshIR; emitted single-buffered)" if op.prefetch and not double else ""),
+                f"{ind}{{"]
+        if double:
+            out.append(f"{ind}    cb_reserve_back({c.name}, {c.slot_pages});  // the next slot: free once compute "
+                       f"popped it")
+        out += [f"{ind}    const InterleavedAddrGenFast<true> gen = {{.bank_base_address = {dram_stream_arg(op.array)}, "
                 f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
                 f"{ind}    const int32_t r0 = {first[0]}, c0 = {first[1]};  // the panel's first tile row and column",
                 f"{ind}    for (int32_t r = 0; r < {tr}; ++r) {{",
@@ -446,8 +466,26 @@ class _Reader:
                 f"{ind}            }}",
                 f"{ind}        }}",
                 f"{ind}    }}",
-                f"{ind}    noc_async_read_barrier();",
-                f"{ind}}}"]
+                f"{ind}    noc_async_read_barrier();"]
+        if double:
+            out.append(f"{ind}    cb_push_back({c.name}, {c.slot_pages});")
+        out.append(f"{ind}}}")
+
+    def dram_turn(self, out, op: Compute, ind, names: tuple[str, ...]):
+        """The compute kernel's turn while the reader reads the next step's pages of the DRAM loads ``names``
+        into their next slots."""
+        loads = {o.name: o for o, _ in self.mp.walk() if isinstance(o, DramLoad)}
+        count = next(dict(scope)["t"] for o, scope in self.mp.walk() if o is loads[names[0]])
+        v = cexpr.var_c("t")
+        out += [f"{ind}// MeshIR: compute {op.kernel} on {op.rect}; while it runs, the next step's DRAM pages "
+                f"({', '.join(loads[n].array for n in names)}) are read into the other slots",
+                f"{ind}cb_reserve_back(cb_tok_r2c, 1);", f"{ind}cb_push_back(cb_tok_r2c, 1);",
+                f"{ind}if ({v} + 1 < {count}) {{", f"{ind}    const int32_t next = {v} + 1;", f"{ind}    {{",
+                f"{ind}        const int32_t {v} = next;  // the loads' expressions at the next step"]
+        for n in names:
+            self.dram_read(out, loads[n], ind + "        ")
+        out += [f"{ind}    }}", f"{ind}}}", f"{ind}cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step",
+                f"{ind}cb_pop_front(cb_tok_c2r, 1);"]
 
     def on_compute(self, out, op: Compute, ind, scope):
         """A compute in the body: the compute kernel's turn (overlapped with the next step's exchange where the
@@ -455,6 +493,8 @@ class _Reader:
         xi = self.hosts.get(id(op))
         if xi is not None:
             self.prefetching_turn(out, op, ind, xi)
+        elif id(op) in self.dram_hosts:
+            self.dram_turn(out, op, ind, self.dram_hosts[id(op)])
         elif self.kinds[op.kernel] != "generic":
             out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
         else:
@@ -632,6 +672,15 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
     guards = dict(plan.guards)
 
+    def on_dram(out, op: DramLoad, ind):
+        if op.name not in plan.dram_double:
+            return
+        c = plan.tensor_cb(op.dst)
+        out.append(f"{ind}// MeshIR: dram_load {op.array} -> {op.dst} (double-buffered) runs on the reader: wait until "
+                   f"this step's slot is there behind the old one, then release the old one")
+        out.append(f"{ind}cb_wait_front({c.name}, {2 * c.slot_pages});  // the old slot and this step's")
+        out.append(f"{ind}cb_pop_front({c.name}, {c.slot_pages});  // the old one: the reader may refill it")
+
     def on_compute(out, op: Compute, ind, scope):
         if op.kernel in generic:
             out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect} runs on the reader (generic path)")
@@ -662,7 +711,7 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
         out.append(f"{ind}cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again")
         out.append(f"{ind}cb_push_back(cb_tok_c2r, 1);")
 
-    lines += _Body(mp, on_exchange, on_compute).run(_body_ops(mp), "    ")
+    lines += _Body(mp, on_exchange, on_compute, on_dram).run(_body_ops(mp), "    ")
     lines += ["}", ""]
     return "\n".join(lines)
 

@@ -198,6 +198,8 @@ class MetalPlan:
     kernel_args: tuple[KernelArgs, ...] = ()
     double: DoubleBuffering | None = None        # the prefetched exchanges emitted double-buffered
     prefetch_at: tuple[tuple[int, int], ...] = ()  # (id of the Compute op that hosts it, exchange index)
+    dram_double: tuple[str, ...] = ()            # DRAM loads emitted double-buffered (names)
+    dram_hosts: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (id of the Compute op that hosts them, loads)
 
     def is_double(self, ex_index: int) -> bool:
         return self.double is not None and ex_index in self.double.exchanges
@@ -261,9 +263,12 @@ class MetalPlan:
             d = self.double
             names = [ex.name for ex, _ in _exchanges(mp)]
             done = [names[i] for i in sorted(d.exchanges)]
-            loads = {op.name: DRAM_SINGLE for op, _ in mp.walk() if isinstance(op, DramLoad) and op.prefetch}
+            loads = {op.name: DRAM_SINGLE for op, _ in mp.walk()
+                     if isinstance(op, DramLoad) and op.prefetch and op.name not in self.dram_double}
             if loads:
                 d = DoubleBuffering(d.exchanges, d.buffers, {**d.dropped, **loads})
+            if self.dram_double:
+                db = {**db, "dram_loads_emitted": list(self.dram_double), "dram_note": DRAM_DOUBLE}
             if not d.dropped:
                 doc["double_buffering"] = {**db, "emitted": True, "note": EMITTED_NOTE}
             else:
@@ -287,6 +292,9 @@ PARTIAL_NOTE = ("the exchanges in emitted_exchanges are emitted double-buffered;
 DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")
 
 
+DRAM_DOUBLE = ("a prefetched DRAM load is emitted double-buffered: its buffer is a CB of two slots; the reader reads "
+               "step t+1's pages into the next slot (cb_reserve_back waits until compute popped it) while compute "
+               "works on step t, and compute pops the old slot at each step once the new one is there")
 DRAM_SINGLE = ("a prefetched DRAM load is emitted single-buffered: the reader reads each step's pages before that "
                "step's compute (the overlap the cost model and the emulator assume is not realised on hardware)")
 
@@ -379,7 +387,7 @@ def _phases(mp: MeshProgram) -> list[int]:
     return [k for k, top in enumerate(mp.body) for op, _ in walk_ops((top,)) if isinstance(op, Exchange)]
 
 
-def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]:
+def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozenset = frozenset()) -> tuple[CB, ...]:
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
     loaded = [op.buffer for op, _ in mp.walk() if isinstance(op, HostLoad)]
@@ -406,7 +414,7 @@ def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]
     for t in sorted(mp.tensors, key=lambda t: (0 if t.name in loaded else 1 if t.name in stored else 2)):
         start = 0 if t.name in loaded else 16 if t.name in stored else 24
         r, c = tile_grid(t)
-        k = 2 if t.name in double.buffers else 1
+        k = 2 if t.name in double.buffers or t.name in dram_two else 1
         out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, k * r * c, fmt, k))
     for name in landing:
         r, c = tile_grid(mp.tensor(name))
@@ -685,7 +693,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     _check_padding(mp, {o.kernel: o for o in tile_ops})
     kinds = {o.kernel: o.kind for o in tile_ops}
     double = double_buffering(mp, lambda op, scope, two: _metal_reason(mp, kinds, op, scope, two))
-    cbs = _cbs(mp, dtype, double)
+    dram_hosts = _dram_double(mp, kinds)
+    dram_loads = {op.name: op for op, _ in mp.walk() if isinstance(op, DramLoad)}
+    dram_two = frozenset(dram_loads[n].dst for _, names in dram_hosts for n in names)
+    cbs = _cbs(mp, dtype, double, dram_two)
     w = mp.region
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
@@ -703,7 +714,34 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
             hosts.append((id(_host_compute(mp, ex)), i))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
                      transfers, tile_ops, dtype, l1, guards,
-                     _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts))
+                     _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts),
+                     tuple(n for _, names in dram_hosts for n in names), dram_hosts)
+
+
+def _dram_double(mp: MeshProgram, kinds: dict) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Per loop whose prefetched DRAM loads the reader double-buffers, (id of the compute that hosts them: the
+    reader reads the next step's pages while it runs, the loads' names). A loop qualifies when it holds no
+    exchange (every core reads its own panels), a compute follows the loads in its body, and every compute
+    reading their buffers is a tile routine of that body after them (the compute kernel pops the old slot)."""
+    out = []
+    for loop, _ in mp.walk():
+        if not isinstance(loop, Loop):
+            continue
+        body = list(loop.body)
+        loads = [op for op in body if isinstance(op, DramLoad) and op.prefetch]
+        if not loads or any(isinstance(op, (Exchange, Loop)) for op in body):
+            continue
+        last = max(body.index(op) for op in loads)
+        host = next((op for op in body[last + 1:] if isinstance(op, Compute)), None)
+        if host is None:
+            continue
+        bufs = {op.dst for op in loads}
+        after = {id(op) for op in body[last + 1:]}
+        ok = all(id(op) in after and kinds.get(op.kernel) != "generic"
+                 for op, _ in mp.walk() if isinstance(op, Compute) and _kernel_reads(mp, op.kernel) & bufs)
+        if ok:
+            out.append((id(host), tuple(op.name for op in loads)))
+    return tuple(out)
 
 
 def _check_dram_panel(mp: MeshProgram, op: DramLoad) -> None:

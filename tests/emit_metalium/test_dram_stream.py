@@ -45,15 +45,23 @@ def test_searched_bf16_streamed_plan_runs_in_the_functional_model(searched_bf16,
     assert code == 0 and "C: max" in out and " ok" in out, out[-2000:]
 
 
-def test_two_tile_panels_with_a_partial_last_step_and_the_plan_record(tmp_path):
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_two_tile_panels_with_a_partial_last_step_and_the_plan_record(buffers, tmp_path):
+    """Double-buffered loads become two-slot CBs: the reader reads step t+1's pages while compute runs step t."""
     op = mica.ops.matmul(128, 96, 200, dtype="f32")       # K = 200: the last panel is 8 wide (zero padding)
-    sched = derive_schedule(op, (3, 4), dram=("A", "B"), step_tile=64, buffers=2)
+    sched = derive_schedule(op, (3, 4), dram=("A", "B"), step_tile=64, buffers=buffers)
     prog = mica.compile_affine(op, mesh=(3, 4), target="wormhole", schedule=sched)
     files = render(prog)
     plan = json.loads(files["plan.json"])
-    db = plan["double_buffering"]
-    assert db["emitted"] is False and set(db["dropped"]) == {"dram_S1_A_recv", "dram_S1_B_recv"}
-    code, out = run_emitted(files, tmp_path)
+    if buffers == 2:
+        db = plan["double_buffering"]
+        assert db["emitted"] is True and db["dram_loads_emitted"] == ["dram_S1_A_recv", "dram_S1_B_recv"]
+        assert {c["name"]: c.get("slots", 1) for c in plan["circular_buffers"]}["cb_A_recv"] == 2
+        assert "the next step's DRAM pages" in files["kernels/reader_c0.cpp"]
+    else:
+        assert "double_buffering" not in plan
+    assert syntax_errors(files, tmp_path / "syntax") == {}
+    code, out = run_emitted(files, tmp_path / "run")
     assert code == 0 and " ok" in out, out[-2000:]
 
 
