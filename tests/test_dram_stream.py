@@ -96,6 +96,13 @@ def test_root_reads_multicast_along_lines(buffers):
     assert mica.Schedule.from_json(sched.to_json()) == sched
 
 
+def test_streamed_runs_do_not_depend_on_the_thread_count(streamed):
+    A, B = _inputs("bf16")
+    one, two = (streamed["bf16"].run({"A": A, "B": B}, threads=n) for n in (1, 2))
+    assert np.array_equal(one.outputs["C"].view(np.uint16), two.outputs["C"].view(np.uint16))
+    assert one.stats.cycles == two.stats.cycles and one.stats.dram_bytes == two.stats.dram_bytes
+
+
 def test_resident_plans_stay_when_they_fit():
     op = mica.ops.matmul(M, N, K, dtype="f32")
     prog = mica.compile_affine(op, mesh=MESH, target="wormhole")
