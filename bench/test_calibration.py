@@ -8,7 +8,7 @@ mesh (the real grid the measurement used), the plan (the search's choice, or a n
 :mod:`mica.tiling.plans`), the constants of :mod:`mica.targets` the modelled figure depends on, the modelled
 figure (from ``compile_affine(...).cost``, nothing hard-coded) and the ratio modelled / published. Plan-ranking
 rows compare two plans' modelled cycles with the published direction (WaferLLM's MeshGEMM against SUMMA and
-Cannon). A published case MICA cannot model today (it needs DRAM streaming, math fidelities or block floats)
+Cannon). A published case MICA cannot model today (it needs C written back to DRAM, math fidelities or block floats)
 is a row too, with the reason; where a program exists its compile is attempted and must fail as stated.
 
 Source keys are those of the team's hardware notes (``reference/hardware.md``: WLLM-PAPER, TT-GEMM, TT-DRAM,
@@ -166,26 +166,30 @@ ROWS: tuple[Row, ...] = (
         case=Case("mica.ops.matmul(2048, 2048, 2048, 'bf16')",
                   lambda: mica.ops.matmul(2048, 2048, 2048, "bf16"), (8, 8), "wormhole"),
         flops=_matmul_flops(2048, 2048, 2048), constants=GEMM_CONSTANTS, published_text="51.67 TFLOP/s",
-        notes="the measurement keeps in1 in DRAM; MICA holds every array in L1 (no DRAM streaming)"),
+        notes="the measurement keeps in1 in DRAM; MICA holds every array in L1 (it streams from DRAM only when "
+              "no resident plan fits)"),
     Row("matmul 2560x4224x4224 bf16 HiFi4 on P150 11x10 (trace)", "blackhole", 142.42, "TFLOP/s",
         TT_GEMM_P150 + ", row m=2560 k=4224 n=4224 BFLOAT16 HiFi4, trace: 641,434.19 ns",
         case=Case("mica.ops.matmul(2560, 4224, 4224, 'bf16')",
                   lambda: mica.ops.matmul(2560, 4224, 4224, "bf16"), (11, 10), "blackhole"),
         flops=_matmul_flops(2560, 4224, 4224), constants=GEMM_CONSTANTS, published_text="142.42 TFLOP/s",
-        notes="the measurement keeps in1 in DRAM; MICA holds every array in L1 (no DRAM streaming)"),
+        notes="the measurement keeps in1 in DRAM; MICA holds every array in L1 (it streams from DRAM only when "
+              "no resident plan fits)"),
     Row("matmul 16384^3 bf16 HiFi4 on N150 8x8 (DRAM)", "wormhole", 54.31, "TFLOP/s",
         TT_GEMM_N150 + ", row 16384^3 BFLOAT16 HiFi4, no trace, all DRAM",
         case=Case("mica.ops.matmul(16384, 16384, 16384, 'bf16')",
                   lambda: mica.ops.matmul(16384, 16384, 16384, "bf16"), (8, 8), "wormhole"),
         published_text="54.31 TFLOP/s",
-        unmodelled="the arrays (1.5 GB) live in device DRAM and stream into L1; MICA has no DRAM streaming, so "
-                   "no plan fits the 1464 KiB L1 (SramError)"),
+        unmodelled="the arrays (1.5 GB) live in device DRAM and stream into L1; MICA streams A and B from DRAM "
+                   "but keeps C's block in L1 (2048x2048 bf16 = 8 MiB per core here), so no plan fits the 1464 KiB "
+                   "L1 (SramError); writing C back to DRAM block by block is not built"),
     Row("matmul 20480x22528x22528 bf16 HiFi4 on P150 11x10 (DRAM)", "blackhole", 127.77, "TFLOP/s",
         TT_GEMM_P150 + ", row m=20480 k=22528 n=22528 BFLOAT16 HiFi4, trace, all DRAM",
         case=Case("mica.ops.matmul(20480, 22528, 22528, 'bf16')",
                   lambda: mica.ops.matmul(20480, 22528, 22528, "bf16"), (11, 10), "blackhole"),
         published_text="127.77 TFLOP/s",
-        unmodelled="the arrays live in device DRAM and stream into L1; MICA has no DRAM streaming (SramError)"),
+        unmodelled="the arrays live in device DRAM and stream into L1; MICA streams A and B but keeps C's block "
+                   "in L1 (about 2048x2048 bf16 = 8 MiB per core here), so no plan fits (SramError)"),
     Row("matmul 4096^3 BFLOAT4_B LoFi on N150 8x8", "wormhole", 192.74, "TFLOP/s",
         TT_GEMM_N150 + ", row 4096^3 BFLOAT4_B LoFi, no trace",
         published_text="192.74 TFLOP/s",
@@ -193,10 +197,14 @@ ROWS: tuple[Row, ...] = (
                    "block-float dtype (bfp4_b/bfp8_b)"),
     Row("DRAM read bandwidth, Wormhole microbenchmark", "wormhole", 267.0, "GB/s",
         "TT-DRAM (Saturating_DRAM_bandwidth.md, as summarised in hardware.md 1b: 267 of 288 GB/s)",
-        published_text="267 GB/s", unmodelled="MICA models no device DRAM: every array is SRAM/L1-resident"),
+        published_text="267 GB/s", unmodelled="MICA's DRAM level (mica.targets) uses the 288 GB/s spec-sheet "
+                                               "peak, not this attainable rate, and no program measures DRAM "
+                                               "bandwidth alone"),
     Row("DRAM read bandwidth, Blackhole microbenchmark", "blackhole", 500.0, "GB/s",
         "TT-DRAM (Saturating_DRAM_bandwidth_Blackhole.md, as summarised in hardware.md 1b: 500 of 512 GB/s)",
-        published_text="500 GB/s", unmodelled="MICA models no device DRAM: every array is SRAM/L1-resident"),
+        published_text="500 GB/s", unmodelled="MICA's DRAM level (mica.targets) uses the 512 GB/s spec-sheet "
+                                               "peak, not this attainable rate, and no program measures DRAM "
+                                               "bandwidth alone"),
 )
 
 BY_NAME = {r.name: r for r in ROWS}

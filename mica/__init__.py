@@ -10,7 +10,7 @@ Usage::
 """
 
 from . import ops, testing
-from .errors import (AffineError, ArgumentError, CommError, EmitError, InputError, LoadError, MeshError, MeshIRError,
+from .errors import (AffineError, ArgumentError, CommError, DramError, EmitError, InputError, LoadError, MeshError, MeshIRError,
                      MicaError, NotAffineError, ScheduleError, SimError, SramError, TargetError)
 from .pipeline import CompiledProgram, compile_affine, load
 from .targets import TARGETS, Target, get_target
@@ -22,5 +22,5 @@ __version__ = "0.1.0"
 __all__ = [
     "ops", "plans", "testing", "compile_affine", "load", "CompiledProgram", "Schedule", "Target", "TARGETS",
     "get_target", "MicaError", "MeshError", "TargetError", "AffineError", "NotAffineError", "ScheduleError",
-    "SramError", "CommError", "MeshIRError", "EmitError", "InputError", "LoadError", "SimError", "ArgumentError",
+    "SramError", "DramError", "CommError", "MeshIRError", "EmitError", "InputError", "LoadError", "SimError", "ArgumentError",
 ]

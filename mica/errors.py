@@ -10,7 +10,8 @@ wrapped in one of these with context; they are never leaked raw. ::
     ├── AffineError      a program that is malformed (front end, builders)
     │   └── NotAffineError   a construct outside the affine subset
     ├── ScheduleError    no legal/fitting schedule; a forced schedule that does not apply
-    │   └── SramError        per-core data that cannot fit the target's SRAM
+    │   ├── SramError        per-core data that cannot fit the target's SRAM
+    │   └── DramError        arrays that cannot fit the target's device DRAM
     ├── CommError        communication that cannot be derived, classified or routed
     ├── MeshIRError      a MeshIR program that fails verification
     ├── EmitError        code generation or native compilation failed
@@ -94,6 +95,16 @@ class SramError(ScheduleError):
     when known (the search shows the rejected plan that came closest)."""
 
     def __init__(self, message: str, *, needed: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.needed = needed
+
+
+class DramError(ScheduleError):
+    """Arrays that cannot fit the target's device DRAM (a plan streaming from DRAM keeps the program's inputs
+    and outputs there); ``needed`` is the bytes asked for."""
+
+    def __init__(self, message: str, *, needed: int | None = None, **kw):
+        kw.setdefault("cause", "dram")
         super().__init__(message, **kw)
         self.needed = needed
 

@@ -95,6 +95,12 @@ class Target:
     and ``queue_depth``, the flits one router input queue (per input port and colour) and one core receive
     queue hold; the router latency is ``hop_latency`` and a flit is ``link_bytes_per_cycle`` bytes (one link
     carries one per cycle per direction, and so does a ramp).
+
+    The **DRAM level** (Tenstorrent: device GDDR6 behind the grid; none on WSE, ``dram_bytes == 0``):
+    ``dram_bytes`` the device memory arrays may live in, ``dram_bytes_per_cycle`` the bandwidth every core of
+    the chip shares (in the cycles of ``clock_ghz``), ``dram_core_bytes_per_cycle`` what one core's reader
+    achieves on its own, and ``dram_latency`` the cycles before the first byte of a read arrives. See
+    :attr:`has_dram` and :meth:`dram_read_cycles`.
     """
 
     name: str
@@ -110,6 +116,10 @@ class Target:
     extra: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     ramp_latency: int = 0
     queue_depth: int = 8
+    dram_bytes: int = 0
+    dram_bytes_per_cycle: float = 0.0
+    dram_core_bytes_per_cycle: float = 0.0
+    dram_latency: float = 0.0
 
     def __post_init__(self):
         w, h = self.grid
@@ -120,6 +130,10 @@ class Target:
                               f"got {self.ramp_latency!r}")
         if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int) or not 1 <= self.queue_depth <= 4096:
             raise TargetError(f"target {self.name!r}: queue depth must be 1..4096 flits, got {self.queue_depth!r}")
+        if self.dram_bytes < 0 or (self.dram_bytes > 0 and not (
+                self.dram_bytes_per_cycle > 0 and self.dram_core_bytes_per_cycle > 0 and self.dram_latency >= 0)):
+            raise TargetError(f"target {self.name!r}: a DRAM level needs a positive size, positive chip and per-core "
+                              f"bandwidths and a latency >= 0")
         missing = [d for d in DTYPES if d not in self.flops_per_cycle and d != "bf16"]
         if missing:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
@@ -146,6 +160,21 @@ class Target:
             return self.flops_per_cycle[dtype]
         except KeyError:
             raise TargetError(f"target {self.name!r} has no figure for dtype {dtype!r}") from None
+
+    @property
+    def has_dram(self) -> bool:
+        """Whether arrays may live in device DRAM and stream into the cores (Tenstorrent); WSE has no such level."""
+        return self.dram_bytes > 0
+
+    def dram_read_cycles(self, core_bytes: float, cores: int) -> float:
+        """Cycles for each of ``cores`` cores to read ``core_bytes`` from DRAM at once: the latency, then the
+        bytes at the smaller of one core's rate and its share of the chip's bandwidth."""
+        if not self.has_dram:
+            raise TargetError(f"target {self.name!r} has no DRAM level")
+        if core_bytes <= 0:
+            return 0.0
+        rate = min(self.dram_core_bytes_per_cycle, self.dram_bytes_per_cycle / max(cores, 1))
+        return self.dram_latency + core_bytes / rate
 
     def cycles_to_seconds(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e9)
@@ -230,6 +259,15 @@ WAVELET_CONSTANTS_SOURCES = MappingProxyType({
 #   * colours: 12: request VCs of the 16 per NoC channel (12 request + 4 response) [TT-ISA DRAMTile, NoC/README.md]
 #   * ramp_latency: 5: ~5 cycles NIU <-> router at each end [TT-ISA NoC/README.md]
 #   * queue_depth: EST 16 flits: enough for a 9-cycle hop's credit loop; not published
+#   * dram_bytes: 12 GiB: 12 channels x 1 GiB of GDDR6 on n150 [TT-ISA WormholeB0/DRAMTile/README.md: "12x 1 GiB
+#     channels of GDDR6"; TT-SPEC: 12 GB] (the n300's 24 GB is two chips' 12 each)
+#   * dram_bytes_per_cycle: 288: 288 GB/s at 12 GT/s [TT-SPEC; TT-DRAM Saturating_DRAM_bandwidth.md table "DRAM spec
+#     speed 288"] at the 1 GHz clock; the DRAM microbenchmark reaches 267 GB/s (92%) [TT-DRAM], which the model
+#     does not assume (EST: peak, as for the other rates)
+#   * dram_core_bytes_per_cycle: 22: one core's ideal DRAM read [tt-metal tests/tt_metal/tt_metal/data_movement/
+#     documentation/ideal_performance.md @ 6d7ceb6a: "DRAM Read 22" B/cycle on Wormhole B0]
+#   * dram_latency: EST 600 cycles: no published DRAM read latency was found; a round trip over the NoC (at most
+#     ~20 hops x 9 cycles each way, TT-ISA NoC) plus the GDDR6 access (EST ~200 ns)
 # blackhole:
 #   * grid: 11x10 compute grid since firmware 19.5.0 [TT-BH]; TT-GEMM also quotes 13x10
 #   * sram_bytes: 1,499,136 B = 1464 KB L1 [TT-BH]
@@ -242,6 +280,11 @@ WAVELET_CONSTANTS_SOURCES = MappingProxyType({
 #   * colours: EST 12: Wormhole's request VCs, assumed equal
 #   * ramp_latency: EST 5: Wormhole's NIU latency, assumed equal
 #   * queue_depth: EST 16 flits, as Wormhole
+#   * dram_bytes: 32 GB GDDR6 on p150a (p100a 28 GB) [TT-SPEC blackhole/specifications]
+#   * dram_bytes_per_cycle: 512 GB/s at 16 GT/s [TT-SPEC] / 1.35 GHz = 379.3 B/cycle; the Blackhole DRAM report
+#     reaches 500 of 512 GB/s (98%) [TT-DRAM Saturating_DRAM_bandwidth_Blackhole.md], not assumed
+#   * dram_core_bytes_per_cycle: 33: one core's ideal DRAM read [ideal_performance.md @ 6d7ceb6a, as Wormhole's]
+#   * dram_latency: EST 800 cycles: Wormhole's estimate scaled by the faster clock (no published figure)
 TARGETS: Mapping[str, Target] = MappingProxyType({
     # Cerebras WSE-2: 750x994 program rectangle [CSLEX single-tile-matvec; fabric 757x996 WLLM-REPO] minus
     # memcpy columns/rows; 48 KB per PE [SDK-APPX]; 1.1 GHz [WLLM-PAPER, HC34] (CSLEX scripts assume 850 MHz);
@@ -263,17 +306,23 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
     # 1 GHz [TT-SPEC], fp16 1024 FLOP/cycle = HiFi4 [TT-GEMM], 32 B/cycle per NoC link [TT-ISA NoC],
     # 9 cycles per router hop [TT-ISA NoC], relay 300 cycles (EST), 16 VCs of which 12 carry requests
     # [TT-ISA]; fp32 on the 32-lane SFPU (64 FLOP/cycle) [TT-ISA VectorUnit]. Wavelet level: ~5 cycles
-    # NIU <-> router at each end [TT-ISA], queues of 16 flits (EST). Per field: the comment block above.
+    # NIU <-> router at each end [TT-ISA], queues of 16 flits (EST). DRAM: 12 GiB GDDR6 at 288 GB/s [TT-SPEC,
+    # TT-ISA DRAMTile], 22 B/cycle for one core's reader [tt-metal ideal_performance.md], latency EST. Per
+    # field: the comment block above.
     "wormhole": Target("wormhole", (8, 8), 1499136, 1.0, _fl(1024, 64, 32), 32.0, 9.0, 300.0, 12,
-                       notes="fp16 rate at HiFi4; relay cost and wavelet-level queue depth are estimates",
-                       ramp_latency=5, queue_depth=16),
+                       notes="fp16 rate at HiFi4; relay cost, wavelet-level queue depth and DRAM latency are "
+                             "estimates",
+                       ramp_latency=5, queue_depth=16, dram_bytes=12 * 2 ** 30, dram_bytes_per_cycle=288.0,
+                       dram_core_bytes_per_cycle=22.0, dram_latency=600.0),
     # Blackhole p150a: 11x10 compute grid (current firmware) [TT-BH], 1464 KB L1 [TT-BH], 1.35 GHz [TT-SPEC],
     # fp16 1024 = HiFi4 [TT-GEMM], 64 B/cycle NoC [TT-DRAM BH]; hop 9, ramp 5, SFPU 64, VCs 12, relay and
-    # queue depth assumed equal to Wormhole (EST). Per field: the comment block above.
+    # queue depth assumed equal to Wormhole (EST). DRAM: 32 GB GDDR6 at 512 GB/s [TT-SPEC], 33 B/cycle for one
+    # core [tt-metal ideal_performance.md], latency EST. Per field: the comment block above.
     "blackhole": Target("blackhole", (11, 10), 1499136, 1.35, _fl(1024, 64, 32), 64.0, 9.0, 300.0, 12,
                         notes="hop latency, ramp latency and SFPU width assumed equal to Wormhole (EST); queue "
-                              "depth an estimate",
-                        ramp_latency=5, queue_depth=16),
+                              "depth and DRAM latency estimates",
+                        ramp_latency=5, queue_depth=16, dram_bytes=32 * 10 ** 9, dram_bytes_per_cycle=512.0 / 1.35,
+                        dram_core_bytes_per_cycle=33.0, dram_latency=800.0),
     # A generic large mesh for tests: 1024x1024 cores, 64 KiB each, round figures.
     "generic": Target("generic", (1024, 1024), 65536, 1.0, _fl(8, 4, 2), 8.0, 1.0, 10.0, 24,
                       notes="round figures for tests; not a real machine", ramp_latency=0, queue_depth=8),

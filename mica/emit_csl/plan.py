@@ -277,6 +277,9 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int) -> tu
 
 
 def _steps(mp: ir.MeshProgram, double: DoubleBuffering) -> tuple[list[Step], list[ir.HostLoad], list[ir.HostStore], list]:
+    if mp.dram:
+        raise EmitError(f"CSL back end: {mp.name} streams {', '.join(mp.dram)} from device DRAM (a Tenstorrent plan); "
+                        f"the WSE has no device DRAM: every array lives in the PEs' SRAM")
     body = list(mp.body)
     loads, stores = [], []
     while body and isinstance(body[0], ir.HostLoad):

@@ -20,6 +20,12 @@ reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluati
 :mod:`.host`, :mod:`.validate`, ``include/`` (declarations of the API subset, each read from a tt-metal
 header at a named commit, for ``g++ -fsyntax-only`` and the API-name test).
 
+Data formats: f32 arrays become Float32 tiles, bf16 arrays Float16_b tiles (2048 B): the host stages them
+through tt-metal's host ``bfloat16`` (the reference keeps bf16 bit patterns, :mod:`mica.codeprint.half`), the
+generic path's scalar loops read each element as an f32 and round what they store, and the check allows
+:data:`.api.CHECK_TOLERANCE` (the device rounds each step's partial tiles when packing, the reference every
+update). f16 (Float16) is refused by name.
+
 Runtime parameters (``runtime=``): ``host.cpp`` takes each value as an argument ``<name>=<value>``,
 checks it against the declared range and passes it as the last runtime arg of every reader and compute
 kernel, which read it as ``rp_<name>`` (:func:`.plan.runtime_arg`).

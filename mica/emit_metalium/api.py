@@ -21,15 +21,26 @@ TT_METAL_VERSION = "tt-metal main of July 2026 (matmul.h @ 01c8afed, after PR #5
 TILE = 32
 FACE = 16
 
-#: MICA dtype -> (tt::DataFormat, C++ element type, bytes per element). Tenstorrent has no f64 format.
+#: MICA dtype -> (tt::DataFormat, C++ element type in L1, bytes per element). Tenstorrent has no f64 format.
+#: bf16 tiles are Float16_b (bfloat16, the matrix FPU's native input format), held in L1 and in the kernels'
+#: scalar loops as ``uint16_t`` bit patterns (the upper half of an f32; :mod:`mica.codeprint.half`).
 DATA_FORMATS = MappingProxyType({
     "f32": ("tt::DataFormat::Float32", "float", 4),
+    "bf16": ("tt::DataFormat::Float16_b", "uint16_t", 2),
 })
 
-#: The 16-bit tile formats a bf16 / f16 tensor would take (tt-metal's tt::DataFormat: Float16_b is bfloat16,
-#: the matrix FPU's native input format; Float16 is IEEE half). Not generated yet: :func:`.plan.build_plan`
-#: refuses such tensors naming what is missing.
+#: The 16-bit tile formats (tt-metal's tt::DataFormat: Float16_b is bfloat16, Float16 IEEE half). bf16 is
+#: generated (:data:`DATA_FORMATS`); f16 is not yet: :func:`.plan.build_plan` refuses it naming what is missing.
 HALF_FORMATS = MappingProxyType({"bf16": "tt::DataFormat::Float16_b", "f16": "tt::DataFormat::Float16"})
+
+#: The host program's comparison of device and reference, relative to the largest reference value of an output.
+#: f32: the matrix FPU takes inputs of at most 19 bits (hardware notes: TT-GEMM, TT-ISA MatrixUnit), so 2e-2.
+#: bf16: operands are exact in the FPU and sums accumulate in an fp32 Dst (``fp32_dest_acc_en``), but every
+#: pack to a Float16_b tile rounds to 8 significant bits (each step's partial tile), while the sequential
+#: reference rounds after every update (:mod:`mica.codeprint.half`); the two round at different points, so their
+#: difference grows with the number of rounded updates: 4e-2 of the largest value (the functional model, which
+#: rounds as the packer does, stays well inside it on the tests' programs).
+CHECK_TOLERANCE = MappingProxyType({"f32": 2e-2, "bf16": 4e-2})
 
 MAX_CBS = 32                  #: circular-buffer ids 0..31
 NUM_SEMAPHORES = 8            #: semaphores per core (host_api.hpp: "up to eight 4B semaphores")
@@ -43,4 +54,5 @@ DEVICE_GRIDS = MappingProxyType({"wormhole": (8, 8), "blackhole": (11, 10)})
 
 
 def tile_bytes(dtype: str) -> int:
+    """Bytes of one 32x32 tile of ``dtype`` (4096 for Float32, 2048 for Float16_b)."""
     return TILE * TILE * DATA_FORMATS[dtype][2]

@@ -5,7 +5,8 @@ have no whole-tile form. They run in the reader kernel (a data-movement RISC-V) 
 while the compute kernel waits: isl generates the loop nest from the kernel's domain for the class's
 rectangle (as :mod:`mica.emit_c.kernels` does for the emulator), and every access goes to its element in
 the tile layout (:func:`tile_offset_c`). The baby RISC-Vs have no FPU, so this is exact IEEE arithmetic in
-software and slow: a place to tune (an SFPU routine, or a tile-shaped rewrite), not a fast path.
+software and slow (a bf16 element is read as an f32 and the result rounded to bf16 when stored, as
+:mod:`mica.codeprint.half` defines and the reference computes): a place to tune (an SFPU routine, or a tile-shaped rewrite), not a fast path.
 
 Public API: :func:`render_generic`.
 """
@@ -17,6 +18,7 @@ import islpy as isl
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
 from ..codeprint import METALIUM, ast_expr, print_aff, print_expr, walk
+from ..codeprint.half import load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
@@ -52,12 +54,15 @@ class _Printer:
         row, col = (local + ["0", "0"])[:2]
         return f"mica_tile_offset({row}, {col}, {tile_grid(t)[1]})"
 
+    def dtype(self, buffer: str) -> str:
+        return self.mp.tensor(buffer).dtype
+
     def expr(self, e, env) -> str:
         p = self.part
 
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
-            return f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]"
+            return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
         return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}", env=env)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
@@ -69,7 +74,7 @@ class _Printer:
             self.lines.append(f"{indent}    const int64_t i_{lp} = {a};")
         w = p.write
         self.lines.append(f"{indent}    {self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, env)}] = "
-                          f"{self.expr(p.expr, env)};")
+                          f"{store_c(self.dtype(w.buffer), self.expr(p.expr, env))};")
         self.lines.append(indent + "}")
 
     def block(self, indent: str, t_c: str, kb_c: str) -> list[str]:
@@ -115,7 +120,7 @@ class _Printer:
     def user_noloop(self, indent: str) -> None:
         w = self.k.write
         self.lines.append(f"{indent}{self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, {})}] = "
-                          f"{self.expr(self.k.expr, {})};")
+                          f"{store_c(self.dtype(w.buffer), self.expr(self.k.expr, {}))};")
 
 
 def render_generic(plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, indent: str, t_c: str,

@@ -14,17 +14,53 @@ Public API: :func:`render_host`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
+from types import MappingProxyType
 
 from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
 from ..codeprint import program_c
-from .api import tile_bytes
+from .api import CHECK_TOLERANCE, tile_bytes
 from .classify import tile_grid
 from .kernels import LAYOUT, header
-from .plan import MetalPlan, ident
+from .plan import MetalPlan, dram_stream_arg, ident
 
 COORD = {None: 0, "x": 1, "y": 2, "kb": 3, "t": 0}
+
+
+@dataclass(frozen=True)
+class HostType:
+    """How the host program holds one dtype: ``ref`` the C type of the reference's arrays (the storage type of
+    :mod:`mica.codeprint.half`), ``staged`` the element type of the DRAM images (tt-metal's host ``bfloat16``
+    for Float16_b tiles, as its programming examples stage bf16 buffers), ``zero`` and ``nan`` values of
+    ``ref``, ``staged_zero`` the zero of ``staged``, and C conversions (``{}`` the operand): ``to_float`` / ``from_float`` between ``ref`` and f32,
+    ``to_staged`` / ``from_staged`` between ``ref`` and ``staged`` (exact: a bf16 value is an f32 value)."""
+
+    ref: str
+    staged: str
+    zero: str
+    nan: str
+    staged_zero: str
+    to_float: str = "{}"
+    from_float: str = "{}"
+    to_staged: str = "{}"
+    from_staged: str = "{}"
+
+
+HOST_TYPES = MappingProxyType({
+    "f32": HostType("float", "float", "0.0f", "NAN", "0.0f"),
+    "bf16": HostType("uint16_t", "bfloat16", "(uint16_t)0", "(uint16_t)0x7fc0u", "bfloat16(0.0f)",  # 0x7fc0: a NaN
+                     "reference::mica_bf16_to_f32({})", "reference::mica_f32_to_bf16({})",
+                     "bfloat16(reference::mica_bf16_to_f32({}))", "reference::mica_f32_to_bf16((float)({}))"),
+})
+
+
+def host_type(dtype: str) -> HostType:
+    try:
+        return HOST_TYPES[dtype]
+    except KeyError:
+        raise EmitError(f"the Metalium host program stages {', '.join(HOST_TYPES)} arrays, not {dtype}") from None
 
 STAGING = """\
 // One dimension of a per-core box: [tile * c, min(tile * c + tile, extent)) with c the core's x, y, its
@@ -81,6 +117,21 @@ static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tile
 """
 
 
+def staging_c(dtype: str) -> str:
+    """:data:`STAGING` for ``dtype``'s host types (the f32 text unchanged)."""
+    h = host_type(dtype)
+    if h == HOST_TYPES["f32"]:
+        return STAGING
+    out = STAGING
+    for old, new in (("std::vector<float>& a", f"std::vector<{h.ref}>& a"), ("float* tiles", f"{h.staged}* tiles"),
+                     ("inside ? a[at] : 0.0f", f"inside ? {h.to_staged.format('a[at]')} : {h.staged_zero}"),
+                     ("a[at] = tiles[tile_index(b, r, c)]", f"a[at] = {h.from_staged.format('tiles[tile_index(b, r, c)]')}"),
+                     ("-> float index", "-> element index")):
+        assert old in out, old
+        out = out.replace(old, new)
+    return out
+
+
 def _skew_c(mp: MeshProgram) -> str:
     s = mp.skew
     if s is None:
@@ -113,12 +164,14 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     L = _host_head(plan, mp, program)
     L += _cbs_and_semaphores(plan)
     L += _dram_buffers(plan, mp, loads + stores)
+    L += _dram_streams(plan, mp, program)
     L += _kernels(plan)
     L += _runtime_args(plan)
     sources = compiled.pieces.sources() if compiled.pieces is not None else {}
     L += _staged_loads(plan, mp, program, loads, sources)
+    L += _staged_streams(plan, mp, program)
     L += _run_and_stores(plan, mp, program, stores, sources)
-    L += _check(program, mp.runtime)
+    L += _check(program, mp.runtime, plan.dtype)
     return "\n".join(L)
 
 
@@ -139,9 +192,10 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "#include <tt-metalium/mesh_buffer.hpp>", "#include <tt-metalium/mesh_command_queue.hpp>",
          "#include <tt-metalium/mesh_coord.hpp>", "#include <tt-metalium/mesh_device.hpp>",
          "#include <tt-metalium/mesh_workload.hpp>", *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime else []),
+         *(["#include <tt-metalium/bfloat16.hpp>"] if host_type(plan.dtype).staged == "bfloat16" else []),
          "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
-         "}  // namespace reference", "", _skew_c(mp), STAGING,
+         "}  // namespace reference", "", _skew_c(mp), staging_c(plan.dtype),
          *(_runtime_values(mp) if mp.runtime else ["int main() {"]),
          "    // Device 0 as a 1x1 mesh: programs run as mesh workloads and buffers are mesh buffers.",
          "    std::shared_ptr<distributed::MeshDevice> mesh_device = distributed::MeshDevice::create_unit_mesh(0);",
@@ -244,6 +298,44 @@ def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
     return L
 
 
+def _image_box(program, name: str) -> tuple[str, int]:
+    """(the staging ``Box`` of the whole 2D array ``name``: one block of row-major 32x32 tiles, its pages)."""
+    n0, n1 = program.array(name).shape
+    r, c = -(-n0 // 32), -(-n1 // 32)
+    return f"Box{{2, {{{{0, {n0}, {n0}, false, 0, 0}}, {{0, {n1}, {n1}, false, 0, 0}}}}, {r}, {c}, {r * c}}}", r * c
+
+
+def _dram_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
+    """One interleaved DRAM mesh buffer per array streamed from device DRAM (``mp.dram``): the whole array as
+    its row-major image of 32x32 tiles, one tile a page, which the readers read panel by panel every step."""
+    if not mp.dram:
+        return []
+    tb = tile_bytes(plan.dtype)
+    L = ["", "    // Arrays streamed from DRAM: the whole array as row-major 32x32 tiles (page = tile row * tile columns",
+         "    // + tile column); every core's reader reads its panel's pages at each step."]
+    for a in mp.dram:
+        _, pages = _image_box(program, a)
+        L.append(f"    std::shared_ptr<distributed::MeshBuffer> {dram_stream_arg(a)} = distributed::MeshBuffer::create("
+                 f"distributed::ReplicatedBufferConfig{{.size = {pages * tb}}}, dram_config, mesh_device.get());  "
+                 f"// {a}, {pages} tiles")
+    return L
+
+
+def _staged_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
+    """Each array streamed from DRAM written to its buffer as its tile image (zero padding past its edges)."""
+    h = host_type(plan.dtype)
+    L = []
+    for a in mp.dram:
+        box, pages = _image_box(program, a)
+        L += [f"    {{  // {a} lives in device DRAM: its tile image, read by the readers step by step",
+              f"        const Box box = {box};",
+              f"        std::vector<{h.staged}> staged({pages} * 1024, {h.staged_zero});",
+              f"        stage(arr_{ident(a)}, box, 0, 0, staged.data(), true);",
+              f"        distributed::EnqueueWriteMeshBuffer(cq, {dram_stream_arg(a)}, staged, true);",
+              "    }"]
+    return L
+
+
 def _kernels(plan: MetalPlan) -> list[str]:
     """The reader, compute and writer kernels of every core class, with their compile-time args."""
     L = ["", "    // Kernels: reader / compute / writer per core class."]
@@ -300,7 +392,8 @@ def _runtime_args(plan: MetalPlan) -> list[str]:
     return L
 
 
-def _piece(sources: dict, program, name: str, host: str, load: bool) -> tuple[str, list[str], list[str]]:
+def _piece(sources: dict, program, name: str, host: str, load: bool, h: HostType = HOST_TYPES["f32"]
+           ) -> tuple[str, list[str], list[str]]:
     """How a host transfer reaches MeshIR array ``name``: (the host vector it stages, C lines before the
     staging, C lines after). A piece of a cut array (``sources``, :meth:`mica.affine.pieces.Pieces.sources`)
     is staged through ``part``, its slice of the program's array ``<host>_<array>`` copied out before a load
@@ -316,7 +409,7 @@ def _piece(sources: dict, program, name: str, host: str, load: bool) -> tuple[st
     mine = f"part[(size_t)i * {part[1]} + j]"
     loop = f"        for (int i = 0; i < {part[0]}; ++i) for (int j = 0; j < {part[1]}; ++j) "
     head = [f"        // piece {name}: rows/columns {lo}..{hi - 1} of {a} along dimension {d}",
-            f"        std::vector<float> part({part[0] * part[1]}, {'0.0f' if load else 'NAN'});"]
+            f"        std::vector<{h.ref}> part({part[0] * part[1]}, {h.zero if load else h.nan});"]
     if load:
         return "part", head + [loop + f"{mine} = {full};"], []
     return "part", head, [loop + f"{full} = {mine};"]
@@ -329,17 +422,19 @@ def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list, source
          "    std::mt19937 rng(0);", "    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);"]
     for a in program.arrays:
         n = prod(a.shape) if a.shape else 1
-        init = "for (float& v : arr_{0}) v = dist(rng);" if a.name in program.inputs else ""
-        L.append(f"    std::vector<float> arr_{ident(a.name)}({n}, 0.0f);  {init.format(ident(a.name))}".rstrip())
+        h = host_type(a.dtype)
+        init = f"for ({h.ref}& v : arr_{{0}}) v = {h.from_float.format('dist(rng)')};" if a.name in program.inputs else ""
+        L.append(f"    std::vector<{h.ref}> arr_{ident(a.name)}({n}, {h.zero});  {init.format(ident(a.name))}".rstrip())
+    h = host_type(plan.dtype)
     for op in loads:
         t = mp.tensor(op.buffer)
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages
         b = ident(op.buffer)
-        vec, before, _ = _piece(sources, program, op.array, "arr", True)
+        vec, before, _ = _piece(sources, program, op.array, "arr", True, h)
         L += [f"    {{  // host_load {op.array} -> {op.buffer} on {r}", *before,
               f"        const Box box = {_box_c(t)};",
-              f"        std::vector<float> staged({pages * r.cores} * 1024, 0.0f);",
+              f"        std::vector<{h.staged}> staged({pages * r.cores} * 1024, {h.staged_zero});",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
               f"                stage({vec}, box, x, y, staged.data() + "
@@ -360,18 +455,20 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list, sou
          "    // Outputs back from DRAM."]
     L.append("    // (outputs start as NaN: an element the device never stores fails the comparison)")
     for a in program.arrays:
+        h = host_type(a.dtype)
         if a.name in program.outputs:
-            L.append(f"    std::vector<float> dev_{ident(a.name)}(arr_{ident(a.name)}.size(), NAN);")
+            L.append(f"    std::vector<{h.ref}> dev_{ident(a.name)}(arr_{ident(a.name)}.size(), {h.nan});")
         else:
-            L.append(f"    std::vector<float> dev_{ident(a.name)} = arr_{ident(a.name)};")
+            L.append(f"    std::vector<{h.ref}> dev_{ident(a.name)} = arr_{ident(a.name)};")
+    h = host_type(plan.dtype)
     for op in stores:
         t = mp.tensor(op.buffer)
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages
-        vec, before, after = _piece(sources, program, op.array, "dev", False)
+        vec, before, after = _piece(sources, program, op.array, "dev", False, h)
         L += [f"    {{  // host_store {op.array} <- {op.buffer} from {r}", *before,
               f"        const Box box = {_box_c(t)};",
-              "        std::vector<float> staged;",
+              f"        std::vector<{h.staged}> staged;",
               f"        distributed::EnqueueReadMeshBuffer(cq, staged, dram_{ident(op.buffer)}, true);",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
@@ -380,31 +477,41 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list, sou
     return L
 
 
-def _check(program, runtime=()) -> list[str]:
+def _check(program, runtime=(), dtype: str = "f32") -> list[str]:
     """The sequential reference on the host arrays (at the run's values of the ``runtime`` parameters), the
-    comparison of every output, and the end of ``main``."""
+    comparison of every output (within :data:`.api.CHECK_TOLERANCE` of ``dtype`` times the largest reference
+    value), and the end of ``main``."""
     rt = {n for n, _, _ in runtime}
     if rt:
         vals = ", ".join(f"(double)rp_{n}" if n in rt else "0.0" for n, _ in program.scalars)
         scalars = f"    const double scalars[{len(program.scalars)}] = {{{vals}}};"
     else:
         scalars = "    const double scalars[1] = {0.0};"
+    why = {"f32": "the FPU multiplies with 19-bit inputs",
+           "bf16": "bf16 tiles round each step's partial sums when packed, the reference after every update"}[dtype]
     L = ["", "    // The reference: the original loop nests, in order, on the host.",
          f"    void* arrays[] = {{{', '.join(f'arr_{ident(a.name)}.data()' for a in program.arrays)}}};",
          scalars, "    reference::mica_program(arrays, scalars);", "",
-         "    // Compare (the FPU multiplies with 19-bit inputs: tolerance relative to the largest value).",
+         f"    // Compare ({why}: tolerance relative to the largest value).",
          "    int bad = 0;"]
+    tol = "2e-2f" if dtype == "f32" else f"{CHECK_TOLERANCE[dtype]!r}f"
     for name in program.outputs:
         i = ident(name)
+        h = host_type(program.array(name).dtype)
+        ref, dev = h.to_float.format(f"arr_{i}[k]"), h.to_float.format(f"dev_{i}[k]")
+        if h.ref == "float":
+            scan = [f"        for (float v : arr_{i}) scale = std::fmax(scale, std::fabs(v));"]
+        else:
+            scan = [f"        for ({h.ref} e : arr_{i}) scale = std::fmax(scale, std::fabs({h.to_float.format('e')}));"]
         L += ["    {",
               "        float scale = 1.0f, worst = 0.0f;",
               "        size_t missing = 0;",
-              f"        for (float v : arr_{i}) scale = std::fmax(scale, std::fabs(v));",
+              *scan,
               f"        for (size_t k = 0; k < arr_{i}.size(); ++k) {{",
-              f"            if (std::isnan(dev_{i}[k]) && !std::isnan(arr_{i}[k])) ++missing;",
-              f"            else worst = std::fmax(worst, std::fabs(dev_{i}[k] - arr_{i}[k]));",
+              f"            if (std::isnan({dev}) && !std::isnan({ref})) ++missing;",
+              f"            else worst = std::fmax(worst, std::fabs({dev} - {ref}));",
               "        }",
-              "        const bool ok = missing == 0 && worst <= 2e-2f * scale;",
+              f"        const bool ok = missing == 0 && worst <= {tol} * scale;",
               f"        if (missing) std::printf(\"{name}: %zu element(s) never stored by the device\\n\", missing);",
               f"        std::printf(\"{name}: max |device - reference| = %g (scale %g) %s\\n\", worst, scale, ok ? \"ok\" : \"MISMATCH\");",
               "        bad += ok ? 0 : 1;",

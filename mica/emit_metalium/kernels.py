@@ -30,11 +30,13 @@ import re
 import struct
 
 from ..codeprint import METALIUM, skew_block
-from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram
+from ..codeprint.half import support_c
+from ..meshir.ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
+from .classify import tile_grid
 from .generic import render_generic
-from .plan import CoreClass, MetalPlan, Transfer, ident, kernel_steps
+from .plan import CoreClass, MetalPlan, Transfer, dram_stream_arg, ident, kernel_steps
 
 LAYOUT = ("// Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box\n"
           "// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,\n"
@@ -183,10 +185,11 @@ def _core_index_c(region) -> str:
 
 
 class _Body:
-    """Walks the MeshIR body, printing loops and calling ``on_exchange`` / ``on_compute``."""
+    """Walks the MeshIR body, printing loops and calling ``on_exchange`` / ``on_compute`` (and ``on_dram`` for
+    the DRAM loads, when given: only the reader reads DRAM)."""
 
-    def __init__(self, mp: MeshProgram, on_exchange, on_compute):
-        self.mp, self.on_exchange, self.on_compute = mp, on_exchange, on_compute
+    def __init__(self, mp: MeshProgram, on_exchange, on_compute, on_dram=None):
+        self.mp, self.on_exchange, self.on_compute, self.on_dram = mp, on_exchange, on_compute, on_dram
         self.lines: list[str] = []
 
     def run(self, ops, indent: str, scope: tuple = ()):
@@ -201,7 +204,15 @@ class _Body:
                 self.on_exchange(self.lines, op, indent)
             elif isinstance(op, Compute):
                 self.on_compute(self.lines, op, indent, scope)
+            elif isinstance(op, DramLoad) and self.on_dram is not None:
+                self.on_dram(self.lines, op, indent)
         return self.lines
+
+
+def plan_dram(plan: MetalPlan, cc: CoreClass) -> list[str]:
+    """The arrays core class ``cc``'s reader streams from DRAM (from its runtime args)."""
+    prefix = "dram_stream_"
+    return [n[len(prefix):] for n in plan.args(f"kernels/reader_{cc.name}.cpp").runtime if n.startswith(prefix)]
 
 
 def _body_ops(mp: MeshProgram):
@@ -215,7 +226,7 @@ def render_reader(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     lines = _reader_head(plan, cc) + _reader_args(plan, cc, loads) + _reader_loads(plan, cc, loads)
     lines += _reader_handover(plan)
     reader = _Reader(plan, mp, cc)
-    lines += _Body(mp, reader.on_exchange, reader.on_compute).run(_body_ops(mp), "    ")
+    lines += _Body(mp, reader.on_exchange, reader.on_compute, reader.on_dram).run(_body_ops(mp), "    ")
     lines += ["", "    // Everything is computed and exchanged: the writer's turn.",
               "    cb_reserve_back(cb_tok_r2w, 1);", "    cb_push_back(cb_tok_r2w, 1);", "}", ""]
     return "\n".join(lines)
@@ -247,8 +258,10 @@ def _reader_args(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
     """The reader's runtime arguments (NoC coordinates, the core's position, DRAM addresses of its loads) and
     the core's own NoC coordinates."""
     names = list(plan.args(f"kernels/reader_{cc.name}.cpp").runtime)
-    lines = _arg_lines(names, {f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
-                               f"(host_load {loads[b].array} -> {b})" for b in cc.loads})
+    lines = _arg_lines(names, {**{f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
+                                  f"(host_load {loads[b].array} -> {b})" for b in cc.loads},
+                               **{dram_stream_arg(a): f"DRAM address of {a}, streamed (its row-major tile image)"
+                                  for a in plan_dram(plan, cc)}})
     lines += ["    const uint32_t my_noc_x = noc_x[my_x];", "    const uint32_t my_noc_y = noc_y[my_y];",
               "    (void)my_noc_x; (void)my_noc_y;", ""]
     return lines
@@ -313,6 +326,7 @@ class _Reader:
             if isinstance(op, Exchange) and plan.is_double(self.ex_index[id(op)]):
                 self.loop_var[self.ex_index[id(op)]] = scope[-1][0]
         self.hosts = dict(plan.prefetch_at)
+        self.dram_hosts = dict(plan.dram_hosts)
         self.kinds = {o.kernel: o.kind for o in plan.tile_ops}
         self.kernel_of_class = {cls.name: k for k in mp.kernels for cls in k.classes}
         self.steps = kernel_steps(mp)
@@ -406,12 +420,81 @@ class _Reader:
                        f"{t.noc_bytes}, my_noc_x, my_noc_y);")
         out.append(f"{inner}}}")
 
+    def on_dram(self, out, op: DramLoad, ind):
+        """A DRAM load in the body: this core reads the pages of its panel at the current step from the array's
+        interleaved DRAM buffer (its row-major image of 32x32 tiles, one tile a page) into the buffer's CB; tiles
+        past the array's edge are zeroed. Single-buffered, the read completes before the step's compute;
+        double-buffered (``plan.dram_double``), only step 0's is read here, into the next slot, the others during
+        the compute of the step before (:meth:`on_compute`)."""
+        if op.name in self.plan.dram_double:
+            v = cexpr.var_c("t")
+            out.append(f"{ind}// MeshIR: dram_load {op.array} -> {op.dst}, double-buffered: each step's pages were read "
+                       f"into the next slot during the step before, except at t = 0:")
+            out.append(f"{ind}if ({v} == 0) {{")
+            self.dram_read(out, op, ind + "    ")
+            out.append(f"{ind}}}")
+            return
+        self.dram_read(out, op, ind)
+
+    def dram_read(self, out, op: DramLoad, ind):
+        """The reads of ``op``'s pages at the current step into its CB (a double buffer: its next slot, reserved
+        before and pushed after)."""
+        t = self.mp.tensor(op.dst)
+        c = self.plan.tensor_cb(op.dst)
+        rows, cols = (-(-d.extent // 32) for d in t.box)            # the array's tile image (plan: 2D)
+        tr, tc = tile_grid(t)                                        # the panel's tiles on this core
+        first = [f"({d.tile // 32} * {({'x': 'my_x', 'y': 'my_y'}.get(d.coord) or cexpr.var_c(d.coord))})"
+                 if d.coord is not None else "0" for d in t.box]
+        double = c.slots > 1
+        out += [f"{ind}// MeshIR: dram_load {op.array} -> {op.dst} on {op.rect}: this core's {tr}x{tc} tile(s) of "
+                f"{t.array}'s panel at this step, pages of its row-major {rows}x{cols}-tile image in DRAM"
+                + (" (prefetched in MeshIR; emitted single-buffered)" if op.prefetch and not double else ""),
+                f"{ind}{{"]
+        if double:
+            out.append(f"{ind}    cb_reserve_back({c.name}, {c.slot_pages});  // the next slot: free once compute "
+                       f"popped it")
+        out += [f"{ind}    const InterleavedAddrGenFast<true> gen = {{.bank_base_address = {dram_stream_arg(op.array)}, "
+                f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
+                f"{ind}    const int32_t r0 = {first[0]}, c0 = {first[1]};  // the panel's first tile row and column",
+                f"{ind}    for (int32_t r = 0; r < {tr}; ++r) {{",
+                f"{ind}        for (int32_t c = 0; c < {tc}; ++c) {{",
+                f"{ind}            const uint32_t l1 = get_write_ptr({c.name}) + (uint32_t)(r * {tc} + c) * tile_bytes;",
+                f"{ind}            if (r0 + r < {rows} && c0 + c < {cols}) {{",
+                f"{ind}                noc_async_read_page((uint32_t)((r0 + r) * {cols} + (c0 + c)), gen, l1);",
+                f"{ind}            }} else {{",
+                f"{ind}                mica_zero_l1(l1, tile_bytes);  // past the array's edge: zero padding",
+                f"{ind}            }}",
+                f"{ind}        }}",
+                f"{ind}    }}",
+                f"{ind}    noc_async_read_barrier();"]
+        if double:
+            out.append(f"{ind}    cb_push_back({c.name}, {c.slot_pages});")
+        out.append(f"{ind}}}")
+
+    def dram_turn(self, out, op: Compute, ind, names: tuple[str, ...]):
+        """The compute kernel's turn while the reader reads the next step's pages of the DRAM loads ``names``
+        into their next slots."""
+        loads = {o.name: o for o, _ in self.mp.walk() if isinstance(o, DramLoad)}
+        count = next(dict(scope)["t"] for o, scope in self.mp.walk() if o is loads[names[0]])
+        v = cexpr.var_c("t")
+        out += [f"{ind}// MeshIR: compute {op.kernel} on {op.rect}; while it runs, the next step's DRAM pages "
+                f"({', '.join(loads[n].array for n in names)}) are read into the other slots",
+                f"{ind}cb_reserve_back(cb_tok_r2c, 1);", f"{ind}cb_push_back(cb_tok_r2c, 1);",
+                f"{ind}if ({v} + 1 < {count}) {{", f"{ind}    const int32_t next = {v} + 1;", f"{ind}    {{",
+                f"{ind}        const int32_t {v} = next;  // the loads' expressions at the next step"]
+        for n in names:
+            self.dram_read(out, loads[n], ind + "        ")
+        out += [f"{ind}    }}", f"{ind}}}", f"{ind}cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step",
+                f"{ind}cb_pop_front(cb_tok_c2r, 1);"]
+
     def on_compute(self, out, op: Compute, ind, scope):
         """A compute in the body: the compute kernel's turn (overlapped with the next step's exchange where the
         op hosts a prefetch), or a generic kernel run here."""
         xi = self.hosts.get(id(op))
         if xi is not None:
             self.prefetching_turn(out, op, ind, xi)
+        elif id(op) in self.dram_hosts:
+            self.dram_turn(out, op, ind, self.dram_hosts[id(op)])
         elif self.kinds[op.kernel] != "generic":
             out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
         else:
@@ -589,6 +672,15 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
     guards = dict(plan.guards)
 
+    def on_dram(out, op: DramLoad, ind):
+        if op.name not in plan.dram_double:
+            return
+        c = plan.tensor_cb(op.dst)
+        out.append(f"{ind}// MeshIR: dram_load {op.array} -> {op.dst} (double-buffered) runs on the reader: wait until "
+                   f"this step's slot is there behind the old one, then release the old one")
+        out.append(f"{ind}cb_wait_front({c.name}, {2 * c.slot_pages});  // the old slot and this step's")
+        out.append(f"{ind}cb_pop_front({c.name}, {c.slot_pages});  // the old one: the reader may refill it")
+
     def on_compute(out, op: Compute, ind, scope):
         if op.kernel in generic:
             out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect} runs on the reader (generic path)")
@@ -619,7 +711,7 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
         out.append(f"{ind}cb_reserve_back(cb_tok_c2r, 1);  // the reader's turn again")
         out.append(f"{ind}cb_push_back(cb_tok_c2r, 1);")
 
-    lines += _Body(mp, on_exchange, on_compute).run(_body_ops(mp), "    ")
+    lines += _Body(mp, on_exchange, on_compute, on_dram).run(_body_ops(mp), "    ")
     lines += ["}", ""]
     return "\n".join(lines)
 
@@ -653,7 +745,8 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
 
 def render_kernels(plan: MetalPlan, mp: MeshProgram) -> dict[str, str]:
-    out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H,
+    # a bf16 program's kernels also get the bf16 <-> f32 conversions of its scalar loops (mica.codeprint.half)
+    out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H + support_c([plan.dtype]),
            "kernels/mica_dataflow.h": header("Shared helpers of the data-movement kernels.", plan) + DATAFLOW_H}
     for cc in plan.classes:
         out[f"kernels/reader_{cc.name}.cpp"] = render_reader(plan, mp, cc)

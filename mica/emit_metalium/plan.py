@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from ..errors import EmitError
-from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
+from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast,
                          RingShift, Shift, walk_ops)
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from ..targets import INT_DTYPES, get_target
@@ -155,16 +155,24 @@ def runtime_arg(name: str) -> str:
     return "rp_" + name
 
 
-def _kernel_args(classes, sems, mesh, runtime=()) -> tuple[KernelArgs, ...]:
+def dram_stream_arg(array: str) -> str:
+    """The reader's runtime arg (and the host's buffer variable) of ``array``'s interleaved DRAM buffer, for an
+    array streamed from device DRAM (:attr:`MeshProgram.dram`)."""
+    return "dram_stream_" + ident(array)
+
+
+def _kernel_args(classes, sems, mesh, runtime=(), dram=()) -> tuple[KernelArgs, ...]:
     """Per core class, its reader's, compute's and writer's args; the values of the ``runtime`` parameters
     (``rp_<name>``) come last, for the reader (the generic path's loops) and the compute kernel (the guards
-    of tile routines)."""
+    of tile routines). The addresses of the arrays streamed from device DRAM (``dram``) follow the reader's
+    host loads."""
     out = []
     rps = tuple(runtime_arg(n) for n, _, _ in runtime)
+    streams = tuple(dram_stream_arg(a) for a in dram)
     for cc in classes:
         noc = tuple(f"noc_x{i}" for i in range(mesh[0])) + tuple(f"noc_y{j}" for j in range(mesh[1]))
         out.append(KernelArgs(f"kernels/reader_{cc.name}.cpp",
-                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + noc + rps,
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + streams + noc + rps,
                               tuple(s.name for s in sems)))
         out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y") + rps, ()))
         out.append(KernelArgs(f"kernels/writer_{cc.name}.cpp",
@@ -190,6 +198,8 @@ class MetalPlan:
     kernel_args: tuple[KernelArgs, ...] = ()
     double: DoubleBuffering | None = None        # the prefetched exchanges emitted double-buffered
     prefetch_at: tuple[tuple[int, int], ...] = ()  # (id of the Compute op that hosts it, exchange index)
+    dram_double: tuple[str, ...] = ()            # DRAM loads emitted double-buffered (names)
+    dram_hosts: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (id of the Compute op that hosts them, loads)
 
     def is_double(self, ex_index: int) -> bool:
         return self.double is not None and ex_index in self.double.exchanges
@@ -253,6 +263,12 @@ class MetalPlan:
             d = self.double
             names = [ex.name for ex, _ in _exchanges(mp)]
             done = [names[i] for i in sorted(d.exchanges)]
+            loads = {op.name: DRAM_SINGLE for op, _ in mp.walk()
+                     if isinstance(op, DramLoad) and op.prefetch and op.name not in self.dram_double}
+            if loads:
+                d = DoubleBuffering(d.exchanges, d.buffers, {**d.dropped, **loads})
+            if self.dram_double:
+                db = {**db, "dram_loads_emitted": list(self.dram_double), "dram_note": DRAM_DOUBLE}
             if not d.dropped:
                 doc["double_buffering"] = {**db, "emitted": True, "note": EMITTED_NOTE}
             else:
@@ -274,6 +290,13 @@ PARTIAL_NOTE = ("the exchanges in emitted_exchanges are emitted double-buffered;
                 "single-buffered (each step's exchange completes before that step's compute, one page per "
                 "tile), for the reason given")
 DROPPED_NOTE = ("this back end emits the single-buffered program (still correct): each step's exchange completes before that step's compute, one receive buffer per panel; the overlap the cost model and the emulator assume is not realised on hardware")
+
+
+DRAM_DOUBLE = ("a prefetched DRAM load is emitted double-buffered: its buffer is a CB of two slots; the reader reads "
+               "step t+1's pages into the next slot (cb_reserve_back waits until compute popped it) while compute "
+               "works on step t, and compute pops the old slot at each step once the new one is there")
+DRAM_SINGLE = ("a prefetched DRAM load is emitted single-buffered: the reader reads each step's pages before that "
+               "step's compute (the overlap the cost model and the emulator assume is not realised on hardware)")
 
 
 def cb_name(tensor: str, kind: str = "tensor") -> str:
@@ -364,7 +387,7 @@ def _phases(mp: MeshProgram) -> list[int]:
     return [k for k, top in enumerate(mp.body) for op, _ in walk_ops((top,)) if isinstance(op, Exchange)]
 
 
-def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]:
+def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozenset = frozenset()) -> tuple[CB, ...]:
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
     loaded = [op.buffer for op, _ in mp.walk() if isinstance(op, HostLoad)]
@@ -391,7 +414,7 @@ def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering) -> tuple[CB, ...]
     for t in sorted(mp.tensors, key=lambda t: (0 if t.name in loaded else 1 if t.name in stored else 2)):
         start = 0 if t.name in loaded else 16 if t.name in stored else 24
         r, c = tile_grid(t)
-        k = 2 if t.name in double.buffers else 1
+        k = 2 if t.name in double.buffers or t.name in dram_two else 1
         out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, k * r * c, fmt, k))
     for name in landing:
         r, c = tile_grid(mp.tensor(name))
@@ -630,13 +653,12 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; the Metalium back end "
                             f"takes {', '.join(DATA_FORMATS)} only (tt-metal's integer data formats, Int32 and "
                             f"UInt8 among them, are not generated yet; integer programs run on the C emulator)")
-        if t.dtype in HALF_FORMATS:
+        if t.dtype in HALF_FORMATS and t.dtype not in DATA_FORMATS:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; its tile format would be "
-                            f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), but the Metalium back end "
-                            f"generates Float32 tiles only: its host staging and reference check hold float "
-                            f"vectors, the generic path's scalar loops read float pointers, and the functional "
-                            f"model it is checked against computes on Float32 tiles; compile with f32 arrays "
-                            f"(mica compile --dtype f32) -- the C emulator runs {t.dtype} programs")
+                            f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), which the Metalium back end "
+                            f"does not generate yet (it generates {', '.join(DATA_FORMATS)}: the host staging of "
+                            f"IEEE half values and the scalar loops' f16 conversions on the RISC-Vs are missing); "
+                            f"compile with bf16 or f32 arrays -- the C emulator runs {t.dtype} programs")
         if t.dtype not in DATA_FORMATS:
             raise EmitError(f"tensor {t.name} of {mp.name} is {t.dtype}; Tenstorrent has no such data format "
                             f"(the Metalium back end takes {', '.join(DATA_FORMATS)})")
@@ -644,8 +666,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one")
     dtype = dtypes.pop() if dtypes else "f32"
     for op, _ in mp.walk():
-        if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop)):
+        if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop, DramLoad)):
             raise EmitError(f"{mp.name}: no Metalium rendering for MeshIR op {type(op).__name__}")
+        if isinstance(op, DramLoad):
+            _check_dram_panel(mp, op)
     _check_host_ends(mp)
     # Every CB is created on the whole work region, as the MeshIR arena reserves every tensor at a fixed
     # offset on every core of it (a tensor's region only says where its contents matter): one creation order
@@ -669,7 +693,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     _check_padding(mp, {o.kernel: o for o in tile_ops})
     kinds = {o.kernel: o.kind for o in tile_ops}
     double = double_buffering(mp, lambda op, scope, two: _metal_reason(mp, kinds, op, scope, two))
-    cbs = _cbs(mp, dtype, double)
+    dram_hosts = _dram_double(mp, kinds)
+    dram_loads = {op.name: op for op, _ in mp.walk() if isinstance(op, DramLoad)}
+    dram_two = frozenset(dram_loads[n].dst for _, names in dram_hosts for n in names)
+    cbs = _cbs(mp, dtype, double, dram_two)
     w = mp.region
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
     classes = _core_classes(mp)
@@ -686,8 +713,50 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if i in double.exchanges:
             hosts.append((id(_host_compute(mp, ex)), i))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
-                     transfers, tile_ops, dtype, l1, guards, _kernel_args(classes, sems, mp.mesh, mp.runtime), double,
-                     tuple(hosts))
+                     transfers, tile_ops, dtype, l1, guards,
+                     _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts),
+                     tuple(n for _, names in dram_hosts for n in names), dram_hosts)
+
+
+def _dram_double(mp: MeshProgram, kinds: dict) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Per loop whose prefetched DRAM loads the reader double-buffers, (id of the compute that hosts them: the
+    reader reads the next step's pages while it runs, the loads' names). A loop qualifies when it holds no
+    exchange (every core reads its own panels), a compute follows the loads in its body, and every compute
+    reading their buffers is a tile routine of that body after them (the compute kernel pops the old slot)."""
+    out = []
+    for loop, _ in mp.walk():
+        if not isinstance(loop, Loop):
+            continue
+        body = list(loop.body)
+        loads = [op for op in body if isinstance(op, DramLoad) and op.prefetch]
+        if not loads or any(isinstance(op, (Exchange, Loop)) for op in body):
+            continue
+        last = max(body.index(op) for op in loads)
+        host = next((op for op in body[last + 1:] if isinstance(op, Compute)), None)
+        if host is None:
+            continue
+        bufs = {op.dst for op in loads}
+        after = {id(op) for op in body[last + 1:]}
+        ok = all(id(op) in after and kinds.get(op.kernel) != "generic"
+                 for op, _ in mp.walk() if isinstance(op, Compute) and _kernel_reads(mp, op.kernel) & bufs)
+        if ok:
+            out.append((id(host), tuple(op.name for op in loads)))
+    return tuple(out)
+
+
+def _check_dram_panel(mp: MeshProgram, op: DramLoad) -> None:
+    """Raises :class:`EmitError` unless the reader can read ``op``'s panels as whole pages of the array's
+    row-major tile image in DRAM: a 2D array whose box dimensions start on tile boundaries (a
+    coordinate's tile is a multiple of 32, or the dimension is whole)."""
+    t = mp.tensor(op.dst)
+    if len(t.box) != 2:
+        raise EmitError(f"dram load {op.name}: {op.array} has {len(t.box)} dimension(s); the Metalium reader streams "
+                        f"2D arrays from DRAM")
+    for d in t.box:
+        if d.coord is not None and (d.tile % TILE or d.window or d.padded or d.origin):
+            raise EmitError(f"dram load {op.name}: the panel of {op.array} along {d} does not start on a "
+                            f"{TILE}x{TILE} tile boundary at every step; the reader reads whole DRAM pages "
+                            f"(compile with tiles that are multiples of {TILE})")
 
 
 def _loop_of(mp: MeshProgram, ex: Exchange):
@@ -730,6 +799,10 @@ def _metal_reason(mp: MeshProgram, kinds: dict, ex: Exchange, scope, two: set) -
     host = _host_compute(mp, ex)
     if host is None:
         return "no compute follows it in its loop body (nothing to overlap the next step's exchange with)"
+    loaded = {op.dst for op, _ in mp.walk() if isinstance(op, DramLoad)}
+    if any(c.src == c.dst and c.dst in loaded for c in ex.ops):
+        return ("it multicasts panels the line's first core has just read from DRAM into the same buffer (DRAM "
+                "loads are emitted single-buffered)")
     loop = _loop_of(mp, ex)
     body = list(loop.body)
     after = {id(op) for op in body[body.index(ex) + 1:]}

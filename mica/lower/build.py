@@ -41,6 +41,7 @@ from ..meshir.on_mesh import check_on_mesh
 from ..meshir.ir import (ARENA_ALIGN, walk_ops, BoxDim, Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram,
                          Region, RegionTensor)
 from .builder import _Builder
+from .dram import check_dram_capacity, dram_loads
 from .owner_core import at_owner_core, original_order_kernel
 from .halo import ghost_homes, halo_exchange, initial_ghosts
 from .reads import multicast_exchange, plan_reads
@@ -68,6 +69,7 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     if not sched.space and sched.step is None:
         return _kept(_one_core(prog, sched, target))
     b = _Builder(prog, sched, target, resident)
+    check_dram_capacity(b)
     refuse_known(b)                         # an access an earlier candidate could not serve (lower.refusals)
     find_ring_arrays(b)
     add_homes(b)
@@ -102,9 +104,9 @@ def _kept(mp: MeshProgram) -> MeshProgram:
 def add_homes(b: _Builder) -> None:
     """Adds the home of every array of the program but the ring arrays to ``b.tensors``, in the program's
     array order, each holding ``{ core[x, y] -> A[a...] }``; raises :class:`ScheduleError` when a home
-    reaches beyond the cores with work."""
+    reaches beyond the cores with work. Arrays streamed from DRAM have no home."""
     for arr in b.prog.arrays:
-        if arr.name not in b.ring_arrays:
+        if arr.name not in b.ring_arrays and arr.name not in b.streamed:
             b.ensure_home(arr.name)
 
 
@@ -126,14 +128,16 @@ def _statement_groups(b: _Builder) -> tuple[list[Statement], list[Statement], li
 
 def _host_loads(b: _Builder) -> list:
     """Host loads of every live-in array into its home (ring arrays are loaded later, already skewed,
-    by :func:`_insert_early_loads`). Changes nothing."""
-    return [HostLoad(name, name, b.home_region(name)) for name in b.prog.inputs if name not in b.ring_arrays]
+    by :func:`_insert_early_loads`; arrays streamed from DRAM are not loaded into the arenas). Changes nothing."""
+    return [HostLoad(name, name, b.home_region(name)) for name in b.prog.inputs
+            if name not in b.ring_arrays and name not in b.streamed]
 
 
 def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: list | None = None,
                     prefetch: bool = False) -> None:
     """Appends to ``out``, for each statement of ``stmts``: the halo exchanges it needs, the multicasts of
-    its step (``step_<stmt>``: receive boxes that move with ``t``) and its kernel's compute. Multicasts
+    its step (``step_<stmt>``: receive boxes that move with ``t``), the loads of the panels it streams from
+    device DRAM (:func:`mica.lower.dram.dram_loads`, prefetched with ``prefetch``) and its kernel's compute. Multicasts
     that do not move with ``t`` (``bring_<stmt>``) go to ``hoisted`` when given (before the step loop),
     else to ``out``. With ``prefetch`` the step's multicasts are marked prefetched and their receive
     buffers get a second slot. Adds the buffers and kernels to ``b``.
@@ -162,6 +166,7 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
                     b.tensors[dst] = replace(b.tensors[dst], slots=2)
                 b.prefetched.append(x.name)
             out.append(x)
+        out.extend(dram_loads(b, s, b.stream_reads.pop(s.name, []), prefetch))
         if b.partner is not None and s is b.partner:
             pending = dict(buffers)
             continue
@@ -252,7 +257,7 @@ def _assemble(b: _Builder, body: list) -> MeshProgram:
                    for op, _ in walk_ops(body) if isinstance(op, Exchange)] or [0])
     return MeshProgram(b.prog.name, b.target.name, b.sched.mesh, b.region, tuple(laid), tuple(b.kernels),
                        tuple(body), offset, tuple(n for n, _ in b.prog.scalars), colours, b.skew,
-                       b.prog.runtime, b.prog.on_mesh)
+                       b.prog.runtime, b.prog.on_mesh, tuple(a.name for a in b.prog.arrays if a.name in b.streamed))
 
 
 def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:

@@ -65,7 +65,8 @@ class _Builder:
     double-buffered (``double``). Filled by the steps: ``tensors`` (buffer name -> :class:`RegionTensor`, in
     arena order), ``kernels``, ``ring_arrays`` and ``rings`` (:mod:`mica.lower.rings`), ``ghosts``
     (:mod:`mica.lower.halo`), ``mirrors``, ``mirror_loads``, ``mirror_moves`` (:mod:`mica.lower.reads`) and
-    ``prefetched`` (the names of the exchanges marked prefetched), ``deliveries`` (the ops that move routed
+    ``prefetched`` (the names of the exchanges and DRAM loads marked prefetched), ``stream_reads`` (per
+    statement, the (array, receive buffer) pairs it streams from DRAM, :mod:`mica.lower.dram`), ``deliveries`` (the ops that move routed
     writes to the cores owning them at the end of the operator, :mod:`mica.lower.routed`)."""
 
     def __init__(self, prog: Program, sched: Schedule, target: Target, resident: frozenset[str] = frozenset()):
@@ -105,6 +106,8 @@ class _Builder:
         self.written = {s.write.array for s in prog.statements}
         self.in_step = [s for s in prog.statements if self.step is not None and self.step.encloses(s.loops)]
         self.double = self.step is not None and self.step.buffers == 2
+        self.streamed = frozenset(sched.dram)                  # arrays streamed from device DRAM (lower.dram)
+        self.stream_reads: dict[str, list[tuple[str, str]]] = {}   # statement -> its (array, buffer) streams
         # Filled by the steps of the pass.
         self.ring_arrays: set[str] = set()
         self.rings: dict[str, tuple[str, int, str]] = {}      # ring buffer -> (axis, max hops, derived relation)

@@ -24,6 +24,7 @@ from ..comm.sets import CommPlan, box_map, classify, is_local, need_map, ownersh
 from ..tiling.homes import home_box, swap_home
 from ..meshir.ir import BoxDim, Exchange, HostLoad, Multicast, Rect, RegionTensor
 from .builder import _Builder
+from .dram import stream_buffer
 from .refusals import remember
 from .relayout import transpose
 from .rings import ring_buffer
@@ -33,7 +34,8 @@ from .routed import stage_routed_write
 def plan_reads(b: _Builder, stmt: Statement):
     """Buffers each access of ``stmt`` uses (ref -> buffer), the multicasts that fill receive buffers
     (``[(plan, receive buffer)]``), and the ghost widths of the produced arrays it reads from neighbours
-    (array -> widths, exchanged just before it). Adds receive buffers, ring buffers and mirrors to ``b``,
+    (array -> widths, exchanged just before it). A read of an array streamed from DRAM uses a receive buffer
+    recorded in ``b.stream_reads`` (:mod:`mica.lower.dram`). Adds receive buffers, ring buffers and mirrors to ``b``,
     merges ghost widths into ``b.ghosts``, and checks the write (:func:`check_writes`)."""
     buffers = {stmt.write.ref: stmt.write.array}
     moves = []
@@ -45,6 +47,10 @@ def plan_reads(b: _Builder, stmt: Statement):
             continue
         if acc.array in b.ring_arrays:
             buffers[acc.ref] = ring_buffer(b, stmt, acc)
+            continue
+        if acc.array in b.streamed:
+            buffers[acc.ref] = stream_buffer(b, stmt, acc)
+            b.stream_reads.setdefault(stmt.name, []).append((acc.array, buffers[acc.ref]))
             continue
         try:
             plan = plan_read(b, stmt, acc, halos)

@@ -6,6 +6,8 @@ A :class:`MeshProgram` is a sequence of operations over regions of a ``width × 
 * :class:`Exchange` groups communication that happens together: :class:`Multicast` (one root per row or
   column sends the same box to every core of it) and :class:`Shift` (cores send a box to a neighbour);
 * :class:`Compute` runs a :class:`Kernel` on a rectangle of cores;
+* :class:`DramLoad` has every core of a rectangle read its box of a receive buffer from an array that lives
+  in device DRAM (Tenstorrent; :attr:`MeshProgram.dram` names those arrays);
 * :class:`Loop` repeats its body with a loop variable (the step ``t`` of a temporal loop, or the stage
   ``s`` of a chain reduction).
 
@@ -519,6 +521,24 @@ class Compute:
 
 
 @dataclass(frozen=True)
+class DramLoad:
+    """Every core of ``rect`` reads its box of ``dst`` (at the running loop values) from ``array``, which lives
+    in device DRAM (an array of :attr:`MeshProgram.dram`: no home on the cores). The cores share the chip's DRAM
+    bandwidth, each reading at most at one core's rate (:meth:`mica.targets.Target.dram_read_cycles`); a step's
+    loads run one after another on a core.
+
+    ``prefetch``: double-buffered, as an :class:`Exchange`'s ``prefetch``: inside its loop the load of iteration
+    t + 1 is issued when a core starts iteration t's compute, into the second slot of ``dst``; program order and
+    values are unchanged."""
+
+    name: str
+    array: str
+    dst: str
+    rect: Rect
+    prefetch: bool = False
+
+
+@dataclass(frozen=True)
 class HostLoad:
     buffer: str
     array: str
@@ -545,7 +565,7 @@ class Loop:
     wave: bool = False
 
 
-Op = Union[HostLoad, HostStore, Exchange, Compute, Loop]
+Op = Union[HostLoad, HostStore, Exchange, Compute, DramLoad, Loop]
 
 
 @dataclass(frozen=True)
@@ -553,7 +573,8 @@ class MeshProgram:
     """A whole mesh program for ``target`` on a ``mesh = (width, height)``; ``region`` holds every core
     that has an arena of ``arena_bytes`` bytes; ``scalars`` are the kernel's scalar arguments in order;
     ``runtime`` the runtime parameters ``(name, lo, hi)`` among them (kernel domains name them ``__rp_<name>``:
-    :mod:`mica.affine.runtime`); ``on_mesh`` the arrays that stay on the mesh between runs (:mod:`mica.meshir.on_mesh`)."""
+    :mod:`mica.affine.runtime`); ``on_mesh`` the arrays that stay on the mesh between runs (:mod:`mica.meshir.on_mesh`);
+    ``dram`` the input arrays that live in device DRAM and reach the cores only through :class:`DramLoad` ops."""
 
     name: str
     target: str
@@ -568,6 +589,7 @@ class MeshProgram:
     skew: Skew | None = None
     runtime: tuple[tuple[str, int, int], ...] = ()
     on_mesh: tuple[str, ...] = ()
+    dram: tuple[str, ...] = ()
 
     def tensor(self, name: str) -> RegionTensor:
         for t in self.tensors:
@@ -584,7 +606,7 @@ class MeshProgram:
     def double_buffering(self) -> dict | None:
         """What the program double-buffers (None when nothing): the prefetched exchanges and the
         two-slot buffers — for back ends to record what they did with it."""
-        names = [op.name for op, _ in self.walk() if isinstance(op, Exchange) and op.prefetch]
+        names = [op.name for op, _ in self.walk() if isinstance(op, (Exchange, DramLoad)) and op.prefetch]
         if not names:
             return None
         return {"prefetched_exchanges": names,

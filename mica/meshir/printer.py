@@ -7,7 +7,7 @@ it in comments and records).
 from __future__ import annotations
 
 from ..codeprint import expr_text
-from .ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, Loop, MeshProgram, Multicast, Shift)
+from .ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, KAccess, Kernel, Loop, MeshProgram, Multicast, Shift)
 
 
 def access_text(a: KAccess) -> str:
@@ -44,6 +44,11 @@ def _op_lines(op, indent: str) -> list[str]:
         return [f"{indent}host_store {op.array} <- {op.buffer} from {op.region}"]
     if isinstance(op, Compute):
         return [f"{indent}compute {op.kernel} on {op.rect}"]
+    if isinstance(op, DramLoad):
+        pre = (" prefetched: issued when the previous step's compute starts, into the second slots"
+               if op.prefetch else "")
+        return [f"{indent}dram_load {op.array} -> {op.dst} on {op.rect}: each core reads its box from device "
+                f"DRAM{pre}"]
     if isinstance(op, Loop):
         wave = "  (wavefront: each core works at the steps its coordinates select)" if op.wave else ""
         out = [f"{indent}for {op.var} in 0..{op.count}:{wave}"]
@@ -72,6 +77,9 @@ def format_mesh_program(mp: MeshProgram, *, routes: bool = True) -> str:
     lines = [f"meshprogram {mp.name}: target {mp.target}, mesh {mp.mesh[0]}x{mp.mesh[1]}, "
              f"work region {mp.region} ({mp.region.cores} cores), arena {mp.arena_bytes} B per core, "
              f"{mp.colours} colour(s)"]
+    if mp.dram:
+        lines.append(f"device DRAM: {', '.join(mp.dram)} (streamed into the cores step by step; no home on the "
+                     f"cores)")
     lines.append("tensors:")
     for t in mp.tensors:
         box = ", ".join(str(d) for d in t.box)

@@ -18,7 +18,7 @@ from itertools import product
 
 from ..errors import MeshIRError
 from ..targets import Target
-from .ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
+from .ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
 
 STEP = {"N": (0, -1), "S": (0, 1), "E": (1, 0), "W": (-1, 0)}
 OPP = {"N": "S", "S": "N", "E": "W", "W": "E"}
@@ -114,6 +114,8 @@ def verify(mp: MeshProgram, target: Target) -> None:
             raise MeshIRError(f"{type(op).__name__} of {op.array}: unknown buffer {op.buffer}")
         if isinstance(op, Compute) and op.kernel not in kernels:
             raise MeshIRError(f"compute: unknown kernel {op.kernel}")
+        if isinstance(op, DramLoad):
+            _check_dram_load(mp, op, target, names, scope)
         if isinstance(op, Exchange):
             colours = [part[0] for c in op.ops for part in _patterns(c)]
             if len(set(colours)) != len(colours):
@@ -150,6 +152,21 @@ def _loop_ops(op):
         yield sub
         if isinstance(sub, Loop):
             yield from _loop_ops(sub)
+
+
+def _check_dram_load(mp: MeshProgram, op: DramLoad, target: Target, names: set[str], scope) -> None:
+    """Raises :class:`MeshIRError` when a DRAM load reads an array that does not live in device DRAM (or on a
+    target without it), into an unknown buffer or one holding another array, or is prefetched outside a loop
+    or into a buffer without a second slot."""
+    if not getattr(target, "has_dram", False):
+        raise MeshIRError(f"dram load {op.name}: target {target.name} has no device DRAM")
+    if op.array not in mp.dram:
+        raise MeshIRError(f"dram load {op.name}: {op.array} does not live in device DRAM ({', '.join(mp.dram)})")
+    if op.dst not in names or mp.tensor(op.dst).array != op.array:
+        raise MeshIRError(f"dram load {op.name}: {op.dst} is not a buffer of {op.array}")
+    if op.prefetch and (not scope or mp.tensor(op.dst).slots != 2):
+        raise MeshIRError(f"dram load {op.name} is prefetched, but not inside a loop or into a buffer without a "
+                          f"second slot")
 
 
 def _check_prefetch(mp: MeshProgram) -> None:

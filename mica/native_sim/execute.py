@@ -374,6 +374,7 @@ def execute(compiled, inputs: Mapping, *, threads: int | None = None, progress: 
         if tracing is not None:
             mesh.trace_start(*tracing)
         sent = host_loads(mesh, mp, low.loads, arrays)
+        sent += dram_binds(mesh, mp, target, arrays)
         run_code(mesh, low, lib, scalars, threads, progress)
         outputs = host_stores(mesh, mp, program, low.stores)
         stats = mesh.stats()
@@ -397,6 +398,19 @@ def host_loads(mesh, mp: MeshProgram, loads, arrays: Mapping[str, np.ndarray]) -
             mesh.host_load(arrays[ld.array], box(t, {}), rect(ld.region.rect, {}))
         sent += arrays[ld.array].nbytes
     return sent
+
+
+def dram_binds(mesh, mp: MeshProgram, target, arrays: Mapping[str, np.ndarray]) -> int:
+    """Gives ``mesh`` the target's DRAM level and binds the arrays that live in device DRAM (``mp.dram``) to
+    their slots (their index in ``mp.dram``), as a host program writes its input buffers to device DRAM;
+    returns the bytes the host sent there. Nothing for a program without DRAM arrays."""
+    if not mp.dram:
+        return 0
+    mesh.set_dram(target.dram_bytes, target.dram_bytes_per_cycle, target.dram_core_bytes_per_cycle,
+                  target.dram_latency)
+    for slot, name in enumerate(mp.dram):
+        mesh.dram_bind(slot, arrays[name])
+    return sum(arrays[name].nbytes for name in mp.dram)
 
 
 def host_stores(mesh, mp: MeshProgram, program, stores) -> dict[str, np.ndarray]:

@@ -3,7 +3,8 @@
 A plain translation with no decisions: loop variables get slots by nesting depth, MeshIR rectangles and
 boxes become op-code rectangles and boxes, each :class:`~mica.meshir.ir.Exchange` becomes one EXCHANGE op
 (its patterns' routes, sends and receives) and each :class:`~mica.meshir.ir.Compute` one COMPUTE op with an
-entry per kernel class, clipped to the op's rectangle. Host loads and stores are not op code: they run
+entry per kernel class, clipped to the op's rectangle, and each :class:`~mica.meshir.ir.DramLoad` one DRAM op
+reading from slot ``mp.dram.index(array)`` (DRAM_PREFETCH when prefetched). Host loads and stores are not op code: they run
 before and after it (:func:`lower` checks they sit at the ends of the program).
 
 ``op_names[op_id]`` tells which MeshIR op an emulator error is about, ``ops[op_id]`` is that op (an
@@ -136,6 +137,13 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
                              f"({', '.join(c.name for c in op.ops)})")
                 by_id.append(op)
                 out.append(oc.Exchange(len(names) - 1, tuple(routes), tuple(sends), tuple(recvs), op.prefetch))
+            elif isinstance(op, ir.DramLoad):
+                if op.array not in mp.dram:
+                    raise MeshIRError(f"{mp.name}: dram load {op.name} of {op.array}, which is not in device DRAM")
+                names.append(f"dram load {op.name}{' (prefetched)' if op.prefetch else ''} ({op.array} -> {op.dst})")
+                by_id.append(op)
+                out.append(oc.Dram(len(names) - 1, mp.dram.index(op.array), rect(op.rect, slots),
+                                   box(mp.tensor(op.dst), slots), op.prefetch))
             elif isinstance(op, ir.Compute):
                 k = mp.kernel(op.kernel)
                 entries = tuple((km.index(cls.name), rect(clip(op.rect, cls.region), slots)) for cls in k.classes)

@@ -14,6 +14,8 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
     Recv     colour Rect Box                                                      112 words
     Exchange 2 op_id n_routes n_sends n_recvs, then the entries (4 ...: a prefetched exchange)
     Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 93 words each
+    Dram     5 op_id slot Rect Box: each core of Rect reads its box of DRAM array slot  122 words
+             (6 ...: a prefetched DRAM read)
     Loop     1 slot count body_words, then the body
 
 Direction bits (``RAMP``, ``NORTH`` ...), link indices (``LINK_N`` ...) and opcodes match the header.
@@ -47,6 +49,9 @@ OP_LOOP = 1
 OP_EXCHANGE = 2
 OP_COMPUTE = 3
 OP_PREFETCH = 4  # an EXCHANGE issued when each core started its previous compute (double buffering)
+OP_DRAM = 5      # every core of a rectangle reads its box of a DRAM array (mica_rt.h "DRAM level")
+OP_DRAM_PREFETCH = 6  # a DRAM op issued when each core started its previous compute (double buffering)
+MAX_DRAM = 16    # DRAM array slots of a mesh
 
 MAX_VARS = 4
 MAX_RANK = 6
@@ -453,6 +458,33 @@ class Compute:
 
 
 @dataclass(frozen=True)
+class Dram:
+    """Every core of ``rect`` whose ``box`` is non-empty copies its box of the DRAM array bound to ``slot``
+    (:meth:`mica.native_sim.runtime.NativeMesh.dram_bind`; the row-major array of the box's extents) into its
+    arena, timed by the mesh's DRAM level (:meth:`~mica.native_sim.runtime.NativeMesh.set_dram`). ``prefetch``:
+    timed as issued when each core started its previous compute of the loop (op code DRAM_PREFETCH)."""
+
+    op_id: int
+    slot: int
+    rect: Rect
+    box: Box
+    prefetch: bool = False
+
+    def __post_init__(self) -> None:
+        _set(self, "op_id", _int(self.op_id, "op id"))
+        _set(self, "slot", _int(self.slot, "DRAM slot"))
+        if not 0 <= self.slot < MAX_DRAM:
+            raise SimError(f"DRAM slot {self.slot} not in 0..{MAX_DRAM - 1}")
+        _set(self, "rect", as_rect(self.rect))
+        if not isinstance(self.box, Box):
+            raise SimError(f"a DRAM op needs a Box, got {self.box!r}")
+
+    def words(self) -> list[int]:
+        return [OP_DRAM_PREFETCH if self.prefetch else OP_DRAM, self.op_id, self.slot, *self.rect.words(),
+                *self.box.words()]
+
+
+@dataclass(frozen=True)
 class Loop:
     """Runs ``body`` ``count`` times with ``v[slot] = 0 .. count-1``."""
 
@@ -468,14 +500,14 @@ class Loop:
             raise SimError(f"loop slot {self.slot} not in 0..{MAX_VARS - 1}")
         if self.count < 0:
             raise SimError(f"negative loop count {self.count}")
-        if not all(isinstance(op, (Loop, Exchange, Compute)) for op in self.body):
-            raise SimError("a loop body holds Loop, Exchange and Compute ops")
+        if not all(isinstance(op, (Loop, Exchange, Compute, Dram)) for op in self.body):
+            raise SimError("a loop body holds Loop, Exchange, Compute and Dram ops")
 
     def words(self) -> list[int]:
         return _encode_ops((self,), in_use=frozenset())
 
 
-Op = Union[Loop, Exchange, Compute]
+Op = Union[Loop, Exchange, Compute, Dram]
 
 
 def _encode_ops(ops: Iterable[Op], in_use: frozenset[int]) -> list[int]:
@@ -487,7 +519,7 @@ def _encode_ops(ops: Iterable[Op], in_use: frozenset[int]) -> list[int]:
                 raise SimError(f"loop slot {op.slot} is already used by an enclosing loop")
             body = _encode_ops(op.body, in_use | {op.slot})
             out += [OP_LOOP, op.slot, op.count, len(body), *body]
-        elif isinstance(op, (Exchange, Compute)):
+        elif isinstance(op, (Exchange, Compute, Dram)):
             out += op.words()
         else:
             raise SimError(f"not an op: {op!r}")
@@ -495,7 +527,7 @@ def _encode_ops(ops: Iterable[Op], in_use: frozenset[int]) -> list[int]:
 
 
 def encode(ops: Iterable[Op]) -> np.ndarray:
-    """The int64 op code of ``ops`` (a sequence of Loop, Exchange and Compute)."""
+    """The int64 op code of ``ops`` (a sequence of Loop, Exchange, Compute and Dram)."""
     words = _encode_ops(ops, frozenset())
     try:
         return np.array(words, dtype=np.int64)

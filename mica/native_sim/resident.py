@@ -32,7 +32,7 @@ from ..errors import InputError, SimError
 from ..meshir.ir import HostLoad
 from ..meshir.on_mesh import kept_buffers
 from .execute import (NP_DTYPE, TIMINGS, RunResult, RunStats, _prepared, check_array, check_inputs, default_threads,
-                      host_loads, host_stores, run_code)
+                      dram_binds, host_loads, host_stores, run_code)
 from .lower import box, rect
 from .runtime import NativeMesh, load_kernels
 
@@ -108,6 +108,7 @@ class Resident:
         mesh, low, mp = self._mesh, self._low, self.mesh_program
         mesh.reset_stats()
         sent = host_loads(mesh, mp, [ld for ld in low.loads if ld.array not in self.kept], arrays)
+        sent += dram_binds(mesh, mp, self.target, arrays)      # arrays streamed from device DRAM, if any
         try:
             run_code(mesh, low, self._lib, scalars, self.threads, progress)
         except SimError:

@@ -201,6 +201,8 @@ class MeshStats:
     core_idle: np.ndarray | None = None
     # wavelet-level fabric mode (mica_rt.h): None when the run did not use it
     wavelet: dict | None = None
+    # DRAM level (mica_rt.h): bytes the DRAM ops read into arenas
+    dram_bytes: int = 0
     wave_link_flits: np.ndarray | None = None
     wave_link_stalls: np.ndarray | None = None
 
@@ -375,6 +377,26 @@ class NativeMesh:
         self._check(self._lib.mica_set_wavelet, self._mesh(), 1 if on else 0, float(ramp_latency),
                     int(max(min(int(queue_depth), 2**31 - 1), -(2**31))))
 
+    # -- DRAM level -------------------------------------------------------------------------------
+
+    def set_dram(self, capacity: int, bytes_per_cycle: float, core_bytes_per_cycle: float, latency: float) -> None:
+        """Gives the mesh a DRAM level (mica_rt.h "DRAM level"): its capacity in bytes (the arrays bound at once
+        must fit), the chip's DRAM bandwidth its reading cores share, one core's read rate (bytes per cycle)
+        and the latency of a read (cycles)."""
+        self._check(self._lib.mica_set_dram, self._mesh(), int(capacity), float(bytes_per_cycle),
+                    float(core_bytes_per_cycle), float(latency))
+
+    def dram_bind(self, slot: int, array: np.ndarray | None) -> None:
+        """Binds ``array`` (C-contiguous; the caller keeps it alive while runs use it) to DRAM slot ``slot``;
+        None unbinds the slot. The mesh holds only the pointer: DRAM arrays cost the host what they hold."""
+        if array is None:
+            self._check(self._lib.mica_dram_bind, self._mesh(), int(slot), ffi.NULL, 0)
+            return
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise SimError("a DRAM array must be a C-contiguous numpy array")
+        data = ffi.from_buffer(array) if array.nbytes else ffi.NULL
+        self._check(self._lib.mica_dram_bind, self._mesh(), int(slot), data, int(array.nbytes))
+
     # -- execution --------------------------------------------------------------------------------
 
     def run(
@@ -463,6 +485,7 @@ class NativeMesh:
             core_compute=per_core(1),
             core_comm=per_core(2),
             core_idle=per_core(3),
+            dram_bytes=int(totals.dram_bytes),
             **self._wave_stats(grab),
         )
 

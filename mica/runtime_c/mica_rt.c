@@ -93,5 +93,6 @@
 #include "rt_copies.c"
 #include "rt_exchange_op.c"
 #include "rt_compute.c"
+#include "rt_dram.c"
 #include "rt_interp.c"
 #include "rt_host.c"

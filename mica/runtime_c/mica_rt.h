@@ -41,6 +41,9 @@
 #define MICA_OP_EXCHANGE 2
 #define MICA_OP_COMPUTE  3
 #define MICA_OP_PREFETCH 4  /* an EXCHANGE timed as double-buffered (same words; see the timing model) */
+#define MICA_OP_DRAM     5  /* every core of a rectangle reads its box of a DRAM array (see DRAM level) */
+#define MICA_OP_DRAM_PREFETCH 6  /* a DRAM op timed as double-buffered (same words; see DRAM level) */
+#define MICA_MAX_DRAM   16  /* DRAM arrays one mesh can hold (slots of mica_dram_bind) */
 
 #define MICA_MAX_VARS 4
 #define MICA_MAX_RANK 6
@@ -83,6 +86,11 @@
  *   At the end of the op every route it set is cleared (rx = tx = 0).
  * COMPUTE:  3 op_id n_entries then n_entries × (kernel_index RECT)           (93 words each)
  *           Calls kernels[kernel_index](arena, x, y, v, scalars) for every core in RECT.
+ * DRAM:     5 op_id slot RECT BOX                                             (122 words)
+ *           Every core in RECT whose BOX is non-empty copies its box of DRAM array `slot` (the row-major
+ *           array of the box's extents, bound with mica_dram_bind) into its arena at the box's offset.
+ *           Op code 6 (DRAM_PREFETCH): the same words, timed as issued when each core started its last
+ *           COMPUTE of the running loop (double buffering; see DRAM level).
  */
 
 typedef void (*mica_kernel_fn)(uint8_t *arena, int64_t x, int64_t y, const int64_t *v,
@@ -149,6 +157,7 @@ typedef struct {
     uint64_t computes;     /* kernel calls */
     uint64_t arena_bytes;  /* total bytes allocated for arenas */
     uint64_t arena_max;    /* largest single arena */
+    uint64_t dram_bytes;   /* bytes the DRAM ops read from DRAM arrays into arenas */
 } mica_totals;
 
 void mica_stats(const mica_mesh *m, mica_totals *out);
@@ -189,6 +198,30 @@ typedef double (*mica_work_fn)(int64_t x, int64_t y, const int64_t *v, const dou
 /* Sets the link model: hop_latency >= 0 cycles per hop, link_bytes_per_cycle > 0. Defaults: 1 and 4. */
 int32_t mica_set_timing(mica_mesh *m, double hop_latency, double link_bytes_per_cycle, char *err,
                         int32_t errlen);
+/* ---------------------------------------------------------------------------------------------------
+ * DRAM level (rt_dram.c): device memory behind the grid (Tenstorrent), off unless mica_set_dram is called
+ *
+ * A DRAM array is a host buffer of the caller's (it stays valid while mica_run uses it) bound to a slot;
+ * the mesh holds only the pointer, so host memory stays what the program allocates. A DRAM op reads each
+ * of its cores' boxes from it; every reading core's clock advances by
+ *     latency + bytes / min(core_bytes_per_cycle, bytes_per_cycle / n)
+ * with n the cores reading in that op (the chip's DRAM bandwidth shared by them), counted as
+ * communication; the bytes are counted in mica_totals.dram_bytes. A core's reads run one after another
+ * (one reader per core): a read starts when the core issues it and its previous read is done. A DRAM op is
+ * issued at the core's clock (the core waits for it); a DRAM_PREFETCH op at the start of the core's last
+ * COMPUTE in the running loop (when there was one: double buffering), and the core waits for its data
+ * only when it next reads its clock (its next COMPUTE or exchange), as for a prefetched exchange. A box that reaches past the core's arena
+ * or past the bound array is an error naming the op, core and slot.
+ * ------------------------------------------------------------------------------------------------- */
+
+/* capacity > 0 bytes of DRAM, bytes_per_cycle > 0 (the chip's), core_bytes_per_cycle > 0 (one core's
+ * reader), latency >= 0 cycles. */
+int32_t mica_set_dram(mica_mesh *m, int64_t capacity, double bytes_per_cycle, double core_bytes_per_cycle,
+                      double latency, char *err, int32_t errlen);
+/* Binds the `bytes` bytes at data to DRAM slot 0..MICA_MAX_DRAM-1 (NULL, 0 unbinds it); the arrays bound
+ * at once must fit the capacity (an error names the slot and the bytes). */
+int32_t mica_dram_bind(mica_mesh *m, int32_t slot, const void *data, int64_t bytes, char *err, int32_t errlen);
+
 /* Work functions for kernel table entries 0..n_work-1 (NULL entries cost nothing). The table must stay
  * valid while mica_run uses it; pass NULL, 0 to clear. */
 void mica_set_work(mica_mesh *m, mica_work_fn *work, int32_t n_work);

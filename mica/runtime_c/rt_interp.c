@@ -116,6 +116,15 @@ static int validate_compute(vctx *c, int64_t pos, int64_t end) {
     return 0;
 }
 
+static int validate_dram(vctx *c, int64_t pos, int64_t end) {
+    const int64_t *w = c->code + pos;
+    if (end - pos < W_DRAM) return vfail(c, pos, "truncated DRAM op");
+    if (w[2] < 0 || w[2] >= MICA_MAX_DRAM)
+        return vfail(c, pos, "DRAM slot %lld not in 0..%d", (long long)w[2], MICA_MAX_DRAM - 1);
+    if (check_rect_at(c, pos + 3)) return 1;
+    return check_box_at(c, pos + 3 + W_RECT);
+}
+
 /* Validates the ops in [pos, end); `slots` is the set of loop slots in scope. */
 static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
     while (pos < end) {
@@ -145,6 +154,11 @@ static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
         case MICA_OP_COMPUTE:
             if (validate_compute(c, pos, end)) return 1;
             pos += W_COMP_HEAD + w[2] * W_CENTRY;
+            break;
+        case MICA_OP_DRAM:
+        case MICA_OP_DRAM_PREFETCH:
+            if (validate_dram(c, pos, end)) return 1;
+            pos += W_DRAM;
             break;
         default:
             return vfail(c, pos, "unknown opcode %lld", (long long)w[0]);
@@ -181,7 +195,8 @@ static int64_t count_ops(const int64_t *code, int64_t pos, int64_t end) {
         } else {
             n = sat_add(n, 1);
             pos += w[0] == MICA_OP_EXCHANGE || w[0] == MICA_OP_PREFETCH ? W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV
-                                            : W_COMP_HEAD + w[2] * W_CENTRY;
+                   : w[0] == MICA_OP_DRAM                            ? W_DRAM
+                                                                     : W_COMP_HEAD + w[2] * W_CENTRY;
         }
     }
     return n;
@@ -222,6 +237,12 @@ static int exec_block(run_t *r, int64_t pos, int64_t end) {
             if (exec_exchange(r, pos)) return 1;
             progress_step(r->m);
             pos += W_EXCH_HEAD + w[2] * W_ROUTE + w[3] * W_SEND + w[4] * W_RECV;
+            break;
+        case MICA_OP_DRAM:
+        case MICA_OP_DRAM_PREFETCH:
+            if (exec_dram(r, pos)) return 1;
+            progress_step(r->m);
+            pos += W_DRAM;
             break;
         default:
             if (exec_compute(r, pos)) return 1;

@@ -31,6 +31,7 @@ typedef struct {
     uint64_t x_mark;
     double pre;       /* clock at the start of the core's last COMPUTE, run in loop run `pre_tag` */
     uint64_t pre_tag;
+    double dram_free; /* when the core's DRAM reader finishes its last read (rt_dram.c) */
 } mica_core_t;
 
 struct mica_mesh {
@@ -68,6 +69,11 @@ struct mica_mesh {
     int32_t host_threads;  /* threads of large host copies (mica_set_host_threads) */
     struct trace *trace;   /* per-core timelines (rt_trace.c), NULL while tracing is off */
     struct wave *wave;     /* wavelet-level fabric mode (rt_wavelet.c), NULL while it is off */
+    /* DRAM level (rt_dram.c): bandwidths, latency (dram_bw 0: no DRAM), and the bound arrays */
+    double dram_bw, dram_core_bw, dram_latency;
+    int64_t dram_capacity;
+    const uint8_t *dram[MICA_MAX_DRAM];
+    int64_t dram_size[MICA_MAX_DRAM];
 };
 
 static void trace_free(mica_mesh *m);   /* rt_trace.c */

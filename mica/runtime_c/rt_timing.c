@@ -26,9 +26,11 @@ static void x_commit(mica_mesh *m, int64_t core) {
 }
 
 /* The clock a core sends and takes in messages of the running exchange from: the start of its last
- * compute in this loop run for a PREFETCH op (issued when that compute started), else its clock. */
+ * compute in this loop run for a PREFETCH op (issued when that compute started; not before the core's
+ * last DRAM read is done, whose data it may send), else its clock. */
 static double x_start(const run_t *r, const mica_core_t *c) {
-    return r->prefetch && c->pre_tag == r->tag ? c->pre : c->clock;
+    if (r->prefetch && c->pre_tag == r->tag) return c->pre > c->dram_free ? c->pre : c->dram_free;
+    return c->clock;
 }
 
 /* Starts the exchange's timing scratch of a core that sends or receives in it (owner thread only). */

@@ -24,6 +24,14 @@
   Otherwise total = compute + communication. ``comm_cycles`` and ``per_tensor`` count the exposed
   communication (what is on the critical path), the hidden part is ``hidden_cycles``.
 
+* Device DRAM (Tenstorrent): a :class:`~mica.meshir.ir.DramLoad` costs its busiest core
+  ``latency + bytes ÷ min(one core's rate, the chip's bandwidth ÷ the cores reading)``
+  (:meth:`mica.targets.Target.dram_read_cycles`), the formula the emulator's DRAM op charges; a core's loads of
+  one step run one after another, followed by the multicast of what line roots read (``dram_roots``: its whole
+  path every step, as each step's panels start at the root). Prefetched, they hide behind the previous step's
+  compute: after the first step a step pays ``max(0, loads + multicast - that compute)`` (:func:`_dram_costs`;
+  exact against the emulator when every core reads its own panels, within 2 % with root multicasts).
+
 Everything is evaluated from closed forms at a few representative loop iterations, never per core and
 never per step.
 """
@@ -42,7 +50,8 @@ from ..affine.isl_names import count_param_values, count_points, iset
 from ..affine.runtime import kernel_param
 from ..meshir.on_mesh import host_bytes
 from ..meshir.busy import computing_cores
-from ..meshir.ir import Compute, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
+from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift,
+                         Shift)
 from ..targets import Target
 
 
@@ -55,7 +64,7 @@ class Cost:
     holds cores that only keep data, relay, or sit in tiles a triangular or partial domain leaves empty.
     ``host_bytes_in`` / ``host_bytes_out`` are the bytes one run sends to and reads back from the mesh
     (:func:`mica.meshir.on_mesh.host_bytes`): the arrays of ``on_mesh`` stay there between runs and do not
-    count."""
+    count. ``dram_bytes`` are the bytes one run's cores read from device DRAM (:class:`DramLoad`)."""
 
     target: str
     clock_ghz: float
@@ -73,6 +82,7 @@ class Cost:
     host_bytes_in: int = 0
     host_bytes_out: int = 0
     on_mesh: tuple[str, ...] = ()
+    dram_bytes: int = 0
 
     def _cores_text(self) -> str:
         if self.allocated and self.allocated != self.cores:
@@ -109,7 +119,8 @@ class Cost:
                 f"  SRAM {self.sram_bytes:,} of {self.sram_budget:,} B per core, "
                 f"colours {self.colours} of {self.colour_budget}"
                 + (f"\n  host traffic per run: {self.host_bytes_in:,} B in, {self.host_bytes_out:,} B out "
-                   f"({', '.join(self.on_mesh)} stay on the mesh)" if self.on_mesh else ""))
+                   f"({', '.join(self.on_mesh)} stay on the mesh)" if self.on_mesh else "")
+                + (f"\n  device DRAM read by the cores: {self.dram_bytes:,} B" if self.dram_bytes else ""))
 
 
 def at_longest(mp: MeshProgram) -> dict[str, int]:
@@ -369,7 +380,7 @@ def _span(lins, scope: dict[str, int], low: bool) -> int:
 
 
 def _rects(op):
-    if isinstance(op, Compute):
+    if isinstance(op, (Compute, DramLoad)):
         yield op.rect
     elif isinstance(op, Exchange):
         for c in op.ops:
@@ -434,7 +445,118 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                                                                                           0.0, {}))
     return Cost(target.name, target.clock_ghz, total, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
-                target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh)
+                target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh,
+                dram_read_bytes(mp, target))
+
+
+def dram_read_bytes(mp: MeshProgram, target: Target) -> int:
+    """Bytes every :class:`DramLoad` of ``mp`` reads over one run (what the emulator's ``dram_bytes`` counts)."""
+    total = 0
+    for op, scope in mp.walk():
+        if isinstance(op, DramLoad):
+            for env, weight in _representatives(scope):
+                total += weight * dram_load_cycles(mp, op, env, target)[1]
+    return int(total)
+
+
+def dram_load_cycles(mp: MeshProgram, op: DramLoad, env: dict[str, int], target: Target) -> tuple[float, int]:
+    """(cycles of the busiest core, bytes all cores read) of DRAM load ``op`` at loop values ``env``: every core of
+    its rectangle with a non-empty box of ``op.dst`` reads it, sharing the chip's DRAM bandwidth
+    (:meth:`Target.dram_read_cycles`), exactly as the emulator's DRAM op charges. Box sizes are separable per
+    axis, so the readers are counted per column and per row, never per core."""
+    t = mp.tensor(op.dst)
+    cols, rows = op.rect.members(env)
+    step = env.get("t", 0)
+
+    def along(axis, cs):
+        sizes = [(c, prod(d.size(c) for d in t.box if d.coord == axis)) for c in cs]
+        return [c for c, n in sizes if n > 0]
+    xs, ys = along("x", cols), along("y", rows)
+    rest = prod(d.size(step) if d.coord == "t" else d.size(0) for d in t.box if d.coord not in ("x", "y"))
+    readers = len(xs) * len(ys) if rest else 0
+    if not readers:
+        return 0.0, 0
+    per = [t.bytes_at(x, y, step) for x in (xs[0], xs[-1]) for y in (ys[0], ys[-1])]
+    total = sum(t.bytes_at(x, ys[0], step) for x in xs) * sum(t.bytes_at(xs[0], y, step) for y in ys) \
+        // max(t.bytes_at(xs[0], ys[0], step), 1)
+    return target.dram_read_cycles(max(per), readers), total
+
+
+def _dram_casts(ops) -> set[int]:
+    """Ids of the exchanges that multicast panels a DRAM load of the same loop body just read (``dram_roots``:
+    every pattern sends a load's buffer into itself): :func:`_dram_costs` costs them with their loads."""
+    loaded: dict[int, set[str]] = {}
+    for op, _, loops in ops:
+        if isinstance(op, DramLoad) and loops:
+            loaded.setdefault(id(loops[-1]), set()).add(op.dst)
+    return {id(op) for op, _, loops in ops if isinstance(op, Exchange) and loops and op.ops
+            and all(isinstance(c, Multicast) and c.src == c.dst and c.dst in loaded.get(id(loops[-1]), ())
+                    for c in op.ops)}
+
+
+def _dram_costs(mp: MeshProgram, ops, target: Target) -> tuple[float, float, dict[str, float]]:
+    """Exposed cycles, hidden cycles and cycles per array of the DRAM loads among ``ops`` (``_walk_loops``
+    triples). The loads of one loop body run one after another on a core, so per iteration they add up; a
+    prefetched one after its loop's first iteration hides behind the previous iteration's compute
+    (:func:`_iteration_compute`), as the emulator times it (issued when the core started that compute)."""
+    exposed = hidden = 0.0
+    per_array: dict[str, float] = {}
+    groups: dict[int, list] = {}
+    casts = _dram_casts(ops)
+    for op, scope, loops in ops:
+        if isinstance(op, DramLoad) or id(op) in casts:
+            groups.setdefault(id(loops[-1]) if loops else id(op), []).append((op, scope, loops))
+    for members in groups.values():
+        _, scope, loops = members[0]
+        for env, weight in _representatives(scope):
+            # The loads of a core one after another, then the multicast of what the roots read: its whole
+            # path every step (each step's panels start at the root, after its read).
+            costs = [(op, dram_load_cycles(mp, op, env, target)[0]) for op, _, _ in members if isinstance(op, DramLoad)]
+            costs += _cast_costs(mp, [op for op, _, _ in members if isinstance(op, Exchange)], env, target)
+            full = sum(cy for _, cy in costs)
+            later = [op.prefetch for op, _, _ in members]
+            var = scope[-1][0] if scope else None
+            hides = loops and all(later) and env.get(var, 0) > 0
+            # Issued when the core started the previous iteration's compute: hidden behind that iteration.
+            step = _iteration_compute(mp, loops[-1], {**env, var: env[var] - 1}, target) if hides else 0.0
+            shown = max(0.0, full - step) if hides else full
+            share = shown / full if full else 0.0
+            exposed += weight * shown
+            hidden += weight * (full - shown)
+            for op, cy in costs:
+                per_array[op.array] = per_array.get(op.array, 0.0) + weight * cy * share
+    return exposed, hidden, per_array
+
+
+def _cast_costs(mp: MeshProgram, exchanges: list, env: dict[str, int], target: Target) -> list:
+    """(pattern, cycles) of the slowest multicast of each of ``exchanges`` (root multicasts of DRAM panels) at
+    ``env``: the patterns of one exchange run at once on their own colours."""
+    out = []
+    for ex in exchanges:
+        cys = [(c, _pattern_cycles(mp, c, env, target)) for c in ex.ops]
+        if cys:
+            out.append(max(cys, key=lambda p: p[1]))
+    return out
+
+
+def _iteration_compute(mp: MeshProgram, loop: Loop, env: dict[str, int], target: Target) -> float:
+    """Cycles of the busiest core in one iteration ``env`` of ``loop``: the Computes of its body, each at the
+    busiest of the cores :func:`_compute_cycles` probes, added up (the kernels of one step run one after
+    another on a core)."""
+    total = 0.0
+    fix = {"__" + v: val for v, val in env.items()}
+    for op in loop.body:
+        if not isinstance(op, Compute):
+            continue
+        k = mp.kernel(op.kernel)
+        best = 0.0
+        for cls in k.classes:
+            for x, y in _probe_cores(cls.region):
+                best = max(best, sum(count_points(iset(part.domain), {"__x": x, "__y": y, **fix, **at_longest(mp)},
+                                                  drop=("__kb",)) * instance_cycles(mp, part, target)
+                                     for part in k.statements))
+        total += best
+    return total
 
 
 def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:
@@ -470,8 +592,9 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                     step_compute[id(lp)] = (step + full / per, min(busy, cy / full))
                 else:
                     step_compute[id(lp)] = (step + cy / per, busy)
+    casts = _dram_casts(ops)
     for op, scope, loops in ops:
-        if isinstance(op, Exchange):
+        if isinstance(op, Exchange) and id(op) not in casts:
             inner = scope[-1][0] if scope else None
             # A prefetched exchange after its loop's first active step hides behind one step's compute.
             overlap = step_compute.get(id(loops[-1]), (0.0, 1.0)) if (op.prefetch and loops) else None
@@ -517,6 +640,11 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
                 for c in op.ops:
                     if isinstance(c, Multicast):
                         per_tensor[c.array] = per_tensor.get(c.array, 0.0) + wave
+    d_exposed, d_hidden, d_arrays = _dram_costs(mp, ops, target)
+    comm += d_exposed
+    hidden += d_hidden
+    for name, cy in d_arrays.items():
+        per_tensor[name] = per_tensor.get(name, 0.0) + cy
     return compute, comm, hidden, per_tensor
 
 

@@ -237,7 +237,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                     assignment: list[tuple[str, str]] | None = None, blocks: dict[str, int] | None = None,
                     skew: str = "none", reduce: str = "chain", group: int = 0,
                     family: str = "derived", searched: bool = False, fixed_homes: dict[str, Home] | None = None,
-                    buffers: int = 1, steps: bool = True, wave: bool = False) -> Schedule:
+                    buffers: int = 1, steps: bool = True, wave: bool = False, dram: tuple[str, ...] = (),
+                    step_tile: int | None = None, dram_roots: bool = False) -> Schedule:
     """A legal mapping of ``prog`` onto ``mesh = (width, height)`` derived from its dependences.
 
     The decisions default to the first of :func:`spatial_candidates`, the whole mesh, SUMMA-style steps
@@ -251,7 +252,10 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     a :class:`ScheduleError` when there is no step loop to overlap); ``steps=False`` makes no step loop at all
     (every core runs its slice of the spatial loops in the original order: :func:`fused_body`). ``wave=True``
     makes a wavefront (:func:`_wave_step`): the assignment may spread loops that carry dependences of bounded
-    distance. ``family`` and ``searched`` label the
+    distance. ``dram`` names read-only inputs streamed from device DRAM (:attr:`Schedule.dram`): they get no home,
+    and an unskewed step loop takes ``step_tile`` (the panel each step reads) instead of the homes' tile;
+    ``dram_roots`` has the first core of each line read a panel the line shares and multicast it.
+    ``family`` and ``searched`` label the
     plan (:attr:`Schedule.family`); a SUMMA plan whose step turns out to be a sweep is of the halo family.
 
     The steps: the checked assignment (:func:`_checked_assignment`), 1. spatial loops block-tiled over the
@@ -266,17 +270,22 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         reduce, group, family, searched = like.reduce, like.group, like.family, like.searched
         buffers = like.buffers
         wave = like.step is not None and like.step.wavefront
+        dram = like.dram
+        step_tile = like.step.tile if like.dram else None
+        dram_roots = like.dram_roots
     if assignment is None:
         assignment = spatial_candidates(prog)[0]
     reasons = _checked_assignment(main, kinds[main.name], assignment, wave, sweep_parallel(prog))
     cores = _cores_used(mesh, blocks, skew, len(assignment))
-    space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons)
+    # A plan streaming from DRAM reads whole 32x32-tile pages (Tenstorrent): its blocks start on tile boundaries.
+    space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons, DRAM_TILE if dram else 1)
     step = None
     if wave:
         step = _wave_step(prog, space, reasons)
         family = "wavefront" if family == "derived" else family
     elif steps:
-        step = _step_map(prog, main, kinds[main.name], space, cores, skew, like, fixed_homes, reasons)
+        step = _step_map(prog, main, kinds[main.name], space, cores, skew, like, fixed_homes, reasons,
+                         step_tile if dram else None)
     elif space:
         reasons.append("no step loop: each core runs its slice of the spatial loops in the original order")
     if steps and step is None and space and skew == "none":
@@ -297,14 +306,38 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                                     f"operator left unskewed on the mesh")
     if reduce == "tree":
         reasons.append(f"reductions across cores: chains in groups of {group}, then a chain over the groups")
-    homes = _homes(prog, main, space, step, fixed_homes)
+    dram = tuple(dram)
+    if dram:
+        _check_streamed(prog, main, step, dram, fixed_homes)
+        who = ("the first core of each row / column reads the panel its line shares and multicasts it along the line"
+               if dram_roots else "every core reads the panels of each step into its receive buffer")
+        reasons.append(f"{', '.join(dram)} stream{'s' if len(dram) == 1 else ''} from device DRAM: no home on the "
+                       f"cores; {who}")
+    homes = _homes(prog, main, space, step, fixed_homes, dram)
     order = _local_orders(prog)
     if like is not None:
         order = like.local_order
     sched = Schedule(mesh=tuple(mesh), space=tuple(space), step=step, local_order=order,
                      homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
-                     reasons=tuple(reasons))
+                     reasons=tuple(reasons), dram=dram, dram_roots=bool(dram_roots))
     return with_buffers(sched, buffers) if buffers != 1 else sched
+
+
+def _check_streamed(prog: Program, main: Statement, step: StepMap | None, dram: tuple[str, ...],
+                    fixed_homes: dict[str, Home]) -> None:
+    """Raises :class:`ScheduleError` unless every array of ``dram`` can stream from DRAM: a read-only input of
+    the program that the main statement reads with the (unskewed, not sweeping) step loop in its subscripts, and
+    that no earlier operator left on the mesh. Changes nothing."""
+    if step is None or step.skew != "none" or step.sweep or step.wavefront:
+        raise ScheduleError(f"streaming {', '.join(dram)} from DRAM needs an unskewed step loop; "
+                            f"{main.name} has none here")
+    written = {s.write.array for s in prog.statements}
+    for a in dram:
+        reads = [acc for acc in main.reads if acc.array == a]
+        if a not in prog.inputs or a in written or a in fixed_homes or a in prog.on_mesh or not reads or \
+                not all(any(ix.single_var() == step.loop for ix in acc.index) for acc in reads):
+            raise ScheduleError(f"{a} cannot stream from DRAM: only a read-only input that {main.name} reads "
+                                f"by step loop {step.loop} (and nothing keeps on the mesh) can")
 
 
 def _checked_assignment(main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
@@ -350,10 +383,15 @@ def _cores_used(mesh: tuple[int, int], blocks: dict[str, int] | None, skew: str,
     return cores
 
 
+#: The tile granularity of a plan streaming from device DRAM: Tenstorrent's 32x32 tiles, one DRAM page each.
+DRAM_TILE = 32
+
+
 def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
-                cores: dict[str, int], reasons: list[str]) -> list[SpaceMap]:
+                cores: dict[str, int], reasons: list[str], align: int = 1) -> list[SpaceMap]:
     """Step 1: each assigned loop block-tiled over the cores used along its axis,
-    ``{ S[.., l, ..] -> core[x] : x = floor(l / tile) }``; appends the reason for each to ``reasons``."""
+    ``{ S[.., l, ..] -> core[x] : x = floor(l / tile) }``, the tile rounded up to a multiple of ``align`` (a plan
+    streaming from DRAM: :data:`DRAM_TILE`); appends the reason for each to ``reasons``."""
     reds = reductions(prog)
     space = []
     for lp, axis in assignment:
@@ -362,6 +400,7 @@ def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: 
         n = max([loop_extent(main, lp)] + [prog.array(a.array).shape[d] for a in main.accesses
                                             for d, ix in enumerate(a.index) if ix.single_var() == lp])
         tile = max(1, ceil(n / cores[axis]))
+        tile = ceil(tile / align) * align if align > 1 else tile
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
             f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)" \
@@ -396,11 +435,13 @@ def _wave_step(prog: Program, space: list[SpaceMap], reasons: list[str]) -> Step
 
 
 def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[SpaceMap], cores: dict[str, int],
-              skew: str, like: Schedule | None, fixed_homes: dict[str, Home], reasons: list[str]) -> StepMap | None:
+              skew: str, like: Schedule | None, fixed_homes: dict[str, Home], reasons: list[str],
+              step_tile: int | None = None) -> StepMap | None:
     """Step 2: a reduction loop left over becomes the step loop, ``t = floor(l / tile)``, when arrays it
     indexes are spread over the mesh by another loop. Unskewed, each step's panels come from one core
     row/column (multicast); skewed, every core starts on its own block and panels move around rings.
-    None when no loop qualifies (or ``like`` has no step on it); appends the reason to ``reasons``."""
+    None when no loop qualifies (or ``like`` has no step on it); appends the reason to ``reasons``.
+    ``step_tile`` (a plan streaming its panels from DRAM) sets the tile of an unskewed step."""
     used_blocks = {s.axis: ceil(loop_extent(main, s.loop) / s.tile) for s in space}
     used_blocks.setdefault("x", 1)
     used_blocks.setdefault("y", 1)
@@ -425,7 +466,12 @@ def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[Sp
         pinned = {t for acc in main.reads if acc.array in fixed_homes
                   for d, ix in enumerate(acc.index) if ix.single_var() == lp
                   for t in [fixed_homes[acc.array].dims[d][1]] if fixed_homes[acc.array].dims[d][0]}
-        if skew == "none" and len(pinned) == 1:
+        if skew == "none" and step_tile is not None:
+            tile = min(step_tile, n)
+            step = StepMap(lp, tile, ceil(n / tile))
+            reasons.append(f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}; each step's "
+                           f"panels are read from device DRAM")
+        elif skew == "none" and len(pinned) == 1:
             tile = pinned.pop()
             step = StepMap(lp, tile, ceil(n / tile))
             reasons.append(f"loop {lp} ({n} iterations) -> time: {step.steps} steps of {tile}, the tile in "
@@ -448,13 +494,17 @@ def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[Sp
 
 
 def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap | None,
-           fixed_homes: dict[str, Home]) -> list[Home]:
+           fixed_homes: dict[str, Home], dram: tuple[str, ...] = ()) -> list[Home]:
     """Step 3: where each array lives, ``{ core[x, y] -> A[a, ..] }`` block by block: each array dimension
     follows the loop that indexes it in the main statement (a step loop's dimension goes to a free axis in
-    tiles of the step); arrays an earlier operator left keep their ``fixed_homes``."""
+    tiles of the step); arrays an earlier operator left keep their ``fixed_homes``. An array streamed from
+    ``dram`` has no home on the cores: its record says whole, never built (:attr:`Schedule.dram`)."""
     homes = []
     step_loop = step.loop if (step and not step.sweep) else None
     for arr, acc in _placing_accesses(prog, main):
+        if arr.name in dram:
+            homes.append(Home(arr.name, tuple((None, n) for n in arr.shape), (("x", 0), ("y", 0))))
+            continue
         dims: list[tuple[str | None, int]] = [(None, n) for n in arr.shape]
         used: set[str] = set()
         if acc is not None:

@@ -22,6 +22,13 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
   schedule search; ``order``: in which order a phased schedule's operators were mapped, one of
   :data:`OPERATOR_ORDERS` (re-deriving it for another mesh maps them in the same order). These are typed
   decisions; :attr:`Schedule.name` is only the label printed for people, made from them;
+* ``dram``: arrays *streamed from device DRAM* (a target with a DRAM level, :attr:`mica.targets.Target.has_dram`):
+  read-only inputs of the step loop that stay in DRAM — no home on the cores, no host load into the arenas —
+  and whose panels each core reads into its receive buffer at every step (:class:`mica.meshir.ir.DramLoad`);
+  the step loop's tile is then free of the homes (it sets the panel size). Empty for every other plan.
+  ``dram_roots``: a panel every core of a row (column) shares is read from DRAM by the row's (column's) first
+  core only and multicast along the line, as Tenstorrent's ``matmul_multicore_reuse_mcast`` does, instead of
+  every core reading its own copy (the DRAM traffic drops by the line's length);
 * ``reasons``: the human-readable account of each decision;
 * ``phases``: for a program of several operators, one schedule per operator, run in order; a phase's
   ``mesh`` is the rectangle of cores it runs on and ``origin`` that rectangle's first core (operators
@@ -188,9 +195,17 @@ class Schedule:
     phases: tuple["Schedule", ...] = ()
     origin: tuple[int, int] = (0, 0)
     pieces: tuple = ()
+    dram: tuple[str, ...] = ()
+    dram_roots: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "origin", tuple(int(v) for v in self.origin))
+        object.__setattr__(self, "dram", tuple(self.dram))
+        if self.dram and (self.step is None or self.step.skew != "none" or self.step.sweep or self.phases):
+            raise ScheduleError(f"arrays streamed from DRAM ({', '.join(self.dram)}) need an unskewed step loop "
+                                f"whose panels they fill, in a plan of one operator")
+        if self.dram_roots and not self.dram:
+            raise ScheduleError("dram_roots multicasts panels streamed from DRAM; the schedule streams none")
         object.__setattr__(self, "pieces", tuple(self.pieces))
         if self.pieces and (len(self.pieces) != 3 or not self.phases or int(self.pieces[2]) < 2):
             raise ScheduleError(f"a schedule cut into pieces names (array, dimension, count >= 2) and has "
@@ -223,7 +238,7 @@ class Schedule:
             return f"ktree{self.group}"
         if self.family not in _STEPPED:
             return self.family
-        label = self.family + ("+db" if self.buffers == 2 else "")
+        label = self.family + ("+db" if self.buffers == 2 else "") + ("+dram" if self.dram else "")
         if self.searched:
             label += "/" + ("chain" if self.reduce == "chain" else f"ktree{self.group}")
         return label
@@ -297,6 +312,8 @@ class Schedule:
             phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
             origin=tuple(d.get("origin", (0, 0))),
             pieces=tuple(d.get("pieces", ())),
+            dram=tuple(d.get("dram", ())),
+            dram_roots=bool(d.get("dram_roots", False)),
         )
 
     def explain(self) -> str:
@@ -349,6 +366,11 @@ class Schedule:
         for h in self.homes:
             dims = ", ".join(f"{a}/{t}" if a else "whole" for a, t in h.dims)
             pin = "".join(f" {a}={c}" for a, c in h.pin)
+            if h.array in self.dram:
+                how = ", read by the first core of each line and multicast along it" if self.dram_roots else ""
+                lines.append(f"  {h.array} streamed from DRAM: panels of {self.step.tile} per step{how}, no home on "
+                             f"the cores")
+                continue
             lines.append(f"  home {h.array}[{dims}]{pin}")
         return "\n".join(lines)
 
@@ -360,6 +382,10 @@ def _without_default_waves(d: dict) -> dict:
     if step and tuple(step.get("wave", (0, 0))) == (0, 0) and step.get("period", 1) == 1:
         d["step"] = {k: v for k, v in step.items() if k not in ("wave", "period")}
     d["phases"] = [_without_default_waves(p) for p in d.get("phases", ())]
+    if not d.get("dram"):
+        d.pop("dram", None)         # only a plan streaming from DRAM says so: every other plan's JSON is unchanged
+    if not d.get("dram_roots"):
+        d.pop("dram_roots", None)
     return d
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from math import ceil, isqrt
+from math import ceil, isqrt, prod
 from typing import Callable
 
 from ..affine.deps import REDUCTION, loop_kinds
@@ -71,6 +71,8 @@ class Decisions:
     buffers: int = 1
     steps: bool = True
     wave: bool = False
+    stream: int = 0                 # > 0: the step's read-only inputs stream from device DRAM in panels of this
+    stream_roots: bool = False      # a line's shared panel read by its first core and multicast (dram_roots)
 
     @property
     def family(self) -> str:
@@ -97,6 +99,9 @@ class Decisions:
             out += " slices in original order"
         if self.wave:
             out += " wavefront"
+        if self.stream:
+            out += f" streamed from DRAM (panels of {self.stream}" + (", read by line roots and multicast)"
+                                                                       if self.stream_roots else ")")
         return out
 
 
@@ -299,7 +304,9 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
                                     skew=d.skew, reduce=d.reduce, group=d.group, family=d.family, searched=True,
-                                    fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps, wave=d.wave)
+                                    fixed_homes=fixed_homes, buffers=d.buffers, steps=d.steps, wave=d.wave,
+                                    dram=streamed_arrays(prog, d) if d.stream else (),
+                                    step_tile=d.stream or None, dram_roots=d.stream_roots)
             mp = lowering.operator(prog, sched, target, resident=_resident(fixed_homes, resident))
             if caps:
                 check_on_mesh_caps(mp, caps)
@@ -344,6 +351,53 @@ def _resident(fixed_homes: dict | None, resident: frozenset[str] | None) -> froz
     return frozenset(fixed_homes or ()) if resident is None else resident
 
 
+#: Panel sizes (step-loop tiles) a plan streaming from device DRAM tries: multiples of Tenstorrent's 32x32 tile.
+STREAM_TILES = (32, 64, 128, 256)
+
+
+def streamed_arrays(prog: Program, d: Decisions) -> tuple[str, ...]:
+    """The arrays a streamed plan of decisions ``d`` keeps in device DRAM: every read-only input the main
+    statement reads by its step loop (the first reduction loop no spatial loop takes). Changes nothing."""
+    main = main_statement(prog)
+    kinds = loop_kinds(prog)[main.name]
+    spatial = {lp for lp, _ in d.assignment}
+    step = next((lp for lp in main.loops if kinds[lp] == REDUCTION and lp not in spatial), None)
+    written = {s.write.array for s in prog.statements}
+    return tuple(dict.fromkeys(acc.array for acc in main.reads
+                               if acc.array in prog.inputs and acc.array not in written
+                               and any(ix.single_var() == step for ix in acc.index))) if step else ()
+
+
+def stream_space(prog: Program, decisions: list[Decisions]) -> list[Decisions]:
+    """Streamed variants of the unskewed stepped plans among ``decisions`` (SUMMA's family: a step loop whose
+    panels no ring skews), per panel size of :data:`STREAM_TILES` up to the step loop's extent: every core
+    reading its own panels, and the first core of each line reading the panel the line shares and multicasting
+    it (``dram_roots``)."""
+    out = []
+    main = main_statement(prog)
+    kinds = loop_kinds(prog)[main.name]
+    for d in decisions:
+        if d.family != "summa" or not streamed_arrays(prog, d):
+            continue
+        spatial = {lp for lp, _ in d.assignment}
+        step = next(lp for lp in main.loops if kinds[lp] == REDUCTION and lp not in spatial)
+        n = loop_extent(main, step)
+        for tile in STREAM_TILES:
+            if tile < n or tile == STREAM_TILES[0]:
+                for roots in (False, True):
+                    out.append(Decisions(d.assignment, d.blocks, d.skew, d.reduce, d.group, d.buffers, d.steps,
+                                         d.wave, tile, roots))
+    return list(dict.fromkeys(out))
+
+
+def may_stream(prog: Program, target: Target, fixed_homes, resident, caps) -> bool:
+    """Whether the search may offer plans streaming from device DRAM: a target with a DRAM level (never WSE),
+    a program of one operator searched on its own (no layouts fixed by other operators, nothing kept on the
+    mesh)."""
+    return bool(getattr(target, "has_dram", False)) and not fixed_homes and resident is None and not caps \
+        and not prog.on_mesh
+
+
 #: Typed reasons a candidate is rejected, with the line the report prints for each (``{kind}``: the error
 #: class). Errors carry them as :attr:`MicaError.cause`; an SRAM error without one is ``sram``.
 REJECTIONS = {
@@ -366,6 +420,54 @@ def rejection(exc: MicaError) -> tuple[str, str]:
     return cause, f"{kind}: {str(exc)[:160]}"
 
 
+def stream_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> float:
+    """A lower bound on the modelled cycles of streamed decisions ``d``: the main statement's work on one core
+    (as :func:`compute_bound`, without the multicast latency a streamed plan does not pay) plus the DRAM reads
+    no overlap hides: the first step's panels when double-buffered, every step's otherwise (each core reads its
+    panels at its share of the chip's bandwidth, :meth:`Target.dram_read_cycles`)."""
+    main = main_statement(prog)
+    kinds = loop_kinds(prog)[main.name]
+    cores = dict(d.blocks)
+    axis_of = dict(d.assignment)
+    work = compute_bound(prog, mesh, target, d) - _latency_bound(prog, target, d, cores)
+    step = next(lp for lp in main.loops if kinds[lp] == REDUCTION and lp not in axis_of)
+    n = loop_extent(main, step)
+    tile = min(d.stream, n)
+    panel = 0.0
+    for a in streamed_arrays(prog, d):
+        arr = prog.array(a)
+        acc = next(acc for acc in main.reads if acc.array == a)
+        elems = 1
+        axes = set()
+        for ix, ext in zip(acc.index, arr.shape):
+            v = ix.single_var()
+            elems *= tile if v == step else ceil(ext / cores[axis_of[v]]) if v in axis_of else ext
+            if v in axis_of:
+                axes.add(axis_of[v])
+        # line roots read a panel their line shares (one spatial axis indexes it); else every core reads
+        readers = cores[axes.pop()] if d.stream_roots and len(axes) == 1 else prod(cores.values())
+        panel += target.dram_read_cycles(elems * arr.elem_bytes, readers)
+    return work + (panel if d.buffers == 2 else ceil(n / tile) * panel)
+
+
+def _search_streamed(prog: Program, mesh: tuple[int, int], target: Target, decisions: list[Decisions],
+                     lowering: Lowering) -> list[Candidate]:
+    """The streamed candidates ``decisions``, evaluated in order of their compute bound with the same branch and
+    bound as :func:`search`."""
+    bounds = [stream_bound(prog, mesh, target, d) for d in decisions]
+    out: list[Candidate] = []
+    best = float("inf")
+    for k in sorted(range(len(decisions)), key=lambda i: (bounds[i], i)):
+        if bounds[k] >= best:
+            out.append(Candidate(decisions[k], None, REJECTIONS["pruned"], cause="pruned"))
+            continue
+        c = evaluate(prog, mesh, target, decisions[k], lowering, verify_below=best)
+        out.append(c)
+        if c.cycles is not None:
+            best = min(best, c.cycles)
+    return out
+
+
 def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lowering, *, progress=None,
            fixed_homes: dict | None = None, resident: frozenset[str] | None = None, rings: bool = True,
            caps: dict | None = None) -> tuple[Schedule, SearchReport]:
@@ -375,6 +477,10 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     ``fixed_homes`` are layouts other operators chose (see :func:`mica.tiling.split.fixed_homes_after`);
     ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``);
     ``caps`` the most bytes per core a plan may keep of each on-mesh array (see :func:`evaluate`).
+
+    When no candidate fits and the target has device DRAM (:func:`may_stream`), the unskewed stepped plans are
+    tried again with the step's read-only inputs streamed from DRAM (:func:`stream_space`); every other search
+    is unchanged. A :class:`~mica.errors.DramError` when those do not fit the device DRAM either.
 
     ``progress`` is called ``(count, total, elapsed, done=False)`` while a search runs longer than
     :data:`PROGRESS_AFTER_S` (:func:`mica.progress.search_reporter` makes the pipeline's); None: silent.
@@ -408,6 +514,14 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     if shown:
         progress(len(decisions), len(decisions), time.perf_counter() - t0, done=True)
     feasible = [i for i, c in enumerate(results) if c.cycles is not None]
+    resident_rejected = len(results)
+    if not feasible and may_stream(prog, target, fixed_homes, resident, caps):
+        # No plan holds its data in the cores' SRAM: the step's read-only inputs may stay in device DRAM.
+        results += _search_streamed(prog, mesh, target, stream_space(prog, decisions), lowering)
+        feasible = [i for i, c in enumerate(results) if c.cycles is not None]
+        dram = [c for c in results[resident_rejected:] if c.cause == "dram"]
+        if not feasible and dram:
+            raise dominant_rejection(prog, mesh, dram)
     if not feasible:
         raise dominant_rejection(prog, mesh, results)
     # On a tie the one-core plan wins: a plan whose cores add nothing is not reported as spread. (On a mesh
@@ -418,4 +532,8 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     sched = results[best].schedule
     reasons = sched.reasons + (f"chosen by search: {report.best.decisions.describe()} has the lowest modelled "
                                f"cycles of {len(feasible)} feasible plans ({len(results) - len(feasible)} rejected)",)
+    if sched.dram:
+        reasons += (f"{', '.join(sched.dram)} stay in device DRAM because no plan holding them in the cores' SRAM "
+                    f"fits: all {resident_rejected} such candidates were rejected "
+                    f"({', '.join(f'{n} {k}' for k, n in SearchReport(tuple(results[:resident_rejected]), 0, 0).causes())})",)
     return sched.copy(reasons=reasons), report

@@ -127,7 +127,28 @@ def _mm3_side_by_side():
     return mica.compile_affine(mica.affine.from_c(src), mesh=(8, 4), target="wormhole")
 
 
+def _matmul_summa_bf16():
+    # bf16: Float16_b tiles, host staging through tt-metal's bfloat16, a bf16 reference check
+    op = mica.ops.matmul(64, 64, 64, dtype="bf16")
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.summa(op, (4, 4)))
+
+
+def _gemv_ktree_bf16():
+    # bf16 multicasts, shifts, element-wise adds and fills
+    op = mica.ops.gemv(64, 64, dtype="bf16")
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=mica.plans.ktree(op, (4, 4)))
+
+
+def _triangle_bf16():
+    # bf16 on the generic path: scalar loops reading bf16 elements as f32 and rounding what they store
+    src = TRIANGLE.replace("float", "__bf16")
+    return mica.compile_affine(mica.affine.from_c(src, params={"n": 70}), mesh=(2, 2), target="wormhole")
+
+
 PROGRAMS = {
+    "matmul_summa_bf16_wormhole": _matmul_summa_bf16,
+    "gemv_ktree_bf16_wormhole": _gemv_ktree_bf16,
+    "triangle_bf16_wormhole": _triangle_bf16,
     "mm3_side_by_side_wormhole": _mm3_side_by_side,
     "chain_streamed_wormhole": _chain_streamed,
     "matmul_summa_8x8_wormhole": _matmul_summa_8x8,
@@ -151,6 +172,9 @@ PROGRAMS = {
 
 if HAVE_HALO:
     PROGRAMS["jacobi2d_wormhole"] = _jacobi
+
+#: the bf16 programs (Float16_b tiles)
+BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole")
 
 #: the programs with checked-in golden outputs
 GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from .programs import HAVE_HALO, compiled, rendered
+from mica.emit_metalium.api import CHECK_TOLERANCE
+
+from .programs import BF16, HAVE_HALO, compiled, rendered
 
 GXX = shutil.which("g++")
 SIM = Path(__file__).parent / "sim"
@@ -130,5 +132,42 @@ def test_a_wrong_tile_index_changes_the_result(tmp_path):
     path = "kernels/compute_c0.cpp"
     files[path] = files[path].replace("mt * 2 + kt, kt * 1 + nt", "mt * 2 + kt, (kt ^ 1) * 1 + nt")  # B's k tiles swapped
     assert files[path] != rendered("matmul_partial_wormhole")[path], "the mutation did not apply"
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 1 and "MISMATCH" in out, out
+
+
+def _check_lines(out: str) -> list[tuple[float, float, str]]:
+    found = []
+    for ln in out.splitlines():
+        m = re.search(r"= (\S+) \(scale (\S+)\) (\w+)", ln) if "max |device - reference|" in ln else None
+        if m:
+            found.append((float(m.group(1)), float(m.group(2)), m.group(3)))
+    return found
+
+
+@pytest.mark.parametrize("name", BF16)
+def test_bf16_programs_compute_the_reference(name, tmp_path):
+    """bf16 programs: Float16_b tiles in L1 and DRAM (staged through the host's bfloat16), computed by a model
+    that unpacks them exactly, accumulates in an fp32 Dst and rounds when it packs; the host's check holds
+    within the bf16 tolerance. The generic path (the triangle) rounds as the reference does: exact."""
+    files = rendered(name)
+    assert "tt::DataFormat::Float16_b" in files["host.cpp"] and "std::vector<bfloat16> staged" in files["host.cpp"]
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 0, out
+    checks = _check_lines(out)
+    assert len(checks) == len(compiled(name).program.outputs), out
+    for worst, scale, verdict in checks:
+        assert verdict == "ok" and worst <= CHECK_TOLERANCE["bf16"] * scale, out
+        if name.startswith("triangle"):
+            assert worst == 0.0, out
+        else:
+            assert worst > 0.0, out      # rounded at other points than the reference: not a float copy of it
+
+
+def test_a_bf16_tile_read_as_float32_fails(tmp_path):
+    """The model is not vacuous about formats: declaring the bf16 CBs Float32 makes the compute kernel read
+    pairs of bf16 values as floats, and the check fails."""
+    files = dict(rendered("matmul_summa_bf16_wormhole"))
+    files["host.cpp"] = files["host.cpp"].replace("tt::DataFormat::Float16_b", "tt::DataFormat::Float32")
     rc, out = run_emitted(files, tmp_path)
     assert rc == 1 and "MISMATCH" in out, out

@@ -95,8 +95,12 @@ def test_csl_emits_f16_and_refuses_bf16_by_name(tmp_path):
                 prog.emit("csl", tmp_path / "bf16")
 
 
-def test_metalium_names_what_a_bf16_program_lacks(tmp_path):
+def test_metalium_emits_bf16_and_names_what_an_f16_program_lacks(tmp_path):
     prog = mica.compile_affine(mica.ops.matmul(32, 32, 32, dtype="bf16"), mesh=(2, 2), target="wormhole")
-    with pytest.raises(EmitError, match=r"is bf16; its tile format would be tt::DataFormat::Float16_b \(2048 B per "
-                                        r"tile\), but the Metalium back end generates Float32 tiles only"):
-        prog.emit("metalium", tmp_path)
+    paths = prog.emit("metalium", tmp_path / "bf16")        # emit validates what it writes
+    assert "Float16_b" in (tmp_path / "bf16" / "host.cpp").read_text()
+    assert paths
+    prog = mica.compile_affine(mica.ops.matmul(32, 32, 32, dtype="f16"), mesh=(2, 2), target="wormhole")
+    with pytest.raises(EmitError, match=r"is f16; its tile format would be tt::DataFormat::Float16 \(2048 B per "
+                                        r"tile\), which the Metalium back end does not generate yet"):
+        prog.emit("metalium", tmp_path / "f16")

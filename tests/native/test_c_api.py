@@ -51,11 +51,12 @@ def test_the_cffi_declarations_are_every_declaration_of_the_header():
     text = "\n".join(from_header)
     for name in ("mica_run", "mica_host_gather", "mica_core_timing", "mica_kernel_get", "mica_work_get",
                  "mica_prefetch_hint", "mica_totals", "mica_timing_totals", "MICA_T_IDLE", "mica_trace_start",
-                 "mica_trace_copy", "mica_event", "MICA_EV_PREFETCH", "mica_set_wavelet", "mica_wave_totals"):
+                 "mica_trace_copy", "mica_event", "MICA_EV_PREFETCH", "mica_set_wavelet", "mica_wave_totals",
+                 "mica_set_dram", "mica_dram_bind"):
         assert name in text, name
     header_defines = {k: int(v) for k, v in DEFINE.findall(HEADER)}
     assert set(re.findall(r"^\s*#\s*define\s+(\w+)", HEADER, flags=re.M)) - set(header_defines) == {"MICA_RT_H"}
-    assert {k: int(v) for k, v in DEFINE.findall(CDEF)} == header_defines and len(header_defines) == 16
+    assert {k: int(v) for k, v in DEFINE.findall(CDEF)} == header_defines and len(header_defines) == 19
 
 
 def test_the_runtime_library_has_what_the_header_declares():
@@ -66,7 +67,7 @@ def test_the_runtime_library_has_what_the_header_declares():
     module_exports = {"mica_kernel_count", "mica_kernel_get", "mica_work_get", "mica_prefetch_hint"}
     functions = {d.name for d in parse(HEADER)
                  if isinstance(d, c_ast.Decl) and isinstance(d.type, c_ast.FuncDecl)}
-    assert module_exports <= functions and len(functions - module_exports) == 30   # 4 of the wavelet-level mode
+    assert module_exports <= functions and len(functions - module_exports) == 32   # 4 of the wavelet-level mode, 2 of DRAM
     for name in sorted(functions - module_exports):           # the emulator defines every one of them
         assert ffi.typeof(getattr(lib, name)).kind == "function", name
     nm = shutil.which("nm")
@@ -77,7 +78,7 @@ def test_the_runtime_library_has_what_the_header_declares():
         assert {name for name in exported if name.startswith("mica")} == functions - module_exports
     assert [f for f, _ in ffi.typeof("mica_totals").fields] == [
         "messages", "deliveries", "link_bytes", "link_messages", "max_hops", "exchanges", "computes",
-        "arena_bytes", "arena_max"]
+        "arena_bytes", "arena_max", "dram_bytes"]
     assert ffi.sizeof("mica_timing_totals") == 24
     # the trace's events, as mica.native_sim.runtime.EVENT_DTYPE reads them
     assert [(f, ffi.offsetof("mica_event", f)) for f, _ in ffi.typeof("mica_event").fields] == [

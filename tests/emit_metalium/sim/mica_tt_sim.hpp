@@ -4,8 +4,11 @@
 // with per-thread pointers and shared page counters, semaphores are atomic words in L1, NoC transfers are
 // memcpys between cores' L1, multicasts copy to every core of the rectangle, DRAM mesh buffers are host
 // vectors, and a mesh workload runs its program's kernels as those threads. Compute keeps Dst tiles
-// row-major and reads/writes CB tiles in the four-16x16-face layout; the init calls
-// (compute_kernel_hw_startup, matmul_init, ...) configure nothing. Written by the MICA authors from the
+// row-major in fp32 (as with fp32_dest_acc_en) and reads/writes CB tiles in the four-16x16-face layout of
+// the CB's data format: a Float16_b (bfloat16) tile is unpacked exactly (a bf16 value is an f32 value) and
+// packed rounded to nearest even (the model's assumption for the packer's rounding); the init calls
+// (compute_kernel_hw_startup, matmul_init, ...) configure nothing. The host's bfloat16 is two bytes, built
+// from a float rounded to nearest even as tt-metal's bfloat16.hpp documents. Written by the MICA authors from the
 // headers' documentation; it is not tt-metal and says nothing about timing, only about what the generated
 // code computes and whether its handshakes complete.
 #pragma once
@@ -23,6 +26,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <thread>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -39,7 +43,8 @@ enum CBIndex : std::uint8_t {
 using tt::DataFormat;
 namespace mica_sim {
 constexpr std::uint32_t L1_BYTES = 1u << 20;
-struct CB { std::uint32_t base = 0, size = 0, page = 0; std::atomic<std::uint32_t> received{0}, acked{0}; };
+struct CB { std::uint32_t base = 0, size = 0, page = 0; tt::DataFormat fmt = tt::DataFormat::Float32;
+            std::atomic<std::uint32_t> received{0}, acked{0}; };
 struct Core { std::uint8_t* l1 = nullptr; CB cb[32]; };
 struct Ctx {
     Core* core = nullptr;
@@ -68,7 +73,24 @@ inline Core* at(std::uint32_t x, std::uint32_t y) {
 inline int face_index(int i, int j) { return ((i / 16) * 2 + j / 16) * 256 + (i % 16) * 16 + j % 16; }
 inline void to_rm(const float* t, float* rm) { for (int i = 0; i < 32; ++i) for (int j = 0; j < 32; ++j) rm[i * 32 + j] = t[face_index(i, j)]; }
 inline void from_rm(const float* rm, float* t) { for (int i = 0; i < 32; ++i) for (int j = 0; j < 32; ++j) t[face_index(i, j)] = rm[i * 32 + j]; }
-inline const float* front_tile(std::uint32_t cb, std::uint32_t i) { return (const float*)(l1() + ctx->rd[cb] + i * ctx->core->cb[cb].page); }
+inline float bf16_to_f32(std::uint16_t h) { std::uint32_t u = (std::uint32_t)h << 16; float f; std::memcpy(&f, &u, 4); return f; }
+inline std::uint16_t f32_to_bf16(float f) {   // round to nearest, ties to even; a NaN stays a quiet NaN
+    std::uint32_t u; std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (std::uint16_t)((u >> 16) | 0x0040u);
+    return (std::uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+// tile i at the front of CB cb, as floats in the face layout (converted from the CB's data format)
+inline const float* front_tile(std::uint32_t cb, std::uint32_t i) {
+    static thread_local float t[4][1024];
+    static thread_local int next = 0;
+    const CB& c = ctx->core->cb[cb];
+    const std::uint8_t* p = l1() + ctx->rd[cb] + i * c.page;
+    if (c.fmt == tt::DataFormat::Float32) return (const float*)p;
+    if (c.fmt != tt::DataFormat::Float16_b) { std::fprintf(stderr, "CB %u: data format not modelled\n", cb); std::abort(); }
+    float* out = t[next++ % 4];
+    for (int k = 0; k < 1024; ++k) out[k] = bf16_to_f32(((const std::uint16_t*)p)[k]);
+    return out;
+}
 // CBs used as streams (the tests set this from plan.json: double buffers): a NoC write into one of their pages
 // that is pushed and not yet popped -- a page the consumer may be reading -- aborts, naming core, CB and page.
 inline std::uint32_t streamed_cbs = 0;
@@ -121,7 +143,7 @@ inline void cb_pop_front(std::int32_t cb, std::int32_t n) {
 }
 inline std::uint32_t get_write_ptr(std::uint32_t cb) { return mica_sim::addr(mica_sim::l1() + mica_sim::ctx->wr[cb]); }
 inline std::uint32_t get_read_ptr(std::uint32_t cb) { return mica_sim::addr(mica_sim::l1() + mica_sim::ctx->rd[cb]); }
-inline DataFormat get_dataformat(std::int32_t) { return DataFormat::Float32; }
+inline DataFormat get_dataformat(std::int32_t cb) { return mica_sim::ctx->core->cb[cb].fmt; }
 
 // ---- NoC: (x, y) in the top bits, the offset in the target's L1 below ----
 inline std::uintptr_t get_semaphore(std::uint32_t id) { return mica_sim::addr(mica_sim::l1() + id * 16); }
@@ -244,11 +266,24 @@ inline void mul_unary_tile(std::uint32_t d, std::uint32_t p) { for (float& e : m
 inline void div_unary_tile(std::uint32_t d, std::uint32_t p) { for (float& e : mica_sim::ctx->dst[d]) e = e / mica_sim_bits(p); }
 inline void rsub_unary_tile(std::uint32_t d, std::uint32_t p) { for (float& e : mica_sim::ctx->dst[d]) e = mica_sim_bits(p) - e; }
 inline void pack_tile(std::uint32_t d, std::uint32_t cb, std::uint32_t idx = 0) {
-    float* t = (float*)(mica_sim::l1() + mica_sim::ctx->wr[cb] + idx * mica_sim::ctx->core->cb[cb].page);
+    const mica_sim::CB& c = mica_sim::ctx->core->cb[cb];
+    std::uint8_t* p = mica_sim::l1() + mica_sim::ctx->wr[cb] + idx * c.page;
+    if (c.fmt == tt::DataFormat::Float32) { mica_sim::from_rm(mica_sim::ctx->dst[d], (float*)p); return; }
+    float t[1024];
     mica_sim::from_rm(mica_sim::ctx->dst[d], t);
+    for (int k = 0; k < 1024; ++k) ((std::uint16_t*)p)[k] = mica_sim::f32_to_bf16(t[k]);   // Float16_b
 }
 
 // ---- host ----
+class bfloat16 {
+    std::uint16_t uint16_data = 0;
+public:
+    bfloat16() = default;
+    template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+    bfloat16(T v) noexcept : uint16_data(mica_sim::f32_to_bf16((float)v)) {}
+    operator float() const { return mica_sim::bf16_to_f32(uint16_data); }
+};
+static_assert(sizeof(bfloat16) == 2, "bfloat16 is two bytes");
 namespace tt::tt_metal {
 enum class MathFidelity : std::uint8_t { LoFi = 0, HiFi2 = 2, HiFi3 = 3, HiFi4 = 4 };
 }  // namespace tt::tt_metal
@@ -281,8 +316,9 @@ inline CoreRangeSet as_set(const CoreSpec& s) {
 }
 class CircularBufferConfig {
 public:
-    std::uint32_t total; std::uint8_t index = 0; std::uint32_t page = 0;
-    CircularBufferConfig(std::uint32_t t, const std::map<std::uint8_t, tt::DataFormat>& f) : total(t), index(f.begin()->first) {}
+    std::uint32_t total; std::uint8_t index = 0; std::uint32_t page = 0; tt::DataFormat fmt;
+    CircularBufferConfig(std::uint32_t t, const std::map<std::uint8_t, tt::DataFormat>& f)
+        : total(t), index(f.begin()->first), fmt(f.begin()->second) {}
     CircularBufferConfig& set_page_size(std::uint8_t, std::uint32_t p) { page = p; return *this; }
 };
 enum class DataMovementProcessor { RISCV_0 = 0, RISCV_1 = 1 };
@@ -330,7 +366,7 @@ inline void mica_sim_run(Program& p) {
     for (auto& [set, cfg] : p.cbs) {
         for (const auto& cc : corerange_to_cores(set)) {
             CB& cb = at(cc.x, cc.y)->cb[cfg.index];
-            cb.base = next; cb.size = cfg.total; cb.page = cfg.page;
+            cb.base = next; cb.size = cfg.total; cb.page = cfg.page; cb.fmt = cfg.fmt;
         }
         next += (cfg.total + 31) & ~31u;
     }
