@@ -14,6 +14,7 @@ In CI (the smoke run) only :data:`QUICK` runs, on 8x8; the full table is marked 
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -77,9 +78,24 @@ def spread_row(name: str, mesh: tuple[int, int]) -> dict:
            "speedup": one / chosen.cost.total_cycles, "compile_s": seconds,
            "family": chosen.schedule.family, "reason": ""}
     if chosen.cost.cores <= 1:
-        row["reason"] = next((r for r in chosen.schedule.reasons if "rejected" in r or "carries" in r),
-                             chosen.schedule.reasons[0] if chosen.schedule.reasons else "")
+        row["reason"] = one_core_reason(chosen.schedule.reasons)
     return row
+
+
+def one_core_reason(reasons: tuple[str, ...]) -> str:
+    """Why a plan stays on one core, from its ``reasons``: when the operators of the program were mapped over
+    the mesh and one core came out cheaper, the cheapest way over the mesh against the one-core cycles (the
+    rejected ways before it are not the reason); otherwise the first line saying what was rejected or which
+    loop carries a dependence."""
+    for k, r in enumerate(reasons):
+        if "chosen: one core" in r:
+            ways = [w.strip() for w in reasons[k + 1:] if " cycles " in w and not w.strip().endswith("one core")]
+            cheapest = min(ways, key=lambda w: float(w.split(" cycles ")[0].replace(",", "")), default="")
+            one = re.search(r"chosen: one core \(([\d,]+) modelled cycles\)", r)
+            return (f"one core ({one.group(1) if one else '?'} modelled cycles) is no dearer than the cheapest "
+                    f"other way: {' '.join(cheapest.split())}" if cheapest
+                    else f"no way over the mesh works: {r}")
+    return next((r for r in reasons if "rejected" in r or "carries" in r), reasons[0] if reasons else "")
 
 
 def _check(row: dict) -> None:

@@ -24,9 +24,11 @@ What is expanded along what:
   enclose; ``tmp[i]`` already indexed by ``i`` fails (b), which also makes the pass idempotent;
 * the expanded array has ``k`` new leading dimensions, ``k`` the most loops any web of it is expanded
   along; a web expanded along loops ``l_0, ..., l_{m-1}`` (outermost first) indexes them with
-  ``l_p - lb_p`` and pads the remaining ``k - m`` with 0; the extent of new dimension ``p`` is the largest
-  ``ub_p - lb_p + 1`` over the webs, with ``lb_p``/``ub_p`` the exact minimum and maximum of ``l_p`` over
-  the domains of the web's statements (isl's bounding box, so triangular bounds give exact extents).
+  ``l_p - o_p`` and pads the remaining ``k - m`` with 0, where the origin ``o_p`` is the smallest ``lb_p``
+  over the array's webs — one origin for every web, so the copies of one iteration land at the same
+  subscripts whichever statement writes them (:func:`_origins`); the extent of new dimension ``p`` is the
+  largest ``ub_p - o_p + 1`` over the webs, with ``lb_p``/``ub_p`` the exact minimum and maximum of ``l_p``
+  over the domains of the web's statements (isl's bounding box, so triangular bounds give exact extents).
 
 What it preserves: statements (names, loops, domains, expressions, textual order, reference tags), the
 names, dtypes and order of arrays, inputs, outputs and scalars — only the shapes of expanded temporaries
@@ -193,6 +195,23 @@ def _reused_across(prog: Program, x: str, stmts: list[Statement], d: int) -> boo
     return False
 
 
+def _origins(webs: tuple[Web, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The origin and extent of each new leading dimension of one temporary expanded as ``webs`` say.
+
+    The origin of dimension ``p`` is the smallest lower bound over the webs expanded along at least ``p + 1``
+    loops, one for all of them: two webs along the same loops then put the copies of one iteration at the
+    same subscripts (ludcmp's ``w`` of the lower part, where ``i`` starts at 1, and of the upper part, where
+    it starts at 0, both become ``w[i][j]``), so an iteration's copies stay together whatever the mapping
+    does with that loop. The extent is the largest upper bound minus the origin plus one."""
+    k = max(len(w.loops) for w in webs)
+    origin = [min(w.lower[p] for w in webs if len(w.loops) > p) for p in range(k)]
+    ext = [1] * k
+    for w in webs:
+        for p, hi in enumerate(w.upper):
+            ext[p] = max(ext[p], hi - origin[p] + 1)
+    return tuple(origin), tuple(ext)
+
+
 def privatise(prog: Program) -> Program:
     """``prog`` with every temporary expanded along the loops within whose iterations its values live
     (see the module docstring for the rule, what is preserved and the isl spaces). Returns ``prog``
@@ -204,17 +223,14 @@ def privatise(prog: Program) -> Program:
     extra: dict[str, tuple[int, ...]] = {}
     index: dict[tuple[str, str], tuple[Aff, ...]] = {}      # (array, statement) -> new leading subscripts
     for x, ws in expanded.items():
-        k = max(len(w.loops) for w in ws)
-        ext = [1] * k
-        for w in ws:
-            for p, (lo, hi) in enumerate(zip(w.lower, w.upper)):
-                ext[p] = max(ext[p], hi - lo + 1)
-        extra[x] = tuple(ext)
+        origin, ext = _origins(ws)
+        extra[x] = ext
+        k = len(ext)
         for w in ws:
             for sname in w.stmts:
                 s = prog.statement(sname)
                 depth = {lp: d for d, lp in enumerate(s.loops)}
-                lead = [Aff.var(s.loops[depth[lp]]) + (-lo) for lp, lo in zip(w.loops, w.lower)]
+                lead = [Aff.var(s.loops[depth[lp]]) + (-lo) for lp, lo in zip(w.loops, origin)]
                 index[(x, sname)] = tuple(lead) + (Aff(),) * (k - len(lead))
     arrays = tuple(Array(a.name, extra[a.name] + a.shape, a.dtype) if a.name in extra else a
                    for a in prog.arrays)

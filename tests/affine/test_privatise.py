@@ -122,6 +122,25 @@ void f(double X[6][4], double Y[6][4], double Z[6][4]) {
     assert q.array("m").shape == (6,)
 
 
+def test_live_ranges_along_the_same_loops_share_one_origin():
+    # ludcmp's w: the lower part's web has i from 1 (j < i), the upper part's from 0; both index w[i][j], so
+    # the copies of one (i, j) iteration are at the same element whichever statement writes them.
+    _, q, loops = expanded("""
+void f(double A[6][6]) {
+  double w;
+  for (int i = 0; i < 6; i++) {
+    for (int j = 0; j < i; j++) { w = A[i][j]; for (int k = 0; k < j; k++) w -= A[i][k] * A[k][j];
+      A[i][j] = w / A[j][j]; }
+    for (int j = i; j < 6; j++) { w = A[i][j]; for (int k = 0; k < i; k++) w -= A[i][k] * A[k][j];
+      A[i][j] = w; }
+  }
+}""")
+    assert loops == {"w": [("i", "j"), ("i", "j")]}
+    assert q.array("w").shape == (6, 6)
+    writes = {str(s.write.index) for s in q.statements if s.write.array == "w"}
+    assert len(writes) == 1 and [str(ix) for ix in q.statement("S0").write.index] == ["i", "j"]
+
+
 def test_array_temporary_already_indexed_by_the_loop_is_not_expanded_again():
     _, q, loops = expanded("""
 void f(double A[5][6], double B[5][6]) {
