@@ -63,6 +63,7 @@
  *   rt_copies.c       EXCHANGE phase D: payload copies, statistics, route clearing
  *   rt_exchange_op.c  one EXCHANGE op: decoding, staging plan, its phases in order
  *   rt_compute.c      COMPUTE ops: kernel calls, work, prefetch hint
+ *   rt_dram.c         DRAM ops: the device-DRAM level, its bound arrays, per-core reader queues
  *   rt_interp.c       op-code validation, the interpreter, mica_run, progress
  *   rt_host.c         host copies (mica_host_copy, mica_host_gather)
  */
