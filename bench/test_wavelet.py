@@ -7,9 +7,14 @@ closed-form cost model's agreement with it per plan family, in the same run.
 time over the event-level run of the same program (the baseline, timed in the same test); nothing timed is
 asserted. ``test_closed_form_vs_wavelet`` stores the closed form's cycles, the event-level and the
 wavelet-level cycles and their ratio in ``extra_info`` and asserts the bound measured for each family
-(deterministic modelled cycles): SUMMA, Cannon and interleaved matmuls at 64x64 0.944, K-tree and chain gemv
-1.000, the halo Jacobi-2D 0.878 (the closed form charges one stream per core per exchange; a core's ramp
-carries one flit per cycle, so the four halo strips, and the two shifted panels of Cannon, serialise there).
+(deterministic modelled cycles). Measured closed form / wavelet: SUMMA 0.999, Cannon 1.000 and interleaved
+1.000 matmuls at 64x64, K-tree and chain gemv 1.000, the halo Jacobi-2D 1.000, and SUMMA at 256x256 with
+2x2 tiles 0.950 (slow: about a minute). Both timing levels charge a core's ramp (its port to its router,
+one flit per cycle) for the sum of the streams it takes in or sends in one exchange: the four halo strips,
+Cannon's two panels and SUMMA's row and column panels serialise there (:func:`mica.tiling.cost._ramp_cycles`;
+before that term the halo was at 0.878, the 64x64 matmuls at 0.944 and SUMMA at 256x256 at 0.80). What is
+left at 256x256 is about one cycle per step of multicast dependence-chain latency on top of the ramp that
+the closed form does not add (the event level, 0.999 of the wavelet level, does).
 Every run's outputs are checked against numpy.
 """
 
@@ -50,19 +55,23 @@ def _check(prog, ins, outputs):
 #: (program, closed form / wavelet bound measured for its family). The first is the CI smoke case.
 AGREEMENT = {
     "gemv 1024 ktree 16x16": (lambda: _plan(mica.ops.gemv(1024, 1024), (16, 16), "ktree"), 0.99),
-    "matmul 1024 summa 64x64": (lambda: _plan(mica.ops.matmul(1024, 1024, 1024), (64, 64), "summa"), 0.94),
-    "matmul 1024 cannon 64x64": (lambda: _plan(mica.ops.matmul(1024, 1024, 1024), (64, 64), "cannon"), 0.94),
+    "matmul 1024 summa 64x64": (lambda: _plan(mica.ops.matmul(1024, 1024, 1024), (64, 64), "summa"), 0.99),
+    "matmul 1024 cannon 64x64": (lambda: _plan(mica.ops.matmul(1024, 1024, 1024), (64, 64), "cannon"), 0.99),
     "matmul 1024 interleaved 64x64": (lambda: _plan(mica.ops.matmul(1024, 1024, 1024), (64, 64), "interleaved"),
-                                      0.94),
+                                      0.99),
     "gemv 4096 chain 64x64": (lambda: _plan(mica.ops.gemv(4096, 4096), (64, 64), "chain"), 0.99),
     "gemv 4096 ktree 64x64": (lambda: _plan(mica.ops.gemv(4096, 4096), (64, 64), "ktree"), 0.99),
-    "jacobi-2d 256x10 halo 64x64": (lambda: _halo(256, (64, 64)), 0.87),
+    "jacobi-2d 256x10 halo 64x64": (lambda: _halo(256, (64, 64)), 0.99),
+    "matmul 512 summa 256x256": (lambda: _plan(mica.ops.matmul(512, 512, 512), (256, 256), "summa"), 0.94),
 }
+
+#: Rows of AGREEMENT that take about a minute (a 256x256 mesh, 256 steps, in both timing levels).
+SLOW = {"matmul 512 summa 256x256"}
 
 TABLE = {}
 
 
-@pytest.mark.parametrize("name", list(AGREEMENT))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in AGREEMENT])
 def test_closed_form_vs_wavelet(benchmark, name):
     make, bound = AGREEMENT[name]
     prog = make()

@@ -39,8 +39,9 @@
  *   message of the op that crosses it, from the link's busy-until; arrival recorded per receive); if a
  *   link got a second message of the op, retime_shared re-times every message on a shared link serially,
  *   in a fixed order (discrete events by head arrival, ties by sender core and send entry), so results
- *   do not depend on the thread count; phase D completes the receivers. A failed op undoes its link
- *   reservations and drops its scratch: the clocks are as before it.
+ *   do not depend on the thread count; phase D completes the receivers (each also no earlier than the
+ *   sum of its streams' bytes through its ramp, finish_timing; senders likewise in sender_done). A failed
+ *   op undoes its link reservations and drops its scratch: the clocks are as before it.
  *
  * Determinism
  *   Every fault has a key (phase, core index, entry index) and the reported fault is the one with the

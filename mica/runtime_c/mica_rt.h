@@ -179,7 +179,12 @@ void mica_stats_reset(mica_mesh *m);
  * a link still busy with an earlier message (of this or an earlier exchange) delays the head until it is
  * free, links serving messages in the order their heads arrive (ties: sender core, then send entry). A
  * receive completes at max(tail arrival, receiver's clock + bytes / bandwidth); a sender is busy until its
- * message has left its router. A core's clock after the exchange is the latest of these; the part of the
+ * message has left its router. A core's ramp (the port between it and its router) carries bytes at link
+ * bandwidth for all its streams of the exchange together: a receiver is busy until the earliest head of
+ * the streams it takes in could drain (tail arrival - bytes / bandwidth) plus the sum of their bytes /
+ * bandwidth, a sender until its start plus the sum of its messages' bytes / bandwidth (ramp
+ * serialisation, as the wavelet-level mode shows flit by flit). A core's clock after the exchange is the
+ * latest of these; the part of the
  * wait not covered by its longest transfer is idle time. Routers forward in hardware: no op-code route
  * passes a message through a core's processor, so no software relay cost arises.
  * A PREFETCH op is an exchange of a double-buffered program (payloads copied exactly as by EXCHANGE): a

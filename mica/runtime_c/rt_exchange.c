@@ -306,7 +306,8 @@ static void route_send(tctx *t, const band_t *b, int64_t s) {
          * (no arena changes before phase D, so it still holds the bytes of the exchange's start). */
         if (t->cross) keep_payload(r, e, idx, core);
         e->end[idx] = end;
-        if (!m->wave) sender_done(c, end, t0); /* the wavelet-level mode times senders in wave_exchange */
+        /* the wavelet-level mode times senders in wave_exchange */
+        if (!m->wave) sender_done(c, end, t0, (double)bytes / m->link_bw);
     }
 }
 

@@ -24,10 +24,13 @@ typedef struct {
 } mica_link_t;
 
 /* Timing state of one core: its clock and its breakdown; the latest completion and longest transfer of
- * its pending exchange (x_mark = that exchange's serial, 0 when none is pending; see x_commit). */
+ * its pending exchange (x_mark = that exchange's serial, 0 when none is pending; see x_commit); x_rdur /
+ * x_sdur the cycles its router-to-core ramp needs for every byte it takes in / sends in that exchange and
+ * x_rhead the earliest cycle a stream it takes in could start draining (finish_timing, sender_done). */
 typedef struct {
     double clock, comp, comm, idle;
     double x_end, x_comm;
+    double x_rdur, x_sdur, x_rhead;
     uint64_t x_mark;
     double pre;       /* clock at the start of the core's last COMPUTE, run in loop run `pre_tag` */
     uint64_t pre_tag;

@@ -41,6 +41,8 @@ static void x_touch(mica_mesh *m, int64_t core) {
     c->x_mark = m->serial;
     c->x_end = c->clock;
     c->x_comm = 0.0;
+    c->x_rdur = c->x_sdur = 0.0;
+    c->x_rhead = 1e300; /* no stream taken in yet */
     if (m->trace) trace_pending(m, core);
 }
 
@@ -102,15 +104,25 @@ static void links_undo(run_t *r) {
 }
 
 /* A sender is busy until its message has left its router (a longer transfer if a link delayed it);
- * `t0` is when it started sending (x_start). */
-static void sender_done(mica_core_t *c, double end, double t0) {
+ * `t0` is when it started sending (x_start), `dur` the message's bytes / link bandwidth. Its ramp into the
+ * router carries one link's worth of bytes per cycle for all its messages of the exchange together, so it
+ * is also busy until t0 + the sum of their durations (ramp serialisation, as the wavelet-level mode's
+ * injection of one flit per cycle per core). */
+static void sender_done(mica_core_t *c, double end, double t0, double dur) {
+    c->x_sdur += dur;
+    if (t0 + c->x_sdur > end) end = t0 + c->x_sdur;
     if (end > c->x_end) c->x_end = end;
     if (end - t0 > c->x_comm) c->x_comm = end - t0;
 }
 
 /* Completes the timing of every core that received in the exchange (cells of band b): its latest
  * completion and its longest transfer (senders did theirs in phase B, or retime_shared), applied by
- * x_commit when the core's clock is next read. */
+ * x_commit when the core's clock is next read. The router-to-core ramp carries one link's worth of bytes
+ * per cycle for all the streams a core takes in during the exchange, so (event level) the core also waits
+ * until the earliest of their heads could drain (arrival - duration) plus the sum of their durations: the
+ * streams serialise at its ramp, as in the wavelet-level mode (which times receives itself). This is the
+ * serial ramp's completion when the heads arrive before the ramp is free again (streams of one exchange
+ * start together), and a lower bound of it otherwise. */
 static void finish_timing(tctx *t, const band_t *b) {
     run_t *r = t->run;
     mica_mesh *m = r->m;
@@ -126,6 +138,12 @@ static void finish_timing(tctx *t, const band_t *b) {
             if (dur < 0 || varies) dur = (double)box_bytes(&e->box, x, y, r->v) / m->link_bw;
             double end = e->arrive[idx];
             mica_core_t *c = &m->cores[core];
+            if (!m->wave) {
+                if (end - dur < c->x_rhead) c->x_rhead = end - dur;
+                c->x_rdur += dur;
+                if (c->x_rhead + c->x_rdur > end) end = c->x_rhead + c->x_rdur;
+                if (c->x_rdur > c->x_comm) c->x_comm = c->x_rdur;
+            }
             if (end > c->x_end) c->x_end = end;
             if (dur > c->x_comm) c->x_comm = dur;
         }
@@ -259,7 +277,8 @@ static bool retime_shared(run_t *r) {
         send_e *e = &r->sends[q[k].key & 0xFFFFFF];
         int64_t core = (int64_t)(q[k].key >> 24), x = core % W, y = core / W;
         e->end[cell_of(&e->rc, x, y)] = q[k].inject_end;
-        sender_done(&m->cores[core], q[k].inject_end, x_start(r, &m->cores[core])); /* contention only delays */
+        /* contention only delays; phase B counted the message's ramp time already */
+        sender_done(&m->cores[core], q[k].inject_end, x_start(r, &m->cores[core]), 0.0);
     }
     m->contended += nq;
     free(heap);

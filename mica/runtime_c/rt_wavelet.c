@@ -467,7 +467,8 @@ static void wave_exchange(run_t *r) {
         send_e *e = &r->sends[g->send];
         int64_t x = g->core % W, y = g->core / W;
         e->end[cell_of(&e->rc, x, y)] = (double)g->inject_end;
-        sender_done(&m->cores[g->core], (double)g->inject_end, x_start(r, &m->cores[g->core]));
+        /* its injection (one flit per cycle per core) is simulated: no ramp time to add */
+        sender_done(&m->cores[g->core], (double)g->inject_end, x_start(r, &m->cores[g->core]), 0.0);
     }
     for (size_t q = 0; q < nq; ++q) {
         const wq_t *e = &w->qs[q];

@@ -6,9 +6,13 @@
   the critical path one after another, so the busiest core is taken per iteration and the iterations add.
 * Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
   stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
-  pattern. Shifts are routed by hardware like every other pattern: no MeshIR route passes a message
-  through a core's processor, so no software relay cost arises (a chain stage pays its hop, its bytes and
-  the accumulate that follows it, the last as compute).
+  pattern — or more where one core takes in (or sends) several patterns' streams: they share its ramp, the
+  core's one port to its router, which carries a link's bandwidth (one flit per cycle, ``ramp_bandwidth``
+  in :mod:`mica.targets`), so that core needs the first stream's latency plus all their bytes at link
+  bandwidth (:func:`_ramp_cycles`; the emulator charges the same at both timing levels). Shifts are routed
+  by hardware like every other pattern: no MeshIR route passes a message through a core's processor, so no
+  software relay cost arises (a chain stage pays its hop, its bytes and the accumulate that follows it, the
+  last as compute).
 * Latency: cores proceed as their data arrives, with no barrier per step (the emulator's timing model
   does the same), so in a loop only the hop latency a dependence chain carries from one step to the next
   adds up (a multicast root's move, a ring's mean hop distance, a shift's whole distance); the rest of
@@ -224,6 +228,18 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
     return best
 
 
+def _pattern_bytes(mp: MeshProgram, c, env: dict[str, int]) -> int:
+    """Bytes one core of pattern ``c`` sends (and each of its receivers takes in) at iteration ``env``: a
+    multicast's root box, a shift's or ring shift's largest box."""
+    src = mp.tensor(c.src)
+    if isinstance(c, Multicast):
+        r = c.root.evaluate(env)
+        return src.bytes_at(*((r, 0) if c.axis == "x" else (0, r)), env.get("t", 0))
+    if isinstance(c, RingShift) and not c.groups:
+        return 0
+    return src.max_bytes
+
+
 def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target,
                     prev: dict[str, int] | None = None) -> float:
     """Cycles pattern ``c`` adds to the critical path at iteration ``env``: its bytes at link bandwidth
@@ -238,20 +254,14 @@ def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target,
       core per step), ``max_hops`` at the first step;
     * a shift: its whole distance every time (chain stages follow one another).
     """
-    t = env.get("t", 0)
-    src = mp.tensor(c.src)
     lat = target.hop_latency
+    nbytes = _pattern_bytes(mp, c, env)
     if isinstance(c, Multicast):
-        r = c.root.evaluate(env)
-        x, y = (r, 0) if c.axis == "x" else (0, r)
-        nbytes = src.bytes_at(x, y, t)
-        hops = c.max_hops if prev is None else min(c.max_hops, abs(r - c.root.evaluate(prev)))
+        hops = c.max_hops if prev is None else min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev)))
         return hops * lat + nbytes / target.link_bytes_per_cycle if nbytes else 0.0
     if isinstance(c, Shift):
-        nbytes = src.max_bytes
         return c.distance * lat + nbytes / target.link_bytes_per_cycle
     if isinstance(c, RingShift):
-        nbytes = src.max_bytes
         if not c.groups:
             return 0.0
         if prev is None:
@@ -264,13 +274,84 @@ def _pattern_cycles(mp: MeshProgram, c, env: dict[str, int], target: Target,
     return 0.0
 
 
+def _nearest_hops(c) -> int:
+    """Hops from a sender of pattern ``c`` to its nearest receiver: one for a multicast (its root's
+    neighbour), a shift's distance, a ring shift's shortest move."""
+    if isinstance(c, Shift):
+        return c.distance
+    if isinstance(c, RingShift):
+        return min((abs(g.offset) for g in c.groups), default=0)
+    return 1
+
+
+def _ends(c, side: str) -> list:
+    """The rectangles of the cores that send (``side`` = "senders") or receive in pattern ``c``."""
+    if isinstance(c, RingShift):
+        return [getattr(g, side) for g in c.groups]
+    return [getattr(c, side)]
+
+
+def _holds(rect, env: dict[str, int], x: int, y: int) -> bool:
+    cols, rows = rect.members(env)
+    return x in cols and y in rows
+
+
+def _ramp_cycles(mp: MeshProgram, op: Exchange, env: dict[str, int], target: Target,
+                 costs: list[float]) -> float:
+    """The least cycles ``op`` takes at ``env`` through the busiest core's ramp (the port between a core and
+    its router, which carries one link's worth of bytes per cycle each way): every stream a core takes in,
+    or sends, during the exchange passes its one ramp, so the core is done no earlier than the first
+    stream's latency plus the sum of those streams' bytes at link bandwidth — the
+    four strips of a halo, Cannon's two panels, SUMMA's row and column panels serialise there. The
+    emulator charges the same (``finish_timing`` and ``sender_done`` in rt_timing.c); the wavelet-level
+    mode shows it flit by flit (one flit per ramp per cycle). A stream's latency here is the least of the
+    latency part of its pattern's cycles (``costs``, from :func:`_pattern_cycles`: what exceeds its bytes
+    at link bandwidth) and its nearest receiver's hops (:func:`_nearest_hops`): the core whose ramp is
+    busiest need not be at the end of the longest path. The busiest core is looked for at the first,
+    middle and last member columns and rows of every pattern's senders and receivers."""
+    bw = target.link_bytes_per_cycle
+    pats = [(c, _pattern_bytes(mp, c, env), cy) for c, cy in zip(op.ops, costs)]
+    pats = [(c, n, min(cy - n / bw, _nearest_hops(c) * target.hop_latency))
+            for c, n, cy in pats if n and cy]
+    if len(pats) < 2:
+        return 0.0
+    best = 0.0
+    for side in ("receivers", "senders"):
+        rects = [(r, n, lat) for c, n, lat in pats for r in _ends(c, side)]
+        xs, ys = set(), set()
+        for r, _, _ in rects:
+            cols, rows = r.members(env)
+            xs.update(cols[i] for i in (0, len(cols) // 2, -1) if cols)
+            ys.update(rows[i] for i in (0, len(rows) // 2, -1) if rows)
+        for x in xs:
+            for y in ys:
+                at = [(n, lat) for r, n, lat in rects if _holds(r, env, x, y)]
+                if len(at) > 1:
+                    best = max(best, min(lat for _, lat in at) + sum(n for n, _ in at) / bw)
+    return best
+
+
+def _with_ramp(mp: MeshProgram, op: Exchange, env, target: Target, out: list[tuple[str, float]]):
+    """``out`` ((array, cycles) per pattern) with the slowest pattern raised to the exchange's ramp cycles
+    (:func:`_ramp_cycles`) where those are longer: the exchange costs the larger of its slowest pattern
+    and its busiest ramp, attributed to the slowest pattern's array."""
+    if len(out) < 2:
+        return out
+    ramp = _ramp_cycles(mp, op, env, target, [cy for _, cy in out])
+    i = max(range(len(out)), key=lambda k: out[k][1])
+    if ramp > out[i][1]:
+        out = [*out[:i], (out[i][0], ramp), *out[i + 1:]]
+    return out
+
+
 def _exchange_costs(mp: MeshProgram, op: Exchange, env, target: Target, prev) -> list[tuple[str, float]]:
-    """(array, cycles) of every pattern of ``op`` at ``env``. After the first step (``prev`` given) the
+    """(array, cycles) of every pattern of ``op`` at ``env``, the slowest raised to the exchange's ramp
+    cycles (:func:`_with_ramp`). After the first step (``prev`` given) the
     multicasts of one exchange share their latency: a core's next root got its data through the roots of
     every multicast of the step before (SUMMA: a row root's new panel came down its column), so the
     distances their roots moved add up (see :func:`_wave_cycles` for multicasts along both axes)."""
     if prev is None:
-        return [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops]
+        return _with_ramp(mp, op, env, target, [(c.array, _pattern_cycles(mp, c, env, target)) for c in op.ops])
     casts = [c for c in op.ops if isinstance(c, Multicast)]
     moved = sum(min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev))) for c in casts)
     out = []
@@ -280,7 +361,7 @@ def _exchange_costs(mp: MeshProgram, op: Exchange, env, target: Target, prev) ->
             own = min(c.max_hops, abs(c.root.evaluate(env) - c.root.evaluate(prev)))
             cy += (moved - own) * target.hop_latency
         out.append((c.array, cy))
-    return out
+    return _with_ramp(mp, op, env, target, out)
 
 
 WAVE_STEPS = 4
