@@ -85,7 +85,27 @@ def _read(kind, text: str):
     """``text`` parsed as a ``kind``, memoised: the search builds thousands of candidates whose domains,
     accesses and placements repeat the same texts, and islpy objects are values (every operation returns a
     new object), so one parsed object serves every caller. A failed parse raises and is not remembered."""
-    return kind.read_from_str(CTX, text)
+    obj = kind.read_from_str(CTX, text)
+    if kind is isl.Set:
+        _remember_text(obj, text)
+    return obj
+
+
+#: The text each set :func:`_read` parsed was read from, by the set's ``id`` (the entry holds the set, so the id
+#: is not reused while it is here): :func:`count_points` keys its memo on a set's text without printing it.
+_TEXT_OF: dict[int, tuple[isl.Set, str]] = {}
+
+
+def _remember_text(s: isl.Set, text: str) -> None:
+    if len(_TEXT_OF) >= 16384:
+        _TEXT_OF.clear()
+    _TEXT_OF[id(s)] = (s, text)
+
+
+def _text_of(s: isl.Set) -> str:
+    """isl text of ``s``: the text it was parsed from when :func:`iset` made it, else isl's printing."""
+    hit = _TEXT_OF.get(id(s))
+    return hit[1] if hit is not None and hit[0] is s else str(s)
 
 
 def _parse(kind, text: str, error: type[MicaError]):
@@ -267,7 +287,7 @@ def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -
     A set that keeps a free parameter is counted by ``count_val`` as before (it counts the parameter's values
     as a dimension; 0 for a parameter the set does not bound). Counts are memoised on the set's text and the
     fixed values: the search counts the same tile on the same core for many candidates."""
-    return _count_cached(str(s), tuple(sorted((k, int(v)) for k, v in fix.items())), tuple(drop))
+    return _count_cached(_text_of(s), tuple(sorted(fix.items())), tuple(drop))
 
 
 @lru_cache(maxsize=32768)
