@@ -104,10 +104,24 @@ def test_streamed_runs_do_not_depend_on_the_thread_count(streamed):
 
 
 def test_resident_plans_stay_when_they_fit():
+    """No streamed plan's lower bound is below the resident plan's cycles here: none is evaluated or reported."""
     op = mica.ops.matmul(M, N, K, dtype="f32")
     prog = mica.compile_affine(op, mesh=MESH, target="wormhole")
     assert prog.schedule.dram == () and prog.mesh_program.dram == ()
     assert "dram" not in prog.schedule.to_json()
+    assert not any(c.decisions.stream for c in prog.search_report.candidates)
+
+
+def test_a_streamed_plan_competes_where_it_is_cheaper():
+    """Issue 21: on a Blackhole 11x10 a resident 4096^3 bf16 plan fits on 10x10 of the cores, but streaming A and
+    B (line roots read and multicast) uses all 110 and models fewer cycles; the search now chooses it, and says
+    why."""
+    op = mica.ops.matmul(4096, 4096, 4096, dtype="bf16")
+    prog = mica.compile_affine(op, mesh=(11, 10), target="blackhole")
+    assert prog.schedule.dram == ("A", "B") and prog.schedule.dram_roots
+    resident = [c.cycles for c in prog.search_report.candidates if c.cycles is not None and not c.decisions.stream]
+    assert resident and prog.cost.total_cycles < min(resident)
+    assert "because streaming them is cheaper than the best plan holding them in the cores' SRAM" in prog.explain()
 
 
 def test_wse_never_streams():

@@ -85,7 +85,27 @@ def _read(kind, text: str):
     """``text`` parsed as a ``kind``, memoised: the search builds thousands of candidates whose domains,
     accesses and placements repeat the same texts, and islpy objects are values (every operation returns a
     new object), so one parsed object serves every caller. A failed parse raises and is not remembered."""
-    return kind.read_from_str(CTX, text)
+    obj = kind.read_from_str(CTX, text)
+    if kind is isl.Set:
+        _remember_text(obj, text)
+    return obj
+
+
+#: The text each set :func:`_read` parsed was read from, by the set's ``id`` (the entry holds the set, so the id
+#: is not reused while it is here): :func:`count_points` keys its memo on a set's text without printing it.
+_TEXT_OF: dict[int, tuple[isl.Set, str]] = {}
+
+
+def _remember_text(s: isl.Set, text: str) -> None:
+    if len(_TEXT_OF) >= 16384:
+        _TEXT_OF.clear()
+    _TEXT_OF[id(s)] = (s, text)
+
+
+def _text_of(s: isl.Set) -> str:
+    """isl text of ``s``: the text it was parsed from when :func:`iset` made it, else isl's printing."""
+    hit = _TEXT_OF.get(id(s))
+    return hit[1] if hit is not None and hit[0] is s else str(s)
 
 
 def _parse(kind, text: str, error: type[MicaError]):
@@ -259,12 +279,51 @@ def rename_dims(obj, kind: str, names: Sequence[str]):
 
 def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -> int:
     """Number of points of ``s`` with parameters ``fix`` fixed and parameters ``drop`` projected out
-    (the union over all their values)."""
+    (the union over all their values), exactly.
+
+    Parameters then fixed (by ``fix`` or by the set's own equalities) are substituted away, which leaves a
+    parameter-free set that :func:`_count_closed` counts in closed form where it can (a box by its volume, a
+    product of independent dimensions as the product of their counts) and by isl's ``count_val`` otherwise.
+    A set that keeps a free parameter is counted by ``count_val`` as before (it counts the parameter's values
+    as a dimension; 0 for a parameter the set does not bound). Counts are memoised on the set's text and the
+    fixed values: the search counts the same tile on the same core for many candidates."""
+    return _count_cached(_text_of(s), tuple(sorted(fix.items())), tuple(drop))
+
+
+@lru_cache(maxsize=32768)
+def _count_cached(text: str, fix: tuple[tuple[str, int], ...], drop: tuple[str, ...]) -> int:
+    return _count_closed(_without_fixed_params(_reduced(iset(text), dict(fix), drop)))
+
+
+def _reduced(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str]) -> isl.Set:
+    """``s`` (space ``[params] -> { S[dims] }``) with parameters ``fix`` fixed to their values and parameters
+    ``drop`` projected out: the same tuple, the same set dimensions, the remaining parameters."""
     s = fix_params(s, fix)
     for name in drop:
         pos = s.find_dim_by_name(isl.dim_type.param, name)
         if pos >= 0:
             s = s.project_out(isl.dim_type.param, pos, 1)
+    return s
+
+
+def _without_fixed_params(s: isl.Set) -> isl.Set:
+    """``s`` with every parameter that each of its pieces fixes to one and the same value projected out: the
+    same points (for that value), in the space ``[other params] -> { S[dims] }``. Projecting out a parameter
+    ``p`` that satisfies ``p = v`` everywhere substitutes ``v`` for it, so no division is introduced."""
+    pos = 0
+    while pos < s.dim(isl.dim_type.param):
+        if s.plain_get_val_if_fixed(isl.dim_type.param, pos).is_nan():
+            pos += 1
+        else:
+            s = s.project_out(isl.dim_type.param, pos, 1)
+    return s
+
+
+def _count_closed(s: isl.Set) -> int:
+    """The number of points of ``s``: 0 when empty; for a parameter-free ``s``, the volume of its bounding
+    box when the box lies inside it, else the product of independent dimensions' counts
+    (:func:`_factored_count`) for a large box, else isl's ``count_val`` (which enumerates all dimensions but
+    the last); a set with parameters is counted by ``count_val``."""
     if s.is_empty():
         return 0
     bounds = _bounding_box(s)
@@ -286,11 +345,7 @@ def count_points(s: isl.Set, fix: Mapping[str, int], drop: Sequence[str] = ()) -
 def count_param_values(s: isl.Set, param: str, fix: Mapping[str, int], drop: Sequence[str] = ()) -> int:
     """Number of values of parameter ``param`` for which ``s`` (parameters ``fix`` fixed, ``drop`` projected
     out) has a point: e.g. the steps ``__t`` at which a core runs some instance of a kernel."""
-    s = fix_params(s, fix)
-    for name in drop:
-        pos = s.find_dim_by_name(isl.dim_type.param, name)
-        if pos >= 0:
-            s = s.project_out(isl.dim_type.param, pos, 1)
+    s = _reduced(s, fix, drop)
     pos = s.find_dim_by_name(isl.dim_type.param, param)
     if pos < 0:
         return 1 if not s.is_empty() else 0
@@ -318,7 +373,7 @@ def _factored_count(s: isl.Set) -> int | None:
         rest = s.project_out(isl.dim_type.set, i, 1)
         lifted = alone.insert_dims(isl.dim_type.set, 0, i).add_dims(isl.dim_type.set, n - i - 1)
         if rest.insert_dims(isl.dim_type.set, i, 1).intersect(lifted).is_subset(s):
-            return count_points(alone, {}) * count_points(rest, {})
+            return _count_closed(alone) * _count_closed(rest)
     return None
 
 

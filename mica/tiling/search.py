@@ -451,12 +451,11 @@ def stream_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decisi
 
 
 def _search_streamed(prog: Program, mesh: tuple[int, int], target: Target, decisions: list[Decisions],
-                     lowering: Lowering) -> list[Candidate]:
-    """The streamed candidates ``decisions``, evaluated in order of their compute bound with the same branch and
-    bound as :func:`search`."""
-    bounds = [stream_bound(prog, mesh, target, d) for d in decisions]
+                     bounds: list[float], lowering: Lowering, best: float = float("inf")) -> list[Candidate]:
+    """The streamed candidates ``decisions`` (lower bounds ``bounds``, :func:`stream_bound`), evaluated in order
+    of their bound with the same branch and bound as :func:`search`, starting from ``best``: the cycles of the
+    best plan found without streaming (inf: none). A candidate whose bound reaches the best so far is pruned."""
     out: list[Candidate] = []
-    best = float("inf")
     for k in sorted(range(len(decisions)), key=lambda i: (bounds[i], i)):
         if bounds[k] >= best:
             out.append(Candidate(decisions[k], None, REJECTIONS["pruned"], cause="pruned"))
@@ -466,6 +465,19 @@ def _search_streamed(prog: Program, mesh: tuple[int, int], target: Target, decis
         if c.cycles is not None:
             best = min(best, c.cycles)
     return out
+
+
+def streamed_candidates(prog: Program, mesh: tuple[int, int], target: Target, decisions: list[Decisions],
+                        best: float) -> tuple[list[Decisions], list[float]]:
+    """The streamed variants of ``decisions`` (:func:`stream_space`) and their lower bounds
+    (:func:`stream_bound`) when at least one bound is below ``best``, the cycles of the best plan holding its
+    data in SRAM (inf: none fits); else nothing, so that a program no streamed plan can beat evaluates none
+    and its search report is the resident search's alone. Changes nothing."""
+    streamed = stream_space(prog, decisions)
+    bounds = [stream_bound(prog, mesh, target, d) for d in streamed]
+    if not any(b < best for b in bounds):
+        return [], []
+    return streamed, bounds
 
 
 def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lowering, *, progress=None,
@@ -478,9 +490,13 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     ``resident`` the arrays an earlier operator leaves on the mesh (default: those of ``fixed_homes``);
     ``caps`` the most bytes per core a plan may keep of each on-mesh array (see :func:`evaluate`).
 
-    When no candidate fits and the target has device DRAM (:func:`may_stream`), the unskewed stepped plans are
-    tried again with the step's read-only inputs streamed from DRAM (:func:`stream_space`); every other search
-    is unchanged. A :class:`~mica.errors.DramError` when those do not fit the device DRAM either.
+    When the target has device DRAM (:func:`may_stream`), the unskewed stepped plans are tried again with the
+    step's read-only inputs streamed from DRAM (:func:`stream_space`) when no candidate fits, or when a streamed
+    plan's lower bound (:func:`stream_bound`) is below the best fitting plan's cycles: a streamed plan is chosen
+    only when it models fewer cycles (e.g. it uses every core of an 11x10 Blackhole where a resident plan fits
+    10x10), and a program where none can win evaluates none, its report unchanged. WSE targets never stream.
+    A :class:`~mica.errors.DramError` when no candidate fits and the streamed ones do not fit the device DRAM
+    either.
 
     ``progress`` is called ``(count, total, elapsed, done=False)`` while a search runs longer than
     :data:`PROGRESS_AFTER_S` (:func:`mica.progress.search_reporter` makes the pipeline's); None: silent.
@@ -515,9 +531,13 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
         progress(len(decisions), len(decisions), time.perf_counter() - t0, done=True)
     feasible = [i for i, c in enumerate(results) if c.cycles is not None]
     resident_rejected = len(results)
-    if not feasible and may_stream(prog, target, fixed_homes, resident, caps):
-        # No plan holds its data in the cores' SRAM: the step's read-only inputs may stay in device DRAM.
-        results += _search_streamed(prog, mesh, target, stream_space(prog, decisions), lowering)
+    best_resident = min((results[i].cycles for i in feasible), default=float("inf"))
+    if may_stream(prog, target, fixed_homes, resident, caps):
+        # The step's read-only inputs may stay in device DRAM: tried when no plan holds its data in the cores'
+        # SRAM, or when a streamed plan's lower bound is below the best such plan's cycles.
+        with isl_budget("schedule search: streamed candidates"):
+            streamed, stream_bounds = streamed_candidates(prog, mesh, target, decisions, best_resident)
+        results += _search_streamed(prog, mesh, target, streamed, stream_bounds, lowering, best_resident)
         feasible = [i for i, c in enumerate(results) if c.cycles is not None]
         dram = [c for c in results[resident_rejected:] if c.cause == "dram"]
         if not feasible and dram:
@@ -533,7 +553,17 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     reasons = sched.reasons + (f"chosen by search: {report.best.decisions.describe()} has the lowest modelled "
                                f"cycles of {len(feasible)} feasible plans ({len(results) - len(feasible)} rejected)",)
     if sched.dram:
-        reasons += (f"{', '.join(sched.dram)} stay in device DRAM because no plan holding them in the cores' SRAM "
-                    f"fits: all {resident_rejected} such candidates were rejected "
-                    f"({', '.join(f'{n} {k}' for k, n in SearchReport(tuple(results[:resident_rejected]), 0, 0).causes())})",)
+        reasons += (_dram_reason(sched.dram, results[:resident_rejected], best_resident),)
     return sched.copy(reasons=reasons), report
+
+
+def _dram_reason(dram: tuple[str, ...], resident: list[Candidate], best_resident: float) -> str:
+    """Why the chosen plan streams ``dram`` from device DRAM: no plan holding them in the cores' SRAM fits (every
+    candidate of ``resident`` rejected, by cause), or the best that fits models ``best_resident`` cycles, more
+    than the streamed plan."""
+    if best_resident < float("inf"):
+        return (f"{', '.join(dram)} stay in device DRAM because streaming them is cheaper than the best plan holding "
+                f"them in the cores' SRAM ({best_resident:,.0f} cycles)")
+    causes = ", ".join(f"{n} {k}" for k, n in SearchReport(tuple(resident), 0, 0).causes())
+    return (f"{', '.join(dram)} stay in device DRAM because no plan holding them in the cores' SRAM fits: all "
+            f"{len(resident)} such candidates were rejected ({causes})")
