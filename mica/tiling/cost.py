@@ -611,10 +611,11 @@ def _dram_costs(mp: MeshProgram, ops, target: Target) -> tuple[float, float, dic
 
 def _cast_costs(mp: MeshProgram, exchanges: list, env: dict[str, int], target: Target) -> list:
     """(pattern, cycles) of the slowest multicast of each of ``exchanges`` (root multicasts of DRAM panels) at
-    ``env``: the patterns of one exchange run at once on their own colours."""
+    ``env``: the patterns of one exchange run at once on their own colours, but the panels a core takes in
+    (or sends) share its ramp, so the slowest is raised to the exchange's ramp cycles (:func:`_with_ramp`)."""
     out = []
     for ex in exchanges:
-        cys = [(c, _pattern_cycles(mp, c, env, target)) for c in ex.ops]
+        cys = _with_ramp(mp, ex, env, target, [(c, _pattern_cycles(mp, c, env, target)) for c in ex.ops])
         if cys:
             out.append(max(cys, key=lambda p: p[1]))
     return out
