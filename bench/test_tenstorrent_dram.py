@@ -16,7 +16,7 @@ figure for the card:
   grid (8, 8) -- tenstorrent/tt-metal ``tech_reports/GEMM_FLOPS/GEMM_FLOPS.md``, table "N150 Manually Tuned
   Configurations" (inference time 2,719,264.03 ns).
 * Blackhole p150, 11x10: at 4096^3 a resident plan fits on 10x10 of the cores (interleaved rings, 410x410 blocks,
-  1,393,703 cycles), but the search's plan streams A and B by root reads and multicasts on all 110 cores, which
+  1,440,915 modelled cycles), but the search's plan streams A and B by root reads and multicasts on all 110 cores, which
   models fewer cycles (issue 21); the best resident plan of the same search is reported beside it, and the
   streamed plan with every core reading its own panels is forced (``derive_schedule(..., dram=("A", "B"))``).
 * Both schemes on each card; the search offers streamed plans where no resident plan fits or where one's lower
