@@ -40,7 +40,7 @@ import islpy as isl
 from .deps import dependences
 from .expr import Aff, Expr, Index
 from .isl_names import iset, rename_dims, umap
-from .program import Access, Program, Statement
+from .program import Access, Program, Statement, main_statement
 
 #: Most combinations of per-statement choices checked whole per outer loop (each one an isl check), and most
 #: combinations looked at (pruned pairwise first, :class:`_Pairs`).
@@ -69,15 +69,6 @@ class Alignment:
         return f"loop {self.loop} outermost ({', '.join(parts)}; inside an iteration: {', '.join(self.order)})"
 
 
-def deepest(prog: Program) -> Statement:
-    """The statement with the deepest loop nest (the last one among equals)."""
-    best = prog.statements[0]
-    for s in prog.statements:
-        if len(s.loops) >= len(best.loops):
-            best = s
-    return best
-
-
 @lru_cache(maxsize=64)
 def alignments(prog: Program) -> tuple[Alignment, ...]:
     """Every legal alignment of ``prog``'s main nest, one per loop of the main statement that is not already
@@ -87,7 +78,7 @@ def alignments(prog: Program) -> tuple[Alignment, ...]:
     changes nothing."""
     if prog.runtime or any(s.guard for s in prog.statements):
         return ()
-    main = deepest(prog)
+    main = main_statement(prog)
     if len(main.loops) < 2:
         return ()
     nest = [s for s in prog.statements if s.order[:1] == main.order[:1]]

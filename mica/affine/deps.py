@@ -361,16 +361,18 @@ def loop_kinds(prog: Program) -> dict[str, dict[str, str]]:
     for s in prog.statements:
         by_all = carried_loops(full, s)
         by_plain = carried_loops(plain, s)
-        k = {}
-        for lp in s.loops:
-            if lp in by_plain:
-                k[lp] = SEQUENTIAL
-            elif lp in by_all:
-                k[lp] = REDUCTION if s.name in reds else SEQUENTIAL
-            else:
-                k[lp] = PARALLEL
-        kinds[s.name] = k
+        kinds[s.name] = {lp: _kind(lp, by_plain, by_all, s.name in reds) for lp in s.loops}
     return kinds
+
+
+def _kind(loop: str, by_plain, by_all, reduced: bool) -> str:
+    """A loop's kind from the loops its statement's dependences carry without the reduction references
+    (``by_plain``) and with them (``by_all``): a loop only the reduction carries is a ``reduction``."""
+    if loop in by_plain:
+        return SEQUENTIAL
+    if loop in by_all:
+        return REDUCTION if reduced else SEQUENTIAL
+    return PARALLEL
 
 
 @lru_cache(maxsize=64)
@@ -393,17 +395,8 @@ def loop_kinds_within(prog: Program, outer: str) -> dict[str, dict[str, str]]:
                        f"__{outer} = {outer} }}")
         by_all = carried_loops(full.intersect(isl.UnionMap.from_map(same)), s)
         by_plain = carried_loops(plain.intersect(isl.UnionMap.from_map(same)), s)
-        k = {}
-        for lp in s.loops:
-            if lp == outer:
-                k[lp] = overall[s.name][lp]
-            elif lp in by_plain:
-                k[lp] = SEQUENTIAL
-            elif lp in by_all:
-                k[lp] = REDUCTION if s.name in reds else SEQUENTIAL
-            else:
-                k[lp] = PARALLEL
-        kinds[s.name] = k
+        kinds[s.name] = {lp: overall[s.name][lp] if lp == outer else _kind(lp, by_plain, by_all, s.name in reds)
+                         for lp in s.loops}
     return kinds
 
 

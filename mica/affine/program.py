@@ -317,3 +317,13 @@ class Program:
 
     def replace(self, **kw) -> "Program":
         return replace(self, **kw)
+
+
+def main_statement(prog: Program) -> Statement:
+    """The statement with the deepest loop nest (the last one among equals): the one the mapping and the loop
+    alignment are built around."""
+    best = prog.statements[0]
+    for s in prog.statements:
+        if len(s.loops) >= len(best.loops):
+            best = s
+    return best

@@ -17,19 +17,10 @@ from math import ceil
 from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, loop_kinds_within, reductions
 from ..affine.fission import statement_graph
 from ..affine.isl_names import int_bounds, iset
-from ..affine.program import Access, Array, Program, Statement
+from ..affine.program import Access, Array, Program, Statement, main_statement
 from ..errors import ScheduleError
 from .schedule import Home, Schedule, SpaceMap, StepMap, with_buffers
 from .wavefront import tileable, wave_weights
-
-
-def main_statement(prog: Program) -> Statement:
-    """The statement with the deepest loop nest (the last one among equals)."""
-    best = prog.statements[0]
-    for s in prog.statements:
-        if len(s.loops) >= len(best.loops):
-            best = s
-    return best
 
 
 def fused_body(prog: Program, sched: Schedule) -> tuple[Statement, ...]:
