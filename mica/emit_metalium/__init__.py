@@ -30,6 +30,10 @@ Runtime parameters (``runtime=``): ``host.cpp`` takes each value as an argument 
 checks it against the declared range and passes it as the last runtime arg of every reader and compute
 kernel, which read it as ``rp_<name>`` (:func:`.plan.runtime_arg`).
 
+Multicasts from the core owning a sweep step's element (:func:`mica.lower.reads.step_owner_plan`: trisolv, LU,
+Cholesky, gramschmidt) have a root ``floor(t / tile)`` (MeshIR ``Lin.div``): the reader computes it per step with
+``mica_floord`` (:func:`.cexpr.lin_c`), so the sender and the receivers of each step follow the owner.
+
 Execution model of the emitted program: per core, the reader, compute and writer kernels pass one turn
 token per MeshIR op, so the core runs the MeshIR body in order, bulk-synchronously like the emulator;
 exchanges use a ready/valid semaphore pair per communication op in three phases (receivers signal ready,
@@ -43,8 +47,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import EmitError
-from ..meshir.ir import step_blocks
 from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
@@ -56,10 +58,6 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated)."""
     mp = compiled.mesh_program
-    blocked = step_blocks(mp)
-    if blocked:
-        raise EmitError(f"the Metalium back end does not emit multicasts from the core owning a step's block "
-                        f"yet ({', '.join(blocked)}); the C emulator runs them")
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)

@@ -14,7 +14,8 @@ A kernel's statement becomes one of:
 
 Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
 the one-core fallback) is ``generic``: scalar loops on the reader's RISC-V (:mod:`.generic`). Kernels
-with calls or scalar arguments raise :class:`EmitError` naming the kernel.
+with scalar arguments or calls other than ``sqrt`` / ``fabs`` (:data:`SOFT_CALLS`) raise
+:class:`EmitError` naming the kernel.
 
 Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
 rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); padding
@@ -153,10 +154,18 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
     return TileOp(k.name, "generic", w.buffer, text=text)
 
 
+#: the math functions the generic path computes, by their helper in ``kernels/mica_mesh.h``: integer arithmetic
+#: on the IEEE bits, correctly rounded like the reference's (the others have no exact software form there)
+SOFT_CALLS = {"sqrt": "mica_sqrtf", "fabs": "mica_fabsf"}
+
+
 def check_generic(mp: MeshProgram, k: Kernel) -> None:
-    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls, scalar arguments)."""
+    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls other than
+    :data:`SOFT_CALLS`, scalar arguments)."""
     for p in k.statements:
         for e in p.expr.walk():
+            if isinstance(e, Call) and e.fn in SOFT_CALLS:
+                continue
             if isinstance(e, (Call, Scalar)):
                 what = f"call of {e.fn}" if isinstance(e, Call) else f"scalar argument {e.name}"
                 raise EmitError(f"kernel {k.name}: {what}: neither a tile routine nor the generic path (no "

@@ -13,6 +13,8 @@ Public API: :func:`render_generic`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
@@ -22,7 +24,17 @@ from ..codeprint.half import load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
-from .classify import tile_grid
+from .classify import SOFT_CALLS, tile_grid
+
+
+def _soft_call(fn: str, elem: str) -> str:
+    if fn not in SOFT_CALLS:
+        raise EmitError(f"call of {fn}: no exact software form on the data-movement RISC-V")
+    return SOFT_CALLS[fn]
+
+
+#: the generic path's language: Metalium C++ with the calls of :data:`.classify.SOFT_CALLS`
+GENERIC = replace(METALIUM, call=_soft_call)
 
 
 class _Printer:
@@ -63,7 +75,7 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
-        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}", env=env)
+        return print_expr(e, GENERIC, read, where=f"kernel {self.k.name}", env=env)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]

@@ -48,6 +48,7 @@ _CXX = set("""
     using void volatile while const_cast dynamic_cast
     int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t uintptr_t
     NAN INFINITY stderr printf fprintf fabs fabsf fmax fmin fmaxf fminf sqrt sqrtf exp expf floor ceil isnan
+    __builtin_memcpy
     main
 """.split())
 #: namespaces the emitted code names (the API's namespaces are checked through the names inside them)
