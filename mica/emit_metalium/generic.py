@@ -37,9 +37,23 @@ def _soft_call(fn: str, elem: str) -> str:
 GENERIC = replace(METALIUM, call=_soft_call)
 
 
+#: the integer type moving an element's bits, per dtype (the data-movement copies of :mod:`.stencil`)
+BITS = {"f32": "uint32_t", "bf16": "uint16_t"}
+
+#: what each mode's loop nest does per instance (the head comment of its block)
+MODES = {
+    "generic": "scalar loops on this RISC-V (software floating point), elements addressed in the tile layout",
+    "copy": "a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout",
+    "gather": "the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)",
+    "scatter": "the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)",
+}
+
+
 class _Printer:
-    def __init__(self, plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int):
+    def __init__(self, plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, mode: str = "generic",
+                 op=None):
         self.plan, self.mp, self.k, self.cls, self.steps = plan, mp, k, cls, steps
+        self.mode, self.op = mode, op
         self.by_name = {iset(p.domain, EmitError).get_tuple_name(): p for p in k.statements}
         self.buffers: list[str] = []
         for p in k.statements:
@@ -84,10 +98,25 @@ class _Printer:
         self.lines.append(indent + "{" + (f"  // {p.statement}" if len(self.by_name) > 1 else ""))
         for lp, a in zip(p.loops, args):
             self.lines.append(f"{indent}    const int64_t i_{lp} = {a};")
-        w = p.write
-        self.lines.append(f"{indent}    {self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, env)}] = "
-                          f"{store_c(self.dtype(w.buffer), self.expr(p.expr, env))};")
+        self.lines += [f"{indent}    {s}" for s in self.statement(p, env)]
         self.lines.append(indent + "}")
+
+    def statement(self, p: Kernel, env) -> list[str]:
+        """The C++ of one instance of ``p`` (loop values ``env``) in this printer's mode."""
+        w = p.write
+        wo = self.offset(w.buffer, w.index, env)
+        if self.mode == "generic":
+            return [f"{self.ptr(w.buffer)}[{wo}] = {store_c(self.dtype(w.buffer), self.expr(p.expr, env))};"]
+        if self.mode == "copy":
+            (r,) = [a for a in p.reads if a.ref == p.expr.ref] or [w]
+            return [f"{self.ptr(w.buffer)}[{wo}] = {self.ptr(r.buffer)}[{self.offset(r.buffer, r.index, env)}];"]
+        if self.mode == "scatter":
+            return [f"{self.ptr(w.buffer)}[{wo}] = sacc[{wo}];"]
+        out = []
+        for n, (b, d) in enumerate(self.op.views):
+            r = next(a for a in p.reads if a.buffer == b and tuple(ix.const for ix in a.index) == tuple(d))
+            out.append(f"sv{n}[{wo}] = {self.ptr(b)}[{self.offset(b, r.index, env)}];")
+        return out
 
     def block(self, indent: str, t_c: str, kb_c: str) -> list[str]:
         k, r = self.k, self.cls.region
@@ -103,17 +132,24 @@ class _Printer:
         allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}", EmitError)
         dom = dom.intersect_params(ctx)
-        ctype = DATA_FORMATS[self.mp.tensor(self.part.write.buffer).dtype][1]
-        out = [f"{indent}// generic path, kernel class {self.cls.name}: scalar loops on this RISC-V (software "
-               f"floating point), elements addressed in the tile layout",
+        dtype = self.mp.tensor(self.part.write.buffer).dtype
+        ctype = DATA_FORMATS[dtype][1] if self.mode == "generic" else BITS[dtype]
+        what = "generic path" if self.mode == "generic" else self.mode
+        out = [f"{indent}// {what}, kernel class {self.cls.name}: {MODES[self.mode]}",
                f"{indent}{{",
                f"{indent}    const int64_t x = my_x, y = my_y, t = {t_c};",
                f"{indent}    const int64_t kb = {kb_c};",
                f"{indent}    (void)x; (void)y; (void)t; (void)kb;"]
         for b in self.buffers:
             cb = self.plan.tensor_cb(b).name
+            if self.mode == "scatter" and b != self.k.write.buffer:
+                continue
             out.append(f"{indent}    {ctype}* const {self.ptr(b)} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));"
                        f"  // {b}")
+        scratch = ([(f"sv{n}", f"cb_sv{n}", f"view {b}{list(d)}") for n, (b, d) in enumerate(self.op.views)]
+                   if self.mode == "gather" else [("sacc", "cb_sacc", "the result")] if self.mode == "scatter" else [])
+        for ptr, cb, what in scratch:
+            out.append(f"{indent}    {ctype}* const {ptr} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));  // {what}")
         self.lines = []
         if not dom.is_empty():
             if k.parts:
@@ -130,12 +166,12 @@ class _Printer:
         return out + self.lines + [f"{indent}}}"]
 
     def user_noloop(self, indent: str) -> None:
-        w = self.k.write
-        self.lines.append(f"{indent}{self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, {})}] = "
-                          f"{store_c(self.dtype(w.buffer), self.expr(self.k.expr, {}))};")
+        self.lines += [indent + s for s in self.statement(self.k, {})]
 
 
 def render_generic(plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, indent: str, t_c: str,
-                   kb_c: str) -> list[str]:
-    """The C++ block running ``k`` on the cores of ``cls`` (inside the reader; ``my_x``/``my_y`` in scope)."""
-    return _Printer(plan, mp, k, cls, steps).block(indent, t_c, kb_c)
+                   kb_c: str, mode: str = "generic", op=None) -> list[str]:
+    """The C++ block running ``k`` on the cores of ``cls`` (inside the reader; ``my_x``/``my_y`` in scope): its
+    instances as scalar loops (``generic``), or as bit copies (``copy``; a stencil ``op``'s ``gather`` and
+    ``scatter``, :mod:`.stencil`)."""
+    return _Printer(plan, mp, k, cls, steps, mode, op).block(indent, t_c, kb_c)

@@ -12,24 +12,18 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-import mica
-from mica.affine.from_c import from_c
-from mica.affine.retype import with_float_dtype
 from mica.emit_metalium import render
 from mica.emit_metalium.kernels import MESH_H
 from mica.meshir.ir import Exchange, Multicast, step_blocks
 
+from .programs import step_owner
 from .test_functional import _check_lines, run_emitted
 from .test_syntax import syntax_errors
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
-from frontend_util import MANIFEST, kernel_function, kernel_source  # noqa: E402
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
@@ -37,9 +31,7 @@ pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
 
 @lru_cache(maxsize=None)
 def step_owner_program(name: str, mesh: tuple[int, int]):
-    prog = with_float_dtype(from_c(kernel_source(name), kernel_function(name), params=MANIFEST[name]["params"]), "f32")
-    searched = mica.compile_affine(prog, mesh=mesh, target="wse2")
-    return mica.compile_affine(searched.program, mesh=mesh, target="wormhole", schedule=searched.schedule)
+    return step_owner(name, mesh)
 
 
 # 4x3 and 8x8, and meshes the sizes do not divide (trisolv's 30 over 4 and 8 columns, LU's 24 over 7x5)
