@@ -15,8 +15,10 @@ It renders the compiled program's MeshIR (never re-deriving the plan) against th
 :data:`.api.TT_METAL_VERSION` and runs :func:`.validate.validate` on the files before writing them.
 
 Modules: :mod:`.api` (pinned version, limits), :mod:`.plan` (core classes, CBs, semaphores, transfers,
-kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.generic` (scalar loops on the
-reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
+kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.stencil` (copies as data movement,
+shifted-view stencils as reader gathers + tile passes + scatters), :mod:`.generic` (the reader's loop nests:
+bit copies, gathers, scatters, and scalar loops for what is left, each named in ``plan.json`` ``generic`` with
+its reason), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
 :mod:`.host`, :mod:`.validate`, ``include/`` (declarations of the API subset, each read from a tt-metal
 header at a named commit, for ``g++ -fsyntax-only`` and the API-name test).
 

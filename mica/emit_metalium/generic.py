@@ -1,7 +1,10 @@
-"""The generic path: a MeshIR kernel no tile routine implements runs as scalar loops on the reader.
+"""The reader's loop nests over a kernel's instances: the generic path, and the copies of :mod:`.stencil`.
 
-Stencils, the pack/unpack copies of halo exchanges, triangular domains and the one-core sequence kernels
-have no whole-tile form. They run in the reader kernel (a data-movement RISC-V) at the kernel's turn,
+Modes: ``copy`` (a copy kernel's elements moved as bits), ``gather`` / ``scatter`` (a stencil's shifted views
+into scratch CBs and its result back, as bits), and ``generic``: a MeshIR kernel neither a tile routine nor a
+stencil implements (a sequence kernel of the one-core fallback, a reduction over loops outside the written
+index, a read that is not a shifted view, a square root; ``plan.json`` names each with its reason) runs as
+scalar loops on the reader. They run in the reader kernel (a data-movement RISC-V) at the kernel's turn,
 while the compute kernel waits: isl generates the loop nest from the kernel's domain for the class's
 rectangle (as :mod:`mica.emit_c.kernels` does for the emulator), and every access goes to its element in
 the tile layout (:func:`tile_offset_c`). The baby RISC-Vs have no FPU, so this is exact IEEE arithmetic in

@@ -107,6 +107,12 @@ def _jacobi():
     return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
 
 
+def _jacobi_bf16():
+    # bf16 stencil passes: each pass packs a rounded bf16 tile (the reference rounds once per statement)
+    prog = mica.affine.from_c(samples.jacobi_2d(34, "__bf16"), params={"tsteps": 3, "n": 34})
+    return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
+
+
 def _mvt_side_by_side():
     # the search puts mvt's two gemvs side by side on the two halves: boxes away from core (0, 0)
     return mica.compile_affine(mica.affine.from_c(samples.mvt(128, "float")), mesh=(4, 4), target="wormhole")
@@ -154,6 +160,20 @@ def _triangle_bf16():
     return mica.compile_affine(mica.affine.from_c(src, params={"n": 70}), mesh=(2, 2), target="wormhole")
 
 
+STENCIL_FORMS = """
+void forms(float A[40][40], float B[40][40], float C[40][40]) {
+  for (int i = 1; i < 39; i++)
+    for (int j = 1; j <= i; j++)
+      C[i][j] = (A[i][j + 1] - A[i][j]) * (B[i][j] + 1.0f) - (-A[i - 1][j] / 4.0f) * (3.0f - B[i + 1][j - 1]);
+}"""
+
+
+def _stencil_forms():
+    # a stencil over a triangle with every pass kind: sub/mul/add tiles, a second result CB, SFPU add, mul by
+    # -1, div and rsub by constants
+    return mica.compile_affine(mica.affine.from_c(STENCIL_FORMS), mesh=(2, 2), target="wormhole")
+
+
 def step_owner(name: str, mesh: tuple[int, int]):
     """A polybench sweep whose steps multicast from the owner of the step's element (searched for WSE-2, where
     it spreads over the mesh; compiled for Wormhole with that schedule), f32."""
@@ -183,6 +203,7 @@ PROGRAMS = {
     "gemv_ktree_wse3_on_wormhole": _gemv_wse3,
     "triangle_wormhole": _triangle,
     "triangle_sqrt_wormhole": _triangle_sqrt,
+    "stencil_forms_wormhole": _stencil_forms,
     "chain3_wormhole": _chain3,
     "matmul_interleaved_wormhole": _matmul_interleaved,
     "matmul_summa_wormhole": _matmul_summa,
@@ -198,9 +219,11 @@ PROGRAMS = {
 
 if HAVE_HALO:
     PROGRAMS["jacobi2d_wormhole"] = _jacobi
+    PROGRAMS["jacobi2d_bf16_wormhole"] = _jacobi_bf16
 
 #: the bf16 programs (Float16_b tiles)
-BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole")
+BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole") + (
+    ("jacobi2d_bf16_wormhole",) if HAVE_HALO else ())
 
 #: the programs with checked-in golden outputs
 GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",

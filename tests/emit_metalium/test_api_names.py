@@ -199,7 +199,8 @@ def _match(name: str, used: dict[str, set]) -> list[tuple[str, str, str]]:
     return sorted(set(out))
 
 
-@pytest.mark.parametrize("name", GOLDEN + ("matmul_summa_bf16_wormhole",))
+# stencil_forms: every stencil pass kind (sub_tiles, mul_tiles, the SFPU's add / mul / div / rsub by constants)
+@pytest.mark.parametrize("name", GOLDEN + ("matmul_summa_bf16_wormhole", "stencil_forms_wormhole"))
 def test_every_api_name_has_a_declaration_read_from_tt_metal(name, tmp_path):
     files = rendered(name)
     used, errors = trace(files, tmp_path)
