@@ -28,6 +28,7 @@ from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
 from .classify import SOFT_CALLS, tile_grid
+from .stencil import view_key, view_text
 
 
 def _soft_call(fn: str, elem: str) -> str:
@@ -116,9 +117,9 @@ class _Printer:
         if self.mode == "scatter":
             return [f"{self.ptr(w.buffer)}[{wo}] = sacc[{wo}];"]
         out = []
-        for n, (b, d) in enumerate(self.op.views):
-            r = next(a for a in p.reads if a.buffer == b and tuple(ix.const for ix in a.index) == tuple(d))
-            out.append(f"sv{n}[{wo}] = {self.ptr(b)}[{self.offset(b, r.index, env)}];")
+        for n, key in enumerate(self.op.views):
+            r = next(a for a in p.reads if view_key(a) == tuple(key))
+            out.append(f"sv{n}[{wo}] = {self.ptr(r.buffer)}[{self.offset(r.buffer, r.index, env)}];")
         return out
 
     def block(self, indent: str, t_c: str, kb_c: str) -> list[str]:
@@ -149,7 +150,7 @@ class _Printer:
                 continue
             out.append(f"{indent}    {ctype}* const {self.ptr(b)} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));"
                        f"  // {b}")
-        scratch = ([(f"sv{n}", f"cb_sv{n}", f"view {b}{list(d)}") for n, (b, d) in enumerate(self.op.views)]
+        scratch = ([(f"sv{n}", f"cb_sv{n}", f"view {view_text(v)}") for n, v in enumerate(self.op.views)]
                    if self.mode == "gather" else [("sacc", "cb_sacc", "the result")] if self.mode == "scatter" else [])
         for ptr, cb, what in scratch:
             out.append(f"{indent}    {ctype}* const {ptr} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));  // {what}")

@@ -7,10 +7,11 @@ generic, or whose tile routine would cover only part of its boxes):
   multicast, any copy between boxes of different shapes) -> a **data-movement copy** on the reader: the loop
   nest over the kernel's domain moves each element's bits (``uint32_t`` for f32, ``uint16_t`` for bf16), no
   floating point at all;
-* ``stencil``: ``W[p] = f(X1[p + d1], X2[p + d2], ...)`` where every read is the written element's index
-  shifted by constants (a shifted *view*), ``f`` a tree of ``+ - *`` between views and ``+ - * /`` by
-  constants, the write is one element per instance, and no read touches the written buffer at another
-  element (so every view can be taken before any element is written). The reader **gathers** each view into a
+* ``stencil``: ``W[p] = f(X1[g1(p)], X2[g2(p)], ...)``: ``f`` a tree of ``+ - *`` between reads and ``+ - * /``
+  by constants, each instance writes its own element, and no read touches the written buffer at another
+  element (so every read can be taken before any element is written). Each distinct read is a *view*: the
+  shifted neighbours of a stencil (``A[i][j-1]``), or any element an instance reads (``L[i][j]`` at step ``j``,
+  a multicast ``x[j]`` broadcast). The reader **gathers** each view into a
   scratch circular buffer with the written box's tile layout (bit copies over the kernel's domain), hands the
   turn to the compute kernel, which evaluates ``f`` with ``add_tiles`` / ``sub_tiles`` / ``mul_tiles`` and the
   SFPU's unary-by-constant ops **in the C statement's evaluation order**, one whole-tile pass per operator
@@ -86,25 +87,13 @@ class _NoTile(Exception):
     """Why a kernel has no stencil form (the reason recorded in plan.json)."""
 
 
-def _shift(acc: KAccess, wv: tuple[str, ...]) -> tuple[int, ...] | None:
-    """The constant offsets of ``acc`` from the written element ``wv`` (per dimension), else None."""
-    if len(acc.index) != len(wv):
-        return None
-    out = []
-    for ix, v in zip(acc.index, wv):
-        if ix.coeffs != ((v, 1),):
-            return None
-        out.append(ix.const)
-    return tuple(out)
+def view_key(acc: KAccess) -> tuple[str, tuple[str, ...]]:
+    """A view: the buffer and the index (as text) of a read; reads of one element share it."""
+    return acc.buffer, tuple(ix.text() for ix in acc.index)
 
 
-def _pure(acc: KAccess) -> tuple[str, ...] | None:
-    out = []
-    for ix in acc.index:
-        if ix.const != 0 or len(ix.coeffs) != 1 or ix.coeffs[0][1] != 1:
-            return None
-        out.append(ix.coeffs[0][0])
-    return tuple(out) if len(set(out)) == len(out) else None
+def view_text(key) -> str:
+    return f"{key[0]}[{', '.join(key[1])}]"
 
 
 def _one_write_per_instance(k: Kernel) -> bool:
@@ -124,7 +113,7 @@ def _compile(k: Kernel, views: dict) -> tuple[list[Pass], int]:
 
     def leaf(e) -> tuple[str, str] | None:
         if isinstance(e, Read):
-            return (view_cb(views[reads[e.ref].buffer, _shift(reads[e.ref], _pure(k.write))]), "i")
+            return (view_cb(views[view_key(reads[e.ref])]), "i")
         return None
 
     def scalar(fn: str, c: float, inner, level: int):
@@ -200,20 +189,12 @@ def reader_op(mp: MeshProgram, k: Kernel, why: str) -> TileOp:
         if mp.tensor(src.buffer).dtype == mp.tensor(w.buffer).dtype:
             return TileOp(k.name, "copy", w.buffer, (src.buffer,), mt=_tiles(mp, w.buffer), text=text)
     try:
-        wv = _pure(w)
-        if wv is None:
-            raise _NoTile(f"the written element {w.buffer}[{', '.join(ix.text() for ix in w.index)}] is not indexed "
-                          f"by distinct loops")
         views: dict = {}
         for a in k.reads:
-            d = _shift(a, wv)
-            if d is None:
-                raise _NoTile(f"read {a.buffer}[{', '.join(ix.text() for ix in a.index)}] is not the written element "
-                              f"shifted by constants (no shifted view of it)")
-            if a.buffer == w.buffer and any(d):
-                raise _NoTile(f"it reads {w.buffer} at another element than it writes (values written earlier in the "
-                              f"same sweep)")
-            views.setdefault((a.buffer, d), len(views))
+            if a.buffer == w.buffer and view_key(a) != view_key(w):
+                raise _NoTile(f"it reads {view_text(view_key(a))} where it writes {view_text(view_key(w))} (values "
+                              f"written earlier in the same sweep)")
+            views.setdefault(view_key(a), len(views))
         if not _one_write_per_instance(k):
             raise _NoTile(f"its instances write an element of {w.buffer} more than once (a reduction over loops "
                           f"outside the written index)")
@@ -243,11 +224,11 @@ def scratch_names(ops) -> list[str]:
 
 def render_passes(name: str, op: TileOp, pages: int) -> list[str]:
     """The compute kernel's routine ``name`` evaluating stencil ``op`` over ``pages`` tiles of the scratch CBs."""
-    views = ", ".join(f"{view_cb(n)} = {b}{list(d)}" for n, (b, d) in enumerate(op.views))
+    views = ", ".join(f"{view_cb(n)} = {view_text(v)}" for n, v in enumerate(op.views))
     L = [f"// MeshIR kernel {op.kernel}: {op.text}",
-         f"// stencil: the reader gathered the shifted views ({views}) in {op.out}'s tile layout; these passes",
-         "// evaluate the statement in its evaluation order into cb_sacc, which the reader scatters into "
-         f"{op.out}:"]
+         f"// stencil: the reader gathered the views ({views}) at each written element, in {op.out}'s tile",
+         f"// layout; these passes evaluate the statement in its evaluation order into cb_sacc, which the reader "
+         f"scatters into {op.out}:"]
     L += [f"//   {p.text()}" for p in op.passes]
     L += [f"static inline void {name}() {{"]
     for p in op.passes:

@@ -132,23 +132,31 @@ int main() {
     // core class c1: kernel classes p0_k_S0_1, p1_k_S2_1, p1_k_pack_x_panel0_1, p1_k_S1_1; host loads b, L; host stores x
     const CoreRangeSet class_c1(std::vector<CoreRange>{CoreRange(CoreCoord(3, 0), CoreCoord(3, 0))});
 
-    // Circular buffers: 20672 B per core.
+    // Circular buffers: 37056 B per core.
     // cb_b: tensor b, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_0, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_0, 4096));
     // cb_L: tensor L, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_1, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_1, 4096));
+    // cb_tok_r2w: turn token, 2 page(s) of 32 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_2, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_2, 32));
     // cb_x: tensor x, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_16, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_16, 4096));
     // cb_p1_x_panel0: tensor p1_x_panel0, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_24, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_24, 4096));
     // cb_p1_x_recv: tensor p1_x_recv, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_25, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_25, 4096));
+    // cb_sv0: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_26, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_26, 4096));
+    // cb_sv1: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_27, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_27, 4096));
+    // cb_sv2: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_28, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_28, 4096));
+    // cb_sacc: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_29, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_29, 4096));
     // cb_tok_r2c: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_26, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_26, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_30, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_30, 32));
     // cb_tok_c2r: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_27, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_27, 32));
-    // cb_tok_r2w: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_28, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_28, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_31, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_31, 32));
 
     // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core
     // both sends and receives; ops of the same geometry share).

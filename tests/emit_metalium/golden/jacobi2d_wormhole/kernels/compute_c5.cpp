@@ -46,8 +46,8 @@ constexpr uint32_t cb_A_halo3 = 31;  // tensor A_halo3, 1 tile(s)
 constexpr uint32_t tile_bytes = 4096;
 
 // MeshIR kernel k_S0: B[i, j] = (0.20000000298023224 * ((((A[i, j] + A[i, j - 1]) + A[i, j + 1]) + A[i + 1, j]) + A[i - 1, j]))
-// stencil: the reader gathered the shifted views (cb_sv0 = A[0, 0], cb_sv1 = A[0, -1], cb_sv2 = A[0, 1], cb_sv3 = A[1, 0], cb_sv4 = A[-1, 0]) in B's tile layout; these passes
-// evaluate the statement in its evaluation order into cb_sacc, which the reader scatters into B:
+// stencil: the reader gathered the views (cb_sv0 = A[i, j], cb_sv1 = A[i, j - 1], cb_sv2 = A[i, j + 1], cb_sv3 = A[i + 1, j], cb_sv4 = A[i - 1, j]) at each written element, in B's tile
+// layout; these passes evaluate the statement in its evaluation order into cb_sacc, which the reader scatters into B:
 //   cb_sacc = add_tiles(cb_sv0[i], cb_sv1[i])
 //   cb_sacc = add_tiles(cb_sacc, cb_sv2[i])
 //   cb_sacc = add_tiles(cb_sacc, cb_sv3[i])
@@ -124,8 +124,8 @@ static inline void tile_k_S0() {
 }
 
 // MeshIR kernel k_S1: A[i, j] = (0.20000000298023224 * ((((B[i, j] + B[i, j - 1]) + B[i, j + 1]) + B[i + 1, j]) + B[i - 1, j]))
-// stencil: the reader gathered the shifted views (cb_sv0 = B[0, 0], cb_sv1 = B[0, -1], cb_sv2 = B[0, 1], cb_sv3 = B[1, 0], cb_sv4 = B[-1, 0]) in A's tile layout; these passes
-// evaluate the statement in its evaluation order into cb_sacc, which the reader scatters into A:
+// stencil: the reader gathered the views (cb_sv0 = B[i, j], cb_sv1 = B[i, j - 1], cb_sv2 = B[i, j + 1], cb_sv3 = B[i + 1, j], cb_sv4 = B[i - 1, j]) at each written element, in A's tile
+// layout; these passes evaluate the statement in its evaluation order into cb_sacc, which the reader scatters into A:
 //   cb_sacc = add_tiles(cb_sv0[i], cb_sv1[i])
 //   cb_sacc = add_tiles(cb_sacc, cb_sv2[i])
 //   cb_sacc = add_tiles(cb_sacc, cb_sv3[i])

@@ -385,11 +385,11 @@ void kernel_main() {
                 (void)x; (void)y; (void)t; (void)kb;
                 uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
-                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view A[0, 0]
-                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view A[0, -1]
-                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view A[0, 1]
-                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view A[1, 0]
-                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view A[-1, 0]
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view A[i, j]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view A[i, j - 1]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view A[i, j + 1]
+                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view A[i + 1, j]
+                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view A[i - 1, j]
                 for (int64_t c1 = mica_max(1LL, (9LL * y)); (c1 <= ((9LL * y) + 8LL)); c1 += 1LL) {
                   for (int64_t c2 = mica_max(1LL, (9LL * x)); (c2 <= ((9LL * x) + 8LL)); c2 += 1LL) {
                     {
@@ -637,11 +637,11 @@ void kernel_main() {
                 (void)x; (void)y; (void)t; (void)kb;
                 uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
-                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view B[0, 0]
-                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view B[0, -1]
-                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view B[0, 1]
-                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view B[1, 0]
-                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view B[-1, 0]
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view B[i, j]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view B[i, j - 1]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view B[i, j + 1]
+                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view B[i + 1, j]
+                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view B[i - 1, j]
                 for (int64_t c1 = mica_max(1LL, (9LL * y)); (c1 <= ((9LL * y) + 8LL)); c1 += 1LL) {
                   for (int64_t c2 = mica_max(1LL, (9LL * x)); (c2 <= ((9LL * x) + 8LL)); c2 += 1LL) {
                     {

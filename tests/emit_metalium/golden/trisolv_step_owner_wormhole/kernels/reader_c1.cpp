@@ -13,12 +13,16 @@
 // Circular buffers (the host creates the same indices on the whole work region).
 constexpr uint32_t cb_b = 0;  // tensor b, 1 tile(s)
 constexpr uint32_t cb_L = 1;  // tensor L, 1 tile(s)
+constexpr uint32_t cb_tok_r2w = 2;  // turn token
 constexpr uint32_t cb_x = 16;  // tensor x, 1 tile(s)
 constexpr uint32_t cb_p1_x_panel0 = 24;  // tensor p1_x_panel0, 1 tile(s)
 constexpr uint32_t cb_p1_x_recv = 25;  // tensor p1_x_recv, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 26;  // turn token
-constexpr uint32_t cb_tok_c2r = 27;  // turn token
-constexpr uint32_t cb_tok_r2w = 28;  // turn token
+constexpr uint32_t cb_sv0 = 26;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv1 = 27;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv2 = 28;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sacc = 29;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_tok_r2c = 30;  // turn token
+constexpr uint32_t cb_tok_c2r = 31;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
 // Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;
@@ -59,6 +63,10 @@ void kernel_main() {
     mica_zero_l1(get_write_ptr(cb_x), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_p1_x_panel0), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_p1_x_recv), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv0), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv1), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv2), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sacc), 1 * tile_bytes);
 
     // MeshIR: host_load b -> b on home_b[0:4, 0:1]: this core's 1 tile(s) are pages [i * 1, (i + 1) * 1) of the staged DRAM buffer, i = its row-major index.
     {
@@ -91,6 +99,14 @@ void kernel_main() {
     cb_push_back(cb_p1_x_panel0, 1);
     cb_reserve_back(cb_p1_x_recv, 1);
     cb_push_back(cb_p1_x_recv, 1);
+    cb_reserve_back(cb_sv0, 1);
+    cb_push_back(cb_sv0, 1);
+    cb_reserve_back(cb_sv1, 1);
+    cb_push_back(cb_sv1, 1);
+    cb_reserve_back(cb_sv2, 1);
+    cb_push_back(cb_sv2, 1);
+    cb_reserve_back(cb_sacc, 1);
+    cb_push_back(cb_sacc, 1);
 
     mica_compute_turn();  // MeshIR: compute p0_k_S0 on [0:4, 0:1]
     for (int32_t v_t = 0; v_t < 30; ++v_t) {  // MeshIR: for t in 0..30
@@ -144,21 +160,45 @@ void kernel_main() {
         if (mica_both(mica_in_rect(my_x, my_y, 0, 4, 0, 1, 1, 0, 1, 0), mica_positive(30 - 1 * v_t))) {
             mica_wait_valid(sem_x0_0_x_panel0_to_x_recv_valid);
         }
-        // MeshIR: compute p1_k_S1 on [0:4, 0:1]: no tile routine fits, so it runs here
+        // MeshIR: compute p1_k_S1 on [0:4, 0:1]: a stencil: gather its shifted views here
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 1, 1, 0, 1, 0)) {
-            // generic path, kernel class p1_k_S1_1: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // gather, kernel class p1_k_S1_1: the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_x));  // x
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_L));  // L
-                float* const e2 = reinterpret_cast<float*>(get_write_ptr(cb_p1_x_recv));  // p1_x_recv
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_x));  // x
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_L));  // L
+                uint32_t* const e2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_p1_x_recv));  // p1_x_recv
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view x[i]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view L[i, j]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view p1_x_recv[j]
                 for (int64_t c0 = mica_max(24LL, (t + 1LL)); (c0 <= 29LL); c0 += 1LL) {
                   {
                       const int64_t i_j = t;
                       const int64_t i_i = c0;
-                      e0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = (e0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] - (e1[mica_tile_offset(((i_i) - (8 * x)), ((i_j)), 1)] * e2[mica_tile_offset(((i_j) - (1 * t)), 0, 1)]));
+                      sv0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = e0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)];
+                      sv1[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = e1[mica_tile_offset(((i_i) - (8 * x)), ((i_j)), 1)];
+                      sv2[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = e2[mica_tile_offset(((i_j) - (1 * t)), 0, 1)];
+                  }
+                }
+            }
+        }
+        mica_compute_turn();  // MeshIR: compute p1_k_S1 on [0:4, 0:1]: the tile passes
+        // MeshIR: compute p1_k_S1 on [0:4, 0:1]: a stencil: scatter its result here
+        if (mica_in_rect(my_x, my_y, 0, 4, 0, 1, 1, 0, 1, 0)) {
+            // scatter, kernel class p1_k_S1_1: the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)
+            {
+                const int64_t x = my_x, y = my_y, t = v_t;
+                const int64_t kb = 0;
+                (void)x; (void)y; (void)t; (void)kb;
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_x));  // x
+                uint32_t* const sacc = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sacc));  // the result
+                for (int64_t c0 = mica_max(24LL, (t + 1LL)); (c0 <= 29LL); c0 += 1LL) {
+                  {
+                      const int64_t i_j = t;
+                      const int64_t i_i = c0;
+                      e0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = sacc[mica_tile_offset(((i_i) - (8 * x)), 0, 1)];
                   }
                 }
             }

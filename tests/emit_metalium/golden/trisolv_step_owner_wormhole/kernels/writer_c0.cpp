@@ -12,12 +12,12 @@
 // Circular buffers (the host creates the same indices on the whole work region).
 constexpr uint32_t cb_b = 0;  // tensor b, 1 tile(s)
 constexpr uint32_t cb_L = 1;  // tensor L, 1 tile(s)
+constexpr uint32_t cb_tok_r2w = 2;  // turn token
 constexpr uint32_t cb_x = 16;  // tensor x, 1 tile(s)
 constexpr uint32_t cb_p1_x_panel0 = 24;  // tensor p1_x_panel0, 1 tile(s)
 constexpr uint32_t cb_p1_x_recv = 25;  // tensor p1_x_recv, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 26;  // turn token
-constexpr uint32_t cb_tok_c2r = 27;  // turn token
-constexpr uint32_t cb_tok_r2w = 28;  // turn token
+constexpr uint32_t cb_tok_r2c = 30;  // turn token
+constexpr uint32_t cb_tok_c2r = 31;  // turn token
 constexpr uint32_t tile_bytes = 4096;
 
 void kernel_main() {
