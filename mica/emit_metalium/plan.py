@@ -715,9 +715,9 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     dram_hosts = _dram_double(mp, kinds)
     dram_loads = {op.name: op for op, _ in mp.walk() if isinstance(op, DramLoad)}
     dram_two = frozenset(dram_loads[n].dst for _, names in dram_hosts for n in names)
-    cbs = _cbs(mp, dtype, double, dram_two, tile_ops)
-    w = mp.region
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
+    tile_ops, cbs = _fit_scratch(mp, dtype, double, dram_two, tile_ops, l1)
+    w = mp.region
     classes = _core_classes(mp)
     transfers = _transfers(mp, cbs, dtype, double)
     try:
@@ -735,6 +735,24 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
                      transfers, tile_ops, dtype, l1, guards,
                      _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts),
                      tuple(n for _, names in dram_hosts for n in names), dram_hosts)
+
+
+def _fit_scratch(mp: MeshProgram, dtype: str, double, dram_two, tile_ops: tuple, l1: int):
+    """(tile ops, CBs): the stencils' scratch CBs when they fit (the CB indices and L1 beside the tensors), else
+    the stencils on the generic path, with that reason."""
+    try:
+        cbs = _cbs(mp, dtype, double, dram_two, tile_ops)
+        if not any(c.kind == "scratch" for c in cbs) or sum(c.total_bytes for c in cbs) <= l1:
+            return tile_ops, cbs
+        why = (f"its scratch circular buffers ({sum(c.total_bytes for c in cbs if c.kind == 'scratch')} B) do not fit "
+               f"the {l1} B of L1 beside the tensors")
+    except EmitError as exc:
+        if "circular buffers needed" not in str(exc) or not any(o.kind == "stencil" for o in tile_ops):
+            raise
+        why = f"its scratch circular buffers do not fit the {MAX_CBS} CB indices beside the tensors"
+    tile_ops = tuple(TileOp(o.kernel, "generic", o.out, text=o.text, reason=why) if o.kind == "stencil" else o
+                     for o in tile_ops)
+    return tile_ops, _cbs(mp, dtype, double, dram_two, tile_ops)
 
 
 def _dram_double(mp: MeshProgram, kinds: dict) -> tuple[tuple[int, tuple[str, ...]], ...]:

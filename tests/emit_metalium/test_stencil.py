@@ -119,3 +119,19 @@ def test_stencil_forms_and_reasons():
             assert any(reason in g["reason"] for g in plan["generic"]), (stmt, plan["generic"])
         else:
             assert re.search(r"cb_s", " ".join(got[0]["passes"]))
+
+
+def test_stencils_whose_scratch_does_not_fit_take_the_generic_path_with_that_reason(monkeypatch):
+    """When the scratch CBs do not fit L1 beside the tensors, the stencils go back to the generic path, each
+    named with that reason (the program still emits and validates)."""
+    from mica.emit_metalium import plan as plan_mod
+    from mica.emit_metalium import render
+
+    from .programs import compiled
+    c = compiled("triangle_wormhole")
+    real = plan_mod._fit_scratch
+    monkeypatch.setattr(plan_mod, "_fit_scratch", lambda mp, dt, db, two, ops, l1: real(mp, dt, db, two, ops, 70000))
+    plan = json.loads(render(c)["plan.json"])
+    assert [o["kind"] for o in plan["tile_ops"]] == ["generic"]
+    assert "do not fit the 70000 B of L1" in plan["generic"][0]["reason"]
+    assert not any(cb["kind"] == "scratch" for cb in plan["circular_buffers"])
