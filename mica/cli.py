@@ -174,6 +174,11 @@ def _check_backend(args, program) -> None:
                         f"f64; add --dtype f32 to compile its floating types as f32")
 
 
+#: the back ends that write multicasts from the core owning a sweep step's element (the root per step by
+#: floor division); for the others the command line compiles such a program for one core
+STEP_OWNER_BACK_ENDS = frozenset({"c", "metalium"})
+
+
 def compile_file(args) -> int:
     tgt = get_target(_target_name(args))
     program, _ = _program(args)
@@ -187,7 +192,8 @@ def compile_file(args) -> int:
         try:
             paths = prog.emit(args.emit, out)
         except EmitError as exc:
-            if not prog.schedule.placed and not step_blocks(prog.mesh_program):
+            owner_refused = step_blocks(prog.mesh_program) and args.emit not in STEP_OWNER_BACK_ENDS
+            if not prog.schedule.placed and not owner_refused:
                 raise
             if prog.schedule.placed:
                 # The back end refuses the searched plan (operators side by side or streamed: see the message);
@@ -196,9 +202,9 @@ def compile_file(args) -> int:
                 print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling the operators "
                       f"one after another instead", file=sys.stderr)
                 prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=False)
-            if step_blocks(prog.mesh_program):
-                # Multicasts from the core owning a sweep step's element (mica.lower.reads.step_owner_plan) are
-                # the emulator's alone so far: the program runs on one core, as it did before they existed.
+            if step_blocks(prog.mesh_program) and args.emit not in STEP_OWNER_BACK_ENDS:
+                # Multicasts from the core owning a sweep step's element (mica.lower.reads.step_owner_plan) that
+                # the back end does not write: the program runs on one core, as it did before they existed.
                 print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling it for one "
                       f"core instead", file=sys.stderr)
                 one = derive_schedule(privatise(program), mesh, assignment=[], family="one-core")

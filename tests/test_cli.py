@@ -139,10 +139,10 @@ TRISOLV = """void trisolv(float L[30][30], float x[30], float b[30]) {
     x[i] = x[i] / L[i][i]; } }"""
 
 
-@pytest.mark.parametrize("emit", ["csl", "metalium"])
+@pytest.mark.parametrize("emit", ["csl"])
 def test_a_back_end_without_step_owner_multicasts_gets_the_one_core_plan(capsys, tmp_path, emit):
-    # Searched for 8x8, trisolv runs column by column with x[j] multicast from its owner, which the hardware
-    # back ends do not write yet: the command line says so and emits the plan on one core.
+    # Searched for 8x8, trisolv runs column by column with x[j] multicast from its owner, which the CSL back
+    # end does not write yet: the command line says so and emits the plan on one core.
     k = tmp_path / "trisolv.c"
     k.write_text(TRISOLV)
     target = "wse2" if emit == "csl" else "wormhole"
@@ -153,3 +153,15 @@ def test_a_back_end_without_step_owner_multicasts_gets_the_one_core_plan(capsys,
     if searched.cost.cores > 1:         # on WSE-2 it spreads (on Wormhole the one-core plan wins anyway)
         assert "compiling it for one core instead" in out.err and "one-core" in out.out
     assert any((tmp_path / emit).rglob("*"))
+
+
+def test_metalium_writes_the_step_owner_multicasts_of_the_searched_plan(capsys, tmp_path):
+    # Searched for 8x8 WSE-2, trisolv multicasts x[j] from its owner at every step: the Metalium back end writes
+    # that plan (the root per step by floor division), with no fallback to one core.
+    k = tmp_path / "trisolv.c"
+    k.write_text(TRISOLV)
+    assert main(["compile", str(k), "--mesh", "8x8", "--target", "wse2", "--emit", "metalium",
+                 "--out", str(tmp_path / "metalium")]) == 0
+    out = capsys.readouterr()
+    assert "one core instead" not in out.err and "one-core" not in out.out
+    assert "mica_floord(v_t, " in (tmp_path / "metalium" / "kernels" / "reader_c0.cpp").read_text()

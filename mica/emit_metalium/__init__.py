@@ -15,8 +15,10 @@ It renders the compiled program's MeshIR (never re-deriving the plan) against th
 :data:`.api.TT_METAL_VERSION` and runs :func:`.validate.validate` on the files before writing them.
 
 Modules: :mod:`.api` (pinned version, limits), :mod:`.plan` (core classes, CBs, semaphores, transfers,
-kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.generic` (scalar loops on the
-reader for the rest), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
+kernel arguments), :mod:`.classify` (tile routines, whole-box check), :mod:`.stencil` (copies as data movement,
+shifted-view stencils as reader gathers + tile passes + scatters), :mod:`.generic` (the reader's loop nests:
+bit copies, gathers, scatters, and scalar loops for what is left, each named in ``plan.json`` ``generic`` with
+its reason), :mod:`.cexpr` (rectangles as C++ and their Python evaluation), :mod:`.kernels`,
 :mod:`.host`, :mod:`.validate`, ``include/`` (declarations of the API subset, each read from a tt-metal
 header at a named commit, for ``g++ -fsyntax-only`` and the API-name test).
 
@@ -29,6 +31,10 @@ update). f16 (Float16) is refused by name.
 Runtime parameters (``runtime=``): ``host.cpp`` takes each value as an argument ``<name>=<value>``,
 checks it against the declared range and passes it as the last runtime arg of every reader and compute
 kernel, which read it as ``rp_<name>`` (:func:`.plan.runtime_arg`).
+
+Multicasts from the core owning a sweep step's element (:func:`mica.lower.reads.step_owner_plan`: trisolv, LU,
+Cholesky, gramschmidt) have a root ``floor(t / tile)`` (MeshIR ``Lin.div``): the reader computes it per step with
+``mica_floord`` (:func:`.cexpr.lin_c`), so the sender and the receivers of each step follow the owner.
 
 Execution model of the emitted program: per core, the reader, compute and writer kernels pass one turn
 token per MeshIR op, so the core runs the MeshIR body in order, bulk-synchronously like the emulator;
@@ -43,8 +49,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import EmitError
-from ..meshir.ir import step_blocks
 from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
@@ -56,10 +60,6 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated)."""
     mp = compiled.mesh_program
-    blocked = step_blocks(mp)
-    if blocked:
-        raise EmitError(f"the Metalium back end does not emit multicasts from the core owning a step's block "
-                        f"yet ({', '.join(blocked)}); the C emulator runs them")
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)

@@ -19,12 +19,16 @@ def var_c(name: str) -> str:
 
 
 def lin_c(v: Lin) -> str:
+    """``v`` as C++; with ``v.div > 1`` its floor division (``mica_floord``, exact for negative values)."""
     parts = []
     for name, c in v.terms:
         parts.append(var_c(name) if c == 1 else f"{c} * {var_c(name)}")
     if v.const or not parts:
         parts.append(str(v.const))
     text = " + ".join(parts).replace("+ -", "- ")
+    if v.div != 1:
+        # the block of a step loop (the core owning step t's element): floor division, also of negatives
+        return f"mica_floord({text}, {v.div})"
     return text if len(parts) == 1 and not text.startswith("-") else f"({text})"
 
 
@@ -66,6 +70,7 @@ HELPERS = {
     "mica_max": max,
     "mica_min": min,
     "mica_mod": lambda a, b: a % b,
+    "mica_floord": lambda a, b: a // b,
     "mica_in_range": _in_range,
     "mica_in_rect": lambda x, y, x0, x1, y0, y1, xs, xp, ys, yp:
         _in_range(x, x0, x1, xs, xp) and _in_range(y, y0, y1, ys, yp),

@@ -13,8 +13,11 @@ A kernel's statement becomes one of:
   ``rsub_unary_tile`` / ``div_unary_tile`` in evaluation order.
 
 Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
-the one-core fallback) is ``generic``: scalar loops on the reader's RISC-V (:mod:`.generic`). Kernels
-with calls or scalar arguments raise :class:`EmitError` naming the kernel.
+the one-core fallback) is ``generic`` here, with a reason; :func:`.stencil.reader_op` then turns copies and
+shifted-view stencils into reader copies and tile passes, and only the rest runs as scalar loops on the
+reader's RISC-V (:mod:`.generic`). Kernels
+with scalar arguments or calls other than ``sqrt`` / ``fabs`` (:data:`SOFT_CALLS`) raise
+:class:`EmitError` naming the kernel.
 
 Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
 rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); padding
@@ -77,6 +80,10 @@ class TileOp:
     kt: int = 0
     text: str = ""
     chain: tuple[tuple[str, float], ...] = ()   # scalar: (SFPU op, constant) in evaluation order
+    reason: str = ""                            # generic: why no tile routine or reader copy renders it
+    views: tuple = ()                           # stencil: (buffer, offsets) of each gathered view
+    passes: tuple = ()                          # stencil: the compute routine's passes (.stencil.Pass)
+    results: int = 0                            # stencil: result scratch CBs its passes use
 
     def at_zero(self) -> float:
         """What the routine writes where its inputs are 0 (tile padding): padding stays zero iff 0."""
@@ -107,7 +114,9 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
     if k.parts:
         check_generic(mp, k)
         return TileOp(k.name, "generic", k.parts[0].write.buffer,
-                      text=f"{len(k.parts)} statements in their original order {k.schedule}")
+                      text=f"{len(k.parts)} statements in their original order {k.schedule}",
+                      reason=f"a sequence of {len(k.parts)} statements whose instances interleave in their original "
+                             f"order (one tile routine runs one statement over whole boxes)")
     reads = {a.ref: a for a in k.reads}
 
     def acc(e) -> KAccess | None:
@@ -150,13 +159,22 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
             if _pure(x) == wv and _same_boxes(mp, w.buffer, x.buffer):
                 return TileOp(k.name, "scalar", w.buffer, (x.buffer,), mt=wm * wn, text=text, chain=tuple(ops))
     check_generic(mp, k)
-    return TileOp(k.name, "generic", w.buffer, text=text)
+    return TileOp(k.name, "generic", w.buffer, text=text,
+                  reason="not a fill, matmul, element-wise operation or scalar chain over the written box")
+
+
+#: the math functions the generic path computes, by their helper in ``kernels/mica_mesh.h``: integer arithmetic
+#: on the IEEE bits, correctly rounded like the reference's (the others have no exact software form there)
+SOFT_CALLS = {"sqrt": "mica_sqrtf", "fabs": "mica_fabsf"}
 
 
 def check_generic(mp: MeshProgram, k: Kernel) -> None:
-    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls, scalar arguments)."""
+    """:class:`EmitError` when ``k`` cannot run on the generic path either (calls other than
+    :data:`SOFT_CALLS`, scalar arguments)."""
     for p in k.statements:
         for e in p.expr.walk():
+            if isinstance(e, Call) and e.fn in SOFT_CALLS:
+                continue
             if isinstance(e, (Call, Scalar)):
                 what = f"call of {e.fn}" if isinstance(e, Call) else f"scalar argument {e.name}"
                 raise EmitError(f"kernel {k.name}: {what}: neither a tile routine nor the generic path (no "

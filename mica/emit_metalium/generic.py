@@ -1,7 +1,10 @@
-"""The generic path: a MeshIR kernel no tile routine implements runs as scalar loops on the reader.
+"""The reader's loop nests over a kernel's instances: the generic path, and the copies of :mod:`.stencil`.
 
-Stencils, the pack/unpack copies of halo exchanges, triangular domains and the one-core sequence kernels
-have no whole-tile form. They run in the reader kernel (a data-movement RISC-V) at the kernel's turn,
+Modes: ``copy`` (a copy kernel's elements moved as bits), ``gather`` / ``scatter`` (a stencil's shifted views
+into scratch CBs and its result back, as bits), and ``generic``: a MeshIR kernel neither a tile routine nor a
+stencil implements (a sequence kernel of the one-core fallback, a reduction over loops outside the written
+index, a read that is not a shifted view, a square root; ``plan.json`` names each with its reason) runs as
+scalar loops on the reader. They run in the reader kernel (a data-movement RISC-V) at the kernel's turn,
 while the compute kernel waits: isl generates the loop nest from the kernel's domain for the class's
 rectangle (as :mod:`mica.emit_c.kernels` does for the emulator), and every access goes to its element in
 the tile layout (:func:`tile_offset_c`). The baby RISC-Vs have no FPU, so this is exact IEEE arithmetic in
@@ -13,6 +16,8 @@ Public API: :func:`render_generic`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
@@ -22,12 +27,37 @@ from ..codeprint.half import load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
-from .classify import tile_grid
+from .classify import SOFT_CALLS, tile_grid
+from .stencil import view_key, view_text
+
+
+def _soft_call(fn: str, elem: str) -> str:
+    if fn not in SOFT_CALLS:
+        raise EmitError(f"call of {fn}: no exact software form on the data-movement RISC-V")
+    return SOFT_CALLS[fn]
+
+
+#: the generic path's language: Metalium C++ with the calls of :data:`.classify.SOFT_CALLS`
+GENERIC = replace(METALIUM, call=_soft_call)
+
+
+#: the integer type moving an element's bits, per dtype (the data-movement copies of :mod:`.stencil`)
+BITS = {"f32": "uint32_t", "bf16": "uint16_t"}
+
+#: what each mode's loop nest does per instance (the head comment of its block)
+MODES = {
+    "generic": "scalar loops on this RISC-V (software floating point), elements addressed in the tile layout",
+    "copy": "a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout",
+    "gather": "the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)",
+    "scatter": "the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)",
+}
 
 
 class _Printer:
-    def __init__(self, plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int):
+    def __init__(self, plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, mode: str = "generic",
+                 op=None):
         self.plan, self.mp, self.k, self.cls, self.steps = plan, mp, k, cls, steps
+        self.mode, self.op = mode, op
         self.by_name = {iset(p.domain, EmitError).get_tuple_name(): p for p in k.statements}
         self.buffers: list[str] = []
         for p in k.statements:
@@ -63,7 +93,7 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
-        return print_expr(e, METALIUM, read, where=f"kernel {self.k.name}", env=env)
+        return print_expr(e, GENERIC, read, where=f"kernel {self.k.name}", env=env)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]
@@ -72,10 +102,25 @@ class _Printer:
         self.lines.append(indent + "{" + (f"  // {p.statement}" if len(self.by_name) > 1 else ""))
         for lp, a in zip(p.loops, args):
             self.lines.append(f"{indent}    const int64_t i_{lp} = {a};")
-        w = p.write
-        self.lines.append(f"{indent}    {self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, env)}] = "
-                          f"{store_c(self.dtype(w.buffer), self.expr(p.expr, env))};")
+        self.lines += [f"{indent}    {s}" for s in self.statement(p, env)]
         self.lines.append(indent + "}")
+
+    def statement(self, p: Kernel, env) -> list[str]:
+        """The C++ of one instance of ``p`` (loop values ``env``) in this printer's mode."""
+        w = p.write
+        wo = self.offset(w.buffer, w.index, env)
+        if self.mode == "generic":
+            return [f"{self.ptr(w.buffer)}[{wo}] = {store_c(self.dtype(w.buffer), self.expr(p.expr, env))};"]
+        if self.mode == "copy":
+            (r,) = [a for a in p.reads if a.ref == p.expr.ref] or [w]
+            return [f"{self.ptr(w.buffer)}[{wo}] = {self.ptr(r.buffer)}[{self.offset(r.buffer, r.index, env)}];"]
+        if self.mode == "scatter":
+            return [f"{self.ptr(w.buffer)}[{wo}] = sacc[{wo}];"]
+        out = []
+        for n, key in enumerate(self.op.views):
+            r = next(a for a in p.reads if view_key(a) == tuple(key))
+            out.append(f"sv{n}[{wo}] = {self.ptr(r.buffer)}[{self.offset(r.buffer, r.index, env)}];")
+        return out
 
     def block(self, indent: str, t_c: str, kb_c: str) -> list[str]:
         k, r = self.k, self.cls.region
@@ -91,17 +136,24 @@ class _Printer:
         allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}", EmitError)
         dom = dom.intersect_params(ctx)
-        ctype = DATA_FORMATS[self.mp.tensor(self.part.write.buffer).dtype][1]
-        out = [f"{indent}// generic path, kernel class {self.cls.name}: scalar loops on this RISC-V (software "
-               f"floating point), elements addressed in the tile layout",
+        dtype = self.mp.tensor(self.part.write.buffer).dtype
+        ctype = DATA_FORMATS[dtype][1] if self.mode == "generic" else BITS[dtype]
+        what = "generic path" if self.mode == "generic" else self.mode
+        out = [f"{indent}// {what}, kernel class {self.cls.name}: {MODES[self.mode]}",
                f"{indent}{{",
                f"{indent}    const int64_t x = my_x, y = my_y, t = {t_c};",
                f"{indent}    const int64_t kb = {kb_c};",
                f"{indent}    (void)x; (void)y; (void)t; (void)kb;"]
         for b in self.buffers:
             cb = self.plan.tensor_cb(b).name
+            if self.mode == "scatter" and b != self.k.write.buffer:
+                continue
             out.append(f"{indent}    {ctype}* const {self.ptr(b)} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));"
                        f"  // {b}")
+        scratch = ([(f"sv{n}", f"cb_sv{n}", f"view {view_text(v)}") for n, v in enumerate(self.op.views)]
+                   if self.mode == "gather" else [("sacc", "cb_sacc", "the result")] if self.mode == "scatter" else [])
+        for ptr, cb, what in scratch:
+            out.append(f"{indent}    {ctype}* const {ptr} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));  // {what}")
         self.lines = []
         if not dom.is_empty():
             if k.parts:
@@ -118,12 +170,12 @@ class _Printer:
         return out + self.lines + [f"{indent}}}"]
 
     def user_noloop(self, indent: str) -> None:
-        w = self.k.write
-        self.lines.append(f"{indent}{self.ptr(w.buffer)}[{self.offset(w.buffer, w.index, {})}] = "
-                          f"{store_c(self.dtype(w.buffer), self.expr(self.k.expr, {}))};")
+        self.lines += [indent + s for s in self.statement(self.k, {})]
 
 
 def render_generic(plan, mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, indent: str, t_c: str,
-                   kb_c: str) -> list[str]:
-    """The C++ block running ``k`` on the cores of ``cls`` (inside the reader; ``my_x``/``my_y`` in scope)."""
-    return _Printer(plan, mp, k, cls, steps).block(indent, t_c, kb_c)
+                   kb_c: str, mode: str = "generic", op=None) -> list[str]:
+    """The C++ block running ``k`` on the cores of ``cls`` (inside the reader; ``my_x``/``my_y`` in scope): its
+    instances as scalar loops (``generic``), or as bit copies (``copy``; a stencil ``op``'s ``gather`` and
+    ``scatter``, :mod:`.stencil`)."""
+    return _Printer(plan, mp, k, cls, steps, mode, op).block(indent, t_c, kb_c)

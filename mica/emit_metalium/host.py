@@ -260,7 +260,8 @@ def _cbs_and_semaphores(plan: MetalPlan) -> list[str]:
     """The circular buffers and semaphores, created on the whole work region."""
     L = ["", f"    // Circular buffers: {plan.cb_bytes} B per core."]
     for c in plan.cbs:
-        what = {"tensor": f"tensor {c.tensor}", "landing": f"landing buffer of {c.tensor}", "token": "turn token"}[c.kind]
+        what = {"tensor": f"tensor {c.tensor}", "landing": f"landing buffer of {c.tensor}", "token": "turn token",
+                "scratch": "stencil scratch (a gathered view or a result)"}[c.kind]
         L.append(f"    // {c.name}: {what}, {c.pages} page(s) of {c.page_bytes} B")
         L.append(f"    CreateCircularBuffer(program, work, CircularBufferConfig({c.total_bytes}, "
                  f"{{{{tt::CBIndex::c_{c.index}, {c.data_format}}}}}).set_page_size(tt::CBIndex::c_{c.index}, "

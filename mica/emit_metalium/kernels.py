@@ -36,6 +36,7 @@ from . import cexpr
 from .api import TT_METAL_VERSION, tile_bytes
 from .classify import tile_grid
 from .generic import render_generic
+from .stencil import READER_KINDS, render_passes
 from .plan import CoreClass, MetalPlan, Transfer, dram_stream_arg, ident, kernel_steps
 
 LAYOUT = ("// Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box\n"
@@ -61,6 +62,42 @@ static inline int32_t mica_mod(int32_t a, int32_t b) { int32_t r = a % b; return
 static inline bool mica_both(bool a, bool b) { return a && b; }
 static inline bool mica_positive(int32_t a) { return a > 0; }
 static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// Square root and absolute value for the generic path (a data-movement RISC-V has no FPU and no libm):
+// integer arithmetic on the IEEE bits, correctly rounded as sqrtf is, so the result equals the reference's.
+static inline uint64_t mica_isqrt64(uint64_t n, uint64_t* rem) {
+    uint64_t res = 0, bit = 1ull << 62;
+    while (bit > n) bit >>= 2;
+    while (bit != 0) {
+        if (n >= res + bit) { n -= res + bit; res = (res >> 1) + bit; } else { res >>= 1; }
+        bit >>= 2;
+    }
+    *rem = n;
+    return res;
+}
+static inline float mica_sqrtf(float a) {
+    uint32_t u, out;
+    __builtin_memcpy(&u, &a, 4);
+    uint32_t e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+    if ((u & 0x7fffffffu) == 0 || (e == 0xffu && (m != 0 || !(u >> 31)))) return a;   // +-0, NaN, +inf
+    if (u >> 31) { out = 0x7fc00000u; __builtin_memcpy(&a, &out, 4); return a; }      // negative: NaN
+    int32_t ex;
+    if (e == 0) { ex = -126; while (!(m & 0x800000u)) { m <<= 1; ex -= 1; } }       // subnormal
+    else { ex = (int32_t)e - 127; m |= 0x800000u; }
+    if (ex & 1) { m <<= 1; ex -= 1; }                    // value = m * 2^(ex - 23), ex even
+    uint64_t rem, r = mica_isqrt64((uint64_t)m << 23, &rem);   // in [2^23, 2^24): 24 significant bits
+    if (rem > r) r += 1;                                 // nearest (a tie cannot happen)
+    if (r == (1ull << 24)) { r >>= 1; ex += 2; }
+    out = ((uint32_t)(ex / 2 + 127) << 23) | ((uint32_t)r & 0x7fffffu);
+    __builtin_memcpy(&a, &out, 4);
+    return a;
+}
+static inline float mica_fabsf(float a) {
+    uint32_t u;
+    __builtin_memcpy(&u, &a, 4);
+    u &= 0x7fffffffu;
+    __builtin_memcpy(&a, &u, 4);
+    return a;
+}
 // Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
 static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
     return ((row / 32) * tile_cols + col / 32) * 1024 + (((row % 32) / 16) * 2 + (col % 32) / 16) * 256
@@ -153,12 +190,13 @@ static inline void mica_zero_l1(uint32_t addr, uint32_t bytes) {
 """
 
 
-def _cb_decls(plan: MetalPlan, kinds=("tensor", "landing", "token")) -> list[str]:
+def _cb_decls(plan: MetalPlan, kinds=("tensor", "landing", "scratch", "token")) -> list[str]:
     out = ["// Circular buffers (the host creates the same indices on the whole work region)."]
     for c in plan.cbs:
         if c.kind in kinds:
             what = {"tensor": f"tensor {c.tensor}, {c.pages} tile(s)",
                     "landing": f"landing buffer of {c.tensor}, {c.pages} tile(s)",
+                    "scratch": f"stencil scratch, {c.pages} tile(s)",
                     "token": "turn token"}[c.kind]
             out.append(f"constexpr uint32_t {c.name} = {c.index};  // {what}")
     out.append(f"constexpr uint32_t tile_bytes = {tile_bytes(plan.dtype)};")
@@ -272,7 +310,7 @@ def _reader_loads(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
     buffer."""
     lines = ["    // Zero every tensor (tile padding must be zero: contractions run over whole tiles)."]
     for c in plan.cbs:
-        if c.kind == "tensor":
+        if c.kind in ("tensor", "scratch"):
             lines.append(f"    mica_zero_l1(get_write_ptr({c.name}), {c.pages} * tile_bytes);")
     for b in cc.loads:
         ld = loads[b]
@@ -302,7 +340,7 @@ def _reader_handover(plan: MetalPlan) -> list[str]:
                          f"ring sends)")
             lines.append(f"    cb_reserve_back({c.name}, {c.slot_pages});")
             lines.append(f"    cb_push_back({c.name}, {c.slot_pages});")
-        elif c.kind == "tensor":
+        elif c.kind in ("tensor", "scratch"):
             lines.append(f"    cb_reserve_back({c.name}, {c.pages});")
             lines.append(f"    cb_push_back({c.name}, {c.pages});")
     lines.append("")
@@ -495,10 +533,14 @@ class _Reader:
             self.prefetching_turn(out, op, ind, xi)
         elif id(op) in self.dram_hosts:
             self.dram_turn(out, op, ind, self.dram_hosts[id(op)])
-        elif self.kinds[op.kernel] != "generic":
+        elif self.kinds[op.kernel] == "stencil":
+            self.generic(out, op, ind, scope, "gather")
+            out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}: the tile passes")
+            self.generic(out, op, ind, scope, "scatter")
+        elif self.kinds[op.kernel] not in READER_KINDS:
             out.append(f"{ind}mica_compute_turn();  // MeshIR: compute {op.kernel} on {op.rect}")
         else:
-            self.generic(out, op, ind, scope)
+            self.generic(out, op, ind, scope, self.kinds[op.kernel])
 
     def prefetching_turn(self, out, op: Compute, ind, xi: int):
         """The compute kernel's turn while the reader runs exchange ``xi`` of the next step into the other
@@ -517,10 +559,15 @@ class _Reader:
         out += [f"{ind}    }}", f"{ind}}}", f"{ind}cb_wait_front(cb_tok_c2r, 1);  // compute is done with this step",
                 f"{ind}cb_pop_front(cb_tok_c2r, 1);"]
 
-    def generic(self, out, op: Compute, ind, scope):
-        """A compute no tile routine fits: this core class's kernel class runs on the reader."""
+    def generic(self, out, op: Compute, ind, scope, mode: str = "generic"):
+        """A compute no tile routine fits: this core class's kernel class runs on the reader (``generic``: scalar
+        loops; ``copy``: bit copies; a stencil's ``gather`` before and ``scatter`` after its tile passes)."""
         mp, cc = self.mp, self.cc
-        out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}: no tile routine fits, so it runs here")
+        out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}: " + {
+            "generic": "no tile routine fits, so it runs here",
+            "copy": "a copy, run here as data movement",
+            "gather": "a stencil: gather its shifted views here",
+            "scatter": "a stencil: scatter its result here"}[mode])
         mine = [n for n in cc.kernel_classes if self.kernel_of_class[n].name == op.kernel]
         if not mine:
             out.append(f"{ind}// (no class of {op.kernel} covers core class {cc.name})")
@@ -530,7 +577,7 @@ class _Reader:
         t = cexpr.var_c(scope[0]) if scope else "0"
         out.append(f"{ind}if ({cexpr.in_rect_c(op.rect)}) {{")
         out.extend(render_generic(self.plan, mp, k, cls, self.steps[k.name], ind + "    ", t,
-                                  _kb_c(mp) if mp.skew else "0"))
+                                  _kb_c(mp) if mp.skew else "0", mode, self.plan.tile_op(k.name)))
         out.append(f"{ind}}}")
 
 
@@ -545,6 +592,8 @@ def _cb_of(plan: MetalPlan, index: int) -> str:
 
 def _routine(plan: MetalPlan, op) -> list[str]:
     name = f"tile_{ident(op.kernel)}"
+    if op.kind == "stencil":
+        return render_passes(name, op, plan.cb("cb_sacc").pages)
     W = plan.tensor_cb(op.out).name
     L = [f"// MeshIR kernel {op.kernel}: {op.text}"]
     store = ["        cb_pop_front({W}, 1);  // the old tile i of {o} ...", "        cb_reserve_back({W}, 1);",
@@ -609,6 +658,11 @@ def _hw_startup(plan: MetalPlan, ops) -> list[str]:
     if not ops:
         return ["    // (no tile routine on this core class: no compute_kernel_hw_startup, only turn tokens)"]
     op = next((o for o in ops if o.kind == "matmul"), ops[0])
+    if op.kind == "stencil":
+        p = op.passes[0]
+        a = p.a[0] or p.target
+        return [f"    compute_kernel_hw_startup({a}, {p.b[0] or a}, {p.target});  // once, before any other "
+                f"compute call"]
     out = plan.tensor_cb(op.out).name
     ins = [plan.tensor_cb(b).name for b in op.ins]
     if op.kind == "matmul":
@@ -625,7 +679,7 @@ def _kb_c(mp: MeshProgram) -> str:
 
 def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     kernel_of_class = {cls.name: k.name for k in mp.kernels for cls in k.classes}
-    generic = {o.kernel for o in plan.tile_ops if o.kind == "generic"}
+    generic = {o.kernel for o in plan.tile_ops if o.kind in READER_KINDS - {"stencil"}}
     mine = {kernel_of_class[n] for n in cc.kernel_classes} - generic
     ops = [o for o in plan.tile_ops if o.kernel in mine]
     lines = [header(f"compute_{cc.name}: compute kernel (TRISC 0-2) of core class {cc.name}: the tile routines "
@@ -635,7 +689,7 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
              '#include "api/compute/tile_move_copy.h"', '#include "api/compute/eltwise_binary.h"',
              '#include "api/compute/eltwise_unary/fill.h"', '#include "api/compute/eltwise_unary/binop_with_scalar.h"',
              '#include "mica_mesh.h"', ""]
-    lines += _cb_decls(plan, ("tensor", "token"))
+    lines += _cb_decls(plan, ("tensor", "scratch", "token"))
     lines.append("")
     for op in ops:
         lines += _routine(plan, op) + [""]
@@ -644,7 +698,7 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
     lines += ["    (void)my_x; (void)my_y;"] + _hw_startup(plan, ops)
     lines += ["    // The tensors the reader loaded and handed over (pushed once)."]
     for c in plan.cbs:
-        if c.kind == "tensor":
+        if c.kind in ("tensor", "scratch"):
             lines.append(f"    cb_wait_front({c.name}, {c.slot_pages});" + ("  // double buffer: its first slot"
                                                                             if c.slots > 1 else ""))
     lines.append("")
@@ -683,7 +737,8 @@ def render_compute(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
     def on_compute(out, op: Compute, ind, scope):
         if op.kernel in generic:
-            out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect} runs on the reader (generic path)")
+            what = "generic path" if plan.tile_op(op.kernel).kind == "generic" else "a data-movement copy"
+            out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect} runs on the reader ({what})")
             return
         out.append(f"{ind}// MeshIR: compute {op.kernel} on {op.rect}")
         out.append(f"{ind}cb_wait_front(cb_tok_r2c, 1);  // our turn: every exchange before this op is done")

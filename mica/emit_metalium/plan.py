@@ -38,6 +38,7 @@ from . import cexpr
 from .api import (DATA_FORMATS, DEVICE_GRIDS, HALF_FORMATS, TILE, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
                   tile_bytes)
 from .classify import TileOp, box_domain_guard, classify, tile_grid
+from .stencil import READER_KINDS, reader_op, scratch_names
 
 STEP = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}
 
@@ -248,7 +249,11 @@ class MetalPlan:
                                  "compile_args": len(k.compile), "compile_arg_names": list(k.compile)}
                         for k in self.kernel_args},
             "tile_ops": [{"kernel": o.kernel, "kind": o.kind, "out": o.out, "ins": list(o.ins), "op": o.op,
-                          "tiles": [o.mt, o.nt, o.kt], "statement": o.text} for o in self.tile_ops],
+                          "tiles": [o.mt, o.nt, o.kt], "statement": o.text,
+                          **({"views": [[b, list(d)] for b, d in o.views],
+                              "passes": [p.text() for p in o.passes]} if o.kind == "stencil" else {})}
+                         for o in self.tile_ops],
+            "generic": [{"kernel": o.kernel, "reason": o.reason} for o in self.tile_ops if o.kind == "generic"],
             "exchanges": [{"exchange": t.exchange, "op": t.op, "pattern": t.pattern, "colour": t.colour,
                            "kind": t.kind, "src": t.src_buffer, "dst": t.dst_buffer, "src_cb": t.src_cb,
                            "dst_cb": t.dst_cb, "tiles": t.tiles, "noc_bytes": t.noc_bytes,
@@ -387,7 +392,8 @@ def _phases(mp: MeshProgram) -> list[int]:
     return [k for k, top in enumerate(mp.body) for op, _ in walk_ops((top,)) if isinstance(op, Exchange)]
 
 
-def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozenset = frozenset()) -> tuple[CB, ...]:
+def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozenset = frozenset(),
+         tile_ops: tuple = ()) -> tuple[CB, ...]:
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
     loaded = [op.buffer for op, _ in mp.walk() if isinstance(op, HostLoad)]
@@ -408,7 +414,8 @@ def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozens
                 used.add(i)
                 return i
         raise EmitError(f"{mp.name}: more than {MAX_CBS} circular buffers needed "
-                        f"({len(mp.tensors)} tensors, {len(landing)} landing buffers, 3 tokens)")
+                        f"({len(mp.tensors)} tensors, {len(landing)} landing buffers, "
+                        f"{len(scratch_names(tile_ops))} stencil scratch buffers, 3 tokens)")
     out = []
     # Convention of the tt-metal examples: inputs from c_0, outputs from c_16, intermediates from c_24.
     for t in sorted(mp.tensors, key=lambda t: (0 if t.name in loaded else 1 if t.name in stored else 2)):
@@ -419,6 +426,11 @@ def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozens
     for name in landing:
         r, c = tile_grid(mp.tensor(name))
         out.append(CB(take(24), cb_name(name, "landing"), "landing", name, tb, r * c, fmt))
+    scratch = scratch_names(tile_ops)
+    if scratch:
+        pages = max(o.mt for o in tile_ops if o.kind == "stencil")
+        for name in scratch:
+            out.append(CB(take(24), name, "scratch", "", tb, pages, fmt))
     for tok in ("tok_r2c", "tok_c2r", "tok_r2w"):
         out.append(CB(take(24), "cb_" + tok, "token", "", 32, 2, fmt))
     return tuple(sorted(out, key=lambda c: c.index))
@@ -662,6 +674,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if t.dtype not in DATA_FORMATS:
             raise EmitError(f"tensor {t.name} of {mp.name} is {t.dtype}; Tenstorrent has no such data format "
                             f"(the Metalium back end takes {', '.join(DATA_FORMATS)})")
+    for t in mp.tensors:
+        if any(d.per != 1 for d in t.box):
+            raise EmitError(f"tensor {t.name} of {mp.name}: a box holding block floor(t / per) of a step loop has no "
+                            f"Metalium layout (plans send the step's panel instead, mica.lower.reads.step_panel)")
     if len(dtypes) > 1:
         raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one")
     dtype = dtypes.pop() if dtypes else "f32"
@@ -687,7 +703,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
             except EmitError as exc:
                 if "not whole boxes" not in str(exc):
                     raise
-                op = TileOp(k.name, "generic", op.out, text=op.text + " (on part of its boxes)")
+                op = TileOp(k.name, "generic", op.out, text=op.text,
+                            reason=f"a {op.kind} routine whose instances are part of its boxes")
+        if op.kind == "generic":
+            op = reader_op(mp, k, op.reason)
         tile_ops.append(op)
     tile_ops, guards = tuple(tile_ops), tuple(guards)
     _check_padding(mp, {o.kernel: o for o in tile_ops})
@@ -696,9 +715,9 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     dram_hosts = _dram_double(mp, kinds)
     dram_loads = {op.name: op for op, _ in mp.walk() if isinstance(op, DramLoad)}
     dram_two = frozenset(dram_loads[n].dst for _, names in dram_hosts for n in names)
-    cbs = _cbs(mp, dtype, double, dram_two)
-    w = mp.region
     l1 = get_target(arch).sram_bytes - L1_RESERVED_BYTES
+    tile_ops, cbs = _fit_scratch(mp, dtype, double, dram_two, tile_ops, l1)
+    w = mp.region
     classes = _core_classes(mp)
     transfers = _transfers(mp, cbs, dtype, double)
     try:
@@ -716,6 +735,24 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
                      transfers, tile_ops, dtype, l1, guards,
                      _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts),
                      tuple(n for _, names in dram_hosts for n in names), dram_hosts)
+
+
+def _fit_scratch(mp: MeshProgram, dtype: str, double, dram_two, tile_ops: tuple, l1: int):
+    """(tile ops, CBs): the stencils' scratch CBs when they fit (the CB indices and L1 beside the tensors), else
+    the stencils on the generic path, with that reason."""
+    try:
+        cbs = _cbs(mp, dtype, double, dram_two, tile_ops)
+        if not any(c.kind == "scratch" for c in cbs) or sum(c.total_bytes for c in cbs) <= l1:
+            return tile_ops, cbs
+        why = (f"its scratch circular buffers ({sum(c.total_bytes for c in cbs if c.kind == 'scratch')} B) do not fit "
+               f"the {l1} B of L1 beside the tensors")
+    except EmitError as exc:
+        if "circular buffers needed" not in str(exc) or not any(o.kind == "stencil" for o in tile_ops):
+            raise
+        why = f"its scratch circular buffers do not fit the {MAX_CBS} CB indices beside the tensors"
+    tile_ops = tuple(TileOp(o.kernel, "generic", o.out, text=o.text, reason=why) if o.kind == "stencil" else o
+                     for o in tile_ops)
+    return tile_ops, _cbs(mp, dtype, double, dram_two, tile_ops)
 
 
 def _dram_double(mp: MeshProgram, kinds: dict) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -737,7 +774,7 @@ def _dram_double(mp: MeshProgram, kinds: dict) -> tuple[tuple[int, tuple[str, ..
             continue
         bufs = {op.dst for op in loads}
         after = {id(op) for op in body[last + 1:]}
-        ok = all(id(op) in after and kinds.get(op.kernel) != "generic"
+        ok = all(id(op) in after and kinds.get(op.kernel) not in READER_KINDS
                  for op, _ in mp.walk() if isinstance(op, Compute) and _kernel_reads(mp, op.kernel) & bufs)
         if ok:
             out.append((id(host), tuple(op.name for op in loads)))
@@ -814,8 +851,8 @@ def _metal_reason(mp: MeshProgram, kinds: dict, ex: Exchange, scope, two: set) -
             name = sorted(reads)[0]
             if id(op) not in after:
                 return f"compute {op.kernel} reads double buffer {name} outside the step after the exchange"
-            if kinds.get(op.kernel) == "generic":
-                return (f"compute {op.kernel} reads double buffer {name} on the reader (generic path), which is "
+            if kinds.get(op.kernel) in READER_KINDS:
+                return (f"compute {op.kernel} reads double buffer {name} on the reader ({kinds[op.kernel]}), which is "
                         f"busy with the next step's exchange")
     return None
 
@@ -839,7 +876,7 @@ def _check_padding(mp: MeshProgram, ops: dict[str, TileOp]) -> None:
                     (dirty.add if c.src in dirty else dirty.discard)(c.dst)
             elif isinstance(op, Compute):
                 o = ops[op.kernel]
-                if o.kind == "generic":
+                if o.kind in READER_KINDS:
                     continue        # it writes its instances' elements only: padding stays as it was
                 ins = [b in dirty for b in o.ins]
                 if o.kind == "matmul":

@@ -78,8 +78,17 @@ void tri(int n, float A[70][70], float B[70][70], float C[70][70]) {
 
 
 def _triangle():
-    # no tile routine: the generic path (partial boxes of 35 x 35 elements, 2 x 2 tiles per core)
+    # no whole-box tile routine: a stencil of two views gathered on the reader, tile passes, a scatter into the
+    # triangle (partial boxes of 35 x 35 elements, 2 x 2 tiles per core)
     return mica.compile_affine(mica.affine.from_c(TRIANGLE, params={"n": 70}), mesh=(2, 2), target="wormhole")
+
+
+TRIANGLE_SQRT = TRIANGLE.replace("2.0f * B[i][j]", "2.0f * sqrtf(fabsf(B[i][j]))")
+
+
+def _triangle_sqrt():
+    # square roots: no tile routine in evaluation order, so the generic path (scalar loops on the reader)
+    return mica.compile_affine(mica.affine.from_c(TRIANGLE_SQRT, params={"n": 70}), mesh=(2, 2), target="wormhole")
 
 
 def _gemv_wse3():
@@ -95,6 +104,12 @@ HAVE_HALO = hasattr(mica.plans, "halo")
 
 def _jacobi():
     prog = mica.affine.from_c(JACOBI, params={"tsteps": 3, "n": 34})
+    return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
+
+
+def _jacobi_bf16():
+    # bf16 stencil passes: each pass packs a rounded bf16 tile (the reference rounds once per statement)
+    prog = mica.affine.from_c(samples.jacobi_2d(34, "__bf16"), params={"tsteps": 3, "n": 34})
     return mica.compile_affine(prog, mesh=(4, 4), target="wormhole", schedule=mica.plans.halo(prog, (4, 4)))
 
 
@@ -145,7 +160,37 @@ def _triangle_bf16():
     return mica.compile_affine(mica.affine.from_c(src, params={"n": 70}), mesh=(2, 2), target="wormhole")
 
 
+STENCIL_FORMS = """
+void forms(float A[40][40], float B[40][40], float C[40][40]) {
+  for (int i = 1; i < 39; i++)
+    for (int j = 1; j <= i; j++)
+      C[i][j] = (A[i][j + 1] - A[i][j]) * (B[i][j] + 1.0f) - (-A[i - 1][j] / 4.0f) * (3.0f - B[i + 1][j - 1]);
+}"""
+
+
+def _stencil_forms():
+    # a stencil over a triangle with every pass kind: sub/mul/add tiles, a second result CB, SFPU add, mul by
+    # -1, div and rsub by constants
+    return mica.compile_affine(mica.affine.from_c(STENCIL_FORMS), mesh=(2, 2), target="wormhole")
+
+
+def step_owner(name: str, mesh: tuple[int, int]):
+    """A polybench sweep whose steps multicast from the owner of the step's element (searched for WSE-2, where
+    it spreads over the mesh; compiled for Wormhole with that schedule), f32."""
+    import sys
+    from pathlib import Path
+
+    from mica.affine.retype import with_float_dtype
+    sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
+    from frontend_util import MANIFEST, kernel_function, kernel_source
+    prog = mica.affine.from_c(kernel_source(name), kernel_function(name), params=MANIFEST[name]["params"])
+    prog = with_float_dtype(prog, "f32")
+    searched = mica.compile_affine(prog, mesh=mesh, target="wse2")
+    return mica.compile_affine(searched.program, mesh=mesh, target="wormhole", schedule=searched.schedule)
+
+
 PROGRAMS = {
+    "trisolv_step_owner_wormhole": lambda: step_owner("trisolv", (4, 3)),
     "matmul_summa_bf16_wormhole": _matmul_summa_bf16,
     "gemv_ktree_bf16_wormhole": _gemv_ktree_bf16,
     "triangle_bf16_wormhole": _triangle_bf16,
@@ -157,6 +202,8 @@ PROGRAMS = {
     "line_move_south_wormhole": _line_move("S"),
     "gemv_ktree_wse3_on_wormhole": _gemv_wse3,
     "triangle_wormhole": _triangle,
+    "triangle_sqrt_wormhole": _triangle_sqrt,
+    "stencil_forms_wormhole": _stencil_forms,
     "chain3_wormhole": _chain3,
     "matmul_interleaved_wormhole": _matmul_interleaved,
     "matmul_summa_wormhole": _matmul_summa,
@@ -172,13 +219,16 @@ PROGRAMS = {
 
 if HAVE_HALO:
     PROGRAMS["jacobi2d_wormhole"] = _jacobi
+    PROGRAMS["jacobi2d_bf16_wormhole"] = _jacobi_bf16
 
 #: the bf16 programs (Float16_b tiles)
-BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole")
+BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole") + (
+    ("jacobi2d_bf16_wormhole",) if HAVE_HALO else ())
 
 #: the programs with checked-in golden outputs
 GOLDEN = ("matmul_interleaved_wormhole", "matmul_summa_wormhole", "matmul_summa_blackhole",
-          "gemv_ktree_wormhole", "mm2_wormhole", "chain3_wormhole", "matmul_summa_double_wormhole") + (("jacobi2d_wormhole",) if HAVE_HALO else ())
+          "gemv_ktree_wormhole", "mm2_wormhole", "chain3_wormhole", "matmul_summa_double_wormhole",
+          "trisolv_step_owner_wormhole", "triangle_sqrt_wormhole") + (("jacobi2d_wormhole",) if HAVE_HALO else ())
 
 
 @lru_cache(maxsize=None)

@@ -48,6 +48,7 @@ _CXX = set("""
     using void volatile while const_cast dynamic_cast
     int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t uintptr_t
     NAN INFINITY stderr printf fprintf fabs fabsf fmax fmin fmaxf fminf sqrt sqrtf exp expf floor ceil isnan
+    __builtin_memcpy
     main
 """.split())
 #: namespaces the emitted code names (the API's namespaces are checked through the names inside them)
@@ -198,7 +199,8 @@ def _match(name: str, used: dict[str, set]) -> list[tuple[str, str, str]]:
     return sorted(set(out))
 
 
-@pytest.mark.parametrize("name", GOLDEN + ("matmul_summa_bf16_wormhole",))
+# stencil_forms: every stencil pass kind (sub_tiles, mul_tiles, the SFPU's add / mul / div / rsub by constants)
+@pytest.mark.parametrize("name", GOLDEN + ("matmul_summa_bf16_wormhole", "stencil_forms_wormhole"))
 def test_every_api_name_has_a_declaration_read_from_tt_metal(name, tmp_path):
     files = rendered(name)
     used, errors = trace(files, tmp_path)

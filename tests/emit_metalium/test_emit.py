@@ -131,9 +131,10 @@ def test_kernels_run_only_where_their_domain_is_not_empty():
 
 
 def test_kernels_without_a_tile_routine_take_the_generic_path():
-    files = rendered("triangle_wormhole")
+    files = rendered("triangle_sqrt_wormhole")
     plan = json.loads(files["plan.json"])
     assert [o["kind"] for o in plan["tile_ops"]] == ["generic"]
+    assert [g["kernel"] for g in plan["generic"]] == ["k_S0"] and "call of sqrt" in plan["generic"][0]["reason"]
     reader = files["kernels/reader_c0.cpp"]
     assert "generic path, kernel class" in reader and "mica_tile_offset(" in reader
     assert "tile_k_" not in files["kernels/compute_c0.cpp"]       # the compute kernel only waits

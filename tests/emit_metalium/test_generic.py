@@ -33,7 +33,7 @@ def untilize(flat: np.ndarray, rows: int, cols: int) -> np.ndarray:
 
 
 def test_generic_loops_match_the_emulator(tmp_path):
-    name = "triangle_wormhole"
+    name = "triangle_sqrt_wormhole"
     prog, files = compiled(name), rendered(name)
     mp = prog.mesh_program
     reader = files["kernels/reader_c0.cpp"]

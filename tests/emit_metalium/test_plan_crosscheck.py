@@ -44,8 +44,8 @@ class _Words:
 
     def affine(self):
         a = self.take(oc.WORDS_AFFINE)
-        assert a[-1] == 1            # no divided values (a step's block) in the programs crosschecked
-        return a[0], a[1:-1]
+        assert a[-1] >= 1            # the divisor: > 1 for a step's block (a step-owner multicast's root)
+        return a[0], a[1:-1], a[-1]
 
     def rect(self):
         bounds = [[self.affine() for _ in range(oc.MAX_TERMS)] for _ in range(4)]
@@ -62,8 +62,8 @@ class _Words:
 
 
 def _aval(a, v):
-    c, coeffs = a
-    return c + sum(k * v[i] for i, k in enumerate(coeffs))
+    c, coeffs, div = a
+    return (c + sum(k * v[i] for i, k in enumerate(coeffs))) // div
 
 
 def _cores(rect, v, mesh):

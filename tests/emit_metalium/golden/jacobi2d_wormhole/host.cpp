@@ -148,7 +148,7 @@ int main() {
     // core class c8: kernel classes k_pack_S0_A_xhi_3, k_unpack_S0_A_xlo_3, k_pack_S0_A_yhi_3, k_unpack_S0_A_ylo_3, k_S0_3, k_pack_S1_B_xhi_3, k_unpack_S1_B_xlo_3, k_pack_S1_B_yhi_3, k_unpack_S1_B_ylo_3, k_S1_3; host loads A, B; host stores A, B
     const CoreRangeSet class_c8(std::vector<CoreRange>{CoreRange(CoreCoord(3, 3), CoreCoord(3, 3))});
 
-    // Circular buffers: 73920 B per core.
+    // Circular buffers: 98496 B per core.
     // cb_A: tensor A, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_0, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_0, 4096));
     // cb_B: tensor B, 1 page(s) of 4096 B
@@ -169,12 +169,24 @@ int main() {
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_8, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_8, 4096));
     // cb_B_halo3: tensor B_halo3, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_9, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_9, 4096));
+    // cb_sv0: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_10, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_10, 4096));
+    // cb_sv1: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_11, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_11, 4096));
+    // cb_sv2: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_12, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_12, 4096));
+    // cb_sv3: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_13, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_13, 4096));
+    // cb_sv4: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_14, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_14, 4096));
+    // cb_sacc: stencil scratch (a gathered view or a result), 1 page(s) of 4096 B
+    CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_15, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_15, 4096));
     // cb_tok_r2c: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_10, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_10, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_16, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_16, 32));
     // cb_tok_c2r: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_11, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_11, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_17, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_17, 32));
     // cb_tok_r2w: turn token, 2 page(s) of 32 B
-    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_12, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_12, 32));
+    CreateCircularBuffer(program, work, CircularBufferConfig(64, {{tt::CBIndex::c_18, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_18, 32));
     // cb_A_send0: tensor A_send0, 1 page(s) of 4096 B
     CreateCircularBuffer(program, work, CircularBufferConfig(4096, {{tt::CBIndex::c_24, tt::DataFormat::Float32}}).set_page_size(tt::CBIndex::c_24, 4096));
     // cb_A_halo0: tensor A_halo0, 1 page(s) of 4096 B

@@ -21,9 +21,15 @@ constexpr uint32_t cb_B_send2 = 6;  // tensor B_send2, 1 tile(s)
 constexpr uint32_t cb_B_halo2 = 7;  // tensor B_halo2, 1 tile(s)
 constexpr uint32_t cb_B_send3 = 8;  // tensor B_send3, 1 tile(s)
 constexpr uint32_t cb_B_halo3 = 9;  // tensor B_halo3, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 10;  // turn token
-constexpr uint32_t cb_tok_c2r = 11;  // turn token
-constexpr uint32_t cb_tok_r2w = 12;  // turn token
+constexpr uint32_t cb_sv0 = 10;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv1 = 11;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv2 = 12;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv3 = 13;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv4 = 14;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sacc = 15;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_tok_r2c = 16;  // turn token
+constexpr uint32_t cb_tok_c2r = 17;  // turn token
+constexpr uint32_t cb_tok_r2w = 18;  // turn token
 constexpr uint32_t cb_A_send0 = 24;  // tensor A_send0, 1 tile(s)
 constexpr uint32_t cb_A_halo0 = 25;  // tensor A_halo0, 1 tile(s)
 constexpr uint32_t cb_A_send1 = 26;  // tensor A_send1, 1 tile(s)
@@ -84,6 +90,12 @@ void kernel_main() {
     mica_zero_l1(get_write_ptr(cb_B_halo2), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_B_send3), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_B_halo3), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv0), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv1), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv2), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv3), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv4), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sacc), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_A_send0), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_A_halo0), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_A_send1), 1 * tile_bytes);
@@ -134,6 +146,18 @@ void kernel_main() {
     cb_push_back(cb_B_send3, 1);
     cb_reserve_back(cb_B_halo3, 1);
     cb_push_back(cb_B_halo3, 1);
+    cb_reserve_back(cb_sv0, 1);
+    cb_push_back(cb_sv0, 1);
+    cb_reserve_back(cb_sv1, 1);
+    cb_push_back(cb_sv1, 1);
+    cb_reserve_back(cb_sv2, 1);
+    cb_push_back(cb_sv2, 1);
+    cb_reserve_back(cb_sv3, 1);
+    cb_push_back(cb_sv3, 1);
+    cb_reserve_back(cb_sv4, 1);
+    cb_push_back(cb_sv4, 1);
+    cb_reserve_back(cb_sacc, 1);
+    cb_push_back(cb_sacc, 1);
     cb_reserve_back(cb_A_send0, 1);
     cb_push_back(cb_A_send0, 1);
     cb_reserve_back(cb_A_halo0, 1);
@@ -152,15 +176,15 @@ void kernel_main() {
     cb_push_back(cb_A_halo3, 1);
 
     for (int32_t v_t = 0; v_t < 3; ++v_t) {  // MeshIR: for t in 0..3
-        // MeshIR: compute k_pack_S0_A_xhi on [1:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_xhi on [1:4, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S0_A_xhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S0_A_xhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A_send0));  // A_send0
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_send0));  // A_send0
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -170,15 +194,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S0_A_xlo on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_xlo on [0:3, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 3, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S0_A_xlo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S0_A_xlo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A_send1));  // A_send1
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_send1));  // A_send1
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -232,15 +256,15 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 2, 0, 1, 0)) {
             mica_wait_valid(sem_x0_3_A_halo_lo_along_x_odd_senders);
         }
-        // MeshIR: compute k_unpack_S0_A_xhi on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_xhi on [0:3, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 3, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S0_A_xhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S0_A_xhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A_halo0));  // A_halo0
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_halo0));  // A_halo0
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -250,15 +274,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_unpack_S0_A_xlo on [1:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_xlo on [1:4, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S0_A_xlo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S0_A_xlo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A_halo1));  // A_halo1
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_halo1));  // A_halo1
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -268,15 +292,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S0_A_yhi on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_yhi on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S0_A_yhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S0_A_yhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A_send2));  // A_send2
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_send2));  // A_send2
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = (9LL * y);
@@ -286,15 +310,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S0_A_ylo on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_ylo on [0:4, 0:3]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S0_A_ylo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S0_A_ylo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A_send3));  // A_send3
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_send3));  // A_send3
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = ((9LL * y) + 8LL);
@@ -348,15 +372,15 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 2, 0)) {
             mica_wait_valid(sem_x1_3_A_halo_lo_along_y_odd_senders);
         }
-        // MeshIR: compute k_unpack_S0_A_yhi on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_yhi on [0:4, 0:3]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S0_A_yhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S0_A_yhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A_halo2));  // A_halo2
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_halo2));  // A_halo2
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = ((9LL * y) + 9LL);
@@ -366,15 +390,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_unpack_S0_A_ylo on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_ylo on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S0_A_ylo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S0_A_ylo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A_halo3));  // A_halo3
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_halo3));  // A_halo3
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = ((9LL * y) - 1LL);
@@ -384,36 +408,67 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_S0 on [0:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_S0 on [0:4, 0:4]: a stencil: gather its shifted views here
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_S0_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // gather, kernel class k_S0_0: the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view A[i, j]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view A[i, j - 1]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view A[i, j + 1]
+                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view A[i + 1, j]
+                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view A[i - 1, j]
                 for (int64_t c1 = mica_max(1LL, (9LL * y)); (c1 <= ((9LL * y) + 8LL)); c1 += 1LL) {
                   for (int64_t c2 = mica_max(1LL, (9LL * x)); (c2 <= ((9LL * x) + 8LL)); c2 += 1LL) {
                     {
                         const int64_t i_t = t;
                         const int64_t i_i = c1;
                         const int64_t i_j = c2;
-                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = (0.20000000298023224f * ((((e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]));
+                        sv0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)];
+                        sv2[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)];
+                        sv3[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv4[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
                     }
                   }
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_xhi on [1:4, 0:4]: no tile routine fits, so it runs here
-        if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S1_B_xhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+        mica_compute_turn();  // MeshIR: compute k_S0 on [0:4, 0:4]: the tile passes
+        // MeshIR: compute k_S0 on [0:4, 0:4]: a stencil: scatter its result here
+        if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
+            // scatter, kernel class k_S0_0: the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B_send0));  // B_send0
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const sacc = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sacc));  // the result
+                for (int64_t c1 = mica_max(1LL, (9LL * y)); (c1 <= ((9LL * y) + 8LL)); c1 += 1LL) {
+                  for (int64_t c2 = mica_max(1LL, (9LL * x)); (c2 <= ((9LL * x) + 8LL)); c2 += 1LL) {
+                    {
+                        const int64_t i_t = t;
+                        const int64_t i_i = c1;
+                        const int64_t i_j = c2;
+                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = sacc[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                    }
+                  }
+                }
+            }
+        }
+        // MeshIR: compute k_pack_S1_B_xhi on [1:4, 0:4]: a copy, run here as data movement
+        if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
+            // copy, kernel class k_pack_S1_B_xhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
+            {
+                const int64_t x = my_x, y = my_y, t = v_t;
+                const int64_t kb = 0;
+                (void)x; (void)y; (void)t; (void)kb;
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_send0));  // B_send0
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -423,15 +478,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_xlo on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S1_B_xlo on [0:3, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 3, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S1_B_xlo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S1_B_xlo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B_send1));  // B_send1
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_send1));  // B_send1
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -485,15 +540,15 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 2, 0, 1, 0)) {
             mica_wait_valid(sem_x0_3_A_halo_lo_along_x_odd_senders);
         }
-        // MeshIR: compute k_unpack_S1_B_xhi on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_xhi on [0:3, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 3, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S1_B_xhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S1_B_xhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B_halo0));  // B_halo0
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_halo0));  // B_halo0
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -503,15 +558,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_unpack_S1_B_xlo on [1:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_xlo on [1:4, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S1_B_xlo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S1_B_xlo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B_halo1));  // B_halo1
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_halo1));  // B_halo1
                 for (int64_t c0 = (9LL * y); (c0 <= ((9LL * y) + 8LL)); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -521,15 +576,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_yhi on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S1_B_yhi on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S1_B_yhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S1_B_yhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B_send2));  // B_send2
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_send2));  // B_send2
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = (9LL * y);
@@ -539,15 +594,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_ylo on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S1_B_ylo on [0:4, 0:3]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S1_B_ylo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S1_B_ylo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B_send3));  // B_send3
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_send3));  // B_send3
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = ((9LL * y) + 8LL);
@@ -601,15 +656,15 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 2, 0)) {
             mica_wait_valid(sem_x1_3_A_halo_lo_along_y_odd_senders);
         }
-        // MeshIR: compute k_unpack_S1_B_yhi on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_yhi on [0:4, 0:3]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 3, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S1_B_yhi_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S1_B_yhi_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B_halo2));  // B_halo2
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_halo2));  // B_halo2
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = ((9LL * y) + 9LL);
@@ -619,15 +674,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_unpack_S1_B_ylo on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_ylo on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S1_B_ylo_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S1_B_ylo_0: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B_halo3));  // B_halo3
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_halo3));  // B_halo3
                 for (int64_t c1 = mica_max(0LL, ((9LL * x) - 1LL)); (c1 <= ((9LL * x) + 9LL)); c1 += 1LL) {
                   {
                       const int64_t i_a0 = ((9LL * y) - 1LL);
@@ -637,22 +692,53 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_S1 on [0:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_S1 on [0:4, 0:4]: a stencil: gather its shifted views here
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_S1_0: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // gather, kernel class k_S1_0: the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view B[i, j]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view B[i, j - 1]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view B[i, j + 1]
+                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view B[i + 1, j]
+                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view B[i - 1, j]
                 for (int64_t c1 = mica_max(1LL, (9LL * y)); (c1 <= ((9LL * y) + 8LL)); c1 += 1LL) {
                   for (int64_t c2 = mica_max(1LL, (9LL * x)); (c2 <= ((9LL * x) + 8LL)); c2 += 1LL) {
                     {
                         const int64_t i_t = t;
                         const int64_t i_i = c1;
                         const int64_t i_j = c2;
-                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = (0.20000000298023224f * ((((e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]));
+                        sv0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)];
+                        sv2[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)];
+                        sv3[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv4[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                    }
+                  }
+                }
+            }
+        }
+        mica_compute_turn();  // MeshIR: compute k_S1 on [0:4, 0:4]: the tile passes
+        // MeshIR: compute k_S1 on [0:4, 0:4]: a stencil: scatter its result here
+        if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
+            // scatter, kernel class k_S1_0: the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)
+            {
+                const int64_t x = my_x, y = my_y, t = v_t;
+                const int64_t kb = 0;
+                (void)x; (void)y; (void)t; (void)kb;
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const sacc = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sacc));  // the result
+                for (int64_t c1 = mica_max(1LL, (9LL * y)); (c1 <= ((9LL * y) + 8LL)); c1 += 1LL) {
+                  for (int64_t c2 = mica_max(1LL, (9LL * x)); (c2 <= ((9LL * x) + 8LL)); c2 += 1LL) {
+                    {
+                        const int64_t i_t = t;
+                        const int64_t i_i = c1;
+                        const int64_t i_j = c2;
+                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = sacc[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
                     }
                   }
                 }

@@ -21,9 +21,15 @@ constexpr uint32_t cb_B_send2 = 6;  // tensor B_send2, 1 tile(s)
 constexpr uint32_t cb_B_halo2 = 7;  // tensor B_halo2, 1 tile(s)
 constexpr uint32_t cb_B_send3 = 8;  // tensor B_send3, 1 tile(s)
 constexpr uint32_t cb_B_halo3 = 9;  // tensor B_halo3, 1 tile(s)
-constexpr uint32_t cb_tok_r2c = 10;  // turn token
-constexpr uint32_t cb_tok_c2r = 11;  // turn token
-constexpr uint32_t cb_tok_r2w = 12;  // turn token
+constexpr uint32_t cb_sv0 = 10;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv1 = 11;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv2 = 12;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv3 = 13;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sv4 = 14;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_sacc = 15;  // stencil scratch, 1 tile(s)
+constexpr uint32_t cb_tok_r2c = 16;  // turn token
+constexpr uint32_t cb_tok_c2r = 17;  // turn token
+constexpr uint32_t cb_tok_r2w = 18;  // turn token
 constexpr uint32_t cb_A_send0 = 24;  // tensor A_send0, 1 tile(s)
 constexpr uint32_t cb_A_halo0 = 25;  // tensor A_halo0, 1 tile(s)
 constexpr uint32_t cb_A_send1 = 26;  // tensor A_send1, 1 tile(s)
@@ -84,6 +90,12 @@ void kernel_main() {
     mica_zero_l1(get_write_ptr(cb_B_halo2), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_B_send3), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_B_halo3), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv0), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv1), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv2), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv3), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sv4), 1 * tile_bytes);
+    mica_zero_l1(get_write_ptr(cb_sacc), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_A_send0), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_A_halo0), 1 * tile_bytes);
     mica_zero_l1(get_write_ptr(cb_A_send1), 1 * tile_bytes);
@@ -134,6 +146,18 @@ void kernel_main() {
     cb_push_back(cb_B_send3, 1);
     cb_reserve_back(cb_B_halo3, 1);
     cb_push_back(cb_B_halo3, 1);
+    cb_reserve_back(cb_sv0, 1);
+    cb_push_back(cb_sv0, 1);
+    cb_reserve_back(cb_sv1, 1);
+    cb_push_back(cb_sv1, 1);
+    cb_reserve_back(cb_sv2, 1);
+    cb_push_back(cb_sv2, 1);
+    cb_reserve_back(cb_sv3, 1);
+    cb_push_back(cb_sv3, 1);
+    cb_reserve_back(cb_sv4, 1);
+    cb_push_back(cb_sv4, 1);
+    cb_reserve_back(cb_sacc, 1);
+    cb_push_back(cb_sacc, 1);
     cb_reserve_back(cb_A_send0, 1);
     cb_push_back(cb_A_send0, 1);
     cb_reserve_back(cb_A_halo0, 1);
@@ -152,15 +176,15 @@ void kernel_main() {
     cb_push_back(cb_A_halo3, 1);
 
     for (int32_t v_t = 0; v_t < 3; ++v_t) {  // MeshIR: for t in 0..3
-        // MeshIR: compute k_pack_S0_A_xhi on [1:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_xhi on [1:4, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S0_A_xhi_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S0_A_xhi_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A_send0));  // A_send0
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_send0));  // A_send0
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 for (int64_t c0 = 27LL; (c0 <= 33LL); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -170,7 +194,7 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S0_A_xlo on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_xlo on [0:3, 0:4]: a copy, run here as data movement
         // (no class of k_pack_S0_A_xlo covers core class c8)
         // MeshIR: exchange halo_S0_x (A halo hi along x, even senders, A halo hi along x, odd senders, A halo lo along x, even senders, A halo lo along x, odd senders)
         // phase 1: receivers free their buffer and signal their sender
@@ -216,17 +240,17 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 2, 0, 1, 0)) {
             mica_wait_valid(sem_x0_3_A_halo_lo_along_x_odd_senders);
         }
-        // MeshIR: compute k_unpack_S0_A_xhi on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_xhi on [0:3, 0:4]: a copy, run here as data movement
         // (no class of k_unpack_S0_A_xhi covers core class c8)
-        // MeshIR: compute k_unpack_S0_A_xlo on [1:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_xlo on [1:4, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S0_A_xlo_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S0_A_xlo_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A_halo1));  // A_halo1
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_halo1));  // A_halo1
                 for (int64_t c0 = 27LL; (c0 <= 33LL); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -236,15 +260,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S0_A_yhi on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_yhi on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S0_A_yhi_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S0_A_yhi_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A_send2));  // A_send2
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_send2));  // A_send2
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
                 for (int64_t c1 = 26LL; (c1 <= 33LL); c1 += 1LL) {
                   {
                       const int64_t i_a0 = 27LL;
@@ -254,7 +278,7 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S0_A_ylo on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S0_A_ylo on [0:4, 0:3]: a copy, run here as data movement
         // (no class of k_pack_S0_A_ylo covers core class c8)
         // MeshIR: exchange halo_S0_y (A halo hi along y, even senders, A halo hi along y, odd senders, A halo lo along y, even senders, A halo lo along y, odd senders)
         // phase 1: receivers free their buffer and signal their sender
@@ -300,17 +324,17 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 2, 0)) {
             mica_wait_valid(sem_x1_3_A_halo_lo_along_y_odd_senders);
         }
-        // MeshIR: compute k_unpack_S0_A_yhi on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_yhi on [0:4, 0:3]: a copy, run here as data movement
         // (no class of k_unpack_S0_A_yhi covers core class c8)
-        // MeshIR: compute k_unpack_S0_A_ylo on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S0_A_ylo on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S0_A_ylo_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S0_A_ylo_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A_halo3));  // A_halo3
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A_halo3));  // A_halo3
                 for (int64_t c1 = 26LL; (c1 <= 33LL); c1 += 1LL) {
                   {
                       const int64_t i_a0 = 26LL;
@@ -320,36 +344,67 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_S0 on [0:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_S0 on [0:4, 0:4]: a stencil: gather its shifted views here
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_S0_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // gather, kernel class k_S0_3: the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view A[i, j]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view A[i, j - 1]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view A[i, j + 1]
+                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view A[i + 1, j]
+                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view A[i - 1, j]
                 for (int64_t c1 = 27LL; (c1 <= 32LL); c1 += 1LL) {
                   for (int64_t c2 = 27LL; (c2 <= 32LL); c2 += 1LL) {
                     {
                         const int64_t i_t = t;
                         const int64_t i_i = c1;
                         const int64_t i_j = c2;
-                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = (0.20000000298023224f * ((((e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]));
+                        sv0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)];
+                        sv2[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)];
+                        sv3[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv4[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
                     }
                   }
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_xhi on [1:4, 0:4]: no tile routine fits, so it runs here
-        if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S1_B_xhi_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+        mica_compute_turn();  // MeshIR: compute k_S0 on [0:4, 0:4]: the tile passes
+        // MeshIR: compute k_S0 on [0:4, 0:4]: a stencil: scatter its result here
+        if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
+            // scatter, kernel class k_S0_3: the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B_send0));  // B_send0
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const sacc = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sacc));  // the result
+                for (int64_t c1 = 27LL; (c1 <= 32LL); c1 += 1LL) {
+                  for (int64_t c2 = 27LL; (c2 <= 32LL); c2 += 1LL) {
+                    {
+                        const int64_t i_t = t;
+                        const int64_t i_i = c1;
+                        const int64_t i_j = c2;
+                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = sacc[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                    }
+                  }
+                }
+            }
+        }
+        // MeshIR: compute k_pack_S1_B_xhi on [1:4, 0:4]: a copy, run here as data movement
+        if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
+            // copy, kernel class k_pack_S1_B_xhi_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
+            {
+                const int64_t x = my_x, y = my_y, t = v_t;
+                const int64_t kb = 0;
+                (void)x; (void)y; (void)t; (void)kb;
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_send0));  // B_send0
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 for (int64_t c0 = 27LL; (c0 <= 33LL); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -359,7 +414,7 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_xlo on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S1_B_xlo on [0:3, 0:4]: a copy, run here as data movement
         // (no class of k_pack_S1_B_xlo covers core class c8)
         // MeshIR: exchange halo_S1_x (B halo hi along x, even senders, B halo hi along x, odd senders, B halo lo along x, even senders, B halo lo along x, odd senders)
         // phase 1: receivers free their buffer and signal their sender
@@ -405,17 +460,17 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 2, 0, 1, 0)) {
             mica_wait_valid(sem_x0_3_A_halo_lo_along_x_odd_senders);
         }
-        // MeshIR: compute k_unpack_S1_B_xhi on [0:3, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_xhi on [0:3, 0:4]: a copy, run here as data movement
         // (no class of k_unpack_S1_B_xhi covers core class c8)
-        // MeshIR: compute k_unpack_S1_B_xlo on [1:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_xlo on [1:4, 0:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 1, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S1_B_xlo_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S1_B_xlo_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B_halo1));  // B_halo1
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_halo1));  // B_halo1
                 for (int64_t c0 = 27LL; (c0 <= 33LL); c0 += 1LL) {
                   {
                       const int64_t i_a0 = c0;
@@ -425,15 +480,15 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_yhi on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S1_B_yhi on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_pack_S1_B_yhi_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_pack_S1_B_yhi_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B_send2));  // B_send2
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_send2));  // B_send2
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
                 for (int64_t c1 = 26LL; (c1 <= 33LL); c1 += 1LL) {
                   {
                       const int64_t i_a0 = 27LL;
@@ -443,7 +498,7 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_pack_S1_B_ylo on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_pack_S1_B_ylo on [0:4, 0:3]: a copy, run here as data movement
         // (no class of k_pack_S1_B_ylo covers core class c8)
         // MeshIR: exchange halo_S1_y (B halo hi along y, even senders, B halo hi along y, odd senders, B halo lo along y, even senders, B halo lo along y, odd senders)
         // phase 1: receivers free their buffer and signal their sender
@@ -489,17 +544,17 @@ void kernel_main() {
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 2, 0)) {
             mica_wait_valid(sem_x1_3_A_halo_lo_along_y_odd_senders);
         }
-        // MeshIR: compute k_unpack_S1_B_yhi on [0:4, 0:3]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_yhi on [0:4, 0:3]: a copy, run here as data movement
         // (no class of k_unpack_S1_B_yhi covers core class c8)
-        // MeshIR: compute k_unpack_S1_B_ylo on [0:4, 1:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_unpack_S1_B_ylo on [0:4, 1:4]: a copy, run here as data movement
         if (mica_in_rect(my_x, my_y, 0, 4, 1, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_unpack_S1_B_ylo_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // copy, kernel class k_unpack_S1_B_ylo_3: a data-movement copy: each instance's element moved as bits (no floating point), in the tile layout
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B_halo3));  // B_halo3
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B_halo3));  // B_halo3
                 for (int64_t c1 = 26LL; (c1 <= 33LL); c1 += 1LL) {
                   {
                       const int64_t i_a0 = 26LL;
@@ -509,22 +564,53 @@ void kernel_main() {
                 }
             }
         }
-        // MeshIR: compute k_S1 on [0:4, 0:4]: no tile routine fits, so it runs here
+        // MeshIR: compute k_S1 on [0:4, 0:4]: a stencil: gather its shifted views here
         if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
-            // generic path, kernel class k_S1_3: scalar loops on this RISC-V (software floating point), elements addressed in the tile layout
+            // gather, kernel class k_S1_3: the stencil's shifted views gathered into the scratch CBs in the written box's tile layout (bits)
             {
                 const int64_t x = my_x, y = my_y, t = v_t;
                 const int64_t kb = 0;
                 (void)x; (void)y; (void)t; (void)kb;
-                float* const e0 = reinterpret_cast<float*>(get_write_ptr(cb_A));  // A
-                float* const e1 = reinterpret_cast<float*>(get_write_ptr(cb_B));  // B
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const e1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_B));  // B
+                uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view B[i, j]
+                uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view B[i, j - 1]
+                uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view B[i, j + 1]
+                uint32_t* const sv3 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv3));  // view B[i + 1, j]
+                uint32_t* const sv4 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv4));  // view B[i - 1, j]
                 for (int64_t c1 = 27LL; (c1 <= 32LL); c1 += 1LL) {
                   for (int64_t c2 = 27LL; (c2 <= 32LL); c2 += 1LL) {
                     {
                         const int64_t i_t = t;
                         const int64_t i_i = c1;
                         const int64_t i_j = c2;
-                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = (0.20000000298023224f * ((((e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]) + e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)]));
+                        sv0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + -1) - (9 * x + -1)), 1)];
+                        sv2[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j + 1) - (9 * x + -1)), 1)];
+                        sv3[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + 1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                        sv4[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = e1[mica_tile_offset(((i_i + -1) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
+                    }
+                  }
+                }
+            }
+        }
+        mica_compute_turn();  // MeshIR: compute k_S1 on [0:4, 0:4]: the tile passes
+        // MeshIR: compute k_S1 on [0:4, 0:4]: a stencil: scatter its result here
+        if (mica_in_rect(my_x, my_y, 0, 4, 0, 4, 1, 0, 1, 0)) {
+            // scatter, kernel class k_S1_3: the stencil's result (cb_sacc) scattered into the written box, at the kernel's instances only (bits)
+            {
+                const int64_t x = my_x, y = my_y, t = v_t;
+                const int64_t kb = 0;
+                (void)x; (void)y; (void)t; (void)kb;
+                uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_A));  // A
+                uint32_t* const sacc = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sacc));  // the result
+                for (int64_t c1 = 27LL; (c1 <= 32LL); c1 += 1LL) {
+                  for (int64_t c2 = 27LL; (c2 <= 32LL); c2 += 1LL) {
+                    {
+                        const int64_t i_t = t;
+                        const int64_t i_i = c1;
+                        const int64_t i_j = c2;
+                        e0[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)] = sacc[mica_tile_offset(((i_i) - (9 * y + -1)), ((i_j) - (9 * x + -1)), 1)];
                     }
                   }
                 }

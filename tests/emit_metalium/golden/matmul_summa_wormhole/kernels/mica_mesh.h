@@ -11,6 +11,42 @@ static inline int32_t mica_mod(int32_t a, int32_t b) { int32_t r = a % b; return
 static inline bool mica_both(bool a, bool b) { return a && b; }
 static inline bool mica_positive(int32_t a) { return a > 0; }
 static inline int64_t mica_floord(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// Square root and absolute value for the generic path (a data-movement RISC-V has no FPU and no libm):
+// integer arithmetic on the IEEE bits, correctly rounded as sqrtf is, so the result equals the reference's.
+static inline uint64_t mica_isqrt64(uint64_t n, uint64_t* rem) {
+    uint64_t res = 0, bit = 1ull << 62;
+    while (bit > n) bit >>= 2;
+    while (bit != 0) {
+        if (n >= res + bit) { n -= res + bit; res = (res >> 1) + bit; } else { res >>= 1; }
+        bit >>= 2;
+    }
+    *rem = n;
+    return res;
+}
+static inline float mica_sqrtf(float a) {
+    uint32_t u, out;
+    __builtin_memcpy(&u, &a, 4);
+    uint32_t e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+    if ((u & 0x7fffffffu) == 0 || (e == 0xffu && (m != 0 || !(u >> 31)))) return a;   // +-0, NaN, +inf
+    if (u >> 31) { out = 0x7fc00000u; __builtin_memcpy(&a, &out, 4); return a; }      // negative: NaN
+    int32_t ex;
+    if (e == 0) { ex = -126; while (!(m & 0x800000u)) { m <<= 1; ex -= 1; } }       // subnormal
+    else { ex = (int32_t)e - 127; m |= 0x800000u; }
+    if (ex & 1) { m <<= 1; ex -= 1; }                    // value = m * 2^(ex - 23), ex even
+    uint64_t rem, r = mica_isqrt64((uint64_t)m << 23, &rem);   // in [2^23, 2^24): 24 significant bits
+    if (rem > r) r += 1;                                 // nearest (a tie cannot happen)
+    if (r == (1ull << 24)) { r >>= 1; ex += 2; }
+    out = ((uint32_t)(ex / 2 + 127) << 23) | ((uint32_t)r & 0x7fffffu);
+    __builtin_memcpy(&a, &out, 4);
+    return a;
+}
+static inline float mica_fabsf(float a) {
+    uint32_t u;
+    __builtin_memcpy(&u, &a, 4);
+    u &= 0x7fffffffu;
+    __builtin_memcpy(&a, &u, 4);
+    return a;
+}
 // Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
 static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
     return ((row / 32) * tile_cols + col / 32) * 1024 + (((row % 32) / 16) * 2 + (col % 32) / 16) * 256
