@@ -200,7 +200,16 @@ def _step_loop(b: _Builder, stmts: list[Statement], body: list) -> Loop:
     :class:`ScheduleError` when a double-buffered step prefetches nothing."""
     step = b.step
     loop_body: list = []
-    emit_statements(b, stmts, loop_body, hoisted=body, prefetch=b.double)
+    fused = fused_body(b.prog, b.sched) if step.wavefront else ()
+    if len(fused) > 1:
+        # A recurrence inside each block (fused_body): the statements before it, the body as one sequence
+        # kernel, the statements after it, at every step.
+        first = stmts.index(fused[0])
+        emit_statements(b, [s for s in stmts[:first] if s not in fused], loop_body, hoisted=body)
+        emit_fused(b, list(fused), loop_body)
+        emit_statements(b, [s for s in stmts[first:] if s not in fused], loop_body, hoisted=body)
+    else:
+        emit_statements(b, stmts, loop_body, hoisted=body, prefetch=b.double)
     if b.rings:
         # Before every step but the first, each ring buffer takes the panel its successor used.
         loop_body.insert(0, step_ring_exchange(b))
@@ -265,7 +274,13 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     interleaves the statements exactly as the source does. Legal for every program, but only with
     every home whole on core (0, 0); when another operator fixed a layout, everything runs on the core that owns
     the data it touches (:func:`mica.lower.owner_core.at_owner_core`)."""
+    written = {s.write.array for s in prog.statements}
     for h in sched.homes:
+        copies = {"x", "y"} - {a for a, _ in h.dims if a} - {a for a, _ in h.pin}
+        if copies and h.array in written:
+            raise ScheduleError(f"a one-core plan writes {h.array} on core (0, 0) only, but the schedule keeps a copy "
+                                f"of it on every core along {' and '.join(sorted(copies))} (as another operator "
+                                f"reads it): the other copies would keep stale values", cause="ownership")
         if any(a for a, _ in h.dims) or any(c for _, c in h.pin):
             try:
                 return at_owner_core(prog, sched, target)
