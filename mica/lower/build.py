@@ -32,7 +32,7 @@ from dataclasses import replace
 
 
 from ..affine.program import Program, Statement
-from ..errors import ScheduleError, SramError
+from ..errors import MeshIRError, ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
 from ..tiling.mapping import fused_body
@@ -92,7 +92,18 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     body += b.deliveries                    # routed writes reach their owners once nothing else touches them
     body += _host_stores(b)
     ghost_homes(b, body)
-    return _kept(_assemble(b, body))
+    mp = _assemble(b, body)
+    _check_statements(prog, mp)
+    return _kept(mp)
+
+
+def _check_statements(prog: Program, mp: MeshProgram) -> None:
+    """Every statement of ``prog`` runs in some kernel of ``mp``: a plan that lost one is a bug, reported
+    as a :class:`MeshIRError` rather than a program that computes something else."""
+    ran = {part.statement for k in mp.kernels for part in k.statements}
+    lost = [s.name for s in prog.statements if s.name not in ran and not s.domain_set.is_empty()]
+    if lost:
+        raise MeshIRError(f"{prog.name}: the mesh program runs no kernel of statement(s) {', '.join(lost)}")
 
 
 def _kept(mp: MeshProgram) -> MeshProgram:
@@ -116,7 +127,7 @@ def _statement_groups(b: _Builder) -> tuple[list[Statement], list[Statement], li
     prog, in_step = b.prog, b.in_step
     idx = prog.statements.index(b.main)
     fused = fused_body(prog, b.sched)
-    if len(fused) > 1:
+    if len(fused) > 1 and b.step is None:
         pre = [s for s in prog.statements[:idx] if s not in in_step and s not in fused]
         post = [s for s in prog.statements[idx + 1:] if s not in in_step and s not in fused]
         return pre, list(fused), post
