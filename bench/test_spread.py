@@ -159,6 +159,9 @@ REAL = {
     "rope-in-place-4096x32x128": (ROPE, "rope", {"T": 4096, "H": 32, "R": 64}),
     "gauss-seidel-wavefront-4096x4096": (GAUSS_SEIDEL, "gauss_seidel", {"N": 4096}),
     "decode-layer-1024x1024x2816": (DECODE_LAYER, "layer", {}, {"D": 1024, "L": 1024, "F": 2816}),
+    # Recursive filters whose carried temporaries are expanded into wavefronts (mica.affine.recurrence).
+    "deriche-1024x1024": (kernel_source("deriche").replace("24 + 0", "1024").replace("16 + 0", "1024"),
+                          "kernel_deriche", {"w": 1024, "h": 1024}),
 }
 
 

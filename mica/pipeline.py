@@ -39,7 +39,7 @@ from .native_sim.execute import execute
 from .progress import search_reporter
 from .saved import load_file, save_file
 from .targets import Target, get_target
-from .tiling.aligned import search_aligned
+from .tiling.expanded import search_expanded
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
 from .tiling.operators import retarget_schedule
@@ -318,7 +318,7 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                op, sched, report = search_aligned(op, mesh, tgt, LOWERING, side_by_side,
+                op, sched, report = search_expanded(op, mesh, tgt, LOWERING, side_by_side,
                                                    progress=search_reporter(progress))
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)

@@ -376,6 +376,40 @@ def _kind(loop: str, by_plain, by_all, reduced: bool) -> str:
 
 
 @lru_cache(maxsize=64)
+def nest_carried(prog: Program, stmt_name: str) -> frozenset[str]:
+    """Loops of statement ``stmt_name`` that carry a dependence between two statements of its nest (both
+    inside the loop, at the same textual position): deriche's ``j`` in ``y1[i][j] = .. ym1[i] ..;
+    ym1[i] = y1[i][j]`` carries the recurrence although neither statement depends on itself across ``j``.
+    A dependence ``{ S[..] -> T[..] }`` counts for loop ``l`` when some pair of its instances has different
+    values of ``l``. Cached per program; pure."""
+    stmt = prog.statement(stmt_name)
+    by_name = {s.name: s for s in prog.statements}
+    out: set[str] = set()
+    for m in _maps(dependences(prog).all):
+        src = by_name.get(m.get_tuple_name(isl.dim_type.in_))
+        dst = by_name.get(m.get_tuple_name(isl.dim_type.out))
+        if src is None or dst is None:
+            continue
+        for lp in stmt.loops:
+            if lp in out or lp not in src.loops or lp not in dst.loops:
+                continue
+            at = [k for k, v in enumerate(stmt.order) if v in (lp, f"-{lp}")]
+            prefix = stmt.order[:at[0] + 1] if at else None
+            if prefix is None or src.order[:len(prefix)] != prefix or dst.order[:len(prefix)] != prefix:
+                continue
+            a, b = src.loops.index(lp), dst.loops.index(lp)
+            n_in, n_out = m.dim(isl.dim_type.in_), m.dim(isl.dim_type.out)
+            ins = ", ".join(f"i{k}" for k in range(n_in))
+            outs = ", ".join(f"o{k}" for k in range(n_out))
+            differ = isl.Map(f"{{ [{ins}] -> [{outs}] : i{a} < o{b} or i{a} > o{b} }}")
+            differ = differ.set_tuple_name(isl.dim_type.in_, src.name).set_tuple_name(isl.dim_type.out, dst.name)
+            differ = differ.align_params(m.get_space())
+            if not m.intersect(differ).is_empty():
+                out.add(lp)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=64)
 def loop_kinds_within(prog: Program, outer: str) -> dict[str, dict[str, str]]:
     """:func:`loop_kinds` inside one iteration of loop ``outer`` (a sweep loop every statement has first): only
     the self-dependences between instances with the same value of ``outer`` count, so a loop whose

@@ -32,7 +32,7 @@ from dataclasses import replace
 
 
 from ..affine.program import Program, Statement
-from ..errors import ScheduleError, SramError
+from ..errors import MeshIRError, ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
 from ..tiling.mapping import fused_body
@@ -92,7 +92,18 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     body += b.deliveries                    # routed writes reach their owners once nothing else touches them
     body += _host_stores(b)
     ghost_homes(b, body)
-    return _kept(_assemble(b, body))
+    mp = _assemble(b, body)
+    _check_statements(prog, mp)
+    return _kept(mp)
+
+
+def _check_statements(prog: Program, mp: MeshProgram) -> None:
+    """Every statement of ``prog`` runs in some kernel of ``mp``: a plan that lost one is a bug, reported
+    as a :class:`MeshIRError` rather than a program that computes something else."""
+    ran = {part.statement for k in mp.kernels for part in k.statements}
+    lost = [s.name for s in prog.statements if s.name not in ran and not s.domain_set.is_empty()]
+    if lost:
+        raise MeshIRError(f"{prog.name}: the mesh program runs no kernel of statement(s) {', '.join(lost)}")
 
 
 def _kept(mp: MeshProgram) -> MeshProgram:
@@ -116,7 +127,7 @@ def _statement_groups(b: _Builder) -> tuple[list[Statement], list[Statement], li
     prog, in_step = b.prog, b.in_step
     idx = prog.statements.index(b.main)
     fused = fused_body(prog, b.sched)
-    if len(fused) > 1:
+    if len(fused) > 1 and b.step is None:
         pre = [s for s in prog.statements[:idx] if s not in in_step and s not in fused]
         post = [s for s in prog.statements[idx + 1:] if s not in in_step and s not in fused]
         return pre, list(fused), post
@@ -200,7 +211,16 @@ def _step_loop(b: _Builder, stmts: list[Statement], body: list) -> Loop:
     :class:`ScheduleError` when a double-buffered step prefetches nothing."""
     step = b.step
     loop_body: list = []
-    emit_statements(b, stmts, loop_body, hoisted=body, prefetch=b.double)
+    fused = fused_body(b.prog, b.sched) if step.wavefront else ()
+    if len(fused) > 1:
+        # A recurrence inside each block (fused_body): the statements before it, the body as one sequence
+        # kernel, the statements after it, at every step.
+        first = stmts.index(fused[0])
+        emit_statements(b, [s for s in stmts[:first] if s not in fused], loop_body, hoisted=body)
+        emit_fused(b, list(fused), loop_body)
+        emit_statements(b, [s for s in stmts[first:] if s not in fused], loop_body, hoisted=body)
+    else:
+        emit_statements(b, stmts, loop_body, hoisted=body, prefetch=b.double)
     if b.rings:
         # Before every step but the first, each ring buffer takes the panel its successor used.
         loop_body.insert(0, step_ring_exchange(b))
@@ -265,7 +285,13 @@ def _one_core(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     interleaves the statements exactly as the source does. Legal for every program, but only with
     every home whole on core (0, 0); when another operator fixed a layout, everything runs on the core that owns
     the data it touches (:func:`mica.lower.owner_core.at_owner_core`)."""
+    written = {s.write.array for s in prog.statements}
     for h in sched.homes:
+        copies = {"x", "y"} - {a for a, _ in h.dims if a} - {a for a, _ in h.pin}
+        if copies and h.array in written:
+            raise ScheduleError(f"a one-core plan writes {h.array} on core (0, 0) only, but the schedule keeps a copy "
+                                f"of it on every core along {' and '.join(sorted(copies))} (as another operator "
+                                f"reads it): the other copies would keep stale values", cause="ownership")
         if any(a for a, _ in h.dims) or any(c for _, c in h.pin):
             try:
                 return at_owner_core(prog, sched, target)

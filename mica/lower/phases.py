@@ -24,7 +24,7 @@ from ..tiling.schedule import Schedule
 from ..tiling.split import mapped_program, operator_program, phase_operators
 from ..comm.halo import merge_widths
 from .build import build_mesh_program
-from .place import move_blocks, same_blocks, same_place, translate
+from .place import copies, move_blocks, same_blocks, same_place, translate
 from .regather import regather
 from .relayout import transpose
 from ..meshir.on_mesh import check_on_mesh
@@ -172,7 +172,11 @@ def _relayout_home(m: _Merger, k: int, shared: RegionTensor, t: RegionTensor, pr
     (:func:`mica.lower.relayout.transpose`); the ops go to ``relayouts``, the new home to ``m.homes``.
     Raises :class:`ScheduleError` when the layout cannot be transposed."""
     dst = _rename_tensor(t, prefix + t.name)
-    if not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
+    if not same_place(shared, t) and copies(t):
+        # A copy on every core (a scalar every core of a 2D plan reads): gathered and broadcast.
+        cores = Region("relaid", 0, max(shared.region.x1, dst.region.x1), 0, max(shared.region.y1, dst.region.y1))
+        moved, need = regather(shared, dst, f"{prefix}{t.array}_", cores, m.target), 1
+    elif not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
         # The same blocks on another operator's rectangle: moved there by a conveyor.
         moved, need = move_blocks(shared, dst, f"{prefix}{t.array}_", m.target), 2
     elif shared.box != t.box:

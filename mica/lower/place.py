@@ -119,8 +119,17 @@ def translate(mp: MeshProgram, origin: tuple[int, int], mesh: tuple[int, int]) -
 
 def same_place(a: RegionTensor, b: RegionTensor) -> bool:
     """True when ``a`` and ``b`` hold the same blocks on the same cores: equal boxes and the same first
-    core (an array pinned to a line of cores is placed by its region, not its box)."""
-    return a.box == b.box and (a.region.x0, a.region.y0) == (b.region.x0, b.region.y0)
+    core (an array pinned to a line of cores is placed by its region, not its box), and the same cores
+    holding each element (a copy on every core is not the same place as one copy on core (0, 0))."""
+    if a.box != b.box or (a.region.x0, a.region.y0) != (b.region.x0, b.region.y0):
+        return False
+    return a.ownership == b.ownership or not copies(a) and not copies(b) or \
+        imap(a.ownership).is_equal(imap(b.ownership))
+
+
+def copies(t: RegionTensor) -> bool:
+    """Some element of ``t`` is held by more than one core (a home replicated along a mesh axis)."""
+    return not imap(t.ownership).reverse().is_single_valued()
 
 
 def same_blocks(src: RegionTensor, dst: RegionTensor) -> bool:

@@ -301,6 +301,7 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
         raise ScheduleError(
             f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
             f"(the writes would be lost)", detail=str(writes.subtract(held)), cause="ownership")
+    _check_copies(b, stmt, arr, box, pins, own, writes)
     along = [d.coord for d in t.box if d.coord in b.reduced_axes]
     if t.role == "partial" and along:
         # Every core of a reduced axis holds a partial of the same elements: a home laid out along that
@@ -308,3 +309,20 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
         raise ScheduleError(f"statement {stmt.name}: the partial results of {arr.name} need the same elements "
                             f"on every core of mesh axis {along[0]}, but its home is laid out along that axis")
     return None
+
+
+def _check_copies(b: _Builder, stmt: Statement, arr, box, pins: dict, own, writes) -> None:
+    """A home replicated along a mesh axis (no dimension laid out along it, no pin: every core of the line
+    holds a copy, as a scalar every core of a 2D plan reads) is written by every core holding a written
+    element, so no copy goes stale; raises :class:`ScheduleError` otherwise. ``own``: ``{ core[x, y] -> A[a] }``;
+    ``writes``: ``{ M[t, x, y] -> A[a] }``."""
+    r = b.home_region(arr.name)
+    spans = {"x": r.x1 - r.x0 > 1, "y": r.y1 - r.y0 > 1}
+    if not any(spans[a] and a not in pins and all(d.coord != a for d in box) for a in ("x", "y")):
+        return
+    wrote = writes.apply_domain(imap("{ M[t, x, y] -> core[x, y] }"))
+    stale = own.intersect_range(writes.range()).subtract(wrote)
+    if not stale.is_empty():
+        raise ScheduleError(f"statement {stmt.name}: {arr.name} has a copy on every core of the plan, but not "
+                            f"every core writes its copy (the others would keep stale values)",
+                            detail=str(stale), cause="ownership")

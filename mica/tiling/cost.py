@@ -418,11 +418,15 @@ def _wave_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) ->
     for cls in k.classes:
         for x, y in _probe_cores(cls.region):
             fix = {"__x": x, "__y": y, **at_longest(mp)}
+            # Every part of the kernel (the statements of a fused body) runs at the core's steps.
+            work, active = 0.0, 0
             for dom, per in parts:
-                work = count_points(dom, fix, drop=("__" + var,) + others) * per
-                if work:
-                    active = count_param_values(dom, "__" + var, fix, drop=others)
-                    best = max(best, work / max(active, 1))
+                w = count_points(dom, fix, drop=("__" + var,) + others) * per
+                if w:
+                    work += w
+                    active = max(active, count_param_values(dom, "__" + var, fix, drop=others))
+            if work:
+                best = max(best, work / max(active, 1))
     return outer * steps * best
 
 

@@ -65,7 +65,7 @@ def _groups(prog: Program, sched: Schedule) -> dict[str, tuple[int, int]]:
     fused = {s.name for s in fused_body(prog, sched)}
     out = {}
     for pos, s in enumerate(prog.statements):
-        if step is None and len(fused) > 1 and s.name in fused:
+        if (step is None or step.wavefront) and len(fused) > 1 and s.name in fused:
             out[s.name] = (1, idx)
         elif (step is not None and step.encloses(s.loops)) or (step is None and (s is main or s.name == partner)):
             out[s.name] = (1, pos)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from functools import lru_cache
 from math import ceil
 
-from ..affine.deps import PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, loop_kinds_within, reductions
+from ..affine.deps import (PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, loop_kinds_within, nest_carried,
+                           reductions)
 from ..affine.fission import statement_graph
 from ..affine.isl_names import int_bounds, iset
 from ..affine.program import Access, Array, Program, Statement, main_statement
@@ -34,6 +35,12 @@ def fused_body(prog: Program, sched: Schedule) -> tuple[Statement, ...]:
     (:func:`mica.tiling.legality.check_legal`) still proves that no dependence crosses cores unsatisfied.
     Changes nothing."""
     main = main_statement(prog)
+    if sched.step is not None and sched.step.wavefront:
+        # A wavefront's block of the main statement's body runs whole at its step: a recurrence through
+        # temporaries (deriche's rows, pipelined over the cores of a row) runs interleaved there.
+        body = tuple(s for s in prog.statements
+                     if s.loops == main.loops and tuple(s.order[:-1]) == tuple(main.order[:-1]))
+        return body if _has_cycle(prog, body) else (main,)
     if sched.step is not None:
         return (main,)
     red = reductions(prog).get(main.name)
@@ -192,18 +199,19 @@ def wavefront_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     kinds = loop_kinds(prog)
     main = main_statement(prog)
     mk = kinds[main.name]
-    if reductions(prog) or all(mk[lp] != SEQUENTIAL for lp in main.loops):
+    carried = {lp for lp in main.loops if mk[lp] == SEQUENTIAL} | nest_carried(prog, main.name)
+    if reductions(prog) or not carried:
         return []
     sweep = wave_sweep_loop(prog, set())
     loops = [lp for lp in main.loops if not (lp == sweep and len(main.loops) >= 3)]
     out: list[list[tuple[str, str]]] = []
     for i, a in enumerate(loops):
         for b in loops[i + 1:]:
-            if SEQUENTIAL in (mk[a], mk[b]) and tileable(prog, wave_sweep_loop(prog, {a, b}), (a, b)):
+            if (a in carried or b in carried) and tileable(prog, wave_sweep_loop(prog, {a, b}), (a, b)):
                 out.append([(a, "y"), (b, "x")])
                 out.append([(b, "y"), (a, "x")])
     for lp in loops:
-        if mk[lp] == SEQUENTIAL and tileable(prog, wave_sweep_loop(prog, {lp}), (lp,)):
+        if lp in carried and tileable(prog, wave_sweep_loop(prog, {lp}), (lp,)):
             out.append([(lp, "x")])
             out.append([(lp, "y")])
     return out
@@ -417,12 +425,15 @@ def _wave_step(prog: Program, space: list[SpaceMap], reasons: list[str]) -> Step
                             f"reaches arbitrarily far (or backwards along every skew), so no step offset per "
                             f"core orders it; they stay temporal", cause="no-wavefront")
     period, wx, wy = w
-    steps = period * (n - 1) + wx * (blocks.get("x", 1) - 1) + wy * (blocks.get("y", 1) - 1) + 1
+    bx, by = blocks.get("x", 1) - 1, blocks.get("y", 1) - 1
+    steps = period * (n - 1) + abs(wx) * bx + abs(wy) * by + 1
+    start = max(0, -wx) * bx + max(0, -wy) * by
     over = f"iteration l of loop {loop} at step {period}*l + " if loop else "its block at step "
-    reasons.append(f"wavefront: core (x, y) runs {over}{wx}*x + {wy}*y, so every dependence between blocks on "
-                   f"two cores goes to a later step and its data arrives by a halo exchange; {steps} steps with "
+    plus = f" + {start}" if start else ""
+    reasons.append(f"wavefront: core (x, y) runs {over}{wx}*x + {wy}*y{plus}, so every dependence between blocks "
+                   f"on two cores goes to a later step and its data arrives by a halo exchange; {steps} steps with "
                    f"the pipeline's fill and drain")
-    return StepMap(loop, 1, steps, sweep=True, wave=(wx, wy), period=period)
+    return StepMap(loop, 1, steps, sweep=True, wave=(wx, wy), period=period, start=start)
 
 
 def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[SpaceMap], cores: dict[str, int],
@@ -492,6 +503,8 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
     ``dram`` has no home on the cores: its record says whole, never built (:attr:`Schedule.dram`)."""
     homes = []
     step_loop = step.loop if (step and not step.sweep) else None
+    written = {s.write.array for s in prog.statements}
+    spread = {sm.axis for sm in space}
     for arr, acc in _placing_accesses(prog, main):
         if arr.name in dram:
             homes.append(Home(arr.name, tuple((None, n) for n in arr.shape), (("x", 0), ("y", 0))))
@@ -512,6 +525,8 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
                         dims[d] = (free[0], step.tile)
                         used.add(free[0])
         pin = tuple((a, 0) for a in ("x", "y") if a not in used)
+        if not used and arr.name not in written and spread == {"x", "y"}:
+            pin = ()                    # read whole by every core of a 2D plan: a copy on each core
         homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
     return homes
 

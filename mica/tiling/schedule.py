@@ -108,7 +108,10 @@ class StepMap:
     its data arrives by the halo exchange before the step (legality proves it with isl). ``loop = ""``: no
     sweep loop (a 2D recurrence ``A[i][j] = f(A[i-1][j], A[i][j-1])``), every statement is in the step and
     ``t = wx*x + wy*y``. ``steps`` covers the pipeline's fill and drain: ``period*(n - 1) + wx*(bx - 1) +
-    wy*(by - 1) + 1`` for ``n`` sweep iterations on ``bx x by`` blocks.
+    wy*(by - 1) + 1`` for ``n`` sweep iterations on ``bx x by`` blocks. A weight may be negative (a recurrence
+    that counts down, deriche's right-to-left pass, runs from the last block to the first): ``start`` then
+    shifts every step, ``t = period*l + wx*x + wy*y + start``, so the first block runs at step 0, and the
+    pipeline takes ``|wx|*(bx - 1) + |wy|*(by - 1)`` steps to fill.
     """
 
     loop: str
@@ -119,6 +122,7 @@ class StepMap:
     buffers: int = 1
     wave: tuple[int, int] = (0, 0)
     period: int = 1
+    start: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "wave", tuple(int(w) for w in self.wave))
@@ -131,9 +135,10 @@ class StepMap:
         if self.buffers not in BUFFERS:
             raise ScheduleError(f"step map of loop {self.loop!r}: buffers must be 1 (single) or 2 (double "
                                 f"buffering of received panels), got {self.buffers!r}")
-        if len(self.wave) != 2 or min(self.wave) < 0 or self.period < 1:
-            raise ScheduleError(f"step map of loop {self.loop!r}: a wavefront's weights (wx, wy) are >= 0 and its "
-                                f"period >= 1, got wave {self.wave}, period {self.period}")
+        if len(self.wave) != 2 or self.period < 1 or self.start < 0:
+            raise ScheduleError(f"step map of loop {self.loop!r}: a wavefront has two weights (wx, wy), a period "
+                                f">= 1 and a start >= 0, got wave {self.wave}, period {self.period}, "
+                                f"start {self.start}")
         if self.wavefront and not self.sweep:
             raise ScheduleError(f"step map of loop {self.loop!r}: a wavefront is a sweep (one iteration per step)")
         if not self.loop and not self.wavefront:
@@ -351,9 +356,10 @@ class Schedule:
                 skew += ", double-buffered panels (step t+1's exchange overlaps step t's compute)"
             if self.step.wavefront:
                 wx, wy = self.step.wave
+                start = f" + {self.step.start}" if self.step.start else ""
                 over = (f"loop {self.step.loop} -> time, iteration l of core (x, y) at step "
-                        f"{self.step.period}*l + {wx}*x + {wy}*y" if self.step.loop else
-                        f"core (x, y) runs at step {wx}*x + {wy}*y")
+                        f"{self.step.period}*l + {wx}*x + {wy}*y{start}" if self.step.loop else
+                        f"core (x, y) runs at step {wx}*x + {wy}*y{start}")
                 lines.append(f"  wavefront: {over}; {self.step.steps} steps with halo exchanges")
             elif self.step.sweep:
                 lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} lock-step sweeps with halo exchanges")
@@ -380,7 +386,9 @@ def _without_default_waves(d: dict) -> dict:
     included), so the JSON of every other plan reads as it did before wavefronts existed."""
     step = d.get("step")
     if step and tuple(step.get("wave", (0, 0))) == (0, 0) and step.get("period", 1) == 1:
-        d["step"] = {k: v for k, v in step.items() if k not in ("wave", "period")}
+        d["step"] = {k: v for k, v in step.items() if k not in ("wave", "period", "start")}
+    elif step and not step.get("start", 0):
+        d["step"] = {k: v for k, v in step.items() if k != "start"}
     d["phases"] = [_without_default_waves(p) for p in d.get("phases", ())]
     if not d.get("dram"):
         d.pop("dram", None)         # only a plan streaming from DRAM says so: every other plan's JSON is unchanged

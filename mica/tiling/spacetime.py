@@ -83,7 +83,7 @@ def placement_constraints(stmt: Statement, sched: Schedule, *, kernel: bool = Fa
         # A wavefront: the core's block of sweep iteration l runs at step period*l + wx*x + wy*y.
         wx, wy = st.wave
         at = f"{st.period}*{st.loop} + " if st.loop else ""
-        cons.append(f"{T} = {at}{wx}*{X} + {wy}*{Y}")
+        cons.append(f"{T} = {at}{wx}*{X} + {wy}*{Y} + {st.start}")
     elif st is not None and st.loop in stmt.loops:
         if st.skew == "none":
             cons.append(f"{st.tile}*{T} <= {st.loop} < {st.tile}*{T} + {st.tile}")

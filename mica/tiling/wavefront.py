@@ -96,12 +96,15 @@ def tileable(prog: Program, loop: str, loops: tuple[str, ...]) -> bool:
     deltas = block_deltas(prog, loop, tuple(SpaceMap(lp, ax, 1) for lp, ax in zip(loops, axes)))
     if deltas is None:
         return False
-    return all(dx >= 0 and dy >= 0 for dl, dx, dy in deltas if dl == 0)
+    same = [(dx, dy) for dl, dx, dy in deltas if dl == 0]
+    # Along each axis the blocks of one sweep iteration depend one way: forwards, or backwards (a loop
+    # that counts down, run from the last block with a negative weight).
+    return all(all(d[k] >= 0 for d in same) or all(d[k] <= 0 for d in same) for k in (0, 1))
 
 
 def wave_weights(prog: Program, loop: str, space: tuple[SpaceMap, ...], n: int,
                  blocks: dict[str, int]) -> tuple[int, int, int] | None:
-    """``(period, wx, wy)`` with the fewest steps ``period*(n - 1) + wx*(bx - 1) + wy*(by - 1) + 1`` (``n``
+    """``(period, wx, wy)`` with the fewest steps ``period*(n - 1) + |wx|*(bx - 1) + |wy|*(by - 1) + 1`` (``n``
     sweep iterations, ``bx x by`` blocks) such that every dependence between blocks on two cores goes to a
     later step, and one between blocks on one core never to an earlier one; None when no weights up to
     :data:`MAX_WEIGHT` / :data:`MAX_PERIOD` do, or when the program has a reduction (its partials are
@@ -115,15 +118,18 @@ def wave_weights(prog: Program, loop: str, space: tuple[SpaceMap, ...], n: int,
     cross = [(dl, dx, dy) for dl, dx, dy in deltas if (dx, dy) != (0, 0)]
     periods = range(1, MAX_PERIOD + 1) if loop else (1,)
     best = None
-    for period, wx, wy in product(periods, range(MAX_WEIGHT + 1), range(MAX_WEIGHT + 1)):
+    weights = range(-MAX_WEIGHT, MAX_WEIGHT + 1)
+    for period, wx, wy in product(periods, weights, weights):
         if (wx, wy) == (0, 0):
             continue
         if any(period * dl + wx * dx + wy * dy < 1 for dl, dx, dy in cross):
             continue
         if any(period * dl + wx * dx + wy * dy < 0 for dl, dx, dy in deltas):
             continue
-        steps = period * (n - 1) + wx * (blocks.get("x", 1) - 1) + wy * (blocks.get("y", 1) - 1) + 1
-        key = (steps, period + wx + wy, (period, wx, wy))
+        steps = period * (n - 1) + abs(wx) * (blocks.get("x", 1) - 1) + abs(wy) * (blocks.get("y", 1) - 1) + 1
+        # Fewest steps, then the smallest weights; forward weights win ties (a negative weight only runs a
+        # pipeline from its last block).
+        key = (steps, period + abs(wx) + abs(wy), min(wx, wy) < 0, (period, wx, wy))
         if best is None or key < best[0]:
             best = (key, (period, wx, wy))
     return best[1] if best else None
