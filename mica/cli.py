@@ -187,7 +187,9 @@ def compile_file(args) -> int:
         try:
             paths = prog.emit(args.emit, out)
         except EmitError as exc:
-            if not prog.schedule.placed and not step_blocks(prog.mesh_program):
+            # the CSL back end writes multicasts from a step's owner (relayed when their colours do not fit)
+            owner_fallback = args.emit != "csl" and bool(step_blocks(prog.mesh_program))
+            if not prog.schedule.placed and not owner_fallback:
                 raise
             if prog.schedule.placed:
                 # The back end refuses the searched plan (operators side by side or streamed: see the message);
@@ -196,9 +198,10 @@ def compile_file(args) -> int:
                 print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling the operators "
                       f"one after another instead", file=sys.stderr)
                 prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=False)
-            if step_blocks(prog.mesh_program):
+            if args.emit != "csl" and step_blocks(prog.mesh_program):
                 # Multicasts from the core owning a sweep step's element (mica.lower.reads.step_owner_plan) are
-                # the emulator's alone so far: the program runs on one core, as it did before they existed.
+                # the emulator's and the CSL back end's alone so far: on the other back ends the program runs on
+                # one core, as it did before they existed.
                 print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling it for one "
                       f"core instead", file=sys.stderr)
                 one = derive_schedule(privatise(program), mesh, assignment=[], family="one-core")

@@ -15,6 +15,7 @@ Public API: :class:`KernelPrinter` (``function() -> str``, ``dsds`` the memory D
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from math import prod
 
 import islpy as isl
@@ -23,11 +24,31 @@ from ..affine.expr import Aff, Bin, Call, Cmp, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
 from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
+from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
 from . import boxes
 
 SUFFIX = {"f32": "s", "f16": "h"}
+
+#: Math functions of a statement -> the CSL ``<math>`` library function (imported as ``math_lib`` by the PE
+#: program when a kernel uses one), by element type: ``sqrt_f32`` / ``sqrt_f16`` (sdk.cerebras.ai
+#: ``/csl/language/libraries``, ``<math>``; the module is imported with ``@import_module("<math>")`` as on
+#: ``/csl/language/modules``).
+MATH = {"sqrt": "sqrt"}
+MATH_MODULE = "math_lib"
+
+
+def csl_language(kernel: str):
+    """The CSL expression language of kernel ``kernel``: :data:`mica.codeprint.CSL` with the math functions
+    of :data:`MATH` mapped to the ``<math>`` library; any other function is an :class:`EmitError` naming the
+    kernel."""
+    def call(fn: str, elem: str) -> str:
+        if fn not in MATH or elem not in SUFFIX:
+            raise EmitError(f"CSL back end: kernel {kernel}: math function {fn}() on {elem} has no CSL <math> "
+                            f"library function MICA maps it to (mapped: {', '.join(sorted(MATH))} on f32 and f16)")
+        return f"{MATH_MODULE}.{MATH[fn]}_{elem}"
+    return replace(CSL, call=call)
 
 
 class KernelPrinter:
@@ -40,6 +61,7 @@ class KernelPrinter:
         self.slotted = slotted      # double buffers: read at the element offset slot_<name> (their current slot)
         self.by_name = {iset(p.domain).get_tuple_name(): p for p in kernel.statements}
         self.part = kernel.statements[0]
+        self.lang = csl_language(kernel.name)
         self.lines: list[str] = []
         self.nvec = 0
 
@@ -82,7 +104,7 @@ class KernelPrinter:
             a = self._acc(ref)
             return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
         ty = self.mp.tensor(self.part.write.buffer).dtype
-        return print_expr(e, CSL, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
+        return print_expr(e, self.lang, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
                           where=f"CSL back end: kernel {self.k.name}", env=env)
 
     # -- statements ----------------------------------------------------------------------------------------
