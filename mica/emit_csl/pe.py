@@ -118,7 +118,8 @@ class _Family:
 
 
 def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
-    funcs, dsds = kernel_functions(mp, frozenset(plan.double.buffers))
+    ks = plan.kernels if plan.kernels is not None else kernel_functions(mp, frozenset(plan.double.buffers))
+    funcs, dsds = ks.functions, ks.dsds
     decl = _declarations(mp, plan)
     if any(f"{MATH_MODULE}." in text for _, text in funcs):
         decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt_f32 / sqrt_f16 of the kernels')
