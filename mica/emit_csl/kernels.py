@@ -298,7 +298,7 @@ class KernelPrinter:
             return names[key]
         kinds = "/".join(dict.fromkeys(f"@{op[0]}{sfx}" for op in ops))
         self.lines.append(f"{indent}// {p.statement or p.name}: {statement_text(p)}  -- vector over {it} ({kinds}"
-                          f"{'' if direct else f', via scratch row 0'})")
+                          f"{'' if direct else ', via scratch row 0'})")
         self.lines.append(f"{indent}const {n}: i32 = {count};")
         self.lines.append(f"{indent}if ({n} > 0) {{")
         self.lines.append(f"{indent}  const {n}_dst = {dsd(p.write, ws)};")
