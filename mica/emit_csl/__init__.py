@@ -7,7 +7,7 @@ routes, senders, receivers, bytes, buffers, queues, classes) so tests and users 
 emulator. The emitted set is checked before it is written: :func:`mica.emit_csl.validate.validate`
 (structure) and :func:`mica.emit_csl.syntax.check` (the CSL grammar of the subset MICA emits).
 
-Modules: ``plan`` (channels, colours, queues, classes), ``kernels`` (kernel classes as CSL), ``pe`` (PE
+Modules: ``plan`` (channels, colours, queues, classes), ``kernels`` (kernel classes as CSL; ``vector``: statements along a loop as DSD operations), ``pe`` (PE
 program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (plan.json), ``relay``
 (moving-root multicasts -- SUMMA's, and those from the core owning a sweep step's block -- relayed hop
 by hop when their colours do not fit), ``validate``,

@@ -1,15 +1,21 @@
 """MeshIR kernels -> CSL functions, one per kernel class (as the C back end has one C function per class).
 
-The loop nest is isl's AST of the kernel's domain on the class's rectangle (:func:`mica.codeprint.walk`). Where the
-innermost loop is a vector update with unit step, it becomes one DSD operation instead of a scalar loop::
+The loop nest is isl's AST of the kernel's domain on the class's rectangle (:func:`mica.codeprint.walk`). An
+innermost loop around one statement whose destination moves with it (any constant stride) becomes DSD
+operations instead of a scalar loop: its right-hand side -- vector reads at any constant stride and shifted
+offsets, loop-invariant scalars and constants, ``+ - *`` and unary minus, fmac forms ``a + b*s`` -- is
+evaluated as whole rows by :mod:`.vector` in the statement's own order, each operation rounded as the scalar
+statement rounds it (a stencil: ``@fadds`` per neighbour, then ``@fmuls``; ``W += X * s``: one ``@fmacs``;
+``h`` instead of ``s`` for f16). A reduction into one element along the innermost loop whose enclosing loop
+moves the destination (a gemv's dot products) is first interchanged with that loop
+(:meth:`KernelPrinter._interchanged`): every element still takes its updates in order, now as one
+``@fmac`` per step. Rows that need temporaries use the scratch buffer ``scratch_<dtype>`` (the plan counts
+it in SRAM). A loop that stays scalar -- a division, a math function, a reduction that cannot be
+interchanged, a loop-carried dependence -- carries a ``// scalar loop: <reason>`` comment and is named in
+plan.json's ``scalar_loops`` with that reason. Math functions map to CSL's ``<math>`` library
+(:data:`MATH`).
 
-    W[..] = W[..] + X[..] * s   ->  @fmacs(dW, dW, dX, s)      W[..] = X[..] + Y[..]  ->  @fadds(dW, dX, dY)
-    W[..] = X[..] * s           ->  @fmuls(dW, dX, s)          W[..] = X[..] or s     ->  @fmovs(dW, ..)
-
-(``h`` instead of ``s`` for f16) where W and the vector operands move with the loop (any constant stride)
-and ``s`` does not. A reduction into a loop-invariant element (a dot product) stays a scalar loop.
-
-Public API: :class:`KernelPrinter` (``function() -> str``, ``dsds`` the memory DSDs it needs).
+Public API: :func:`kernel_functions` -> :class:`KernelSet`; :class:`KernelPrinter`; :func:`csl_language`.
 """
 
 from __future__ import annotations

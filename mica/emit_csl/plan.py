@@ -17,6 +17,10 @@ when no router lies on both, or -- when they are never active in the same exchan
 The halo exchanges of a stencil thus reuse a few colours across statements and sweeps, as the MeshIR's
 colours do. Queues are assigned by colouring a second graph (see :func:`build_plan`).
 
+The kernel classes are printed here too (:func:`mica.emit_csl.kernels.kernel_functions`, kept in
+:attr:`CslPlan.kernels`): the scratch rows their DSD operations need are buffers of the plan, counted in SRAM
+with the others.
+
 Public API: :func:`build_plan` -> :class:`CslPlan`; records :class:`Box`, :class:`RouteBox`,
 :class:`Channel`, :class:`Buffer`, :class:`Step`.
 """

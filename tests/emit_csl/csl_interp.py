@@ -3,7 +3,9 @@ parameters and routes per core) and then ``pe_program.csl`` on every core, with 
 through the routes the layout set, so an emitted file set can be executed and its results compared with
 numpy. It models what the emitted code relies on -- tasks that run when activated and not blocked,
 asynchronous ``@mov32``/``@mov16`` between memory and fabric DSDs that activate a task when done, input
-streams per colour, DSD arithmetic -- not the hardware's timing or queue capacities (a send completes
+streams per colour, DSD arithmetic (each operation in the destination's type, rounded as C rounds the
+same operation; ``@fmacs`` as a rounded product, then a rounded sum) and ``<math>``'s ``sqrt_f32`` /
+``sqrt_f16`` -- not the hardware's timing or queue capacities (a send completes
 at once; a receive completes once its wavelets have arrived).
 
 Memory hazards of asynchronous moves are errors: from the moment an asynchronous receive is started until
