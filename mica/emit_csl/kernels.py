@@ -157,11 +157,11 @@ class KernelPrinter:
         body = nd.for_get_body()
         inc = nd.for_get_inc()
         if body.get_type() != isl.ast_node_type.user:
-            if body.get_type() == isl.ast_node_type.block and all(
-                    body.block_get_children().get_at(i).get_type() == isl.ast_node_type.user
-                    for i in range(body.block_get_children().n_ast_node())):
+            if _has_loop(body):
+                return None
+            if body.get_type() == isl.ast_node_type.block:
                 raise Refused("its body runs several statements per iteration")
-            return None
+            raise Refused("its body is guarded by a condition on the iterator")
         if inc.get_type() != isl.ast_expr_type.int or inc.get_val().to_python() != 1:
             raise Refused("its step is not 1")
         it = ast_expr(nd.for_get_iterator(), CSL)
@@ -385,6 +385,21 @@ class KernelPrinter:
                  for n, lo, hi in rps if re.search(rf"\brp_{re.escape(n)}\b", body)]
         head += [f"  var {it}: i32 = 0;" for it in sorted(iterators, key=lambda v: (len(v), v))]
         return "\n".join(head + self.lines + ["}"])
+
+
+def _has_loop(nd: isl.AstNode) -> bool:
+    """Whether isl AST ``nd`` holds a ``for`` node (so it is not the body of an innermost loop)."""
+    t = nd.get_type()
+    if t == isl.ast_node_type.for_:
+        return True
+    if t == isl.ast_node_type.block:
+        ch = nd.block_get_children()
+        return any(_has_loop(ch.get_at(i)) for i in range(ch.n_ast_node()))
+    if t == isl.ast_node_type.if_:
+        return _has_loop(nd.if_get_then_node()) or (nd.if_has_else_node() and _has_loop(nd.if_get_else_node()))
+    if t == isl.ast_node_type.mark:
+        return _has_loop(nd.mark_get_node())
+    return False
 
 
 @dataclass(frozen=True)

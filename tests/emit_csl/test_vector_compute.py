@@ -15,7 +15,7 @@ import mica
 from mica.affine.retype import with_float_dtype
 from mica.emit_csl import render
 
-from .programs import GOLDEN
+from .programs import ALL, GOLDEN, rendered
 from .test_csl_execution import execute
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
@@ -170,3 +170,10 @@ def test_f16_rows_use_the_h_forms():
     got, want = execute(compiled, files, arrays=arrays, scalars={n: 1.25 for n, _ in prog.scalars})
     for k, v in got.items():
         np.testing.assert_allclose(v, want[k], rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_scalar_loop_of_the_examples_is_named_with_its_reason(name):
+    files = rendered(name, "wse2")
+    named = {c for rec in json.loads(files["plan.json"])["scalar_loops"] for c in rec["classes"]}
+    assert set(scalar_loop_functions(files["pe_program.csl"])) == named
