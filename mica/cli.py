@@ -32,16 +32,13 @@ import numpy as np
 
 from . import __version__, ops
 from .affine.from_c import from_c
-from .affine.privatise import privatise
 from .affine.retype import with_float_dtype
 from .errors import EmitError, InputError, MicaError
-from .meshir.ir import step_blocks
 from .pipeline import compile_affine
 from .targets import DTYPES, TARGETS, get_target
 from .native_sim.execute import NP_DTYPE
 from .native_sim.plot import plot_files
 from .testing import run_c, run_program
-from .tiling.mapping import derive_schedule
 
 #: The back ends' machine families: a back end emits for these targets only.
 BACKEND_TARGETS = {"csl": ("wse2", "wse3"), "metalium": ("wormhole", "blackhole")}
@@ -174,11 +171,6 @@ def _check_backend(args, program) -> None:
                         f"f64; add --dtype f32 to compile its floating types as f32")
 
 
-#: the back ends that write multicasts from the core owning a sweep step's element (the root per step by
-#: floor division); for the others the command line compiles such a program for one core
-STEP_OWNER_BACK_ENDS = frozenset({"c", "metalium"})
-
-
 def compile_file(args) -> int:
     tgt = get_target(_target_name(args))
     program, _ = _program(args)
@@ -192,23 +184,14 @@ def compile_file(args) -> int:
         try:
             paths = prog.emit(args.emit, out)
         except EmitError as exc:
-            owner_refused = step_blocks(prog.mesh_program) and args.emit not in STEP_OWNER_BACK_ENDS
-            if not prog.schedule.placed and not owner_refused:
+            if not prog.schedule.placed:
                 raise
-            if prog.schedule.placed:
-                # The back end refuses the searched plan (operators side by side or streamed: see the message);
-                # the operators one after another on the whole mesh are what it emitted before it wrote placed
-                # plans, and still the way out.
-                print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling the operators "
-                      f"one after another instead", file=sys.stderr)
-                prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=False)
-            if step_blocks(prog.mesh_program) and args.emit not in STEP_OWNER_BACK_ENDS:
-                # Multicasts from the core owning a sweep step's element (mica.lower.reads.step_owner_plan) that
-                # the back end does not write: the program runs on one core, as it did before they existed.
-                print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling it for one "
-                      f"core instead", file=sys.stderr)
-                one = derive_schedule(privatise(program), mesh, assignment=[], family="one-core")
-                prog = compile_affine(program, mesh=mesh, target=tgt, schedule=one)
+            # The back end refuses the searched plan (operators side by side or streamed: see the message); the
+            # operators one after another on the whole mesh are what it emitted before it wrote placed plans,
+            # and still the way out.
+            print(f"the {args.emit} back end cannot write the searched plan ({exc}); compiling the operators "
+                  f"one after another instead", file=sys.stderr)
+            prog = compile_affine(program, mesh=mesh, target=tgt, side_by_side=False)
             dt = time.perf_counter() - t0
             paths = prog.emit(args.emit, out)
     print(f"compiled {program.name} for {mesh[0]}x{mesh[1]} ({tgt.name}) in {dt:.3f} s")

@@ -1,6 +1,7 @@
 """The ``mica`` command line as a user meets it: help for every flag, ``--version``, the mesh following the
 target, ``run`` checking against native C, preprocessing flags, ``--dtype``, and errors in the CLI's words."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 import mica
 from mica import cli
 from mica.cli import main, parser
+from mica.meshir.ir import step_blocks
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -139,22 +141,6 @@ TRISOLV = """void trisolv(float L[30][30], float x[30], float b[30]) {
     x[i] = x[i] / L[i][i]; } }"""
 
 
-@pytest.mark.parametrize("emit", ["csl"])
-def test_a_back_end_without_step_owner_multicasts_gets_the_one_core_plan(capsys, tmp_path, emit):
-    # Searched for 8x8, trisolv runs column by column with x[j] multicast from its owner, which the CSL back
-    # end does not write yet: the command line says so and emits the plan on one core.
-    k = tmp_path / "trisolv.c"
-    k.write_text(TRISOLV)
-    target = "wse2" if emit == "csl" else "wormhole"
-    assert main(["compile", str(k), "--mesh", "8x8", "--target", target, "--emit", emit,
-                 "--out", str(tmp_path / emit)]) == 0
-    out = capsys.readouterr()
-    searched = mica.compile_affine(TRISOLV, mesh=(8, 8), target=target)
-    if searched.cost.cores > 1:         # on WSE-2 it spreads (on Wormhole the one-core plan wins anyway)
-        assert "compiling it for one core instead" in out.err and "one-core" in out.out
-    assert any((tmp_path / emit).rglob("*"))
-
-
 def test_metalium_writes_the_step_owner_multicasts_of_the_searched_plan(capsys, tmp_path):
     # Searched for 8x8 WSE-2, trisolv multicasts x[j] from its owner at every step: the Metalium back end writes
     # that plan (the root per step by floor division), with no fallback to one core.
@@ -165,3 +151,20 @@ def test_metalium_writes_the_step_owner_multicasts_of_the_searched_plan(capsys, 
     out = capsys.readouterr()
     assert "one core instead" not in out.err and "one-core" not in out.out
     assert "mica_floord(v_t, " in (tmp_path / "metalium" / "kernels" / "reader_c0.cpp").read_text()
+
+
+@pytest.mark.parametrize("target", ["wse2", "wse3"])
+def test_csl_writes_step_owner_multicasts_without_falling_back(capsys, tmp_path, target):
+    # Searched for 8x8, trisolv runs column by column with x[j] multicast from its owner: the CSL back end
+    # writes that plan itself (WSE-3 relays it hop by hop), with no fall-back to one core.
+    k = tmp_path / "trisolv.c"
+    k.write_text(TRISOLV)
+    assert main(["compile", str(k), "--mesh", "8x8", "--target", target, "--emit", "csl",
+                 "--out", str(tmp_path / "csl")]) == 0
+    out = capsys.readouterr()
+    assert "instead" not in out.err and "one-core" not in out.out
+    plan = json.loads((tmp_path / "csl" / "plan.json").read_text())
+    searched = mica.compile_affine(TRISOLV, mesh=(8, 8), target=target)
+    assert searched.cost.cores > 1 and step_blocks(searched.mesh_program)
+    assert any(ch["pattern"] == "x_panel0->x_recv" for ch in plan["channels"]) \
+        or plan.get("relayed_multicasts") == ["x_panel0->x_recv"]

@@ -7,9 +7,10 @@ routes, senders, receivers, bytes, buffers, queues, classes) so tests and users 
 emulator. The emitted set is checked before it is written: :func:`mica.emit_csl.validate.validate`
 (structure) and :func:`mica.emit_csl.syntax.check` (the CSL grammar of the subset MICA emits).
 
-Modules: ``plan`` (channels, colours, queues, classes), ``kernels`` (kernel classes as CSL), ``pe`` (PE
+Modules: ``plan`` (channels, colours, queues, classes), ``kernels`` (kernel classes as CSL; ``vector``: statements along a loop as DSD operations), ``pe`` (PE
 program), ``layout`` (layout file), ``host`` (run.py, commands.sh), ``record`` (plan.json), ``relay``
-(moving-root multicasts relayed hop by hop when their colours do not fit), ``validate``,
+(moving-root multicasts -- SUMMA's, and those from the core owning a sweep step's block -- relayed hop
+by hop when their colours do not fit), ``validate``,
 ``syntax`` (+ ``csl.lark``), ``boxes`` / ``csltext`` (printing helpers; expressions and isl ASTs print
 through :mod:`mica.codeprint`).
 
@@ -27,7 +28,6 @@ import json
 from pathlib import Path
 
 from ..errors import EmitError
-from ..meshir.ir import step_blocks
 from .host import piece_sources, render_commands, render_run_py
 from .layout import render_layout
 from .pe import render_pe
@@ -43,10 +43,6 @@ FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "
 def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
     """The emitted files of ``compiled`` (name -> text), validated. ``landing_elems`` caps the landing
     buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``)."""
-    blocked = step_blocks(compiled.mesh_program)
-    if blocked:
-        raise EmitError(f"the CSL back end does not emit multicasts from the core owning a step's block yet "
-                        f"({', '.join(blocked)}); the C emulator runs them")
     mp, plan, relayed = planned_program(compiled.mesh_program, compiled.target, landing_elems=landing_elems)
     exported = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})
     files = {

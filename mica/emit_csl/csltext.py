@@ -26,14 +26,16 @@ fn in_box(x: i32, y: i32, x0: i32, x1: i32, xs: i32, y0: i32, y1: i32, ys: i32) 
 
 
 def lin_csl(v: ir.Lin, slots: dict[str, int]) -> str:
-    """A MeshIR affine value over loop variables, as CSL over the loop-variable array ``lv``."""
+    """A MeshIR affine value over loop variables, as CSL over the loop-variable array ``lv``; with a divisor
+    (:attr:`ir.Lin.div`, the block of a step loop), its floor quotient (``floord``)."""
     parts = []
     for var, c in v.terms:
         term = f"lv[{slots[var]}]"
         parts.append(term if c == 1 else f"{c} * {term}")
     if v.const or not parts:
         parts.append(str(v.const))
-    return "(" + " + ".join(parts) + ")"
+    text = "(" + " + ".join(parts) + ")"
+    return f"floord{text[:-1]}, {v.div})" if v.div != 1 else text
 
 
 def rect_test(r: ir.Rect, slots: dict[str, int]) -> str:

@@ -1,33 +1,61 @@
 """MeshIR kernels -> CSL functions, one per kernel class (as the C back end has one C function per class).
 
-The loop nest is isl's AST of the kernel's domain on the class's rectangle (:func:`mica.codeprint.walk`). Where the
-innermost loop is a vector update with unit step, it becomes one DSD operation instead of a scalar loop::
+The loop nest is isl's AST of the kernel's domain on the class's rectangle (:func:`mica.codeprint.walk`). An
+innermost loop around one statement whose destination moves with it (any constant stride) becomes DSD
+operations instead of a scalar loop: its right-hand side -- vector reads at any constant stride and shifted
+offsets, loop-invariant scalars and constants, ``+ - *`` and unary minus, fmac forms ``a + b*s`` -- is
+evaluated as whole rows by :mod:`.vector` in the statement's own order, each operation rounded as the scalar
+statement rounds it (a stencil: ``@fadds`` per neighbour, then ``@fmuls``; ``W += X * s``: one ``@fmacs``;
+``h`` instead of ``s`` for f16). A reduction into one element along the innermost loop whose enclosing loop
+moves the destination (a gemv's dot products) is first interchanged with that loop
+(:meth:`KernelPrinter._interchanged`): every element still takes its updates in order, now as one
+``@fmac`` per step. Rows that need temporaries use the scratch buffer ``scratch_<dtype>`` (the plan counts
+it in SRAM). A loop that stays scalar -- a division, a math function, a reduction that cannot be
+interchanged, a loop-carried dependence -- carries a ``// scalar loop: <reason>`` comment and is named in
+plan.json's ``scalar_loops`` with that reason. Math functions map to CSL's ``<math>`` library
+(:data:`MATH`).
 
-    W[..] = W[..] + X[..] * s   ->  @fmacs(dW, dW, dX, s)      W[..] = X[..] + Y[..]  ->  @fadds(dW, dX, dY)
-    W[..] = X[..] * s           ->  @fmuls(dW, dX, s)          W[..] = X[..] or s     ->  @fmovs(dW, ..)
-
-(``h`` instead of ``s`` for f16) where W and the vector operands move with the loop (any constant stride)
-and ``s`` does not. A reduction into a loop-invariant element (a dot product) stays a scalar loop.
-
-Public API: :class:`KernelPrinter` (``function() -> str``, ``dsds`` the memory DSDs it needs).
+Public API: :func:`kernel_functions` -> :class:`KernelSet`; :class:`KernelPrinter`; :func:`csl_language`.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from math import prod
 
 import islpy as isl
 
-from ..affine.expr import Aff, Bin, Call, Cmp, Index, Read, Select
+from ..affine.expr import Aff, Call, Cmp, Conv, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
 from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
+from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
 from . import boxes
+from .vector import Refused, Row, Scal, Vec, compile_rows
 
 SUFFIX = {"f32": "s", "f16": "h"}
+
+#: Math functions of a statement -> the CSL ``<math>`` library function (imported as ``math_lib`` by the PE
+#: program when a kernel uses one), by element type: ``sqrt_f32`` / ``sqrt_f16`` (sdk.cerebras.ai
+#: ``/csl/language/libraries``, ``<math>``; the module is imported with ``@import_module("<math>")`` as on
+#: ``/csl/language/modules``).
+MATH = {"sqrt": "sqrt"}
+MATH_MODULE = "math_lib"
+
+
+def csl_language(kernel: str):
+    """The CSL expression language of kernel ``kernel``: :data:`mica.codeprint.CSL` with the math functions
+    of :data:`MATH` mapped to the ``<math>`` library; any other function is an :class:`EmitError` naming the
+    kernel."""
+    def call(fn: str, elem: str) -> str:
+        if fn not in MATH or elem not in SUFFIX:
+            raise EmitError(f"CSL back end: kernel {kernel}: math function {fn}() on {elem} has no CSL <math> "
+                            f"library function MICA maps it to (mapped: {', '.join(sorted(MATH))} on f32 and f16)")
+        return f"{MATH_MODULE}.{MATH[fn]}_{elem}"
+    return replace(CSL, call=call)
 
 
 class KernelPrinter:
@@ -35,11 +63,14 @@ class KernelPrinter:
     (buffer, stride) memory DSDs its vector operations start from."""
 
     def __init__(self, mp: MeshProgram, kernel: Kernel, cls: KernelClass, steps: int, dsds: dict,
-                 slotted: frozenset = frozenset()):
+                 slotted: frozenset = frozenset(), scratch: dict | None = None):
         self.mp, self.k, self.cls, self.steps, self.dsds = mp, kernel, cls, steps, dsds
         self.slotted = slotted      # double buffers: read at the element offset slot_<name> (their current slot)
         self.by_name = {iset(p.domain).get_tuple_name(): p for p in kernel.statements}
         self.part = kernel.statements[0]
+        self.lang = csl_language(kernel.name)
+        self.scalar_reasons: list[str] = []       # why innermost loops stayed scalar
+        self.scratch: dict = {} if scratch is None else scratch              # dtype -> scratch elements the vector rows need
         self.lines: list[str] = []
         self.nvec = 0
 
@@ -82,7 +113,7 @@ class KernelPrinter:
             a = self._acc(ref)
             return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
         ty = self.mp.tensor(self.part.write.buffer).dtype
-        return print_expr(e, CSL, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
+        return print_expr(e, self.lang, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
                           where=f"CSL back end: kernel {self.k.name}", env=env)
 
     # -- statements ----------------------------------------------------------------------------------------
@@ -99,34 +130,45 @@ class KernelPrinter:
         self.lines.append(f"{indent}buf_{w.buffer}[@as(u16, {self.offset(wt, w.index, env)})] = {self.expr(p.expr, env)};")
 
     def vector_loop(self, nd: isl.AstNode, indent: str) -> bool:
-        """Prints ``nd`` (a ``for``) as one DSD operation when it is a vector update; else returns False."""
-        loop = self._unit_loop(nd)
-        if loop is None:
+        """Prints ``nd`` (a ``for``) as DSD operations when its body is one statement whose right-hand side
+        :mod:`.vector` can evaluate as rows; else returns False, and an innermost loop that stays scalar gets
+        a comment with the reason (recorded in :attr:`scalar_reasons`)."""
+        try:
+            loop = self._unit_loop(nd)
+            if loop is None:
+                return False
+            it, init, count, call, p, coef = loop
+            ty = self.mp.tensor(p.write.buffer).dtype
+            if ty not in SUFFIX:
+                raise Refused(f"writes {ty} (DSD arithmetic is f32 and f16)")
+            plan = self._rows(p, coef, ty)
+        except Refused as why:
+            self.scalar_reasons.append(str(why))
+            self.lines.append(f"{indent}// scalar loop: {why}")
             return False
-        it, init, count, call, p, coef = loop
-        ty = self.mp.tensor(p.write.buffer).dtype
-        if ty not in SUFFIX:
-            return False
-        form = self._vector_form(p, coef, ty)
-        if form is None:
-            return False
-        self._print_vector(indent, call, p, coef, it, init, count, ty, form)
+        self._print_rows(indent, call, p, coef, it, init, count, ty, plan)
         return True
 
     def _unit_loop(self, nd: isl.AstNode):
         """``nd`` as a unit-step loop around one statement: (iterator, first value, trip count, the call, the
-        statement's part, each loop variable's coefficient of the iterator: 1 or 0); None when it is not one,
-        or a loop variable of the call is another function of the iterator."""
+        statement's part, each loop variable's coefficient of the iterator: 1 or 0); None when its body is
+        not a statement (an outer loop); raises :class:`Refused` when it is an innermost loop that cannot
+        be a vector one."""
         body = nd.for_get_body()
         inc = nd.for_get_inc()
-        if body.get_type() != isl.ast_node_type.user or inc.get_type() != isl.ast_expr_type.int \
-                or inc.get_val().to_python() != 1:
-            return None
+        if body.get_type() != isl.ast_node_type.user:
+            if _has_loop(body):
+                return None
+            if body.get_type() == isl.ast_node_type.block:
+                raise Refused("its body runs several statements per iteration")
+            raise Refused("its body is guarded by a condition on the iterator")
+        if inc.get_type() != isl.ast_expr_type.int or inc.get_val().to_python() != 1:
+            raise Refused("its step is not 1")
         it = ast_expr(nd.for_get_iterator(), CSL)
         cond = nd.for_get_cond()
         if cond.get_type() != isl.ast_expr_type.op or cond.get_op_type() not in (
                 isl.ast_expr_op_type.le, isl.ast_expr_op_type.lt) or ast_expr(cond.get_op_arg(0), CSL) != it:
-            return None
+            raise Refused("its bound is not an upper bound on the iterator")
         init = ast_expr(nd.for_get_init(), CSL)
         ub = ast_expr(cond.get_op_arg(1), CSL)
         count = f"{ub} - {init} + 1" if cond.get_op_type() == isl.ast_expr_op_type.le else f"{ub} - {init}"
@@ -139,22 +181,25 @@ class KernelPrinter:
             if a == it:
                 coef[lp] = 1
             elif word.search(a):
-                return None
+                raise Refused(f"loop variable {lp} is another function of the iterator")
             else:
                 coef[lp] = 0
         return it, init, count, call, p, coef
 
-    def _vector_form(self, p, coef: dict, ty: str):
-        """The DSD operation statement ``p`` is along the loop (``coef``): (kind, [(vector access, stride)],
-        scalar operand or None, stride of the write), kind ``fmac``, ``fadd``, ``fmul`` or ``fmov``; None when
-        it is none of them or a vector read overlaps the written elements."""
+    def _rows(self, p, coef: dict, ty: str):
+        """The DSD operations of statement ``p`` along the loop (``coef``): :func:`.vector.compile_rows`'s
+        ``(ops, rows, direct)``, the write's stride and the row length bound; raises :class:`Refused`."""
+        def acc_of(r):
+            return p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)
+
         def stride(acc):
+            """Elements per iteration of ``acc`` (0: invariant), or None: another dtype or a stride that
+            is not a constant."""
             t = self.mp.tensor(acc.buffer)
             if t.dtype != ty:
                 return None
-            st = self._strides(t)
             s = 0
-            for ix, sd in zip(acc.index, st):
+            for ix, sd in zip(acc.index, self._strides(t)):
                 c = sum(cf * coef[n] for n, cf in ix.coeffs)
                 if c:
                     if not isinstance(sd, int):
@@ -162,96 +207,130 @@ class KernelPrinter:
                     s += c * sd
             return s
 
-        def vec(e):          # a read that moves with the loop: (access, stride)
+        def vec(e):
             if isinstance(e, Read):
-                a = p.write if e.ref == p.write.ref else next(x for x in p.reads if x.ref == e.ref)
+                a = acc_of(e)
                 s = stride(a)
-                return (a, s) if s else None
+                if s is None:
+                    raise Refused(f"reads {a.buffer} at a stride that is not a constant, or of another dtype")
+                return Vec(e, a, s) if s else None
             return None
+
+        w = p.write
 
         def invariant(e) -> bool:
-            return all(not (vec(r) or (isinstance(r, Read) and stride(
-                p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)) is None))
-                for r in e.walk() if isinstance(r, Read)) and not any(isinstance(r, (Call, Cmp, Select, Index))
-                                                                     for r in e.walk())
+            for r in e.walk():
+                if isinstance(r, (Call, Cmp, Select, Index, Conv)):
+                    return False
+                if isinstance(r, Read):
+                    if vec(r) is not None:
+                        return False
+                    if acc_of(r).buffer == w.buffer:
+                        raise Refused(f"reads one element of {w.buffer}, the buffer it writes, at every "
+                                      f"iteration (the loop may write it)")
+            return True
 
-        def acc_of(r):
-            return p.write if r.ref == p.write.ref else next(x for x in p.reads if x.ref == r.ref)
-
-        def is_w(e) -> bool:          # a read of exactly the element being written
-            return isinstance(e, Read) and acc_of(e).buffer == p.write.buffer and acc_of(e).index == p.write.index
-
-        ws = stride(p.write)
+        ws = stride(w)
         if not ws or not (0 < abs(ws) < 128):
-            return None
-        e = p.expr
-        form = None
-        if isinstance(e, Bin) and e.op == "+" and is_w(e.lhs) and isinstance(e.rhs, Bin) and e.rhs.op == "*":
-            l, r = e.rhs.lhs, e.rhs.rhs
-            if vec(l) and invariant(r):
-                form = ("fmac", [vec(l)], r)
-            elif vec(r) and invariant(l):
-                form = ("fmac", [vec(r)], l)
-        elif isinstance(e, Bin) and e.op == "+" and vec(e.lhs) and vec(e.rhs):
-            form = ("fadd", [vec(e.lhs), vec(e.rhs)], None)
-        elif isinstance(e, Bin) and e.op == "*" and vec(e.lhs) and invariant(e.rhs):
-            form = ("fmul", [vec(e.lhs)], e.rhs)
-        elif isinstance(e, Bin) and e.op == "*" and vec(e.rhs) and invariant(e.lhs):
-            form = ("fmul", [vec(e.rhs)], e.lhs)
-        elif vec(e):
-            form = ("fmov", [vec(e)], None)
-        elif invariant(e) and not any(isinstance(r, Read) and acc_of(r).buffer == p.write.buffer for r in e.walk()):
-            form = ("fmov", [], e)
-        if form is None:
-            return None
-        kind, vecs, scal = form
-        # A vector read of the written buffer must be the written elements themselves (no overlap).
-        for a, s in vecs:
-            if a.buffer == p.write.buffer and (a.index != p.write.index or s != ws):
-                return None
-        if kind == "fmac" and vecs[0][0].buffer == p.write.buffer:
-            return None
-        return kind, vecs, scal, ws
+            raise Refused("its destination does not move with the loop (a reduction into one element)"
+                          if ws == 0 else f"its destination's stride {ws} is not a DSD stride (1..127)")
+        wt = self.mp.tensor(w.buffer)
+        strides = self._strides(wt)
 
-    def _print_vector(self, indent: str, call: isl.AstExpr, p, coef: dict, it: str, init: str, count: str,
-                      ty: str, form) -> None:
-        """Prints the loop as its DSD operation ``form`` (of :meth:`_vector_form`): the length, the DSDs at
-        the first element, the operation."""
-        kind, vecs, scal, ws = form
+        def own(v: Vec) -> str:
+            if v.access.buffer != w.buffer:
+                return "other"
+            if v.access.index == w.index and v.stride == ws:
+                return "same"
+            if v.stride != ws:
+                return f"reads {w.buffer}, the buffer it writes, at another stride along the loop"
+            delta = 0
+            for a, b, sd in zip(v.access.index, w.index, strides):
+                if a.coeffs != b.coeffs or not isinstance(sd, int):
+                    return f"reads {w.buffer}, the buffer it writes, at an offset that moves"
+                delta += (a.const - b.const) * sd
+            if delta % ws == 0 and delta // ws < 0:
+                return (f"loop-carried dependence: reads elements of {w.buffer} that earlier iterations of the "
+                        f"loop write")
+            return "ahead"
+        ops, rows, direct = compile_rows(p.expr, vec, invariant, own)
+        bound = min(d.alloc for d, ix in zip(wt.box, w.index) if sum(cf * coef[n] for n, cf in ix.coeffs))
+        return ops, rows, direct, ws, bound
+
+    def _print_rows(self, indent: str, call: isl.AstExpr, p, coef: dict, it: str, init: str, count: str,
+                    ty: str, plan) -> None:
+        """Prints the loop as its DSD operations (``plan`` of :meth:`_rows`): the length, the destination
+        DSD, the operations in order, the copy out of scratch row 0 when the result is not written directly."""
+        ops, rows, direct, ws, bound = plan
         self.part = p
         _, env0 = self._env(call)
         woff_env = {lp: (init if coef[lp] else v) for lp, v in env0.items()}   # the first element
         self.nvec += 1
         n = f"vn{self.nvec}"
         sfx = SUFFIX[ty]
+        if rows:
+            self.scratch[ty] = max(self.scratch.get(ty, 0), rows * bound)
+            self.dsds[f"dsd_scratch_{ty}_s1"] = (f"scratch_{ty}", 1, None, ty)
 
         def dsd(acc, s):
             t = self.mp.tensor(acc.buffer)
             name = f"dsd_{acc.buffer}_s{s}".replace("-", "m")
             elems = t.elems * (2 if t.name in self.slotted else 1)
             self.dsds[name] = (acc.buffer, s, max(1, -(-elems // abs(s))), t.dtype)
-            return f"@set_dsd_length(@increment_dsd_offset({name}, @as(i16, {self.offset(t, acc.index, woff_env)}), {ty}), " \
-                   f"@as(u16, {n}))"
-        src = statement_text(p)
-        self.lines.append(f"{indent}// {p.statement or p.name}: {src}  -- vector over {it} (@{kind}{sfx})")
+            return f"@set_dsd_length(@increment_dsd_offset({name}, @as(i16, {self.offset(t, acc.index, woff_env)}), " \
+                   f"{ty}), @as(u16, {n}))"
+
+        names: dict = {}
+
+        def text(o) -> str:
+            if isinstance(o, Scal):
+                return self.expr(o.expr, woff_env)
+            if isinstance(o, Row):
+                if o.k == 0 and direct:
+                    return f"{n}_dst"
+                slot = o.k - 1 if direct else o.k
+                key = ("row", slot)
+                if key not in names:
+                    names[key] = f"{n}_row{slot}"
+                    self.lines.append(f"{indent}  const {names[key]} = @set_dsd_length(@increment_dsd_offset("
+                                      f"dsd_scratch_{ty}_s1, @as(i16, {slot * bound}), {ty}), @as(u16, {n}));")
+                return names[key]
+            if (o.access.buffer, o.access.index, o.stride) == (p.write.buffer, p.write.index, ws):
+                return f"{n}_dst"             # the destination's own elements
+            key = (o.access.buffer, o.access.index, o.stride)
+            if key not in names:
+                names[key] = f"{n}_src{len([k for k in names if k[0] != 'row'])}"
+                self.lines.append(f"{indent}  const {names[key]} = {dsd(o.access, o.stride)};")
+            return names[key]
+        kinds = "/".join(dict.fromkeys(f"@{op[0]}{sfx}" for op in ops))
+        self.lines.append(f"{indent}// {p.statement or p.name}: {statement_text(p)}  -- vector over {it} ({kinds}"
+                          f"{'' if direct else ', via scratch row 0'})")
         self.lines.append(f"{indent}const {n}: i32 = {count};")
         self.lines.append(f"{indent}if ({n} > 0) {{")
-        dw = f"{n}_dst"
-        self.lines.append(f"{indent}  const {dw} = {dsd(p.write, ws)};")
-        ops = []
-        for k, (a, st) in enumerate(vecs):
-            self.lines.append(f"{indent}  const {n}_src{k} = {dsd(a, st)};")
-            ops.append(f"{n}_src{k}")
-        if kind == "fmac":
-            args = [dw, dw, ops[0], self.expr(scal, woff_env)]
-        elif kind == "fadd":
-            args = [dw, ops[0], ops[1]]
-        elif kind == "fmul":
-            args = [dw, ops[0], self.expr(scal, woff_env)]
-        else:
-            args = [dw, ops[0] if ops else self.expr(scal, woff_env)]
-        self.lines.append(f"{indent}  @{kind}{sfx}({', '.join(args)});")
+        self.lines.append(f"{indent}  const {n}_dst = {dsd(p.write, ws)};")
+        for op in ops:
+            args = [text(o) for o in op[1:]]
+            self.lines.append(f"{indent}  @{op[0]}{sfx}({', '.join(args)});")
+        if not direct:
+            self.lines.append(f"{indent}  @fmov{sfx}({n}_dst, {text(Row(0))});")
         self.lines.append(f"{indent}}}")
+
+    @staticmethod
+    def _interchanged(k: Kernel) -> tuple[str, ...]:
+        """``k.order`` with its two innermost loops swapped when the innermost one is a reduction into one
+        element that the loop around it moves (``y[i] += A[i][k] * x[k]`` over ``(i, k)``): then the inner
+        loop becomes a vector update (one ``@fmac`` per ``k``). The swap keeps every element's updates in
+        their order -- the statement writes only its destination and reads its buffer at no other element
+        -- so the results are the same bits. Else ``k.order``."""
+        order = k.order
+        if len(order) < 2 or not set(order[-2:]) <= set(k.loops):
+            return order
+        moves = {n for ix in k.write.index for n, _ in ix.coeffs}
+        if order[-1] in moves or order[-2] not in moves:
+            return order
+        if any(r.buffer == k.write.buffer and r.index != k.write.index for r in k.reads):
+            return order
+        return order[:-2] + (order[-1], order[-2])
 
     def function(self) -> str:
         k, r = self.k, self.cls.region
@@ -281,8 +360,13 @@ class KernelPrinter:
             if k.parts:
                 sched = umap(k.schedule)
             else:
+                order = self._interchanged(k)
+                if order != k.order:
+                    self.lines.append(f"  // loops {order[-1]} and {order[-2]} interchanged: every element of "
+                                      f"{k.write.buffer} still takes its {order[-2]} updates in ascending order, "
+                                      f"and the inner loop moves it (a vector update, not a reduction)")
                 sched = umap(f"[{', '.join(allp)}] -> {{ {dom.get_tuple_name()}"
-                             f"[{', '.join(k.loops)}] -> [{', '.join(k.order)}] }}")
+                             f"[{', '.join(k.loops)}] -> [{', '.join(order)}] }}")
             build = isl.AstBuild.from_context(ctx)
             udom = dom if k.parts else isl.UnionSet.from_set(dom)
             node = build.node_from_schedule_map(sched.intersect_domain(udom))
@@ -303,16 +387,53 @@ class KernelPrinter:
         return "\n".join(head + self.lines + ["}"])
 
 
-def kernel_functions(mp: MeshProgram, slotted: frozenset = frozenset()) -> tuple[list[tuple[str, str]], dict]:
-    """(class name, CSL function) for every kernel class, and the memory DSDs they use. ``slotted``: the
-    double buffers (two slots in one array), read at ``slot_<name>``."""
+def _has_loop(nd: isl.AstNode) -> bool:
+    """Whether isl AST ``nd`` holds a ``for`` node (so it is not the body of an innermost loop)."""
+    t = nd.get_type()
+    if t == isl.ast_node_type.for_:
+        return True
+    if t == isl.ast_node_type.block:
+        ch = nd.block_get_children()
+        return any(_has_loop(ch.get_at(i)) for i in range(ch.n_ast_node()))
+    if t == isl.ast_node_type.if_:
+        return _has_loop(nd.if_get_then_node()) or (nd.if_has_else_node() and _has_loop(nd.if_get_else_node()))
+    if t == isl.ast_node_type.mark:
+        return _has_loop(nd.mark_get_node())
+    return False
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    """The kernel classes as CSL: ``functions`` (class name, CSL function), the memory ``dsds`` their vector
+    operations start from (name -> (buffer, stride, extent, dtype)), the ``scratch`` rows they need (dtype ->
+    elements; the buffer ``scratch_<dtype>``) and the innermost loops that stayed scalar
+    (``scalar_loops``: ``{"kernel", "classes", "reason"}``, one record per kernel and reason)."""
+
+    functions: tuple
+    dsds: dict
+    scratch: dict
+    scalar_loops: tuple
+
+
+def kernel_functions(mp: MeshProgram, slotted: frozenset = frozenset()) -> KernelSet:
+    """Every kernel class of ``mp`` as CSL (:class:`KernelSet`). ``slotted``: the double buffers (two slots
+    in one array), read at ``slot_<name>``."""
     steps_of: dict[str, int] = {}
     for op, scope in mp.walk():
         if hasattr(op, "kernel") and isinstance(op.kernel, str):
             steps_of[op.kernel] = dict(scope).get("t", 1)
     dsds: dict = {}
+    scratch: dict = {}
     out = []
+    scalar: dict = {}
     for k in mp.kernels:
         for cls in k.classes:
-            out.append((cls.name, KernelPrinter(mp, k, cls, steps_of.get(k.name, 1), dsds, slotted).function()))
-    return out, dsds
+            kp = KernelPrinter(mp, k, cls, steps_of.get(k.name, 1), dsds, slotted, scratch)
+            out.append((cls.name, kp.function()))
+            for why in dict.fromkeys(kp.scalar_reasons):
+                scalar.setdefault((k.name, why), []).append(cls.name)
+    for name, (buf, st, ext, ty) in list(dsds.items()):
+        if ext is None:
+            dsds[name] = (buf, st, scratch[ty], ty)
+    loops = tuple({"kernel": kn, "classes": cl, "reason": why} for (kn, why), cl in scalar.items())
+    return KernelSet(tuple(out), dsds, scratch, loops)

@@ -26,7 +26,7 @@ from math import prod
 from ..meshir import ir
 from . import boxes
 from .csltext import HELPERS, rect_test
-from .kernels import kernel_functions
+from .kernels import MATH_MODULE, kernel_functions
 from .plan import CslPlan, families, parts_of, use_ranges
 
 
@@ -118,8 +118,12 @@ class _Family:
 
 
 def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
-    funcs, dsds = kernel_functions(mp, frozenset(plan.double.buffers))
-    L = (_declarations(mp, plan) + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
+    ks = plan.kernels if plan.kernels is not None else kernel_functions(mp, frozenset(plan.double.buffers))
+    funcs, dsds = ks.functions, ks.dsds
+    decl = _declarations(mp, plan)
+    if any(f"{MATH_MODULE}." in text for _, text in funcs):
+        decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt_f32 / sqrt_f16 of the kernels')
+    L = (decl + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
          + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported, bool(mp.runtime)))
     return "\n".join(L) + "\n"
 

@@ -17,6 +17,10 @@ when no router lies on both, or -- when they are never active in the same exchan
 The halo exchanges of a stencil thus reuse a few colours across statements and sweeps, as the MeshIR's
 colours do. Queues are assigned by colouring a second graph (see :func:`build_plan`).
 
+The kernel classes are printed here too (:func:`mica.emit_csl.kernels.kernel_functions`, kept in
+:attr:`CslPlan.kernels`): the scratch rows their DSD operations need are buffers of the plan, counted in SRAM
+with the others.
+
 Public API: :func:`build_plan` -> :class:`CslPlan`; records :class:`Box`, :class:`RouteBox`,
 :class:`Channel`, :class:`Buffer`, :class:`Step`.
 """
@@ -35,6 +39,7 @@ from ..targets import INT_DTYPES
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from . import boxes
+from .kernels import KernelSet, kernel_functions
 
 #: Input/output queues the PE programs may use: memcpy owns queue 0 (WSE-2) or 0 and 1 (WSE-3).
 USER_QUEUES = (2, 3, 4, 5, 6, 7)
@@ -190,6 +195,7 @@ class CslPlan:
     landing_chunk: Mapping = field(default_factory=lambda: MappingProxyType({}))  # buffer -> landing elements
     rounds: int = 1         # rounds of an exchange into itself (1: the landing buffer holds everything)
     double: "DoubleBuffering | None" = None   # what of the MeshIR's double buffering is emitted
+    kernels: "KernelSet | None" = None        # the kernel classes as CSL (their scratch rows are in buffers)
 
     @property
     def colours_used(self) -> tuple[int, ...]:
@@ -248,7 +254,10 @@ def box_elems(t: ir.RegionTensor, x: int, y: int, env: dict[str, int]) -> int:
     return n
 
 
-def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int) -> tuple[Buffer, ...]:
+def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int,
+             scratch: dict | None = None) -> tuple[Buffer, ...]:
+    """A buffer per RegionTensor, and the scratch rows of the kernels' vector operations (``scratch``: dtype ->
+    elements, :class:`~mica.emit_csl.kernels.KernelSet`), all within ``sram_bytes``."""
     out = []
     for t in mp.tensors:
         if t.dtype in INT_DTYPES:
@@ -266,6 +275,8 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int) -> tu
         elems = t.elems
         out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t),
                           2 if t.name in double.buffers else 1))
+    for ty, elems in sorted((scratch or {}).items()):
+        out.append(Buffer(f"scratch_{ty}", "", ty, elems, elems * DTYPES[ty][1], "scratch", ()))
     # MeshIR gives buffers of operators that never run at once the same arena bytes; CSL declares every
     # buffer as its own array, so here they take the sum of their sizes.
     total = sum(b.alloc_bytes for b in out)
@@ -557,7 +568,8 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
         raise EmitError(f"the CSL back end targets wse2 and wse3, not {target.name}")
     w, h = mp.mesh
     double = double_buffering(mp)
-    buffers = _buffers(mp, double, target.sram_bytes)
+    kernels = kernel_functions(mp, frozenset(double.buffers))
+    buffers = _buffers(mp, double, target.sram_bytes, kernels.scratch)
     steps, loads, stores, exchanges = _steps(mp, double)
     buffers, landing, chunk, rounds = _landing(mp, target, buffers, exchanges, double, landing_elems)
     chans, mask, in_queue, out_queue, slots, n_slots, task_ids = _routing(mp, exchanges, target)
@@ -566,7 +578,7 @@ def build_plan(mp: ir.MeshProgram, target, *, landing_elems: int | None = None) 
     ro = MappingProxyType
     return CslPlan(mp.name, target.name, (w, h), target.sram_bytes, target.colours, buffers, tuple(chans),
                    tuple(steps), tuple(loads), tuple(stores), ro(in_queue), ro(out_queue), ro(slots), n_slots,
-                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds, double)
+                   ro(task_ids), ro(landing), classes, ro(kernel_classes), ro(chunk), rounds, double, kernels)
 
 
 def _routing(mp: ir.MeshProgram, exchanges, target) -> tuple:

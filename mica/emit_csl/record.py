@@ -126,6 +126,8 @@ def plan_record(mp: ir.MeshProgram, plan: CslPlan, exported: list[str], pieces: 
                              **_piece(st.array, pieces)} for st in plan.stores]},
         "steps": [{"pc": s.pc, "kind": s.kind, "text": s.text} for s in plan.steps],
         **_double_buffering(mp, plan),
+        # innermost loops that stayed scalar (every other innermost loop is DSD operations), with the reason
+        "scalar_loops": list(plan.kernels.scalar_loops) if plan.kernels is not None else [],
         **({"runtime_parameters": [{"name": n, "lo": lo, "hi": hi, "rparams_index": k}
                                    for k, (n, lo, hi) in enumerate(mp.runtime)]} if mp.runtime else {}),
     }

@@ -23,6 +23,10 @@ far end after ``n - 1`` store-and-forward hops, each paying a relay through the 
 the multicast paid one fabric pass. The emulator and the cost model keep the multicast (the program
 MICA models); ``plan.json`` names the relayed multicasts (``relayed_multicasts``).
 
+A root that moves every ``tile`` steps (``floor(t / tile)``, :attr:`ir.Lin.div`: a multicast from the core
+owning step ``t``'s block, :func:`mica.lower.reads.step_owner_plan`) is relayed the same way: the copy runs
+on the owner of the step's block and hop ``h`` starts ``h`` cores from it (``floor((t + h*tile) / tile)``).
+
 Only multicasts of an exchange that sits directly in the outermost loop, without a guard, whose root moves
 with that loop, whose receivers are a fixed rectangle and whose root's source box is its receive box
 block for block (:func:`_same_blocks`) are relayed; the others are left as they are. A
@@ -96,6 +100,8 @@ def _copy_kernel(name: str, c: ir.Multicast, src: ir.RegionTensor, dst: ir.Regio
     parameters: ``__x``, ``__y`` the core, ``__t`` the step)."""
     loops = tuple(f"a{i}" for i in range(len(dst.box)))
     root = " + ".join([f"{k}*__{v}" for v, k in c.root.terms] + [str(c.root.const)])
+    if c.root.div != 1:
+        root = f"floor(({root}) / {c.root.div})"
     cons = [d.isl(a, "__") for d, a in zip(src.box, loops)] + [d.isl(a, "__") for d, a in zip(dst.box, loops)]
     cons.append(f"__{c.axis} = {root}")
     dom = f"[__x, __y, __t] -> {{ {name}[{', '.join(loops)}] : {' and '.join(cons)} }}"
@@ -111,8 +117,9 @@ def _hops(c: ir.Multicast, hop: str, colour: int) -> tuple[list[ir.Shift], int]:
     along its axis), and the number of hops its line needs."""
     r = c.receivers
     lo, hi = (_fixed(r.x0), _fixed(r.x1)) if c.axis == "x" else (_fixed(r.y0), _fixed(r.y1))
-    at = ir.Lin(c.root.const, c.root.terms + ((hop, 1),))          # root + h
-    back = ir.Lin(c.root.const, c.root.terms + ((hop, -1),))       # root - h
+    k = c.root.div                                                  # root = floor((const + terms) / k)
+    at = ir.Lin(c.root.const, c.root.terms + ((hop, k),), k)        # root + h
+    back = ir.Lin(c.root.const, c.root.terms + ((hop, -k),), k)     # root - h
     out = []
     for k, up in enumerate((True, False)):
         if up:      # senders root + h < hi - 1, receivers root + h + 1

@@ -3,7 +3,9 @@ parameters and routes per core) and then ``pe_program.csl`` on every core, with 
 through the routes the layout set, so an emitted file set can be executed and its results compared with
 numpy. It models what the emitted code relies on -- tasks that run when activated and not blocked,
 asynchronous ``@mov32``/``@mov16`` between memory and fabric DSDs that activate a task when done, input
-streams per colour, DSD arithmetic -- not the hardware's timing or queue capacities (a send completes
+streams per colour, DSD arithmetic (each operation in the destination's type, rounded as C rounds the
+same operation; ``@fmacs`` as a rounded product, then a rounded sum) and ``<math>``'s ``sqrt_f32`` /
+``sqrt_f16`` -- not the hardware's timing or queue capacities (a send completes
 at once; a receive completes once its wavelets have arrived).
 
 Memory hazards of asynchronous moves are errors: from the moment an asynchronous receive is started until
@@ -299,7 +301,7 @@ class Fabric:
             return ("module", ev[0])
         if name == "as":
             ty = ev[0][1]
-            return float(np.float32(ev[1])) if ty in ("f32", "f16") else int(ev[1])
+            return float({"f32": np.float32, "f16": np.float16}[ty](ev[1])) if ty in ("f32", "f16") else int(ev[1])
         if name == "zeros":
             _, kind, (n, ty) = ev[0]
             return np.zeros(int(n), dtype=NP[ty])
@@ -363,7 +365,8 @@ class Fabric:
             return {**ev[0], "length": int(ev[1])}
         if name == "increment_dsd_offset":
             return {**ev[0], "base": ev[0]["base"] + int(ev[1])}
-        if name in ("fmacs", "fadds", "fmovs", "fmuls", "fmach", "faddh", "fmovh", "fmulh"):
+        if name in ("fmacs", "fadds", "fsubs", "fmovs", "fmuls", "fnegs", "fmach", "faddh", "fsubh", "fmovh",
+                    "fmulh", "fnegh"):
             return self.vector(m, name[:-1], ev)
         if name in ("mov32", "mov16"):
             return self.mov(m, ev)
@@ -373,6 +376,9 @@ class Fabric:
         if base == ("module", "<memcpy/memcpy>") and name == "unblock_cmd_stream":
             m.done = True
             return None
+        if base == ("module", "<math>") and name in ("sqrt_f32", "sqrt_f16"):
+            ty = np.float32 if name.endswith("f32") else np.float16
+            return ty(np.sqrt(ty(vals[0])))
         if base == ("module", "<layout>"):
             return {"get_x_coord": m.core[0], "get_y_coord": m.core[1]}[name]
         if base[0] == "module" and name == "get_params":
@@ -397,9 +403,16 @@ class Fabric:
         return m.globals[d["arr"]]
 
     def vector(self, m, op, ev):
+        """A DSD arithmetic operation ``op`` (``fmac``, ``fadd``, ``fsub``, ``fmul``, ``fmov``, ``fneg``), element
+        by element in the destination's type, each operation rounded to it: ``@fmacs(d, a, b, s)`` is
+        ``d = a + (b * s)`` with the product rounded before the sum (the order and rounding of the C statement
+        ``a + b * s`` without contraction; the SDK documents @fmacs as a "32-bit floating point multiply-add"
+        without saying whether the product is rounded). Operands are DSDs (read at the destination's
+        length) or scalars, in the builtins' order (sdk.cerebras.ai, Builtins for DSD Operations)."""
         dst = ev[0]
         n = dst["length"]
         out = self._arr(m, dst)
+        ty = out.dtype.type
 
         self.check(m, dst["arr"], _dsd_elems(dst, n), True, f"@{op}")
         for v in ev[1:]:
@@ -408,17 +421,29 @@ class Fabric:
 
         def val(v):
             if isinstance(v, dict):
-                return self._arr(m, v)[_dsd_elems(v, n)].astype(np.float64)
-            return np.full(n, float(v))
+                src = self._arr(m, v)
+                if src.dtype.type is not ty:
+                    raise CslError(f"@{op}: operand {v['arr']} is {src.dtype}, the destination {out.dtype}")
+                return src[_dsd_elems(v, n)].copy()
+            return np.full(n, ty(v), dtype=ty)
+        args = [val(v) for v in ev[1:]]
         if op == "fmac":
-            res = val(ev[1]) + val(ev[2]) * val(ev[3])
+            if isinstance(ev[3], dict) or not isinstance(ev[2], dict):
+                raise CslError("@fmac takes (dest, src_dsd1, src_dsd2, scalar)")
+            res = args[0] + args[1] * args[2]
         elif op == "fadd":
-            res = val(ev[1]) + val(ev[2])
+            res = args[0] + args[1]
+        elif op == "fsub":
+            res = args[0] - args[1]
         elif op == "fmul":
-            res = val(ev[1]) * val(ev[2])
+            res = args[0] * args[1]
+        elif op == "fneg":
+            res = -args[0]
         else:
-            res = val(ev[1])
-        out[_dsd_elems(dst, n)] = res
+            res = args[0]
+        if len(args) == 2 and not any(isinstance(v, dict) for v in ev[1:]):
+            raise CslError(f"@{op}: two scalar sources")
+        out[_dsd_elems(dst, n)] = res.astype(ty)
 
     def mov(self, m, ev):
         dst, src = ev[0], ev[1]

@@ -15,10 +15,11 @@ from .csl_interp import CslError, Fabric
 from .programs import ALL, program, rendered
 
 
-def execute(compiled, files, values=None, arrays=None):
+def execute(compiled, files, values=None, arrays=None, scalars=None):
     """(what the emitted files compute, run.py's reference) on random inputs; ``values`` are the runtime
     parameters' values, checked and packed by run.py's own ``runtime_values`` and written to ``rparams`` on
-    every PE of the program region, as run.py's memcpy_h2d does; ``arrays`` the inputs (default random)."""
+    every PE of the program region, as run.py's memcpy_h2d does; ``arrays`` the inputs (default random);
+    ``scalars`` the scalar arguments' values (written to ``scalars`` on every PE, as run.py does)."""
     mp = compiled.mesh_program
     w, h = mp.mesh
     fab = Fabric(files, w, h)
@@ -53,8 +54,12 @@ def execute(compiled, files, values=None, arrays=None):
         for y in range(r.y0, r.y1):
             for x in range(r.x0, r.x1):
                 fab.cores[(x, y)].globals["rparams"][:] = rparams
+    if scalars:
+        for m in fab.cores.values():
+            for k, name in enumerate(mp.scalars):
+                m.globals["scalars"][k] = np.float32(scalars[name])
     fab.run()
-    want = ns["reference"]({k: v.astype(np.float64) for k, v in arrays.items()}, dict(values or {}))
+    want = ns["reference"]({k: v.astype(np.float64) for k, v in arrays.items()}, {**(scalars or {}), **(values or {})})
     got = {}
     for st in plan["host"]["stores"]:
         b = bufs[st["buffer"]]
