@@ -12,7 +12,7 @@ of every constant of the real targets, with the hardware notes' source keys, is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -120,6 +120,11 @@ class Target:
     dram_bytes_per_cycle: float = 0.0
     dram_core_bytes_per_cycle: float = 0.0
     dram_latency: float = 0.0
+    call_cycles: float = 0.0
+    vector_op_cycles: float = 0.0
+    vector_width: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    sram_read_bytes_per_cycle: float = 0.0
+    sram_write_bytes_per_cycle: float = 0.0
 
     def __post_init__(self):
         w, h = self.grid
@@ -134,6 +139,11 @@ class Target:
                 self.dram_bytes_per_cycle > 0 and self.dram_core_bytes_per_cycle > 0 and self.dram_latency >= 0)):
             raise TargetError(f"target {self.name!r}: a DRAM level needs a positive size, positive chip and per-core "
                               f"bandwidths and a latency >= 0")
+        if min(self.call_cycles, self.vector_op_cycles, self.sram_read_bytes_per_cycle,
+               self.sram_write_bytes_per_cycle) < 0 or any(
+                isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in self.vector_width.values()):
+            raise TargetError(f"target {self.name!r}: compute overheads and SRAM bandwidths must be >= 0 "
+                              f"(0: none) and vector widths whole numbers >= 1")
         missing = [d for d in DTYPES if d not in self.flops_per_cycle and d != "bf16"]
         if missing:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
@@ -144,6 +154,11 @@ class Target:
         return {f: (dict(v) if isinstance(v, MappingProxyType) else v) for f, v in self.__dict__.items()}
 
     def __setstate__(self, state: dict) -> None:
+        for f in fields(self):          # a target pickled before a field existed gets the field's default
+            if f.name not in state and f.default is not MISSING:
+                object.__setattr__(self, f.name, f.default)
+            elif f.name not in state and f.default_factory is not MISSING:
+                object.__setattr__(self, f.name, f.default_factory())
         for f, v in state.items():
             object.__setattr__(self, f, MappingProxyType(dict(v)) if f in _READ_ONLY_FIELDS else v)
         self.__post_init__()
@@ -160,6 +175,30 @@ class Target:
             return self.flops_per_cycle[dtype]
         except KeyError:
             raise TargetError(f"target {self.name!r} has no figure for dtype {dtype!r}") from None
+
+    def lanes(self, dtype: str) -> int:
+        """Elements one vector instruction processes per issue for ``dtype`` (:attr:`vector_width`; 1 where the
+        target gives none). Integer dtypes use the :data:`INT_RATE_AS` width, bf16 the :data:`BF16_RATE_AS` one
+        unless the target gives their own, as :meth:`flops` does."""
+        if dtype in INT_DTYPES and dtype not in self.vector_width:
+            dtype = INT_RATE_AS
+        if dtype == "bf16" and dtype not in self.vector_width:
+            dtype = BF16_RATE_AS
+        return int(self.vector_width.get(dtype, 1))
+
+    @property
+    def has_compute_overheads(self) -> bool:
+        """Whether the compute model charges more than arithmetic at the peak rate: kernel-call or vector-op
+        overheads, vectors wider than one element (whose remainders pay a whole instruction) or an SRAM
+        bandwidth limit (see :mod:`mica.tiling.cost`)."""
+        return bool(self.call_cycles or self.vector_op_cycles or self.sram_read_bytes_per_cycle
+                    or self.sram_write_bytes_per_cycle or any(w > 1 for w in self.vector_width.values()))
+
+    def without_compute_overheads(self) -> "Target":
+        """This target with arithmetic at the peak rate only (no call or vector-op overhead, one-element vectors,
+        no SRAM limit): what :class:`mica.tiling.cost.Cost` reports as the arithmetic part of compute."""
+        return replace(self, call_cycles=0.0, vector_op_cycles=0.0, vector_width=MappingProxyType({}),
+                       sram_read_bytes_per_cycle=0.0, sram_write_bytes_per_cycle=0.0)
 
     @property
     def has_dram(self) -> bool:
@@ -181,7 +220,7 @@ class Target:
 
 
 #: The fields of :class:`Target` that hold read-only mappings.
-_READ_ONLY_FIELDS = ("flops_per_cycle", "extra")
+_READ_ONLY_FIELDS = ("flops_per_cycle", "extra", "vector_width")
 
 
 def _fl(f16: float, f32: float, f64: float) -> Mapping[str, float]:
@@ -285,6 +324,15 @@ WAVELET_CONSTANTS_SOURCES = MappingProxyType({
 #     reaches 500 of 512 GB/s (98%) [TT-DRAM Saturating_DRAM_bandwidth_Blackhole.md], not assumed
 #   * dram_core_bytes_per_cycle: 33: one core's ideal DRAM read [ideal_performance.md @ 6d7ceb6a, as Wormhole's]
 #   * dram_latency: EST 800 cycles: Wormhole's estimate scaled by the faster clock (no published figure)
+#: Compute-model constants per machine family (the fields of :class:`Target` after ``dram_latency``); sources in
+#: the comment block above :data:`TARGETS` ("compute model").
+_WSE2_COMPUTE = dict(call_cycles=10.0, vector_op_cycles=5.0, vector_width=MappingProxyType({"f16": 4, "f32": 1, "f64": 1}),
+                     sram_read_bytes_per_cycle=16.0, sram_write_bytes_per_cycle=8.0)
+_WSE3_COMPUTE = dict(call_cycles=10.0, vector_op_cycles=5.0, vector_width=MappingProxyType({"f16": 8, "f32": 1, "f64": 1}),
+                     sram_read_bytes_per_cycle=32.0, sram_write_bytes_per_cycle=16.0)
+_TT_COMPUTE = dict(call_cycles=100.0, vector_op_cycles=16.0,
+                   vector_width=MappingProxyType({"f16": 32, "f32": 32, "f64": 32}))
+
 TARGETS: Mapping[str, Target] = MappingProxyType({
     # Cerebras WSE-2: 750x994 program rectangle [CSLEX single-tile-matvec; fabric 757x996 WLLM-REPO] minus
     # memcpy columns/rows; 48 KB per PE [SDK-APPX]; 1.1 GHz [WLLM-PAPER, HC34] (CSLEX scripts assume 850 MHz);
@@ -294,14 +342,14 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
     "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate "
                          "table; wavelet-level ramp latency and queue depth are estimates",
-                   ramp_latency=0, queue_depth=8),
+                   ramp_latency=0, queue_depth=8, **_WSE2_COMPUTE),
     # WSE-3: 755x1170 is derived (762x1172 fabric [WLLM-REPO] minus the same memcpy margin, EST); 48 KB
     # [CSLEX]; 1.1 GHz [WLLM-REPO launch_wse3.py]; fp16 16 FLOP/cycle EST, f32 2 EST; link, hop, relay,
     # colours as WSE-2 ([SDK-CONCEPT], [SDK-TASKIDS]; hop EST). Per field: the comment block above.
     "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="grid and fp16 rate are estimates (EST), not published figures; so are the wavelet-level "
                          "ramp latency and queue depth",
-                   ramp_latency=0, queue_depth=8),
+                   ramp_latency=0, queue_depth=8, **_WSE3_COMPUTE),
     # Tenstorrent Wormhole n150: 8x8 Tensix compute grid [TT-BH, TT-GEMM], 1464 KiB L1 [TT-ISA L1.md],
     # 1 GHz [TT-SPEC], fp16 1024 FLOP/cycle = HiFi4 [TT-GEMM], 32 B/cycle per NoC link [TT-ISA NoC],
     # 9 cycles per router hop [TT-ISA NoC], relay 300 cycles (EST), 16 VCs of which 12 carry requests
@@ -313,7 +361,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                        notes="fp16 rate at HiFi4; relay cost, wavelet-level queue depth and DRAM latency are "
                              "estimates",
                        ramp_latency=5, queue_depth=16, dram_bytes=12 * 2 ** 30, dram_bytes_per_cycle=288.0,
-                       dram_core_bytes_per_cycle=22.0, dram_latency=600.0),
+                       dram_core_bytes_per_cycle=22.0, dram_latency=600.0, **_TT_COMPUTE),
     # Blackhole p150a: 11x10 compute grid (current firmware) [TT-BH], 1464 KB L1 [TT-BH], 1.35 GHz [TT-SPEC],
     # fp16 1024 = HiFi4 [TT-GEMM], 64 B/cycle NoC [TT-DRAM BH]; hop 9, ramp 5, SFPU 64, VCs 12, relay and
     # queue depth assumed equal to Wormhole (EST). DRAM: 32 GB GDDR6 at 512 GB/s [TT-SPEC], 33 B/cycle for one
@@ -322,7 +370,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                         notes="hop latency, ramp latency and SFPU width assumed equal to Wormhole (EST); queue "
                               "depth and DRAM latency estimates",
                         ramp_latency=5, queue_depth=16, dram_bytes=32 * 10 ** 9, dram_bytes_per_cycle=512.0 / 1.35,
-                        dram_core_bytes_per_cycle=33.0, dram_latency=800.0),
+                        dram_core_bytes_per_cycle=33.0, dram_latency=800.0, **_TT_COMPUTE),
     # A generic large mesh for tests: 1024x1024 cores, 64 KiB each, round figures.
     "generic": Target("generic", (1024, 1024), 65536, 1.0, _fl(8, 4, 2), 8.0, 1.0, 10.0, 24,
                       notes="round figures for tests; not a real machine", ramp_latency=0, queue_depth=8),

@@ -43,6 +43,7 @@ never per step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import product
 
 from math import prod
@@ -50,13 +51,13 @@ from math import prod
 import islpy as isl
 
 from ..affine.expr import Bin, Call, Neg
-from ..affine.isl_names import count_param_values, count_points, iset
+from ..affine.isl_names import CTX, count_param_values, count_points, fix_params, iset
 from ..affine.runtime import kernel_param
 from ..meshir.on_mesh import host_bytes
 from ..meshir.busy import computing_cores
 from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift,
                          Shift)
-from ..targets import Target
+from ..targets import DTYPE_BYTES, Target
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,106 @@ def at_longest(mp: MeshProgram) -> dict[str, int]:
 
 
 def instance_cycles(mp: MeshProgram, part, target: Target) -> float:
-    """Cycles one instance of kernel statement ``part`` costs on ``target``: its FLOP (at least one
-    operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype.
-    The emulator's timing model charges exactly this per executed instance (:mod:`mica.emit_c.work`)."""
+    """Arithmetic cycles of one instance of kernel statement ``part`` on ``target``: its FLOP (at least one
+    operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype. This is
+    the whole cost of an instance on a target without compute overheads (:attr:`Target.has_compute_overheads`);
+    otherwise :func:`part_cycles` adds them (see "Compute" in the module docstring)."""
     return max(part.flops_per_instance, 1) / target.flops(mp.tensor(part.write.buffer).dtype)
+
+
+def innermost_loop(part) -> str | None:
+    """The loop a kernel statement runs innermost (the last of its ``order``): one run of it is one vector
+    operation (a DSD operation on WSE, a tile operation on Tenstorrent). None for a statement without loops."""
+    order = part.order or part.loops
+    return order[-1] if order else None
+
+
+def element_cycles(mp: MeshProgram, part, target: Target) -> float:
+    """Cycles per element of a vector operation of ``part`` at full vector width: the larger of its arithmetic
+    (:func:`instance_cycles`) and the SRAM traffic it needs, reads at ``sram_read_bytes_per_cycle`` and
+    writes at ``sram_write_bytes_per_cycle`` (0: not limiting). Only accesses whose index moves with the
+    innermost loop stream through SRAM per element; an access invariant in it is a scalar held in a register
+    (the ``scalar`` operand of ``@fmacs``, or a reduction's accumulator)."""
+    cy = instance_cycles(mp, part, target)
+    inner = innermost_loop(part)
+    if inner is None:
+        return cy
+
+    def streams(acc) -> bool:
+        return any(name == inner for aff in acc.index for name, _ in aff.coeffs)
+    if target.sram_read_bytes_per_cycle:
+        rb = sum(DTYPE_BYTES[mp.tensor(r.buffer).dtype] for r in part.reads if streams(r))
+        cy = max(cy, rb / target.sram_read_bytes_per_cycle)
+    if target.sram_write_bytes_per_cycle and streams(part.write):
+        cy = max(cy, DTYPE_BYTES[mp.tensor(part.write.buffer).dtype] / target.sram_write_bytes_per_cycle)
+    return cy
+
+
+@lru_cache(maxsize=8192)
+def vector_sets(domain: str, inner: str | None, width: int) -> tuple[isl.Set, isl.Set]:
+    """(vector operations, vector chunks) of a kernel statement with domain ``domain`` (isl text) whose
+    innermost loop is ``inner``, on vectors of ``width`` elements, as sets with the domain's tuple name and
+    parameters: a point of the first is one run of the innermost loop (the domain with that loop projected
+    out), a point of the second one instruction issue of ``width`` elements -- the points of a run that start a
+    chunk counted from the run's first element, so a run of n elements has ceil(n / width) of them and its
+    remainder pays a whole issue. Without loops, every instance is an operation and a chunk. The emulator's work
+    functions (:mod:`mica.emit_c.work`) count the same sets."""
+    dom = iset(domain)
+    name = dom.get_tuple_name()
+    pos = dom.find_dim_by_name(isl.dim_type.set, inner) if inner is not None else -1
+    if pos < 0:
+        return dom, dom
+    ops = dom.project_out(isl.dim_type.set, pos, 1).set_tuple_name(name)
+    if width <= 1:
+        return ops, dom
+    runs = isl.Map.from_domain(dom).move_dims(isl.dim_type.out, 0, isl.dim_type.in_, pos, 1)
+    starts = runs.lexmin().apply_range(isl.Map(f"{{ [l] -> [j] : exists q : j = l + {width} * q }}"))
+    chunks = runs.intersect(starts).move_dims(isl.dim_type.in_, pos, isl.dim_type.out, 0, 1).domain()
+    return ops, chunks.set_tuple_name(name)
+
+
+def _fix_free(dom: isl.Set, fix: dict, drop=()) -> dict:
+    """``fix`` with every loop parameter of ``dom`` (``__t``: a kernel's step) that is neither fixed nor dropped set
+    to 0: a kernel outside the loop it names runs at its value 0, as the emulator calls it (a loop variable is 0
+    outside its loop, rt_interp.c). Left free, isl would count the parameter's values as a dimension: 0 points
+    for a domain that does not bound it (a kernel charged no compute)."""
+    for i in range(dom.dim(isl.dim_type.param)):
+        n = dom.get_dim_name(isl.dim_type.param, i)
+        if n not in fix and n not in drop and n not in ("__x", "__y", "__kb") and not n.startswith("__rp_"):
+            fix = {**fix, n: 0}
+    return fix
+
+
+def part_cycles(mp: MeshProgram, part, target: Target, fix: dict, drop=()) -> tuple[float, int]:
+    """(cycles, instances) of kernel statement ``part`` at the core and loop values ``fix`` (parameters
+    ``drop`` projected out: the union over their values): every vector operation's setup
+    (``vector_op_cycles``) plus every chunk of ``lanes`` elements at ``lanes`` × :func:`element_cycles`
+    (:func:`vector_sets`); on a target without compute overheads, instances × :func:`instance_cycles`. The
+    per-call overhead is :func:`call_cycles`' business."""
+    dom = iset(part.domain)
+    fix = _fix_free(dom, fix, drop)
+    n = count_points(dom, fix, drop)
+    if not n:
+        return 0.0, 0
+    if not target.has_compute_overheads:
+        return n * instance_cycles(mp, part, target), n
+    width = target.lanes(mp.tensor(part.write.buffer).dtype)
+    ops, chunks = vector_sets(part.domain, innermost_loop(part), width)
+    n_ops = count_points(ops, fix, drop) if target.vector_op_cycles else 0
+    n_chunks = count_points(chunks, fix, drop) if width > 1 else n
+    return n_ops * target.vector_op_cycles + n_chunks * width * element_cycles(mp, part, target), n
+
+
+def call_cycles(mp: MeshProgram, k, target: Target, fix: dict, drop=()) -> float:
+    """Cycles of one call of kernel ``k`` at the core and loop values ``fix``: its statements
+    (:func:`part_cycles`) plus the target's ``call_cycles`` (a task activation) when the call runs at least one
+    instance. The emulator charges exactly this per call (:mod:`mica.emit_c.work`)."""
+    total, any_work = 0.0, False
+    for part in k.statements:
+        cy, n = part_cycles(mp, part, target, fix, drop)
+        total += cy
+        any_work = any_work or n > 0
+    return total + (target.call_cycles if any_work else 0.0)
 
 
 def _moves(rect) -> bool:
@@ -163,9 +260,7 @@ def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
             fix = {"__x": xs[0], "__y": ys[0], **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
             if mp.skew is not None and "t" in env:
                 fix["__kb"] = int(mp.skew.block(xs[0], ys[0], env["t"]))
-            cycles = sum(count_points(iset(part.domain), fix, drop=("__kb",)) * instance_cycles(mp, part, target)
-                         for part in k.statements)
-            best = max(best, cycles)
+            best = max(best, call_cycles(mp, k, target, fix, drop=("__kb",)))
         total += weight * best
     return total
 
@@ -185,8 +280,7 @@ def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
             for kb in sorted({0, n - 1}):
                 fix = {"__x": cls.region.x0, "__y": cls.region.y0, "__kb": kb,
                        **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
-                step = max(step, sum(count_points(iset(part.domain), fix) * instance_cycles(mp, part, target)
-                                     for part in k.statements))
+                step = max(step, call_cycles(mp, k, target, fix))
             cycles += weight * step
         best = max(best, cycles)
     return best
@@ -211,21 +305,53 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
     iteration (counted once over all of them); one without it (a halo strip copy) runs whole every time."""
     k = mp.kernel(op.kernel)
     loop_vars = tuple(v for v, _ in scope)
-    parts = []                          # (domain, repeats per enclosing iterations, cycles per instance)
+    drop = tuple("__" + v for v in loop_vars) + ("__kb",)
+    parts = []                          # (statement, domain, repeats per enclosing iterations)
     for part in k.statements:
         dom = iset(part.domain)
         repeats = prod(n for v, n in scope if dom.find_dim_by_name(isl.dim_type.param, "__" + v) < 0)
-        parts.append((dom, repeats, instance_cycles(mp, part, target)))
+        parts.append((part, dom, repeats))
     best = 0.0
     for cls in k.classes:
         for x, y in _probe_cores(cls.region):
+            fix = {"__x": x, "__y": y, **at_longest(mp)}
             cycles = 0.0
-            for dom, repeats, per in parts:
-                n = count_points(dom, {"__x": x, "__y": y, **at_longest(mp)},
-                                 drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-                cycles += repeats * n * per
+            for part, dom, repeats in parts:
+                cycles += repeats * part_cycles(mp, part, target, fix, drop)[0]
+            if target.call_cycles:
+                cycles += target.call_cycles * _calls(mp, [dom for _, dom, _ in parts], fix, scope)
             best = max(best, cycles)
     return best
+
+
+def _calls(mp: MeshProgram, doms, fix: dict, scope) -> int:
+    """How many calls over all iterations of ``scope`` run at least one instance of the statements ``doms``
+    at the core ``fix``: every iteration when a statement without the step parameter ``__t`` has work there,
+    else the steps at which one of them has (the union over the statements), times the other loops'
+    iterations."""
+    loops = dict(scope)
+    steps = loops.get("t")
+    others = prod(n for v, n in scope if v != "t")
+    drop = tuple("__" + v for v in loops if v != "t") + ("__kb",)
+    active = None
+    for dom in doms:
+        pos = dom.find_dim_by_name(isl.dim_type.param, "__t")
+        if steps is None or pos < 0:
+            if count_points(dom, _fix_free(dom, fix, drop), drop):
+                return prod(loops.values())
+            continue
+        s = fix_params(dom, fix)
+        for name in drop:
+            at = s.find_dim_by_name(isl.dim_type.param, name)
+            if at >= 0:
+                s = s.project_out(isl.dim_type.param, at, 1)
+        at = s.find_dim_by_name(isl.dim_type.param, "__t")
+        s = s.project_out(isl.dim_type.set, 0, s.dim(isl.dim_type.set))
+        s = s.move_dims(isl.dim_type.set, 0, isl.dim_type.param, at, 1)
+        s = s.project_out(isl.dim_type.param, 0, s.dim(isl.dim_type.param)).reset_space(
+            isl.Space.set_alloc(CTX, 0, 1)).intersect(isl.Set(f"{{ [t] : 0 <= t < {steps} }}"))
+        active = s if active is None else active.union(s)
+    return others * (count_points(active.coalesce(), {}) if active is not None else 0)
 
 
 def _pattern_bytes(mp: MeshProgram, c, env: dict[str, int]) -> int:
@@ -413,16 +539,15 @@ def _wave_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) ->
     var, steps = scope[-1]
     outer = prod(n for _, n in scope[:-1])
     others = tuple("__" + v for v, _ in scope[:-1]) + ("__kb",)
-    parts = [(iset(part.domain), instance_cycles(mp, part, target)) for part in k.statements]
     best = 0.0
     for cls in k.classes:
         for x, y in _probe_cores(cls.region):
             fix = {"__x": x, "__y": y, **at_longest(mp)}
-            for dom, per in parts:
-                work = count_points(dom, fix, drop=("__" + var,) + others) * per
+            for part in k.statements:
+                work = part_cycles(mp, part, target, fix, drop=("__" + var,) + others)[0]
                 if work:
-                    active = count_param_values(dom, "__" + var, fix, drop=others)
-                    best = max(best, work / max(active, 1))
+                    active = count_param_values(iset(part.domain), "__" + var, fix, drop=others)
+                    best = max(best, work / max(active, 1) + target.call_cycles)
     return outer * steps * best
 
 
@@ -634,9 +759,8 @@ def _iteration_compute(mp: MeshProgram, loop: Loop, env: dict[str, int], target:
         best = 0.0
         for cls in k.classes:
             for x, y in _probe_cores(cls.region):
-                best = max(best, sum(count_points(iset(part.domain), {"__x": x, "__y": y, **fix, **at_longest(mp)},
-                                                  drop=("__kb",)) * instance_cycles(mp, part, target)
-                                     for part in k.statements))
+                best = max(best, call_cycles(mp, k, target, {"__x": x, "__y": y, **fix, **at_longest(mp)},
+                                             drop=("__kb",)))
         total += best
     return total
 
