@@ -88,11 +88,42 @@ class Cost:
     host_bytes_out: int = 0
     on_mesh: tuple[str, ...] = ()
     dram_bytes: int = 0
+    arith_cycles: float = 0.0
+    dram_cycles: float = 0.0
 
     def _cores_text(self) -> str:
         if self.allocated and self.allocated != self.cores:
             return f"{self.cores:,} of {self.allocated:,} allocated cores compute"
         return f"{self.cores:,} cores compute"
+
+    @property
+    def overhead_cycles(self) -> float:
+        """The part of ``compute_cycles`` that is not arithmetic at the peak rate: kernel-call and vector-op
+        overheads, vector remainders and SRAM-bandwidth limits (the target's compute model, :mod:`mica.targets`)."""
+        return max(0.0, self.compute_cycles - self.arith_cycles)
+
+    @property
+    def fabric_cycles(self) -> float:
+        """The part of ``comm_cycles`` spent on the fabric (messages between cores), DRAM reads excluded."""
+        return max(0.0, self.comm_cycles - self.dram_cycles)
+
+    def terms(self) -> tuple[tuple[str, float], ...]:
+        """The modelled cycles by term, in the order they are printed: compute (arithmetic, overheads),
+        exposed communication (fabric, DRAM), and what double buffering hid behind compute. The first two
+        terms add up to ``total_cycles`` (the ops on the critical path); the hidden term is not in it."""
+        return (("compute", self.compute_cycles), ("  arithmetic", self.arith_cycles),
+                ("  overheads", self.overhead_cycles), ("communication", self.comm_cycles),
+                ("  fabric", self.fabric_cycles), ("  DRAM", self.dram_cycles),
+                ("hidden behind compute", self.hidden_cycles))
+
+    def breakdown(self) -> str:
+        """The modelled cycles per term as an aligned table, each with its share of the total."""
+        lines = [f"modelled cycles by term (total {self.total_cycles:,.0f}):"]
+        for name, cy in self.terms():
+            share = f"{100 * cy / self.total_cycles:5.1f}%" if self.total_cycles else "    -"
+            note = "  (not on the critical path)" if name.startswith("hidden") else ""
+            lines.append(f"  {name:<24s}{cy:>16,.0f}  {share}{note}")
+        return "\n".join(lines)
 
     @property
     def idle_cycles(self) -> float:
@@ -110,14 +141,18 @@ class Cost:
                 "sram_bytes": self.sram_bytes, "sram_budget": self.sram_budget,
                 "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores,
                 "allocated": self.allocated, "hidden_cycles": self.hidden_cycles,
-                "host_bytes_in": self.host_bytes_in, "host_bytes_out": self.host_bytes_out}
+                "host_bytes_in": self.host_bytes_in, "host_bytes_out": self.host_bytes_out,
+                "arith_cycles": self.arith_cycles, "overhead_cycles": self.overhead_cycles,
+                "dram_cycles": self.dram_cycles}
 
     def __str__(self) -> str:
         per = ", ".join(f"{n} {c:,.0f}" for n, c in self.per_tensor) or "none"
         return (f"modelled {self.total_cycles:,.0f} cycles = {self.seconds * 1e6:,.2f} us at "
                 f"{self.clock_ghz} GHz on {self.target} ({self._cores_text()})\n"
-                f"  compute {self.compute_cycles:,.0f} cycles, communication {self.comm_cycles:,.0f} "
-                f"cycles (idle while waiting {self.idle_cycles:,.0f})"
+                f"  compute {self.compute_cycles:,.0f} cycles (arithmetic {self.arith_cycles:,.0f}, overheads "
+                f"{self.overhead_cycles:,.0f}), communication {self.comm_cycles:,.0f} cycles"
+                + (f" (fabric {self.fabric_cycles:,.0f}, DRAM {self.dram_cycles:,.0f})" if self.dram_cycles else "")
+                + f" (idle while waiting {self.idle_cycles:,.0f})"
                 + (f"; {self.hidden_cycles:,.0f} more hidden behind compute by double buffering"
                    if self.hidden_cycles else "") + "\n"
                 f"  communication by tensor, each alone (tensors moved together overlap): {per}\n"
@@ -636,23 +671,24 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
     from every earlier op's starts at once: operators placed side by side run at the same time, as in
     the emulator, whose clocks are per core. An op starts when the latest earlier op it shares a core
     with ends; the total is the latest end, and the breakdown is that of the chain of ops leading to it."""
-    chains: list[tuple[tuple[int, int, int, int] | None, float, float, float, float, dict]] = []
+    chains: list[tuple] = []     # (box, total, compute, comm, hidden, per_tensor, arithmetic, dram)
     for op in mp.body:
         if isinstance(op, (HostLoad, HostStore)):
             continue
         box = footprint(op, mp.mesh)
-        compute, comm, hidden, per_tensor = _estimate_ops(mp, [op], target)
+        compute, comm, hidden, per_tensor, arith, dram = _estimate_ops(mp, [op], target)
         before = max((c for c in chains if _meets(c[0], box)), key=lambda c: c[1], default=None)
         if before is not None:
             compute, comm, hidden = compute + before[2], comm + before[3], hidden + before[4]
+            arith, dram = arith + before[6], dram + before[7]
             per_tensor = {k: before[5].get(k, 0.0) + per_tensor.get(k, 0.0) for k in {*before[5], *per_tensor}}
-        chains.append((box, compute + comm, compute, comm, hidden, per_tensor))
-    _, total, compute, comm, hidden, per_tensor = max(chains, key=lambda c: c[1], default=(None, 0.0, 0.0, 0.0,
-                                                                                          0.0, {}))
+        chains.append((box, compute + comm, compute, comm, hidden, per_tensor, arith, dram))
+    _, total, compute, comm, hidden, per_tensor, arith, dram = max(
+        chains, key=lambda c: c[1], default=(None, 0.0, 0.0, 0.0, 0.0, {}, 0.0, 0.0))
     return Cost(target.name, target.clock_ghz, total, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
                 target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh,
-                dram_read_bytes(mp, target))
+                dram_read_bytes(mp, target), min(arith, compute), dram)
 
 
 def dram_read_bytes(mp: MeshProgram, target: Target) -> int:
@@ -765,9 +801,12 @@ def _iteration_compute(mp: MeshProgram, loop: Loop, env: dict[str, int], target:
     return total
 
 
-def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:
+def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float], float, float]:
     """Compute, exposed communication, hidden communication and per-tensor cycles of ``body`` (ops of
-    ``mp``) run one after another."""
+    ``mp``) run one after another, then the arithmetic part of that compute (the same ops costed on
+    :meth:`Target.without_compute_overheads`) and the exposed DRAM part of that communication."""
+    arith = 0.0
+    ideal = target.without_compute_overheads() if target.has_compute_overheads else None
     compute = 0.0
     comm = 0.0
     hidden = 0.0
@@ -790,6 +829,9 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
             else:
                 cy = _op_compute_cycles(mp, op, scope, target, bool(loops) and loops[-1].wave)
             compute += cy
+            arith += cy if ideal is None else (
+                _compute_cycles(mp, op, scope, ideal) if full is not None
+                else _op_compute_cycles(mp, op, scope, ideal, bool(loops) and loops[-1].wave))
             # Its share of one iteration of every enclosing loop (the overlap a prefetch can hide behind).
             for d, lp in enumerate(loops):
                 per = prod(n for _, n in scope[:d + 1]) or 1
@@ -851,7 +893,7 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
     hidden += d_hidden
     for name, cy in d_arrays.items():
         per_tensor[name] = per_tensor.get(name, 0.0) + cy
-    return compute, comm, hidden, per_tensor
+    return compute, comm, hidden, per_tensor, arith, d_exposed
 
 
 def expr_flops(expr) -> int:
