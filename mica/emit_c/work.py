@@ -1,8 +1,12 @@
 """Work functions for the emulator's timing model: the cycles a kernel class spends in one call.
 
 For every kernel class the kernel module gets ``double <class>__work(int64_t x, int64_t y, const int64_t
-*v, const double *scalars)``: the number of statement instances the class's kernel runs at core (x, y) with loop values ``v``,
-each weighted by its cycles on the target (:func:`mica.tiling.cost.instance_cycles`). The instances are
+*v, const double *scalars)``: the cycles the class's kernel runs at core (x, y) with loop values ``v``, as :func:`mica.tiling.cost.call_cycles`
+charges them: its statement instances at :func:`~mica.tiling.cost.instance_cycles` each on a target without
+compute overheads; otherwise every vector operation (run of the innermost loop) at the target's
+``vector_op_cycles``, every issue of ``lanes`` elements (:func:`~mica.tiling.cost.vector_sets`) at ``lanes`` ×
+:func:`~mica.tiling.cost.element_cycles`, and ``call_cycles`` once when the call runs an instance. Instances,
+vector operations and issues are
 counted by a loop nest isl builds from the same domain and context as the kernel itself (so it counts
 exactly the iterations the kernel executes, at the run's values of the runtime parameters), with the innermost loop replaced by its trip count; a
 call costs O(outer iterations), not O(instances). ``mica_work_get(i)`` returns the function of kernel

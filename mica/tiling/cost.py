@@ -1,9 +1,25 @@
 """The PLMR cost model: modelled cycles of a mesh program on a target.
 
-* Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's instances (counted exactly by isl over
-  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype. When the op's rectangle
-  moves with its loop (the stages of a chain or tree reduction, each run by other cores) the stages are on
-  the critical path one after another, so the busiest core is taken per iteration and the iterations add.
+* Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's cycles, counted exactly by isl over its
+  kernel class. A kernel call costs (:func:`call_cycles`):
+
+  - ``call_cycles`` once if it runs at least one instance (a task activation on WSE, a compute step's
+    circular-buffer handshakes on Tenstorrent);
+  - per statement, ``vector_op_cycles`` for every run of its innermost loop (one vector operation: a DSD
+    operation's setup, a loop start), counted as the points of the domain with that loop projected out;
+  - per run of n elements, ``ceil(n / lanes)`` issues of ``lanes`` elements (the target's ``vector_width`` for
+    the written dtype: a remainder pays a whole issue), each element at :func:`element_cycles` -- its FLOP at
+    the target's FLOP/cycle, or more where the operands it streams from SRAM (the accesses that move with the
+    innermost loop; an invariant one is a register scalar) exceed the SRAM read or write bandwidth.
+
+  On a target without these constants (``generic``) this is instances × FLOP ÷ FLOP/cycle, as before. The
+  emulator's work functions (:mod:`mica.emit_c.work`) count the same isl sets per call
+  (:func:`vector_sets`), so model and emulator charge the same compute. :class:`Cost` reports the arithmetic
+  part (the same ops on :meth:`~mica.targets.Target.without_compute_overheads`) and the overheads apart. A
+  kernel parameter naming a loop the kernel is not inside (``__t`` outside the step loop) is 0, as in the
+  emulator. When the op's rectangle moves with its loop (the stages of a chain or tree reduction, each run
+  by other cores) the stages are on the critical path one after another, so the busiest core is taken per
+  iteration and the iterations add.
 * Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
   stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
   pattern — or more where one core takes in (or sends) several patterns' streams: they share its ramp, the
@@ -191,18 +207,24 @@ def element_cycles(mp: MeshProgram, part, target: Target) -> float:
     writes at ``sram_write_bytes_per_cycle`` (0: not limiting). Only accesses whose index moves with the
     innermost loop stream through SRAM per element; an access invariant in it is a scalar held in a register
     (the ``scalar`` operand of ``@fmacs``, or a reduction's accumulator)."""
-    cy = instance_cycles(mp, part, target)
-    inner = innermost_loop(part)
+    return _streamed_cycles(instance_cycles(mp, part, target), innermost_loop(part),
+                            [(r.index, mp.tensor(r.buffer).dtype) for r in part.reads],
+                            (part.write.index, mp.tensor(part.write.buffer).dtype), target)
+
+
+def _streamed_cycles(cy: float, inner: str | None, reads, write, target: Target) -> float:
+    """``cy`` (an element's arithmetic cycles) raised to the SRAM traffic of the accesses ((index, dtype) pairs)
+    whose index moves with loop ``inner`` (see :func:`element_cycles`)."""
     if inner is None:
         return cy
 
-    def streams(acc) -> bool:
-        return any(name == inner for aff in acc.index for name, _ in aff.coeffs)
+    def streams(index) -> bool:
+        return any(name == inner for aff in index for name, _ in aff.coeffs)
     if target.sram_read_bytes_per_cycle:
-        rb = sum(DTYPE_BYTES[mp.tensor(r.buffer).dtype] for r in part.reads if streams(r))
+        rb = sum(DTYPE_BYTES[dt] for index, dt in reads if streams(index))
         cy = max(cy, rb / target.sram_read_bytes_per_cycle)
-    if target.sram_write_bytes_per_cycle and streams(part.write):
-        cy = max(cy, DTYPE_BYTES[mp.tensor(part.write.buffer).dtype] / target.sram_write_bytes_per_cycle)
+    if target.sram_write_bytes_per_cycle and streams(write[0]):
+        cy = max(cy, DTYPE_BYTES[write[1]] / target.sram_write_bytes_per_cycle)
     return cy
 
 
@@ -903,11 +925,26 @@ def expr_flops(expr) -> int:
 
 def one_core_cycles(prog, target: Target) -> float:
     """Modelled cycles of ``prog`` run whole on one core: every statement instance at ``target``'s rate for
-    its written array's dtype (at least one operation each, as :func:`instance_cycles` charges), with no
+    its written array's dtype (at least one operation each, as :func:`instance_cycles` charges), plus the
+    target's compute overheads as :func:`call_cycles` charges them (one call, the one-core plan's one sequence
+    kernel; a vector operation per run of a statement's innermost loop in the program's order, its issues of
+    ``lanes`` elements), with no
     communication. This is what the one-core plan costs, computed from the program alone, so it exists even
     when the data could never fit one core's SRAM (the baseline of a speedup at wafer scale)."""
-    total = 0.0
+    total, called = 0.0, False
     for s in prog.statements:
         n = count_points(s.domain_set, {})
-        total += n * max(expr_flops(s.expr), 1) / target.flops(prog.array(s.write.array).dtype)
-    return total
+        dtype = prog.array(s.write.array).dtype
+        arith = max(expr_flops(s.expr), 1) / target.flops(dtype)
+        if not target.has_compute_overheads or not n:
+            total += n * arith
+            continue
+        inner = s.loops[-1] if s.loops else None
+        width = target.lanes(dtype)
+        ops, chunks = vector_sets(s.domain, inner, width)
+        elem = _streamed_cycles(arith, inner, [(r.index, prog.array(r.array).dtype) for r in s.reads],
+                                (s.write.index, dtype), target)
+        total += (count_points(ops, {}) * target.vector_op_cycles
+                  + (count_points(chunks, {}) if width > 1 else n) * width * elem)
+        called = True
+    return total + (target.call_cycles if called else 0.0)
