@@ -101,6 +101,13 @@ class Target:
     the chip shares (in the cycles of ``clock_ghz``), ``dram_core_bytes_per_cycle`` what one core's reader
     achieves on its own, and ``dram_latency`` the cycles before the first byte of a read arrives. See
     :attr:`has_dram` and :meth:`dram_read_cycles`.
+
+    The **compute model** beyond the FLOP rate (how :mod:`mica.tiling.cost` and the emulator charge it):
+    ``call_cycles`` per kernel call that runs an instance (a task activation), ``vector_op_cycles`` per vector
+    operation (one run of a statement's innermost loop: a DSD operation's setup), ``vector_width`` the elements
+    one vector instruction issues per dtype (:meth:`lanes`; a run's remainder pays a whole issue), and
+    ``sram_read_bytes_per_cycle`` / ``sram_write_bytes_per_cycle`` the core's SRAM ports (0: not limiting). All
+    default to none, i.e. arithmetic at the peak rate (:attr:`has_compute_overheads`).
     """
 
     name: str
