@@ -474,11 +474,6 @@ def _ends(c, side: str) -> list:
     return [getattr(c, side)]
 
 
-def _holds(rect, env: dict[str, int], x: int, y: int) -> bool:
-    cols, rows = rect.members(env)
-    return x in cols and y in rows
-
-
 def _ramp_cycles(mp: MeshProgram, op: Exchange, env: dict[str, int], target: Target,
                  costs: list[float]) -> float:
     """The least cycles ``op`` takes at ``env`` through the busiest core's ramp (the port between a core and
@@ -500,15 +495,15 @@ def _ramp_cycles(mp: MeshProgram, op: Exchange, env: dict[str, int], target: Tar
         return 0.0
     best = 0.0
     for side in ("receivers", "senders"):
-        rects = [(r, n, lat) for c, n, lat in pats for r in _ends(c, side)]
+        rects = [(r.members(env), n, lat) for c, n, lat in pats for r in _ends(c, side)]
         xs, ys = set(), set()
-        for r, _, _ in rects:
-            cols, rows = r.members(env)
+        for (cols, rows), _, _ in rects:
             xs.update(cols[i] for i in (0, len(cols) // 2, -1) if cols)
             ys.update(rows[i] for i in (0, len(rows) // 2, -1) if rows)
+        held = [((set(cols), set(rows)), n, lat) for (cols, rows), n, lat in rects]
         for x in xs:
             for y in ys:
-                at = [(n, lat) for r, n, lat in rects if _holds(r, env, x, y)]
+                at = [(n, lat) for (cols, rows), n, lat in held if x in cols and y in rows]
                 if len(at) > 1:
                     best = max(best, min(lat for _, lat in at) + sum(n for n, _ in at) / bw)
     return best
