@@ -339,42 +339,40 @@ _WSE2_COMPUTE = dict(call_cycles=10.0, vector_op_cycles=4.0,
 _WSE3_COMPUTE = dict(call_cycles=10.0, vector_op_cycles=4.0,
                      vector_width=MappingProxyType({"f16": 8, "f32": 1, "f64": 1}),
                      sram_read_bytes_per_cycle=32.0, sram_write_bytes_per_cycle=16.0)
-_TT_COMPUTE = dict(call_cycles=100.0, vector_op_cycles=0.0,
-                   vector_width=MappingProxyType({"f16": 32, "f32": 32, "f64": 32}))
+_TT_COMPUTE: dict = {}          # none yet: see "Tenstorrent" in the compute-model block below
 
 #
 # Compute model (issue 19 item 1; how mica.tiling.cost and the emulator's work functions charge it: the "Compute"
 # paragraph of mica/tiling/cost.py). No vendor publishes per-instruction overheads for either machine, so every
 # overhead below is an estimate (EST); the widths and bandwidths are cited.
+#   WSE-2 / WSE-3:
 #   * vector_width (elements per vector instruction; a run of n elements issues ceil(n / width) times, so a
-#     remainder pays a whole issue):
-#       WSE-2: f16 4 (4-wide FP16 FMAC SIMD; SDK-APPX gives SIMD widths up to 4), f32 and f64 1 (one FP32 FMAC per
-#       cycle, WLLM-PAPER) -- the flops_per_cycle above are these widths x 2 FLOP per FMAC. WSE-3: f16 8 (EST,
-#       the doubled SIMD its f16 rate assumes), f32/f64 1 (EST). Wormhole/Blackhole: 32 for every dtype: the
-#       engines work on 32x32 tiles and tensors are padded to tile multiples [TT-API "Tiles" page; constants.hpp
-#       TILE_WIDTH 32], so a loop run that is not a multiple of 32 pays its last tile whole.
+#       remainder pays a whole issue): WSE-2 f16 4 (4-wide FP16 FMAC SIMD; SDK-APPX gives SIMD widths up to 4),
+#       f32 and f64 1 (one FP32 FMAC per cycle, WLLM-PAPER) -- the flops_per_cycle above are these widths x 2 FLOP
+#       per FMAC. WSE-3: f16 8 (EST, the doubled SIMD its f16 rate assumes), f32/f64 1 (EST).
 #   * sram_read_bytes_per_cycle / sram_write_bytes_per_cycle (0: not limiting): WSE-2 16 B read (2 x 64-bit) and
 #       8 B write (1 x 64-bit) per cycle [HC34: two 64-bit reads and one 64-bit write per cycle], which is exactly
 #       what a 4-wide f16 FMAC (two operand vectors in, one out) or an f32 FMAC consumes: the limit binds only
-#       for statements that stream more operands per element (three-input updates, f32 copies at f16 width...).
-#       SDK-APPX exposes 2 x 32-bit reads + 1 x 32-bit write to DSD ops, which would halve the f16 rate; the model
-#       follows HC34 and the 4-wide f16 estimate (hardware.md 1a records the conflict). WSE-3: 32 / 16 B (EST:
-#       scaled with its assumed doubled f16 SIMD; not published). Tenstorrent: 0 -- the matrix engine takes its
-#       operands from source registers the unpacker fills tile by tile and reuses them across the tile (TT-GEMM
-#       matrix_engine.md), so no per-element L1 limit applies at the level MICA models.
+#       for statements that stream more operands per element (three-input updates, ...). SDK-APPX exposes
+#       2 x 32-bit reads + 1 x 32-bit write to DSD ops, which would halve the f16 rate; the model follows HC34 and
+#       the 4-wide f16 estimate (hardware.md 1a records the conflict). WSE-3: 32 / 16 B (EST: scaled with its
+#       assumed doubled f16 SIMD; not published).
 #   * vector_op_cycles (per run of a statement's innermost loop: a DSD operation's setup, the loop's start):
-#       WSE-2/3 EST 4 cycles: "startup overhead per DSD op is not documented (EST ~ a few cycles)" (hardware.md
-#       1b). Fitting it to the SGEMM 33000^3 figure (Miyajima et al. 2026, 349 TFLOP/s on 750x750; MICA's plan
-#       runs 44-element f32 vectors there) would need ~110 cycles per operation; checked against WaferLLM's
-#       MeshGEMV (~1.2 us for [1,16K]x[16K,16K] f16), that value makes the modelled GEMV ~5x too slow, so it
-#       was not adopted (bench/test_calibration.py reports both rows). Tenstorrent 0: a tile operation's cost is
-#       already the fidelity's cycles per 32x32x32 tile in the FLOP rate [TT-GEMM utilisation formula].
-#   * call_cycles (per kernel call that runs an instance: a task activation on WSE, a compute step's
-#       circular-buffer and Dst handshakes on Tenstorrent): WSE-2/3 EST 10 cycles, half the relay estimate
-#       above ("a task wake-up plus a DSD op; a few to tens of cycles", hardware.md 1c); Tenstorrent EST 100
-#       cycles (cb_wait_front / tile_regs_acquire / commit / pack per step [TT-API compute kernel API]; no
-#       published figure; hardware.md 1c puts a kernel loop plus NoC issue at ~100s of cycles).
-#   The generic target keeps none of these (round figures: arithmetic at its peak rate only).
+#       EST 4 cycles: "startup overhead per DSD op is not documented (EST ~ a few cycles)" (hardware.md 1b).
+#       Fitting it to the SGEMM 33000^3 figure (Miyajima et al. 2026, 349 TFLOP/s on 750x750; MICA's plan runs
+#       44-element f32 vectors there) would take ~110 cycles per operation; checked against WaferLLM's MeshGEMV
+#       (~1.2 us for [1,16K]x[16K,16K] f16), that value makes the modelled GEMV ~5x too slow, so it was not
+#       adopted (bench/test_calibration.py reports both rows).
+#   * call_cycles (per kernel call that runs an instance: a task activation): EST 10 cycles, half the relay
+#       estimate above ("a task wake-up plus a DSD op; a few to tens of cycles", hardware.md 1c).
+#   Tenstorrent (Wormhole, Blackhole): none yet. The matrix engine works on 32x32 tiles (tensors padded to tile
+#   multiples in their last two dimensions [TT-API "Tiles" page]) at the fidelity's cycles per 32x32x32 tile
+#   [TT-GEMM utilisation formula], which the FLOP rate already prices for full tiles; a faithful overhead model
+#   needs the padding of both tile dimensions and a per-tile (not per-loop-run) operation count, and no
+#   per-call figure (circular-buffer and Dst handshakes) is published. A one-dimensional stand-in (32-wide runs,
+#   an EST 100-cycle call) was tried and made every toy multi-core Wormhole test collapse onto one core on
+#   grounds no source supports, so it is not used.
+#   The generic target has none either (round figures: arithmetic at its peak rate only).
 TARGETS: Mapping[str, Target] = MappingProxyType({
     # Cerebras WSE-2: 750x994 program rectangle [CSLEX single-tile-matvec; fabric 757x996 WLLM-REPO] minus
     # memcpy columns/rows; 48 KB per PE [SDK-APPX]; 1.1 GHz [WLLM-PAPER, HC34] (CSLEX scripts assume 850 MHz);
