@@ -381,14 +381,15 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
     # [CSLEX]. Wavelet level: ramp 0 (EST), queues of 8 wavelets (EST). Per field: the comment block above.
     "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate "
-                         "table; wavelet-level ramp latency and queue depth are estimates",
+                         "table; wavelet-level ramp latency and queue depth are estimates; so are the call and "
+                         "vector-op overheads",
                    ramp_latency=0, queue_depth=8, **_WSE2_COMPUTE),
     # WSE-3: 755x1170 is derived (762x1172 fabric [WLLM-REPO] minus the same memcpy margin, EST); 48 KB
     # [CSLEX]; 1.1 GHz [WLLM-REPO launch_wse3.py]; fp16 16 FLOP/cycle EST, f32 2 EST; link, hop, relay,
     # colours as WSE-2 ([SDK-CONCEPT], [SDK-TASKIDS]; hop EST). Per field: the comment block above.
     "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="grid and fp16 rate are estimates (EST), not published figures; so are the wavelet-level "
-                         "ramp latency and queue depth",
+                         "ramp latency and queue depth, the call and vector-op overheads and the SRAM ports",
                    ramp_latency=0, queue_depth=8, **_WSE3_COMPUTE),
     # Tenstorrent Wormhole n150: 8x8 Tensix compute grid [TT-BH, TT-GEMM], 1464 KiB L1 [TT-ISA L1.md],
     # 1 GHz [TT-SPEC], fp16 1024 FLOP/cycle = HiFi4 [TT-GEMM], 32 B/cycle per NoC link [TT-ISA NoC],
