@@ -150,8 +150,9 @@ class CompiledProgram:
 
     def explain(self) -> str:
         """Why this plan: the mapping decisions and, when it was searched, every candidate considered
-        with its modelled cycles or the reason it was rejected."""
-        out = self.schedule.explain() + "\n" + self._cores_line()
+        with its modelled cycles or the reason it was rejected; the chosen plan's modelled cycles by term
+        (:meth:`mica.tiling.cost.Cost.breakdown`)."""
+        out = self.schedule.explain() + "\n" + self._cores_line() + "\n" + self.cost.breakdown()
         mp = self.mesh_program
         loaded = {op.buffer for op in mp.body if isinstance(op, HostLoad)}
         for t in mp.tensors:

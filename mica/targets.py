@@ -12,7 +12,7 @@ of every constant of the real targets, with the hardware notes' source keys, is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -101,6 +101,13 @@ class Target:
     the chip shares (in the cycles of ``clock_ghz``), ``dram_core_bytes_per_cycle`` what one core's reader
     achieves on its own, and ``dram_latency`` the cycles before the first byte of a read arrives. See
     :attr:`has_dram` and :meth:`dram_read_cycles`.
+
+    The **compute model** beyond the FLOP rate (how :mod:`mica.tiling.cost` and the emulator charge it):
+    ``call_cycles`` per kernel call that runs an instance (a task activation), ``vector_op_cycles`` per vector
+    operation (one run of a statement's innermost loop: a DSD operation's setup), ``vector_width`` the elements
+    one vector instruction issues per dtype (:meth:`lanes`; a run's remainder pays a whole issue), and
+    ``sram_read_bytes_per_cycle`` / ``sram_write_bytes_per_cycle`` the core's SRAM ports (0: not limiting). All
+    default to none, i.e. arithmetic at the peak rate (:attr:`has_compute_overheads`).
     """
 
     name: str
@@ -120,6 +127,11 @@ class Target:
     dram_bytes_per_cycle: float = 0.0
     dram_core_bytes_per_cycle: float = 0.0
     dram_latency: float = 0.0
+    call_cycles: float = 0.0
+    vector_op_cycles: float = 0.0
+    vector_width: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    sram_read_bytes_per_cycle: float = 0.0
+    sram_write_bytes_per_cycle: float = 0.0
 
     def __post_init__(self):
         w, h = self.grid
@@ -134,6 +146,11 @@ class Target:
                 self.dram_bytes_per_cycle > 0 and self.dram_core_bytes_per_cycle > 0 and self.dram_latency >= 0)):
             raise TargetError(f"target {self.name!r}: a DRAM level needs a positive size, positive chip and per-core "
                               f"bandwidths and a latency >= 0")
+        if min(self.call_cycles, self.vector_op_cycles, self.sram_read_bytes_per_cycle,
+               self.sram_write_bytes_per_cycle) < 0 or any(
+                isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in self.vector_width.values()):
+            raise TargetError(f"target {self.name!r}: compute overheads and SRAM bandwidths must be >= 0 "
+                              f"(0: none) and vector widths whole numbers >= 1")
         missing = [d for d in DTYPES if d not in self.flops_per_cycle and d != "bf16"]
         if missing:
             raise TargetError(f"target {self.name!r}: no flops/cycle for {', '.join(missing)}")
@@ -144,6 +161,11 @@ class Target:
         return {f: (dict(v) if isinstance(v, MappingProxyType) else v) for f, v in self.__dict__.items()}
 
     def __setstate__(self, state: dict) -> None:
+        for f in fields(self):          # a target pickled before a field existed gets the field's default
+            if f.name not in state and f.default is not MISSING:
+                object.__setattr__(self, f.name, f.default)
+            elif f.name not in state and f.default_factory is not MISSING:
+                object.__setattr__(self, f.name, f.default_factory())
         for f, v in state.items():
             object.__setattr__(self, f, MappingProxyType(dict(v)) if f in _READ_ONLY_FIELDS else v)
         self.__post_init__()
@@ -160,6 +182,30 @@ class Target:
             return self.flops_per_cycle[dtype]
         except KeyError:
             raise TargetError(f"target {self.name!r} has no figure for dtype {dtype!r}") from None
+
+    def lanes(self, dtype: str) -> int:
+        """Elements one vector instruction processes per issue for ``dtype`` (:attr:`vector_width`; 1 where the
+        target gives none). Integer dtypes use the :data:`INT_RATE_AS` width, bf16 the :data:`BF16_RATE_AS` one
+        unless the target gives their own, as :meth:`flops` does."""
+        if dtype in INT_DTYPES and dtype not in self.vector_width:
+            dtype = INT_RATE_AS
+        if dtype == "bf16" and dtype not in self.vector_width:
+            dtype = BF16_RATE_AS
+        return int(self.vector_width.get(dtype, 1))
+
+    @property
+    def has_compute_overheads(self) -> bool:
+        """Whether the compute model charges more than arithmetic at the peak rate: kernel-call or vector-op
+        overheads, vectors wider than one element (whose remainders pay a whole instruction) or an SRAM
+        bandwidth limit (see :mod:`mica.tiling.cost`)."""
+        return bool(self.call_cycles or self.vector_op_cycles or self.sram_read_bytes_per_cycle
+                    or self.sram_write_bytes_per_cycle or any(w > 1 for w in self.vector_width.values()))
+
+    def without_compute_overheads(self) -> "Target":
+        """This target with arithmetic at the peak rate only (no call or vector-op overhead, one-element vectors,
+        no SRAM limit): what :class:`mica.tiling.cost.Cost` reports as the arithmetic part of compute."""
+        return replace(self, call_cycles=0.0, vector_op_cycles=0.0, vector_width=MappingProxyType({}),
+                       sram_read_bytes_per_cycle=0.0, sram_write_bytes_per_cycle=0.0)
 
     @property
     def has_dram(self) -> bool:
@@ -181,7 +227,7 @@ class Target:
 
 
 #: The fields of :class:`Target` that hold read-only mappings.
-_READ_ONLY_FIELDS = ("flops_per_cycle", "extra")
+_READ_ONLY_FIELDS = ("flops_per_cycle", "extra", "vector_width")
 
 
 def _fl(f16: float, f32: float, f64: float) -> Mapping[str, float]:
@@ -285,6 +331,48 @@ WAVELET_CONSTANTS_SOURCES = MappingProxyType({
 #     reaches 500 of 512 GB/s (98%) [TT-DRAM Saturating_DRAM_bandwidth_Blackhole.md], not assumed
 #   * dram_core_bytes_per_cycle: 33: one core's ideal DRAM read [ideal_performance.md @ 6d7ceb6a, as Wormhole's]
 #   * dram_latency: EST 800 cycles: Wormhole's estimate scaled by the faster clock (no published figure)
+#: Compute-model constants per machine family (the fields of :class:`Target` after ``dram_latency``); their sources
+#: are in the "Compute model" comment block below.
+_WSE2_COMPUTE = dict(call_cycles=10.0, vector_op_cycles=4.0,
+                     vector_width=MappingProxyType({"f16": 4, "f32": 1, "f64": 1}),
+                     sram_read_bytes_per_cycle=16.0, sram_write_bytes_per_cycle=8.0)
+_WSE3_COMPUTE = dict(call_cycles=10.0, vector_op_cycles=4.0,
+                     vector_width=MappingProxyType({"f16": 8, "f32": 1, "f64": 1}),
+                     sram_read_bytes_per_cycle=32.0, sram_write_bytes_per_cycle=16.0)
+_TT_COMPUTE: dict = {}          # none yet: see "Tenstorrent" in the compute-model block below
+
+#
+# Compute model (issue 19 item 1; how mica.tiling.cost and the emulator's work functions charge it: the "Compute"
+# paragraph of mica/tiling/cost.py). No vendor publishes per-instruction overheads for either machine, so every
+# overhead below is an estimate (EST); the widths and bandwidths are cited.
+#   WSE-2 / WSE-3:
+#   * vector_width (elements per vector instruction; a run of n elements issues ceil(n / width) times, so a
+#       remainder pays a whole issue): WSE-2 f16 4 (4-wide FP16 FMAC SIMD; SDK-APPX gives SIMD widths up to 4),
+#       f32 and f64 1 (one FP32 FMAC per cycle, WLLM-PAPER) -- the flops_per_cycle above are these widths x 2 FLOP
+#       per FMAC. WSE-3: f16 8 (EST, the doubled SIMD its f16 rate assumes), f32/f64 1 (EST).
+#   * sram_read_bytes_per_cycle / sram_write_bytes_per_cycle (0: not limiting): WSE-2 16 B read (2 x 64-bit) and
+#       8 B write (1 x 64-bit) per cycle [HC34: two 64-bit reads and one 64-bit write per cycle], which is exactly
+#       what a 4-wide f16 FMAC (two operand vectors in, one out) or an f32 FMAC consumes: the limit binds only
+#       for statements that stream more operands per element (three-input updates, ...). SDK-APPX exposes
+#       2 x 32-bit reads + 1 x 32-bit write to DSD ops, which would halve the f16 rate; the model follows HC34 and
+#       the 4-wide f16 estimate (hardware.md 1a records the conflict). WSE-3: 32 / 16 B (EST: scaled with its
+#       assumed doubled f16 SIMD; not published).
+#   * vector_op_cycles (per run of a statement's innermost loop: a DSD operation's setup, the loop's start):
+#       EST 4 cycles: "startup overhead per DSD op is not documented (EST ~ a few cycles)" (hardware.md 1b).
+#       Fitting it to the SGEMM 33000^3 figure (Miyajima et al. 2026, 349 TFLOP/s on 750x750; MICA's plan runs
+#       44-element f32 vectors there) would take ~110 cycles per operation; checked against WaferLLM's MeshGEMV
+#       (~1.2 us for [1,16K]x[16K,16K] f16), that value makes the modelled GEMV ~5x too slow, so it was not
+#       adopted (bench/test_calibration.py reports both rows).
+#   * call_cycles (per kernel call that runs an instance: a task activation): EST 10 cycles, half the relay
+#       estimate above ("a task wake-up plus a DSD op; a few to tens of cycles", hardware.md 1c).
+#   Tenstorrent (Wormhole, Blackhole): none yet. The matrix engine works on 32x32 tiles (tensors padded to tile
+#   multiples in their last two dimensions [TT-API "Tiles" page]) at the fidelity's cycles per 32x32x32 tile
+#   [TT-GEMM utilisation formula], which the FLOP rate already prices for full tiles; a faithful overhead model
+#   needs the padding of both tile dimensions and a per-tile (not per-loop-run) operation count, and no
+#   per-call figure (circular-buffer and Dst handshakes) is published. A one-dimensional stand-in (32-wide runs,
+#   an EST 100-cycle call) was tried and made every toy multi-core Wormhole test collapse onto one core on
+#   grounds no source supports, so it is not used.
+#   The generic target has none either (round figures: arithmetic at its peak rate only).
 TARGETS: Mapping[str, Target] = MappingProxyType({
     # Cerebras WSE-2: 750x994 program rectangle [CSLEX single-tile-matvec; fabric 757x996 WLLM-REPO] minus
     # memcpy columns/rows; 48 KB per PE [SDK-APPX]; 1.1 GHz [WLLM-PAPER, HC34] (CSLEX scripts assume 850 MHz);
@@ -293,15 +381,16 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
     # [CSLEX]. Wavelet level: ramp 0 (EST), queues of 8 wavelets (EST). Per field: the comment block above.
     "wse2": Target("wse2", (750, 994), 49152, 1.1, _fl(8, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="fp16 8 and fp32 2 FLOP/cycle are estimates: Cerebras publishes no per-PE SIMD rate "
-                         "table; wavelet-level ramp latency and queue depth are estimates",
-                   ramp_latency=0, queue_depth=8),
+                         "table; wavelet-level ramp latency and queue depth are estimates; so are the call and "
+                         "vector-op overheads",
+                   ramp_latency=0, queue_depth=8, **_WSE2_COMPUTE),
     # WSE-3: 755x1170 is derived (762x1172 fabric [WLLM-REPO] minus the same memcpy margin, EST); 48 KB
     # [CSLEX]; 1.1 GHz [WLLM-REPO launch_wse3.py]; fp16 16 FLOP/cycle EST, f32 2 EST; link, hop, relay,
     # colours as WSE-2 ([SDK-CONCEPT], [SDK-TASKIDS]; hop EST). Per field: the comment block above.
     "wse3": Target("wse3", (755, 1170), 49152, 1.1, _fl(16, 2, 1), 4.0, 1.0, 20.0, 21,
                    notes="grid and fp16 rate are estimates (EST), not published figures; so are the wavelet-level "
-                         "ramp latency and queue depth",
-                   ramp_latency=0, queue_depth=8),
+                         "ramp latency and queue depth, the call and vector-op overheads and the SRAM ports",
+                   ramp_latency=0, queue_depth=8, **_WSE3_COMPUTE),
     # Tenstorrent Wormhole n150: 8x8 Tensix compute grid [TT-BH, TT-GEMM], 1464 KiB L1 [TT-ISA L1.md],
     # 1 GHz [TT-SPEC], fp16 1024 FLOP/cycle = HiFi4 [TT-GEMM], 32 B/cycle per NoC link [TT-ISA NoC],
     # 9 cycles per router hop [TT-ISA NoC], relay 300 cycles (EST), 16 VCs of which 12 carry requests
@@ -313,7 +402,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                        notes="fp16 rate at HiFi4; relay cost, wavelet-level queue depth and DRAM latency are "
                              "estimates",
                        ramp_latency=5, queue_depth=16, dram_bytes=12 * 2 ** 30, dram_bytes_per_cycle=288.0,
-                       dram_core_bytes_per_cycle=22.0, dram_latency=600.0),
+                       dram_core_bytes_per_cycle=22.0, dram_latency=600.0, **_TT_COMPUTE),
     # Blackhole p150a: 11x10 compute grid (current firmware) [TT-BH], 1464 KB L1 [TT-BH], 1.35 GHz [TT-SPEC],
     # fp16 1024 = HiFi4 [TT-GEMM], 64 B/cycle NoC [TT-DRAM BH]; hop 9, ramp 5, SFPU 64, VCs 12, relay and
     # queue depth assumed equal to Wormhole (EST). DRAM: 32 GB GDDR6 at 512 GB/s [TT-SPEC], 33 B/cycle for one
@@ -322,7 +411,7 @@ TARGETS: Mapping[str, Target] = MappingProxyType({
                         notes="hop latency, ramp latency and SFPU width assumed equal to Wormhole (EST); queue "
                               "depth and DRAM latency estimates",
                         ramp_latency=5, queue_depth=16, dram_bytes=32 * 10 ** 9, dram_bytes_per_cycle=512.0 / 1.35,
-                        dram_core_bytes_per_cycle=33.0, dram_latency=800.0),
+                        dram_core_bytes_per_cycle=33.0, dram_latency=800.0, **_TT_COMPUTE),
     # A generic large mesh for tests: 1024x1024 cores, 64 KiB each, round figures.
     "generic": Target("generic", (1024, 1024), 65536, 1.0, _fl(8, 4, 2), 8.0, 1.0, 10.0, 24,
                       notes="round figures for tests; not a real machine", ramp_latency=0, queue_depth=8),

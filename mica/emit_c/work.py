@@ -1,8 +1,12 @@
 """Work functions for the emulator's timing model: the cycles a kernel class spends in one call.
 
 For every kernel class the kernel module gets ``double <class>__work(int64_t x, int64_t y, const int64_t
-*v, const double *scalars)``: the number of statement instances the class's kernel runs at core (x, y) with loop values ``v``,
-each weighted by its cycles on the target (:func:`mica.tiling.cost.instance_cycles`). The instances are
+*v, const double *scalars)``: the cycles the class's kernel runs at core (x, y) with loop values ``v``, as :func:`mica.tiling.cost.call_cycles`
+charges them: its statement instances at :func:`~mica.tiling.cost.instance_cycles` each on a target without
+compute overheads; otherwise every vector operation (run of the innermost loop) at the target's
+``vector_op_cycles``, every issue of ``lanes`` elements (:func:`~mica.tiling.cost.vector_sets`) at ``lanes`` ×
+:func:`~mica.tiling.cost.element_cycles`, and ``call_cycles`` once when the call runs an instance. Instances,
+vector operations and issues are
 counted by a loop nest isl builds from the same domain and context as the kernel itself (so it counts
 exactly the iterations the kernel executes, at the run's values of the runtime parameters), with the innermost loop replaced by its trip count; a
 call costs O(outer iterations), not O(instances). ``mica_work_get(i)`` returns the function of kernel
@@ -22,7 +26,7 @@ from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .kernels import runtime_locals
 from ..targets import Target
-from ..tiling.cost import instance_cycles
+from ..tiling.cost import element_cycles, innermost_loop, instance_cycles, vector_sets
 
 
 def _trip(nd: isl.AstNode) -> tuple[str, str, str] | None:
@@ -83,6 +87,26 @@ def _context(mp: MeshProgram, dom: isl.Set, cls: KernelClass, steps: int) -> isl
     return iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(cons)} }}")
 
 
+def _count_set(k: Kernel, dom: isl.Set, ctx: isl.Set, lines: list[str], var: str) -> None:
+    """Appends C declaring ``int64_t var``, the number of points of ``dom`` (a kernel statement's domain, or one of
+    its :func:`~mica.tiling.cost.vector_sets`) at the call's core and loop values, counted by a loop nest isl
+    builds from ``dom`` under the class context ``ctx`` (innermost loops by their trip counts)."""
+    dom = dom.intersect_params(ctx)
+    lines.append(f"  int64_t {var} = 0;")
+    if dom.is_empty():
+        return
+    if not k.parts and not k.loops:
+        lines.append(f"  {var} = 1;")           # the kernel runs its one statement unconditionally
+        return
+    loops = [dom.get_dim_name(isl.dim_type.set, d) or f"d{d}" for d in range(dom.dim(isl.dim_type.set))]
+    name = dom.get_tuple_name()
+    params = [ctx.get_dim_name(isl.dim_type.param, d) for d in range(ctx.dim(isl.dim_type.param))]
+    sched = isl.UnionMap(f"[{', '.join(params)}] -> {{ {name}[{', '.join(loops)}] -> "
+                         f"[{', '.join(loops)}] }}").intersect_domain(isl.UnionSet.from_set(dom))
+    node = isl.AstBuild.from_context(ctx).node_from_schedule_map(sched)
+    _count(node, lines, "  ", var)
+
+
 def _work_function(mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, target: Target) -> str:
     lines = [f"double {cls.name}__work(int64_t x, int64_t y, const int64_t *v, const double *scalars) {{",
              "  (void)x; (void)y; (void)v; (void)scalars;",
@@ -93,26 +117,27 @@ def _work_function(mp: MeshProgram, k: Kernel, cls: KernelClass, steps: int, tar
     lines += [f"{line} (void){kernel_param(n)[2:]};" for n, _, _ in mp.runtime
               for line in runtime_locals(mp, [kernel_param(n)]) if kernel_param(n) in used]
     lines.append("  double cycles = 0.0;")
+    counted = []
     for i, part in enumerate(k.statements):
         dom = iset(part.domain)
         ctx = _context(mp, dom, cls, steps)
-        dom = dom.intersect_params(ctx)
-        weight = instance_cycles(mp, part, target)
         var = f"n{i}"
-        lines.append(f"  int64_t {var} = 0;")
-        if dom.is_empty():
-            pass
-        elif not k.parts and not k.loops:
-            lines.append(f"  {var} = 1;")           # the kernel runs its one statement unconditionally
-        else:
-            loops = [dom.get_dim_name(isl.dim_type.set, d) for d in range(dom.dim(isl.dim_type.set))]
-            name = dom.get_tuple_name()
-            params = [ctx.get_dim_name(isl.dim_type.param, d) for d in range(ctx.dim(isl.dim_type.param))]
-            sched = isl.UnionMap(f"[{', '.join(params)}] -> {{ {name}[{', '.join(loops)}] -> "
-                                 f"[{', '.join(loops)}] }}").intersect_domain(isl.UnionSet.from_set(dom))
-            node = isl.AstBuild.from_context(ctx).node_from_schedule_map(sched)
-            _count(node, lines, "  ", var)
-        lines.append(f"  cycles += (double){var} * {weight!r};")
+        _count_set(k, dom, ctx, lines, var)
+        counted.append(var)
+        if not target.has_compute_overheads:
+            lines.append(f"  cycles += (double){var} * {instance_cycles(mp, part, target)!r};")
+            continue
+        width = target.lanes(mp.tensor(part.write.buffer).dtype)
+        ops, chunks = vector_sets(part.domain, innermost_loop(part), width)
+        if target.vector_op_cycles:
+            _count_set(k, ops, ctx, lines, f"v{i}")
+            lines.append(f"  cycles += (double)v{i} * {float(target.vector_op_cycles)!r};")
+        if width > 1:
+            _count_set(k, chunks, ctx, lines, f"ch{i}")
+            var = f"ch{i}"
+        lines.append(f"  cycles += (double){var} * {width * element_cycles(mp, part, target)!r};")
+    if target.call_cycles and counted:
+        lines.append(f"  if ({' + '.join(counted)} > 0) cycles += {float(target.call_cycles)!r}; /* task activation */")
     lines.append("  return cycles;")
     lines.append("}")
     return "\n".join(lines)

@@ -1,9 +1,25 @@
 """The PLMR cost model: modelled cycles of a mesh program on a target.
 
-* Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's instances (counted exactly by isl over
-  its kernel class) × FLOP per instance ÷ the target's FLOP/cycle for the dtype. When the op's rectangle
-  moves with its loop (the stages of a chain or tree reduction, each run by other cores) the stages are on
-  the critical path one after another, so the busiest core is taken per iteration and the iterations add.
+* Compute: per :class:`~mica.meshir.ir.Compute`, the busiest core's cycles, counted exactly by isl over its
+  kernel class. A kernel call costs (:func:`call_cycles`):
+
+  - ``call_cycles`` once if it runs at least one instance (a task activation on WSE, a compute step's
+    circular-buffer handshakes on Tenstorrent);
+  - per statement, ``vector_op_cycles`` for every run of its innermost loop (one vector operation: a DSD
+    operation's setup, a loop start), counted as the points of the domain with that loop projected out;
+  - per run of n elements, ``ceil(n / lanes)`` issues of ``lanes`` elements (the target's ``vector_width`` for
+    the written dtype: a remainder pays a whole issue), each element at :func:`element_cycles` -- its FLOP at
+    the target's FLOP/cycle, or more where the operands it streams from SRAM (the accesses that move with the
+    innermost loop; an invariant one is a register scalar) exceed the SRAM read or write bandwidth.
+
+  On a target without these constants (``generic``) this is instances × FLOP ÷ FLOP/cycle, as before. The
+  emulator's work functions (:mod:`mica.emit_c.work`) count the same isl sets per call
+  (:func:`vector_sets`), so model and emulator charge the same compute. :class:`Cost` reports the arithmetic
+  part (the same ops on :meth:`~mica.targets.Target.without_compute_overheads`) and the overheads apart. A
+  kernel parameter naming a loop the kernel is not inside (``__t`` outside the step loop) is 0, as in the
+  emulator. When the op's rectangle moves with its loop (the stages of a chain or tree reduction, each run
+  by other cores) the stages are on the critical path one after another, so the busiest core is taken per
+  iteration and the iterations add.
 * Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
   stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
   pattern — or more where one core takes in (or sends) several patterns' streams: they share its ramp, the
@@ -43,6 +59,7 @@ never per step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import product
 
 from math import prod
@@ -50,13 +67,13 @@ from math import prod
 import islpy as isl
 
 from ..affine.expr import Bin, Call, Neg
-from ..affine.isl_names import count_param_values, count_points, iset
+from ..affine.isl_names import CTX, count_param_values, count_points, fix_params, iset
 from ..affine.runtime import kernel_param
 from ..meshir.on_mesh import host_bytes
 from ..meshir.busy import computing_cores
 from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift,
                          Shift)
-from ..targets import Target
+from ..targets import DTYPE_BYTES, Target
 
 
 @dataclass(frozen=True)
@@ -87,11 +104,42 @@ class Cost:
     host_bytes_out: int = 0
     on_mesh: tuple[str, ...] = ()
     dram_bytes: int = 0
+    arith_cycles: float = 0.0
+    dram_cycles: float = 0.0
 
     def _cores_text(self) -> str:
         if self.allocated and self.allocated != self.cores:
             return f"{self.cores:,} of {self.allocated:,} allocated cores compute"
         return f"{self.cores:,} cores compute"
+
+    @property
+    def overhead_cycles(self) -> float:
+        """The part of ``compute_cycles`` that is not arithmetic at the peak rate: kernel-call and vector-op
+        overheads, vector remainders and SRAM-bandwidth limits (the target's compute model, :mod:`mica.targets`)."""
+        return max(0.0, self.compute_cycles - self.arith_cycles)
+
+    @property
+    def fabric_cycles(self) -> float:
+        """The part of ``comm_cycles`` spent on the fabric (messages between cores), DRAM reads excluded."""
+        return max(0.0, self.comm_cycles - self.dram_cycles)
+
+    def terms(self) -> tuple[tuple[str, float], ...]:
+        """The modelled cycles by term, in the order they are printed: compute (arithmetic, overheads),
+        exposed communication (fabric, DRAM), and what double buffering hid behind compute. The first two
+        terms add up to ``total_cycles`` (the ops on the critical path); the hidden term is not in it."""
+        return (("compute", self.compute_cycles), ("  arithmetic", self.arith_cycles),
+                ("  overheads", self.overhead_cycles), ("communication", self.comm_cycles),
+                ("  fabric", self.fabric_cycles), ("  DRAM", self.dram_cycles),
+                ("hidden behind compute", self.hidden_cycles))
+
+    def breakdown(self) -> str:
+        """The modelled cycles per term as an aligned table, each with its share of the total."""
+        lines = [f"modelled cycles by term (total {self.total_cycles:,.0f}):"]
+        for name, cy in self.terms():
+            share = f"{100 * cy / self.total_cycles:5.1f}%" if self.total_cycles else "    -"
+            note = "  (not on the critical path)" if name.startswith("hidden") else ""
+            lines.append(f"  {name:<24s}{cy:>16,.0f}  {share}{note}")
+        return "\n".join(lines)
 
     @property
     def idle_cycles(self) -> float:
@@ -109,14 +157,18 @@ class Cost:
                 "sram_bytes": self.sram_bytes, "sram_budget": self.sram_budget,
                 "colours": self.colours, "colour_budget": self.colour_budget, "cores": self.cores,
                 "allocated": self.allocated, "hidden_cycles": self.hidden_cycles,
-                "host_bytes_in": self.host_bytes_in, "host_bytes_out": self.host_bytes_out}
+                "host_bytes_in": self.host_bytes_in, "host_bytes_out": self.host_bytes_out,
+                "arith_cycles": self.arith_cycles, "overhead_cycles": self.overhead_cycles,
+                "dram_cycles": self.dram_cycles}
 
     def __str__(self) -> str:
         per = ", ".join(f"{n} {c:,.0f}" for n, c in self.per_tensor) or "none"
         return (f"modelled {self.total_cycles:,.0f} cycles = {self.seconds * 1e6:,.2f} us at "
                 f"{self.clock_ghz} GHz on {self.target} ({self._cores_text()})\n"
-                f"  compute {self.compute_cycles:,.0f} cycles, communication {self.comm_cycles:,.0f} "
-                f"cycles (idle while waiting {self.idle_cycles:,.0f})"
+                f"  compute {self.compute_cycles:,.0f} cycles (arithmetic {self.arith_cycles:,.0f}, overheads "
+                f"{self.overhead_cycles:,.0f}), communication {self.comm_cycles:,.0f} cycles"
+                + (f" (fabric {self.fabric_cycles:,.0f}, DRAM {self.dram_cycles:,.0f})" if self.dram_cycles else "")
+                + f" (idle while waiting {self.idle_cycles:,.0f})"
                 + (f"; {self.hidden_cycles:,.0f} more hidden behind compute by double buffering"
                    if self.hidden_cycles else "") + "\n"
                 f"  communication by tensor, each alone (tensors moved together overlap): {per}\n"
@@ -135,10 +187,112 @@ def at_longest(mp: MeshProgram) -> dict[str, int]:
 
 
 def instance_cycles(mp: MeshProgram, part, target: Target) -> float:
-    """Cycles one instance of kernel statement ``part`` costs on ``target``: its FLOP (at least one
-    operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype.
-    The emulator's timing model charges exactly this per executed instance (:mod:`mica.emit_c.work`)."""
+    """Arithmetic cycles of one instance of kernel statement ``part`` on ``target``: its FLOP (at least one
+    operation, e.g. a copy or a zero fill) at the target's FLOP/cycle for the written tensor's dtype. This is
+    the whole cost of an instance on a target without compute overheads (:attr:`Target.has_compute_overheads`);
+    otherwise :func:`part_cycles` adds them (see "Compute" in the module docstring)."""
     return max(part.flops_per_instance, 1) / target.flops(mp.tensor(part.write.buffer).dtype)
+
+
+def innermost_loop(part) -> str | None:
+    """The loop a kernel statement runs innermost (the last of its ``order``): one run of it is one vector
+    operation (a DSD operation on WSE, a tile operation on Tenstorrent). None for a statement without loops."""
+    order = part.order or part.loops
+    return order[-1] if order else None
+
+
+def element_cycles(mp: MeshProgram, part, target: Target) -> float:
+    """Cycles per element of a vector operation of ``part`` at full vector width: the larger of its arithmetic
+    (:func:`instance_cycles`) and the SRAM traffic it needs, reads at ``sram_read_bytes_per_cycle`` and
+    writes at ``sram_write_bytes_per_cycle`` (0: not limiting). Only accesses whose index moves with the
+    innermost loop stream through SRAM per element; an access invariant in it is a scalar held in a register
+    (the ``scalar`` operand of ``@fmacs``, or a reduction's accumulator)."""
+    return _streamed_cycles(instance_cycles(mp, part, target), innermost_loop(part),
+                            [(r.index, mp.tensor(r.buffer).dtype) for r in part.reads],
+                            (part.write.index, mp.tensor(part.write.buffer).dtype), target)
+
+
+def _streamed_cycles(cy: float, inner: str | None, reads, write, target: Target) -> float:
+    """``cy`` (an element's arithmetic cycles) raised to the SRAM traffic of the accesses ((index, dtype) pairs)
+    whose index moves with loop ``inner`` (see :func:`element_cycles`)."""
+    if inner is None:
+        return cy
+
+    def streams(index) -> bool:
+        return any(name == inner for aff in index for name, _ in aff.coeffs)
+    if target.sram_read_bytes_per_cycle:
+        rb = sum(DTYPE_BYTES[dt] for index, dt in reads if streams(index))
+        cy = max(cy, rb / target.sram_read_bytes_per_cycle)
+    if target.sram_write_bytes_per_cycle and streams(write[0]):
+        cy = max(cy, DTYPE_BYTES[write[1]] / target.sram_write_bytes_per_cycle)
+    return cy
+
+
+@lru_cache(maxsize=8192)
+def vector_sets(domain: str, inner: str | None, width: int) -> tuple[isl.Set, isl.Set]:
+    """(vector operations, vector chunks) of a kernel statement with domain ``domain`` (isl text) whose
+    innermost loop is ``inner``, on vectors of ``width`` elements, as sets with the domain's tuple name and
+    parameters: a point of the first is one run of the innermost loop (the domain with that loop projected
+    out), a point of the second one instruction issue of ``width`` elements -- the points of a run that start a
+    chunk counted from the run's first element, so a run of n elements has ceil(n / width) of them and its
+    remainder pays a whole issue. Without loops, every instance is an operation and a chunk. The emulator's work
+    functions (:mod:`mica.emit_c.work`) count the same sets."""
+    dom = iset(domain)
+    name = dom.get_tuple_name()
+    pos = dom.find_dim_by_name(isl.dim_type.set, inner) if inner is not None else -1
+    if pos < 0:
+        return dom, dom
+    ops = dom.project_out(isl.dim_type.set, pos, 1).set_tuple_name(name)
+    if width <= 1:
+        return ops, dom
+    runs = isl.Map.from_domain(dom).move_dims(isl.dim_type.out, 0, isl.dim_type.in_, pos, 1)
+    starts = runs.lexmin().apply_range(isl.Map(f"{{ [l] -> [j] : exists q : j = l + {width} * q }}"))
+    chunks = runs.intersect(starts).move_dims(isl.dim_type.in_, pos, isl.dim_type.out, 0, 1).domain()
+    return ops, chunks.set_tuple_name(name)
+
+
+def _fix_free(dom: isl.Set, fix: dict, drop=()) -> dict:
+    """``fix`` with every loop parameter of ``dom`` (``__t``: a kernel's step) that is neither fixed nor dropped set
+    to 0: a kernel outside the loop it names runs at its value 0, as the emulator calls it (a loop variable is 0
+    outside its loop, rt_interp.c). Left free, isl would count the parameter's values as a dimension: 0 points
+    for a domain that does not bound it (a kernel charged no compute)."""
+    for i in range(dom.dim(isl.dim_type.param)):
+        n = dom.get_dim_name(isl.dim_type.param, i)
+        if n not in fix and n not in drop and n not in ("__x", "__y", "__kb") and not n.startswith("__rp_"):
+            fix = {**fix, n: 0}
+    return fix
+
+
+def part_cycles(mp: MeshProgram, part, target: Target, fix: dict, drop=()) -> tuple[float, int]:
+    """(cycles, instances) of kernel statement ``part`` at the core and loop values ``fix`` (parameters
+    ``drop`` projected out: the union over their values): every vector operation's setup
+    (``vector_op_cycles``) plus every chunk of ``lanes`` elements at ``lanes`` × :func:`element_cycles`
+    (:func:`vector_sets`); on a target without compute overheads, instances × :func:`instance_cycles`. The
+    per-call overhead is :func:`call_cycles`' business."""
+    dom = iset(part.domain)
+    fix = _fix_free(dom, fix, drop)
+    n = count_points(dom, fix, drop)
+    if not n:
+        return 0.0, 0
+    if not target.has_compute_overheads:
+        return n * instance_cycles(mp, part, target), n
+    width = target.lanes(mp.tensor(part.write.buffer).dtype)
+    ops, chunks = vector_sets(part.domain, innermost_loop(part), width)
+    n_ops = count_points(ops, fix, drop) if target.vector_op_cycles else 0
+    n_chunks = count_points(chunks, fix, drop) if width > 1 else n
+    return n_ops * target.vector_op_cycles + n_chunks * width * element_cycles(mp, part, target), n
+
+
+def call_cycles(mp: MeshProgram, k, target: Target, fix: dict, drop=()) -> float:
+    """Cycles of one call of kernel ``k`` at the core and loop values ``fix``: its statements
+    (:func:`part_cycles`) plus the target's ``call_cycles`` (a task activation) when the call runs at least one
+    instance. The emulator charges exactly this per call (:mod:`mica.emit_c.work`)."""
+    total, any_work = 0.0, False
+    for part in k.statements:
+        cy, n = part_cycles(mp, part, target, fix, drop)
+        total += cy
+        any_work = any_work or n > 0
+    return total + (target.call_cycles if any_work else 0.0)
 
 
 def _moves(rect) -> bool:
@@ -163,9 +317,7 @@ def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
             fix = {"__x": xs[0], "__y": ys[0], **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
             if mp.skew is not None and "t" in env:
                 fix["__kb"] = int(mp.skew.block(xs[0], ys[0], env["t"]))
-            cycles = sum(count_points(iset(part.domain), fix, drop=("__kb",)) * instance_cycles(mp, part, target)
-                         for part in k.statements)
-            best = max(best, cycles)
+            best = max(best, call_cycles(mp, k, target, fix, drop=("__kb",)))
         total += weight * best
     return total
 
@@ -185,8 +337,7 @@ def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
             for kb in sorted({0, n - 1}):
                 fix = {"__x": cls.region.x0, "__y": cls.region.y0, "__kb": kb,
                        **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
-                step = max(step, sum(count_points(iset(part.domain), fix) * instance_cycles(mp, part, target)
-                                     for part in k.statements))
+                step = max(step, call_cycles(mp, k, target, fix))
             cycles += weight * step
         best = max(best, cycles)
     return best
@@ -211,21 +362,53 @@ def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> floa
     iteration (counted once over all of them); one without it (a halo strip copy) runs whole every time."""
     k = mp.kernel(op.kernel)
     loop_vars = tuple(v for v, _ in scope)
-    parts = []                          # (domain, repeats per enclosing iterations, cycles per instance)
+    drop = tuple("__" + v for v in loop_vars) + ("__kb",)
+    parts = []                          # (statement, domain, repeats per enclosing iterations)
     for part in k.statements:
         dom = iset(part.domain)
         repeats = prod(n for v, n in scope if dom.find_dim_by_name(isl.dim_type.param, "__" + v) < 0)
-        parts.append((dom, repeats, instance_cycles(mp, part, target)))
+        parts.append((part, dom, repeats))
     best = 0.0
     for cls in k.classes:
         for x, y in _probe_cores(cls.region):
+            fix = {"__x": x, "__y": y, **at_longest(mp)}
             cycles = 0.0
-            for dom, repeats, per in parts:
-                n = count_points(dom, {"__x": x, "__y": y, **at_longest(mp)},
-                                 drop=tuple("__" + v for v in loop_vars) + ("__kb",))
-                cycles += repeats * n * per
+            for part, dom, repeats in parts:
+                cycles += repeats * part_cycles(mp, part, target, fix, drop)[0]
+            if target.call_cycles:
+                cycles += target.call_cycles * _calls(mp, [dom for _, dom, _ in parts], fix, scope)
             best = max(best, cycles)
     return best
+
+
+def _calls(mp: MeshProgram, doms, fix: dict, scope) -> int:
+    """How many calls over all iterations of ``scope`` run at least one instance of the statements ``doms``
+    at the core ``fix``: every iteration when a statement without the step parameter ``__t`` has work there,
+    else the steps at which one of them has (the union over the statements), times the other loops'
+    iterations."""
+    loops = dict(scope)
+    steps = loops.get("t")
+    others = prod(n for v, n in scope if v != "t")
+    drop = tuple("__" + v for v in loops if v != "t") + ("__kb",)
+    active = None
+    for dom in doms:
+        pos = dom.find_dim_by_name(isl.dim_type.param, "__t")
+        if steps is None or pos < 0:
+            if count_points(dom, _fix_free(dom, fix, drop), drop):
+                return prod(loops.values())
+            continue
+        s = fix_params(dom, fix)
+        for name in drop:
+            at = s.find_dim_by_name(isl.dim_type.param, name)
+            if at >= 0:
+                s = s.project_out(isl.dim_type.param, at, 1)
+        at = s.find_dim_by_name(isl.dim_type.param, "__t")
+        s = s.project_out(isl.dim_type.set, 0, s.dim(isl.dim_type.set))
+        s = s.move_dims(isl.dim_type.set, 0, isl.dim_type.param, at, 1)
+        s = s.project_out(isl.dim_type.param, 0, s.dim(isl.dim_type.param)).reset_space(
+            isl.Space.set_alloc(CTX, 0, 1)).intersect(isl.Set(f"{{ [t] : 0 <= t < {steps} }}"))
+        active = s if active is None else active.union(s)
+    return others * (count_points(active.coalesce(), {}) if active is not None else 0)
 
 
 def _pattern_bytes(mp: MeshProgram, c, env: dict[str, int]) -> int:
@@ -291,11 +474,6 @@ def _ends(c, side: str) -> list:
     return [getattr(c, side)]
 
 
-def _holds(rect, env: dict[str, int], x: int, y: int) -> bool:
-    cols, rows = rect.members(env)
-    return x in cols and y in rows
-
-
 def _ramp_cycles(mp: MeshProgram, op: Exchange, env: dict[str, int], target: Target,
                  costs: list[float]) -> float:
     """The least cycles ``op`` takes at ``env`` through the busiest core's ramp (the port between a core and
@@ -317,15 +495,15 @@ def _ramp_cycles(mp: MeshProgram, op: Exchange, env: dict[str, int], target: Tar
         return 0.0
     best = 0.0
     for side in ("receivers", "senders"):
-        rects = [(r, n, lat) for c, n, lat in pats for r in _ends(c, side)]
+        rects = [(r.members(env), n, lat) for c, n, lat in pats for r in _ends(c, side)]
         xs, ys = set(), set()
-        for r, _, _ in rects:
-            cols, rows = r.members(env)
+        for (cols, rows), _, _ in rects:
             xs.update(cols[i] for i in (0, len(cols) // 2, -1) if cols)
             ys.update(rows[i] for i in (0, len(rows) // 2, -1) if rows)
+        held = [((set(cols), set(rows)), n, lat) for (cols, rows), n, lat in rects]
         for x in xs:
             for y in ys:
-                at = [(n, lat) for r, n, lat in rects if _holds(r, env, x, y)]
+                at = [(n, lat) for (cols, rows), n, lat in held if x in cols and y in rows]
                 if len(at) > 1:
                     best = max(best, min(lat for _, lat in at) + sum(n for n, _ in at) / bw)
     return best
@@ -413,20 +591,19 @@ def _wave_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) ->
     var, steps = scope[-1]
     outer = prod(n for _, n in scope[:-1])
     others = tuple("__" + v for v, _ in scope[:-1]) + ("__kb",)
-    parts = [(iset(part.domain), instance_cycles(mp, part, target)) for part in k.statements]
     best = 0.0
     for cls in k.classes:
         for x, y in _probe_cores(cls.region):
             fix = {"__x": x, "__y": y, **at_longest(mp)}
-            # Every part of the kernel (the statements of a fused body) runs at the core's steps.
+            # Every part of the kernel (the statements of a fused body) runs at the core's steps, in one call.
             work, active = 0.0, 0
-            for dom, per in parts:
-                w = count_points(dom, fix, drop=("__" + var,) + others) * per
+            for part in k.statements:
+                w = part_cycles(mp, part, target, fix, drop=("__" + var,) + others)[0]
                 if w:
                     work += w
-                    active = max(active, count_param_values(dom, "__" + var, fix, drop=others))
+                    active = max(active, count_param_values(iset(part.domain), "__" + var, fix, drop=others))
             if work:
-                best = max(best, work / max(active, 1))
+                best = max(best, work / max(active, 1) + target.call_cycles)
     return outer * steps * best
 
 
@@ -515,23 +692,24 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
     from every earlier op's starts at once: operators placed side by side run at the same time, as in
     the emulator, whose clocks are per core. An op starts when the latest earlier op it shares a core
     with ends; the total is the latest end, and the breakdown is that of the chain of ops leading to it."""
-    chains: list[tuple[tuple[int, int, int, int] | None, float, float, float, float, dict]] = []
+    chains: list[tuple] = []     # (box, total, compute, comm, hidden, per_tensor, arithmetic, dram)
     for op in mp.body:
         if isinstance(op, (HostLoad, HostStore)):
             continue
         box = footprint(op, mp.mesh)
-        compute, comm, hidden, per_tensor = _estimate_ops(mp, [op], target)
+        compute, comm, hidden, per_tensor, arith, dram = _estimate_ops(mp, [op], target)
         before = max((c for c in chains if _meets(c[0], box)), key=lambda c: c[1], default=None)
         if before is not None:
             compute, comm, hidden = compute + before[2], comm + before[3], hidden + before[4]
+            arith, dram = arith + before[6], dram + before[7]
             per_tensor = {k: before[5].get(k, 0.0) + per_tensor.get(k, 0.0) for k in {*before[5], *per_tensor}}
-        chains.append((box, compute + comm, compute, comm, hidden, per_tensor))
-    _, total, compute, comm, hidden, per_tensor = max(chains, key=lambda c: c[1], default=(None, 0.0, 0.0, 0.0,
-                                                                                          0.0, {}))
+        chains.append((box, compute + comm, compute, comm, hidden, per_tensor, arith, dram))
+    _, total, compute, comm, hidden, per_tensor, arith, dram = max(
+        chains, key=lambda c: c[1], default=(None, 0.0, 0.0, 0.0, 0.0, {}, 0.0, 0.0))
     return Cost(target.name, target.clock_ghz, total, compute, comm,
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
                 target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh,
-                dram_read_bytes(mp, target))
+                dram_read_bytes(mp, target), min(arith, compute), dram)
 
 
 def dram_read_bytes(mp: MeshProgram, target: Target) -> int:
@@ -638,16 +816,18 @@ def _iteration_compute(mp: MeshProgram, loop: Loop, env: dict[str, int], target:
         best = 0.0
         for cls in k.classes:
             for x, y in _probe_cores(cls.region):
-                best = max(best, sum(count_points(iset(part.domain), {"__x": x, "__y": y, **fix, **at_longest(mp)},
-                                                  drop=("__kb",)) * instance_cycles(mp, part, target)
-                                     for part in k.statements))
+                best = max(best, call_cycles(mp, k, target, {"__x": x, "__y": y, **fix, **at_longest(mp)},
+                                             drop=("__kb",)))
         total += best
     return total
 
 
-def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float]]:
+def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, float, dict[str, float], float, float]:
     """Compute, exposed communication, hidden communication and per-tensor cycles of ``body`` (ops of
-    ``mp``) run one after another."""
+    ``mp``) run one after another, then the arithmetic part of that compute (the same ops costed on
+    :meth:`Target.without_compute_overheads`) and the exposed DRAM part of that communication."""
+    arith = 0.0
+    ideal = target.without_compute_overheads() if target.has_compute_overheads else None
     compute = 0.0
     comm = 0.0
     hidden = 0.0
@@ -670,6 +850,9 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
             else:
                 cy = _op_compute_cycles(mp, op, scope, target, bool(loops) and loops[-1].wave)
             compute += cy
+            arith += cy if ideal is None else (
+                _compute_cycles(mp, op, scope, ideal) if full is not None
+                else _op_compute_cycles(mp, op, scope, ideal, bool(loops) and loops[-1].wave))
             # Its share of one iteration of every enclosing loop (the overlap a prefetch can hide behind).
             for d, lp in enumerate(loops):
                 per = prod(n for _, n in scope[:d + 1]) or 1
@@ -731,7 +914,7 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
     hidden += d_hidden
     for name, cy in d_arrays.items():
         per_tensor[name] = per_tensor.get(name, 0.0) + cy
-    return compute, comm, hidden, per_tensor
+    return compute, comm, hidden, per_tensor, arith, d_exposed
 
 
 def expr_flops(expr) -> int:
@@ -741,11 +924,26 @@ def expr_flops(expr) -> int:
 
 def one_core_cycles(prog, target: Target) -> float:
     """Modelled cycles of ``prog`` run whole on one core: every statement instance at ``target``'s rate for
-    its written array's dtype (at least one operation each, as :func:`instance_cycles` charges), with no
+    its written array's dtype (at least one operation each, as :func:`instance_cycles` charges), plus the
+    target's compute overheads as :func:`call_cycles` charges them (one call, the one-core plan's one sequence
+    kernel; a vector operation per run of a statement's innermost loop in the program's order, its issues of
+    ``lanes`` elements), with no
     communication. This is what the one-core plan costs, computed from the program alone, so it exists even
     when the data could never fit one core's SRAM (the baseline of a speedup at wafer scale)."""
-    total = 0.0
+    total, called = 0.0, False
     for s in prog.statements:
         n = count_points(s.domain_set, {})
-        total += n * max(expr_flops(s.expr), 1) / target.flops(prog.array(s.write.array).dtype)
-    return total
+        dtype = prog.array(s.write.array).dtype
+        arith = max(expr_flops(s.expr), 1) / target.flops(dtype)
+        if not target.has_compute_overheads or not n:
+            total += n * arith
+            continue
+        inner = s.loops[-1] if s.loops else None
+        width = target.lanes(dtype)
+        ops, chunks = vector_sets(s.domain, inner, width)
+        elem = _streamed_cycles(arith, inner, [(r.index, prog.array(r.array).dtype) for r in s.reads],
+                                (s.write.index, dtype), target)
+        total += (count_points(ops, {}) * target.vector_op_cycles
+                  + (count_points(chunks, {}) if width > 1 else n) * width * elem)
+        called = True
+    return total + (target.call_cycles if called else 0.0)

@@ -237,20 +237,27 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Deci
 
 def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions) -> float:
     """A lower bound on a candidate's modelled cycles: the main statement's work on one core (its tile
-    of every spatial loop, the whole of every other loop) at the target's FLOP rate, plus the hop latency
-    its communication pattern cannot avoid."""
+    of every spatial loop, the whole of every other loop) at the target's FLOP rate, the fewest vector
+    operations and calls that work can take, plus the hop latency its communication pattern cannot avoid."""
     main = main_statement(prog)
     cores = dict(d.blocks)
     if d.skew != "none" and cores:
         side = min(cores.values())
         cores = {ax: side for ax in cores}
     axis_of = dict(d.assignment)
-    work = 1
+    work, longest = 1, 1
     for lp in main.loops:
         n = loop_extent(main, lp)
-        work *= ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
+        ext = ceil(n / cores[axis_of[lp]]) if lp in axis_of else n
+        work *= ext
+        longest = max(longest, ext)
     dtype = prog.array(main.write.array).dtype
-    return work * max(expr_flops(main.expr), 1) / target.flops(dtype) + _latency_bound(prog, target, d, cores)
+    # The compute model's overheads (mica.tiling.cost.call_cycles): whatever loop the kernel runs innermost,
+    # its runs are at most the longest local extent, so there are at least work / longest vector operations,
+    # and at least one call.
+    over = (ceil(work / longest) * target.vector_op_cycles + target.call_cycles) if work and main.loops else 0.0
+    return (work * max(expr_flops(main.expr), 1) / target.flops(dtype) + over
+            + _latency_bound(prog, target, d, cores))
 
 
 def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str, int]) -> float:

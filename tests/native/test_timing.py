@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import mica
-from mica.affine.isl_names import count_points, iset
 from mica.comm.traffic import declared_traffic
 from mica.emit_c.build import compile_shared
 from mica.meshir.ir import Compute as IrCompute
@@ -24,7 +23,7 @@ from mica.native_sim.execute import RunStats
 from mica.native_sim.opcode import (EAST, RAMP, WEST, Box, BoxDim, Compute, Exchange, Loop, Recv, Rect,
                                     Route, Send, encode)
 from mica.native_sim.runtime import NativeMesh, include_flags, load_kernels
-from mica.tiling.cost import instance_cycles
+from mica.tiling.cost import call_cycles
 
 import samples
 
@@ -252,8 +251,9 @@ def test_counters_equal_declared_traffic(runs, name):
 
 @pytest.mark.parametrize("name", ["matmul cannon 4x4", "gemv ktree 8x8", "mm2 4x4 wormhole"])
 def test_compute_clock_counts_the_instances_the_kernels_run(runs, name):
-    """Per core, the emulator's compute cycles equal isl's count of each kernel's instances at that core
-    and step (an independent count: isl's enumeration, not the generated C loop nest)."""
+    """Per core, the emulator's compute cycles equal isl's count of each kernel's instances, vector operations
+    and vector issues at that core and step, priced as the cost model prices a call (:func:`call_cycles`: an
+    independent count, isl's enumeration, not the generated C loop nest)."""
     prog, res = runs[name]
     mp = prog.mesh_program
     want = np.zeros(res.stats.core_compute.shape)
@@ -274,8 +274,7 @@ def test_compute_clock_counts_the_instances_the_kernels_run(runs, name):
                         fix = {"__x": x, "__y": y, "__t": vals[0] if vals else 0}
                         if mp.skew is not None:
                             fix["__kb"] = int(mp.skew.block(x, y, fix["__t"]))
-                        want[y, x] += sum(count_points(iset(p.domain), fix) * instance_cycles(mp, p, prog.target)
-                                          for p in k.statements)
+                        want[y, x] += call_cycles(mp, k, prog.target, fix)
     np.testing.assert_array_equal(res.stats.core_compute, want)
 
 

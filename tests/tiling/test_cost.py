@@ -15,9 +15,14 @@ from frontend.frontend_util import MANIFEST, kernel_function, kernel_source
 def test_breakdown_adds_up_and_budgets_are_reported():
     c = mica.compile_affine(mica.ops.matmul(512, 512, 512), mesh=(16, 16), search=False).cost
     assert c.total_cycles == c.compute_cycles + c.comm_cycles
-    # 32x32x32 MACs per core per step, 16 steps, 2 FLOP/cycle on WSE-2 for f32.
+    t = mica.get_target("wse2")
+    # Arithmetic: 32x32x32 MACs per core per step, 16 steps, 2 FLOP/cycle on WSE-2 for f32 ...
     # ... plus the init, which writes 32x32 elements, costed like one operation each.
-    assert c.compute_cycles == 16 * 32 * 32 * 32 * 2 / 2 + 32 * 32 / 2
+    assert c.arith_cycles == 16 * 32 * 32 * 32 * 2 / 2 + 32 * 32 / 2
+    # Overheads: per step a call and 32x32 vector operations (runs of j, 32 f32 elements: one lane, no
+    # remainder); the init one call and 32 runs.
+    assert c.compute_cycles == c.arith_cycles + 16 * (t.call_cycles + 32 * 32 * t.vector_op_cycles) \
+        + t.call_cycles + 32 * t.vector_op_cycles
     assert c.sram_budget == 49152 and 0 < c.sram_bytes <= c.sram_budget
     assert c.colours == 2 and c.colour_budget == 21
     assert set(dict(c.per_tensor)) == {"A", "B"}
@@ -40,8 +45,12 @@ def test_chain_reduction_stages_are_on_the_critical_path():
     assert dict(c.per_tensor)["y"] == 7 * (t.hop_latency + 32 / t.link_bytes_per_cycle)
     # 8x8 MACs, one 8-element initialisation (the chain's root column initialises y while the other
     # columns clear their partials: disjoint cores, at the same time), 7 accumulates of 8 adds, at 2
-    # FLOP/cycle.
-    assert c.compute_cycles == (8 * 8 * 2 + 8 + 7 * 8) / 2
+    # FLOP/cycle ...
+    assert c.arith_cycles == (8 * 8 * 2 + 8 + 7 * 8) / 2
+    # ... plus each call's activation and each vector operation's setup: the local gemv runs 8 rows of 8, the
+    # initialisation and every accumulate one 8-element vector.
+    call, op = t.call_cycles, t.vector_op_cycles
+    assert c.compute_cycles == c.arith_cycles + (call + 8 * op) + (call + op) + 7 * (call + op)
     assert c.total_cycles == mica.compile_affine(mica.ops.gemv(64, 64), mesh=(8, 8), search=False).run(
         {"A": np.ones((64, 64), np.float32), "x": np.ones(64, np.float32)}).stats.cycles
 
