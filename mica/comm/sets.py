@@ -161,6 +161,8 @@ def classify(array: Array, ref: str, need: isl.Map, own: isl.Map, home_box: tupl
 
     Raises :class:`CommError` (naming ``what``) when the set is not a supported pattern.
     """
+    if is_local(need, own):
+        return CommPlan("local", array.name, ref)     # every core holds what it reads (a copy on each, say)
     # Which core sends what to whom: { M[t, x, y] -> core[x', y'] } with the self-pairs removed.
     sources = need.apply_range(own.reverse())
     self_pairs = imap("{ M[t, x, y] -> core[x, y] }")

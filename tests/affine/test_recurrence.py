@@ -106,7 +106,7 @@ def test_expanded_filter_matches_native_c(mesh):
     for arr, value in want.items():
         assert np.array_equal(res.outputs[arr], value), (arr, mesh)
     assert res.stats.summary()["computing_cores"] == compiled.cost.cores
-    if mesh != (1, 1):
+    if mesh in ((4, 4), (8, 8)):
         # The bottom-to-top pass runs as a wavefront from the far end of the mesh.
         step = compiled.schedule.phases[-1].step
         assert step is not None and step.wavefront and min(step.wave) < 0 and step.start > 0

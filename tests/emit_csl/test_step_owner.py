@@ -24,6 +24,7 @@ from .test_csl_execution import execute
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
 from frontend_util import MANIFEST, kernel_function, kernel_source, make_inputs  # noqa: E402
+import samples  # noqa: E402
 
 KERNELS = ("trisolv", "lu", "cholesky", "gramschmidt")
 
@@ -40,7 +41,7 @@ def _program(name: str):
 
 def _check(name: str, mesh: tuple[int, int], target: str):
     prog, ins = _program(name)
-    compiled = mica.compile_affine(prog, mesh=mesh, target=target)
+    compiled = samples.step_owner_compile(prog, mesh, target, searched_for=target)
     assert step_blocks(compiled.mesh_program), "the plan has no multicast from a step's owner"
     if mesh == (8, 8):
         assert compiled.cost.cores > 1

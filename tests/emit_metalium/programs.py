@@ -185,8 +185,7 @@ def step_owner(name: str, mesh: tuple[int, int]):
     from frontend_util import MANIFEST, kernel_function, kernel_source
     prog = mica.affine.from_c(kernel_source(name), kernel_function(name), params=MANIFEST[name]["params"])
     prog = with_float_dtype(prog, "f32")
-    searched = mica.compile_affine(prog, mesh=mesh, target="wse2")
-    return mica.compile_affine(searched.program, mesh=mesh, target="wormhole", schedule=searched.schedule)
+    return samples.step_owner_compile(prog, mesh, "wormhole")
 
 
 PROGRAMS = {

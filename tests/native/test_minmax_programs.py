@@ -232,11 +232,12 @@ def test_an_arg_max_with_a_local_running_max_spreads(mesh):
     """The running max in a scalar local, the index in a one-element array (how greedy sampling is
     written): the two still form a (value, index) pair, combined across cores, and the first index of the
     largest value wins, ties included."""
-    prog = mica.compile_affine(ARGMAX_LOCAL, mesh=mesh, params={"V": 97})
+    V = 1000          # (at 97 one core is cheaper: a call and a vector op per core cost more than they save)
+    prog = mica.compile_affine(ARGMAX_LOCAL, mesh=mesh, params={"V": V})
     assert prog.cost.cores > 1
     rng = np.random.default_rng(mesh[0])
-    for logits in (rng.standard_normal(97).astype(np.float32), np.ones(97, np.float32),
-                   np.where(np.arange(97) % 40 == 7, 3.0, 0.0).astype(np.float32)):
-        want = run_c(ARGMAX_LOCAL, None, {"logits": logits}, {"V": 97})
+    for logits in (rng.standard_normal(V).astype(np.float32), np.ones(V, np.float32),
+                   np.where(np.arange(V) % 40 == 7, 3.0, 0.0).astype(np.float32)):
+        want = run_c(ARGMAX_LOCAL, None, {"logits": logits}, {"V": V})
         got = prog.run({"logits": logits}).outputs
         assert got["next"][0] == want["next"][0] == int(np.argmax(logits))

@@ -143,12 +143,15 @@ def test_the_transposition_is_in_the_modelled_cost():
 @pytest.mark.parametrize("n, mesh", [(12, (4, 2)), (10, (3, 5))])
 def test_on_a_rectangular_mesh_the_operators_take_its_largest_square(n, mesh):
     """The matmul alone would take every core of the rectangle, and then T's blocks (a rectangular
-    grid) could not be transposed; mapped on the largest square of the mesh, both operators spread."""
+    grid) could not be transposed; mapped on the largest square of the mesh, both operators spread (the
+    second reads T's transpose through a mirror or, at these sizes under the compute model's call and
+    vector-op overheads, as halos on fewer cores: the model's choice)."""
     src = symmetrise_produced(n)
     compiled = mica.compile_affine(src, mesh=mesh)
     side = min(mesh)
     assert compiled.mesh == mesh and compiled.mesh_program.region.cores == side * side
-    assert f"on the {side}x{side} square of the mesh" in compiled.explain() and mirrors(compiled)
+    assert f"on the {side}x{side} square of the mesh" in compiled.explain()
+    assert all(p.space for p in compiled.schedule.phases)
     check(compiled, src, seed=n)
 
 

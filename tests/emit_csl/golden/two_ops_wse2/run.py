@@ -130,10 +130,10 @@ def main():
     sym_scalars = runner.get_id('scalars')
     runner.load()
     runner.run()
-    # MeshIR host_load A -> A on home_A[0:4, 0:4]
-    runner.memcpy_h2d(sym_A, to_pes(arrays['A'], (('y', 4, 16, False, 0, 0, 0), ('x', 4, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
-    # MeshIR host_load x -> x on home_x[0:4, 0:1]
-    runner.memcpy_h2d(sym_x, to_pes(arrays['x'], (('x', 4, 16, False, 0, 0, 0),), 0, 4, 0, 1, 4), 0, 0, 4, 1, 4, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    # MeshIR host_load A -> A on home_A[0:2, 0:4]
+    runner.memcpy_h2d(sym_A, to_pes(arrays['A'], (('y', 4, 16, False, 0, 0, 0), ('x', 8, 16, False, 0, 0, 0)), 0, 2, 0, 4, 32), 0, 0, 2, 4, 32, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    # MeshIR host_load x -> x on home_x[0:2, 0:1]
+    runner.memcpy_h2d(sym_x, to_pes(arrays['x'], (('x', 8, 16, False, 0, 0, 0),), 0, 2, 0, 1, 8), 0, 0, 2, 1, 8, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # MeshIR host_load B -> B on home_B[0:4, 0:4]
     runner.memcpy_h2d(sym_B, to_pes(arrays['B'], (('x', 4, 16, False, 0, 0, 0), ('y', 4, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # scalar arguments, on every PE of the program region work[0:4, 0:4]
