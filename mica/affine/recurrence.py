@@ -46,9 +46,10 @@ from functools import lru_cache
 
 import islpy as isl
 
-from .deps import dependences
+from .deps import _maps, dependences
 from .expr import Aff, Const, Expr, Read
 from .isl_names import imap, int_bounds, rename_dims
+from .pieces import _renamed
 from .privatise import temporaries
 from .program import Access, Array, Program, Statement
 
@@ -69,26 +70,6 @@ class Recurrence:
     after: tuple[str, ...]
     inits: tuple[str, ...] = ()
     value: Const | None = None      # the one initialisation's value, when it is a constant
-
-
-def _maps(rel: isl.UnionMap) -> list[isl.Map]:
-    out: list[isl.Map] = []
-    rel.foreach_map(out.append)
-    return out
-
-
-def _renamed(e: Expr, refs: dict[str, str]) -> Expr:
-    """``e`` with the reads whose references ``refs`` names renamed."""
-    if isinstance(e, Read):
-        return Read(refs.get(e.ref, e.ref))
-    changes = {}
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, Expr):
-            changes[f.name] = _renamed(v, refs)
-        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
-            changes[f.name] = tuple(_renamed(x, refs) for x in v)
-    return replace(e, **changes) if changes else e
 
 
 def _same_body(a: Statement, b: Statement) -> bool:
