@@ -263,6 +263,28 @@ def load(path) -> CompiledProgram:
     return load_file(path, CompiledProgram)
 
 
+def _search_privatised(op: Program, written: Program, mesh, tgt, side_by_side: bool, progress):
+    """:func:`search_expanded` of the privatised program ``op``; when it has no plan and privatisation changed
+    the program, of the program as ``written`` (its temporaries take less memory, so it may still fit, on
+    fewer cores: durbin's ``z`` expanded along ``k`` is ``n`` times larger). Raises the privatised program's
+    error when neither has a plan."""
+    try:
+        return search_expanded(op, mesh, tgt, LOWERING, side_by_side, progress=progress)
+    except MicaError as exc:
+        if written is op:
+            raise
+        error = exc
+    with isl_budget("dependence analysis"):
+        loop_kinds(written)
+        reductions(written)
+    try:
+        found = search_expanded(written, mesh, tgt, LOWERING, side_by_side, progress=progress)
+    except MicaError:
+        raise error from None
+    why = "the temporaries as written (privatised, the program has no plan on this mesh)"
+    return found[0], found[1].copy(reasons=found[1].reasons + (why,)), found[2]
+
+
 def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
                    schedule: Schedule | None = None, search: bool = True, params=None,
                    side_by_side: bool = True, progress: bool | None = None, runtime=None,
@@ -310,6 +332,7 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     mesh = check_mesh(mesh, tgt)
     timings = {}
     t0 = time.perf_counter()
+    written = op
     with isl_budget("privatisation"):
         op = privatise(op)
     with isl_budget("dependence analysis"):
@@ -319,8 +342,8 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                op, sched, report = search_expanded(op, mesh, tgt, LOWERING, side_by_side,
-                                                   progress=search_reporter(progress))
+                op, sched, report = _search_privatised(op, written, mesh, tgt, side_by_side,
+                                                       search_reporter(progress))
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise

@@ -74,6 +74,7 @@ from ..meshir.busy import computing_cores
 from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift,
                          Shift)
 from ..targets import DTYPE_BYTES, Target
+from .schedule import loop_name
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ def innermost_loop(part) -> str | None:
     """The loop a kernel statement runs innermost (the last of its ``order``): one run of it is one vector
     operation (a DSD operation on WSE, a tile operation on Tenstorrent). None for a statement without loops."""
     order = part.order or part.loops
-    return order[-1] if order else None
+    return loop_name(order[-1]) if order else None
 
 
 def element_cycles(mp: MeshProgram, part, target: Target) -> float:

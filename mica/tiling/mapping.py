@@ -129,13 +129,20 @@ def _stride_score(stmt: Statement, prog: Program, loop: str) -> int:
 
 
 def local_order(stmt: Statement, prog: Program, kinds: dict[str, str]) -> tuple[str, ...]:
-    """The loop order inside a core: the best unit-stride loop innermost, reduction loops inside the others."""
+    """The loop order inside a core: the best unit-stride loop innermost, reduction loops inside the others.
+
+    A loop the source runs downwards (``for (j = n - 2; j >= 1; j--)``, ``-j`` in the statement's
+    :attr:`~mica.affine.program.Statement.order`) keeps its direction, written ``-j``, unless it carries no
+    dependence (a parallel loop runs upwards): a back substitution's sweep then still reads the element it
+    wrote one iteration before. :func:`~.schedule.loop_name` strips the sign."""
     if not stmt.loops:
         return ()
     inner = max(reversed(stmt.loops), key=lambda lp: _stride_score(stmt, prog, lp))
     rest = [lp for lp in stmt.loops if lp != inner]
     rest.sort(key=lambda lp: (kinds.get(lp) == REDUCTION, stmt.loops.index(lp)))
-    return (*rest, inner)
+    down = {o[1:] for o in stmt.order if isinstance(o, str) and o.startswith("-")}
+    return tuple(f"-{lp}" if lp in down and kinds.get(lp) != PARALLEL else lp for lp in (*rest, inner))
+
 
 
 def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:

@@ -58,6 +58,12 @@ OPERATOR_ORDERS = ("program", "heaviest-first")
 _STEPPED = ("summa", "cannon", "interleaved", "halo")
 
 
+
+def loop_name(entry: str) -> str:
+    """The loop an entry of a local loop order runs (:func:`mica.tiling.mapping.local_order`): ``j`` for ``j``
+    and for ``-j`` (the loop run downwards)."""
+    return entry[1:] if entry.startswith("-") else entry
+
 @dataclass(frozen=True)
 class SpaceMap:
     """Loop ``loop`` is block-tiled onto mesh axis ``axis``: core coordinate = floor(loop / tile)."""
