@@ -307,7 +307,10 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     Temporaries (arrays neither input nor output) are first expanded along the loops within whose
     iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's
     ``program`` is the expanded one, whose statements a forced schedule names (expansion is deterministic
-    and idempotent, so a schedule saved from an earlier compile replays).
+    and idempotent, so a schedule saved from an earlier compile replays). When the expanded program has no
+    plan on the mesh (an expanded temporary too large for the cores that can run it), the program as written
+    is searched instead and is the compiled ``program``; its schedule says so in its reasons (a forced
+    schedule is always applied to the expanded program).
     When the searched plan runs on one core, the search also tries the program with its main nest aligned
     (:mod:`mica.tiling.aligned`: another loop of its deepest statement outermost, computing exactly the same
     values); the compiled program's ``program`` is then the aligned one.

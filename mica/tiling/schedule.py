@@ -7,6 +7,7 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
 * ``step``: at most one loop made temporal across cores in lock-step: ``t = floor(l / tile)`` with data for
   step ``t`` moved just before it (SUMMA-style panels);
 * ``local_order``: per statement, the order of the loops a core runs inside its tile (outermost first);
+  ``-j`` for a loop run downwards (:func:`loop_name` gives the loop);
 * ``homes``: per array, where its data lives between operations: per dimension a mesh axis (block-tiled
   with the given tile) or ``None`` (whole dimension on one core), plus ``pin``: the coordinate on mesh
   axes the array does not span (``{"x": 0}``: the array lives in column 0);
