@@ -75,3 +75,23 @@ def test_testing_is_reachable_from_the_package():
     out = subprocess.run([sys.executable, "-c", "import mica; print(mica.testing.run_c.__name__)"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "run_c"
+
+
+def test_compile_restores_the_callers_collector_thresholds():
+    # compile_affine raises Python's gc thresholds while it runs (mica.pipeline.COMPILE_GC_THRESHOLD) and
+    # gives the caller's back, also when the compile fails.
+    import gc
+
+    from mica.pipeline import COMPILE_GC_THRESHOLD
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(321, 7, 9)
+        mica.compile_affine(mica.ops.matmul(8, 8, 8), mesh=(2, 2))
+        assert gc.get_threshold() == (321, 7, 9)
+        with pytest.raises(MicaError):
+            mica.compile_affine(mica.ops.matmul(8, 8, 8), mesh=(0, 2))
+        assert gc.get_threshold() == (321, 7, 9)
+        assert COMPILE_GC_THRESHOLD[0] > gc.get_threshold()[0]
+    finally:
+        gc.set_threshold(*saved)
