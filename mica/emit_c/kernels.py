@@ -55,6 +55,8 @@ CTYPE = dict(C_TYPES)          # f32, f64, the integer dtypes (C's integer arith
 #                                f32 arithmetic, rounded on store, mica.codeprint.half)
 FLOAT_CTYPES = ("f32", "f64")  # what the register-blocked contraction handles (16-bit: the plain loop nest)
 MATVEC_DTYPES = ("f32", "f64", "f16", "bf16")  # what the row-interleaved matrix-vector kernel handles
+#: Operand dtypes of a matrix-vector product into an f32 vector (weights stored in 16 bits, activations in f32).
+MATVEC_MIXED = ("f32", "f16", "bf16")
 
 #: Rows of a matrix-vector product the row-interleaved kernel updates together (independent chains).
 MATVEC_ROWS = 8
@@ -304,7 +306,9 @@ class _KernelPrinter:
         if ra is None or rb is None or w.buffer in (ra.buffer, rb.buffer):
             return None
         ct = self.mp.tensor(w.buffer)
-        if ct.dtype not in MATVEC_DTYPES or any(self.mp.tensor(a.buffer).dtype != ct.dtype for a in (ra, rb)):
+        operands = {self.mp.tensor(a.buffer).dtype for a in (ra, rb)}
+        uniform = operands == {ct.dtype} and ct.dtype in MATVEC_DTYPES
+        if not uniform and not (ct.dtype == "f32" and operands <= set(MATVEC_MIXED)):
             return None
         # The blocked kernels keep C in registers while A and B are read: they must not overlap C.
         c0, c1 = ct.offset, ct.offset + ct.max_bytes
@@ -326,7 +330,7 @@ class _KernelPrinter:
         def uses(a, lp):
             return any(ix.coeff(lp) for ix in a.index)
         matvec = self._matvec(ra, rb, wl, red[0], "add" if k.expr.op == "+" else "sub", uses)
-        if len(wl) < 2 or ct.dtype not in FLOAT_CTYPES:
+        if len(wl) < 2 or not uniform or ct.dtype not in FLOAT_CTYPES:
             return matvec
         i, j = wl[-2], wl[-1]
         if uses(ra, j) or not uses(ra, i):
@@ -432,7 +436,7 @@ class _KernelPrinter:
             out.append(f"{ind}  const int64_t lo_{lp} = {ranges[lp][0]}, n_{lp} = {ranges[lp][1]} - lo_{lp};")
             env[lp] = f"lo_{lp}"
         if con.j is None:
-            dt = tc.dtype
+            dt = matvec_key(tc.dtype, ta.dtype, tb.dtype)
             out.append(f"{ind}  if (n_{con.i} > 0 && n_{con.k} > 0)")
             out.append(f"{ind}    mica_matvec_{dt}_{con.op}(n_{con.i}, n_{con.k},")
             out.append(f"{ind}      {self.buf_ids[w.buffer]} + ({self.offset_c(tc, w.index, env)}), "
@@ -614,28 +618,57 @@ def contraction_support_c(dtypes: set[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def matvec_support_c(dtypes: set[str]) -> str:
-    """``mica_matvec_<dt>_<add|sub>`` for ``dtypes``: ``C[i] (+|-)= A[i][k] * B[k]`` over strided operands,
-    many rows at a time (f16 with F16C: :data:`MATVEC_F16C_C`; otherwise :func:`_matvec_rows_c`), each row's
-    element held in a register as the value the plain kernel would store and load back (rounded to the dtype
-    after every update, :mod:`mica.codeprint.half`) while ``k`` ascends. Every element sees the plain loop
-    nest's operations in the same order, so the result is bit-identical; the rows are independent chains,
-    which is what makes it faster than the nest (whose one chain waits on each update's latency)."""
+def matvec_key(c: str, a: str, b: str) -> str:
+    """The name part of the matrix-vector kernel for C, A and B of dtypes ``c``, ``a``, ``b``: the dtype when
+    all three agree (``f16``), else the three (``f32_f16_f32``)."""
+    return c if a == b == c else f"{c}_{a}_{b}"
+
+
+def matvec_support_c(keys: set[str]) -> str:
+    """``mica_matvec_<key>_<add|sub>`` for ``keys`` (:func:`matvec_key`): ``C[i] (+|-)= A[i][k] * B[k]`` over
+    strided operands, many rows at a time (f16 with F16C, and f32 from f16 weights: :data:`MATVEC_F16C_C`;
+    otherwise :func:`_matvec_rows_c`), each row's element held in a register as the value the plain kernel
+    would store and load back (rounded to the dtype after every update, :mod:`mica.codeprint.half`) while
+    ``k`` ascends. Every element sees the plain loop nest's operations in the same order, so the result is
+    bit-identical; the rows are independent chains, which is what makes it faster than the nest (whose one
+    chain waits on each update's latency)."""
     lines = []
-    if "f16" in dtypes:
+    vector = sorted(k for k in keys if k == "f16" or k.startswith("f32_f16_"))
+    if vector:
         lines += ["#if defined(__F16C__) && defined(__AVX__)", MATVEC_F16C_C]
-        lines += [MATVEC_F16C_FN_C.replace("@OP@", op).replace("@SIGN@", "+" if op == "add" else "-")
-                  .replace("@VOP@", "_mm256_add_ps" if op == "add" else "_mm256_sub_ps") for op in ("add", "sub")]
+        for key in vector:
+            half = key == "f16"
+            b_half = key in ("f16", "f32_f16_f16")
+            for op in ("add", "sub"):
+                lines.append(
+                    MATVEC_F16C_FN_C.replace("@NAME@", f"{key}_{op}").replace("@OP@", op)
+                    .replace("@SIGN@", "+" if op == "add" else "-")
+                    .replace("@VOP@", "_mm256_add_ps" if op == "add" else "_mm256_sub_ps")
+                    .replace("@CT@", "_Float16" if half else "float").replace("@BT@", "_Float16" if b_half else "float")
+                    .replace("@ROUND@(", "mica_f16_round(" if half else "(")
+                    .replace("@LOADC@", "mica_f16_gather8_ps" if half else "mica_f32_gather8_ps")
+                    .replace("@STOREC@", "mica_f16_scatter8" if half else "mica_f32_scatter8")
+                    .replace("@CSTORE@", "(_Float16)" if half else ""))
         lines += ["#else"]
-        lines += _matvec_rows_c("f16")
+        for key in vector:
+            lines += _matvec_rows_c(*_key_dtypes(key))
         lines += ["#endif"]
-    for dt in sorted(set(dtypes) - {"f16"}):
-        lines += _matvec_rows_c(dt)
+    for key in sorted(set(keys) - set(vector)):
+        lines += _matvec_rows_c(*_key_dtypes(key))
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def _matvec_rows_c(dt: str) -> list[str]:
-    """``mica_matvec_<dt>_<add|sub>`` in plain C: :data:`MATVEC_ROWS` rows as independent scalar chains."""
+def _key_dtypes(key: str) -> tuple[str, str, str]:
+    """The dtypes of C, A and B a :func:`matvec_key` names."""
+    parts = key.split("_")
+    return (parts[0], parts[0], parts[0]) if len(parts) == 1 else (parts[0], parts[1], parts[2])
+
+
+def _matvec_rows_c(dt: str, da: str | None = None, db: str | None = None) -> list[str]:
+    """``mica_matvec_<key>_<add|sub>`` in plain C (C of dtype ``dt``, A of ``da``, B of ``db``, by default
+    ``dt``): :data:`MATVEC_ROWS` rows as independent scalar chains."""
+    da, db = da or dt, db or dt
+    key = matvec_key(dt, da, db)
     lines = []
     st, cmp = CTYPE[dt], CTYPE[compute_dtype(dt)]
     rnd = {"f16": "((float)(_Float16)({}))", "bf16": "mica_bf16_to_f32(mica_f32_to_bf16({}))"}.get(dt, "({})")
@@ -645,18 +678,19 @@ def _matvec_rows_c(dt: str) -> list[str]:
         # GCC 12.2 with -march=native SLP-vectorizes the eight rows and drops the f32 -> f16 -> f32 round
         # trips of the updates (tests/fuzz/found/gcc-slp-f16-round-trip-standalone.c): off for f16.
         attrs = "unused, optimize(\"no-tree-slp-vectorize\")" if dt == "f16" else "unused"
+        sa, sb = CTYPE[da], CTYPE[db]
         lines += [
-            f"static void __attribute__(({attrs})) mica_matvec_{dt}_{op}(int64_t M, int64_t K, "
+            f"static void __attribute__(({attrs})) mica_matvec_{key}_{op}(int64_t M, int64_t K, "
             f"{st} *restrict C, int64_t csi,",
-            f"    const {st} *restrict A, int64_t asi, int64_t ask, const {st} *restrict B, int64_t bsk) {{",
+            f"    const {sa} *restrict A, int64_t asi, int64_t ask, const {sb} *restrict B, int64_t bsk) {{",
             "  int64_t i = 0;",
             f"  for (; i + {MATVEC_ROWS} <= M; i += {MATVEC_ROWS}) {{",
-            f"    const {st} *a = A + i * asi;",
+            f"    const {sa} *a = A + i * asi;",
             f"    {cmp} " + ", ".join(f"c{r} = {load_c(dt, f'C[(i + {r}) * csi]')}" for r in rows) + ";",
             "    for (int64_t k = 0; k < K; ++k) {",
-            f"      const {cmp} b = {load_c(dt, 'B[k * bsk]')};",
-            f"      const {st} *ak = a + k * ask;"]
-        lines += [f"      c{r} = {rnd.format(f'c{r} {sign} ' + load_c(dt, f'ak[{r} * asi]') + ' * b')};"
+            f"      const {cmp} b = {load_c(db, 'B[k * bsk]')};",
+            f"      const {sa} *ak = a + k * ask;"]
+        lines += [f"      c{r} = {rnd.format(f'c{r} {sign} ' + load_c(da, f'ak[{r} * asi]') + ' * b')};"
                   for r in rows]
         lines += ["    }"]
         lines += [f"    C[(i + {r}) * csi] = {store_c(dt, f'c{r}')};" for r in rows]
@@ -665,7 +699,7 @@ def _matvec_rows_c(dt: str) -> list[str]:
             "  for (; i < M; ++i) {",
             f"    {cmp} c = {load_c(dt, 'C[i * csi]')};",
             "    for (int64_t k = 0; k < K; ++k)",
-            f"      c = {rnd.format(f'c {sign} ' + load_c(dt, 'A[i * asi + k * ask]') + ' * ' + load_c(dt, 'B[k * bsk]'))};",
+            f"      c = {rnd.format(f'c {sign} ' + load_c(da, 'A[i * asi + k * ask]') + ' * ' + load_c(db, 'B[k * bsk]'))};",
             f"    C[i * csi] = {store_c(dt, 'c')};",
             "  }",
             "}"]
@@ -712,49 +746,80 @@ static inline __attribute__((always_inline)) void mica_f16_scatter8(_Float16 *p,
   uint16_t h[8];
   _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   for (int r = 0; r < 8; ++r) memcpy(&p[r * s], &h[r], 2);
+}
+static inline __attribute__((always_inline)) __m256 mica_f16_gather8_ps(const _Float16 *p, int64_t s) {
+  return _mm256_cvtph_ps(mica_f16_gather8(p, s));
+}
+static inline __attribute__((always_inline)) __m256 mica_f32_gather8_ps(const float *p, int64_t s) {
+  return _mm256_setr_ps(p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s]);
+}
+static inline __attribute__((always_inline)) void mica_f32_scatter8(float *p, int64_t s, __m256 v) {
+  float h[8];
+  _mm256_storeu_ps(h, v);
+  for (int r = 0; r < 8; ++r) p[r * s] = h[r];
+}
+/* an f32 rounded to f16 and back, eight lanes: what storing the value to an f16 array and reading it gives */
+static inline __attribute__((always_inline)) __m256 mica_f16_round(__m256 v) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }"""
 
-#: One operation (``@OP@``: add or sub, ``@VOP@`` its vector instruction, ``@SIGN@`` its C operator) of :data:`MATVEC_F16C_C`'s kernel.
+#: One kernel of :data:`MATVEC_F16C_C` (f16 weights A): ``@NAME@`` its key and operation, ``@VOP@``/``@SIGN@`` the
+#: operation's vector instruction and C operator, ``@CT@``/``@BT@`` the C and B element types, ``@ROUND@`` the
+#: rounding of the accumulator after each update (to f16 and back, or none for f32), ``@LOADC@``/``@STOREC@``/
+#: ``@CSTORE@`` how C is read and written. Blocks of 32 rows, then of 8, then the last 4..7 rows as lanes of one vector, fewer as scalar chains.
 MATVEC_F16C_FN_C = """\
-static inline __attribute__((always_inline)) __m256 mica_f16_upd_@OP@(__m256 c, __m128i a, float b) {
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(@VOP@(c, _mm256_mul_ps(_mm256_cvtph_ps(a), _mm256_set1_ps(b))),
-                                         _MM_FROUND_TO_NEAREST_INT));
+static inline __attribute__((always_inline)) __m256 mica_upd_@NAME@(__m256 c, __m128i a, float b) {
+  return @ROUND@(@VOP@(c, _mm256_mul_ps(_mm256_cvtph_ps(a), _mm256_set1_ps(b))));
 }
-static void __attribute__((unused, optimize("no-tree-slp-vectorize"))) mica_matvec_f16_@OP@(int64_t M, int64_t K,
-    _Float16 *restrict C, int64_t csi, const _Float16 *restrict A, int64_t asi, int64_t ask,
-    const _Float16 *restrict B, int64_t bsk) {
-  enum { RB = 4 };
-  int64_t i = 0;
-  for (; i + 8 * RB <= M; i += 8 * RB) {
-    const _Float16 *a = A + i * asi;
-    __m256 c[RB];
-    for (int q = 0; q < RB; ++q) c[q] = _mm256_cvtph_ps(mica_f16_gather8(C + (i + 8 * q) * csi, csi));
-    int64_t k = 0;
-    if (ask == 1)
-      for (; k + 8 <= K; k += 8) {
-        __m128i col[RB][8];
-        for (int q = 0; q < RB; ++q) mica_f16_tr8(a + 8 * q * asi + k, asi, col[q]);
-        for (int j = 0; j < 8; ++j) {
-          const float b = (float)B[(k + j) * bsk];
-          for (int q = 0; q < RB; ++q) c[q] = mica_f16_upd_@OP@(c[q], col[q][j], b);
-        }
+/* rows [i, i + 8 RB) of C: RB vectors of eight accumulators; eight columns at a time out of 8x8 transposes where
+   A is unit-stride along k, one gathered column at a time otherwise */
+static inline __attribute__((always_inline)) void mica_mvblock_@NAME@(const int RB, int64_t i, int64_t K,
+    @CT@ *restrict C, int64_t csi, const _Float16 *restrict A, int64_t asi, int64_t ask,
+    const @BT@ *restrict B, int64_t bsk) {
+  const _Float16 *a = A + i * asi;
+  __m256 c[4];
+  for (int q = 0; q < RB; ++q) c[q] = @LOADC@(C + (i + 8 * q) * csi, csi);
+  int64_t k = 0;
+  if (ask == 1)
+    for (; k + 8 <= K; k += 8) {
+      __m128i col[4][8];
+      for (int q = 0; q < RB; ++q) mica_f16_tr8(a + 8 * q * asi + k, asi, col[q]);
+      for (int j = 0; j < 8; ++j) {
+        const float b = (float)B[(k + j) * bsk];
+        for (int q = 0; q < RB; ++q) c[q] = mica_upd_@NAME@(c[q], col[q][j], b);
       }
-    for (; k < K; ++k) {
-      const float b = (float)B[k * bsk];
-      for (int q = 0; q < RB; ++q) c[q] = mica_f16_upd_@OP@(c[q], mica_f16_gather8(a + 8 * q * asi + k * ask, asi), b);
     }
-    for (int q = 0; q < RB; ++q) mica_f16_scatter8(C + (i + 8 * q) * csi, csi, c[q]);
+  for (; k < K; ++k) {
+    const float b = (float)B[k * bsk];
+    for (int q = 0; q < RB; ++q) c[q] = mica_upd_@NAME@(c[q], mica_f16_gather8(a + 8 * q * asi + k * ask, asi), b);
   }
-  for (; i + 8 <= M; i += 8) {
-    const _Float16 *a = A + i * asi;
-    __m256 c = _mm256_cvtph_ps(mica_f16_gather8(C + i * csi, csi));
-    for (int64_t k = 0; k < K; ++k) c = mica_f16_upd_@OP@(c, mica_f16_gather8(a + k * ask, asi), (float)B[k * bsk]);
-    mica_f16_scatter8(C + i * csi, csi, c);
+  for (int q = 0; q < RB; ++q) @STOREC@(C + (i + 8 * q) * csi, csi, c[q]);
+}
+static void __attribute__((unused, optimize("no-tree-slp-vectorize"))) mica_matvec_@NAME@(int64_t M, int64_t K,
+    @CT@ *restrict C, int64_t csi, const _Float16 *restrict A, int64_t asi, int64_t ask,
+    const @BT@ *restrict B, int64_t bsk) {
+  int64_t i = 0;
+  for (; i + 32 <= M; i += 32) mica_mvblock_@NAME@(4, i, K, C, csi, A, asi, ask, B, bsk);
+  for (; i + 8 <= M; i += 8) mica_mvblock_@NAME@(1, i, K, C, csi, A, asi, ask, B, bsk);
+  if (M - i >= 4) {
+    /* the last 4..7 rows as the first lanes of one vector (the others repeat row i, unstored) */
+    const int64_t rem = M - i;
+    uint16_t h[8];
+    float cv[8];
+    for (int r = 0; r < 8; ++r) cv[r] = (float)C[(i + (r < rem ? r : 0)) * csi];
+    __m256 c = _mm256_loadu_ps(cv);
+    for (int64_t k = 0; k < K; ++k) {
+      for (int r = 0; r < 8; ++r) memcpy(&h[r], &A[(i + (r < rem ? r : 0)) * asi + k * ask], 2);
+      c = mica_upd_@NAME@(c, _mm_loadu_si128((const __m128i *)h), (float)B[k * bsk]);
+    }
+    _mm256_storeu_ps(cv, c);
+    for (int r = 0; r < rem; ++r) C[(i + r) * csi] = @CSTORE@cv[r];
+    i = M;
   }
-  for (; i < M; ++i) {
+  for (; i < M; ++i) {      /* up to 3 rows (a core's one output of a projection): one chain each */
     float s = (float)C[i * csi];
-    for (int64_t k = 0; k < K; ++k) s = (float)(_Float16)(s @SIGN@ (float)A[i * asi + k * ask] * (float)B[k * bsk]);
-    C[i * csi] = (_Float16)s;
+    for (int64_t k = 0; k < K; ++k) s = (float)@CSTORE@(s @SIGN@ (float)A[i * asi + k * ask] * (float)B[k * bsk]);
+    C[i * csi] = @CSTORE@s;
   }
 }"""
 

@@ -74,7 +74,9 @@ def test_matvec_kernel_is_bit_identical_to_the_plain_nest(form, dtype):
     prog = mica.affine.from_c(_source(form, dtype, 45, 29))
     ins = _inputs(prog, dtype, np.random.default_rng(11))
     seen = False
-    for mesh in [(1, 1), (3, 2), (4, 4)]:
+    # per core: 45 rows (blocks of 32 and 8, a tail of 5), 15 and 12 (tails of 7 and 4), 7 and 3 (a vector
+    # tail and scalar rows)
+    for mesh in [(1, 1), (3, 2), (4, 4), (7, 2)]:
         compiled = mica.compile_affine(prog, mesh=mesh)
         seen |= any(f"mica_matvec_{dtype}_" in f for _, f in compiled.kernel_module.sources)
         got = compiled.run(ins, threads=2).outputs
@@ -122,3 +124,39 @@ def test_a_vector_read_where_it_is_written_is_not_a_matvec():
            "y[i] += A[i][k] * y[k]; }")
     compiled = mica.compile_affine(mica.affine.from_c(src), mesh=(1, 1))
     assert "mica_matvec_" not in compiled.kernel_module.source
+
+
+MIXED = [("f32", "f16", "f32"), ("f32", "f16", "f16"), ("f32", "bf16", "f32"), ("f32", "f32", "f16")]
+
+
+@pytest.mark.parametrize("dtypes", MIXED, ids=["_".join(d) for d in MIXED])
+@pytest.mark.parametrize("form", ["ik+=", "At-="])
+def test_weights_in_16_bits_into_an_f32_vector(dtypes, form):
+    # The decode layer's projections: f16 (or bf16) weights, f32 activations and results.
+    dc, da, db = dtypes
+    decl, body = FORMS[form]
+    m, k = 45, 29
+    decl = (decl.replace("T A", f"{C_TYPE[da]} A").replace("T x", f"{C_TYPE[db]} x").replace("T y", f"{C_TYPE[dc]} y")
+            .replace("[M]", f"[{m}]").replace("[K]", f"[{k}]"))
+    src = f"void f({decl}) {{ {body.replace('< M', f'< {m}').replace('< K', f'< {k}')} }}"
+    prog = mica.affine.from_c(src)
+    rng = np.random.default_rng(4)
+    ins = {"A": rng.uniform(-1, 1, prog.array("A").shape).astype(NP[da]),
+           "x": rng.uniform(-1, 1, k).astype(NP[db]), "y": rng.uniform(-1, 1, m).astype(NP[dc])}
+    ins["A"].reshape(-1)[::13] = 0
+    seen = False
+    for mesh in [(1, 1), (3, 2), (4, 4), (7, 2)]:
+        compiled = mica.compile_affine(prog, mesh=mesh)
+        seen |= "mica_matvec_" in compiled.kernel_module.source
+        got = compiled.run(ins, threads=2).outputs["y"]
+        want = execute(_plain(compiled), ins, threads=1).outputs["y"]
+        assert _bits_equal(got, want), (dtypes, form, mesh)
+    assert seen
+    # One core: the C's own order, every update in f32.
+    one = mica.compile_affine(prog, mesh=(1, 1)).run(ins).outputs["y"]
+    ref = ins["y"].astype(np.float32).copy()
+    A32 = ins["A"].astype(np.float32)
+    for kk in range(k):
+        col = A32[kk] if form == "At-=" else A32[:, kk]
+        ref = ref - col * np.float32(ins["x"][kk]) if form == "At-=" else ref + col * np.float32(ins["x"][kk])
+    assert np.array_equal(one, ref)
