@@ -435,38 +435,29 @@ class _KernelPrinter:
                 continue
             out.append(f"{ind}  const int64_t lo_{lp} = {ranges[lp][0]}, n_{lp} = {ranges[lp][1]} - lo_{lp};")
             env[lp] = f"lo_{lp}"
-        if con.j is None:
+        if con.j is None:       # a matrix-vector product: C along i, A along i and k, B along k
             dt = matvec_key(tc.dtype, ta.dtype, tb.dtype)
-            out.append(f"{ind}  if (n_{con.i} > 0 && n_{con.k} > 0)")
-            out.append(f"{ind}    mica_matvec_{dt}_{con.op}(n_{con.i}, n_{con.k},")
-            out.append(f"{ind}      {self.buf_ids[w.buffer]} + ({self.offset_c(tc, w.index, env)}), "
-                       f"{self._stride_c(tc, w.index, con.i)},")
-            out.append(f"{ind}      {self.buf_ids[con.a.buffer]} + ({self.offset_c(ta, con.a.index, env)}), "
-                       f"{self._stride_c(ta, con.a.index, con.i)}, {self._stride_c(ta, con.a.index, con.k)},")
-            out.append(f"{ind}      {self.buf_ids[con.b.buffer]} + ({self.offset_c(tb, con.b.index, env)}), "
-                       f"{self._stride_c(tb, con.b.index, con.k)});")
-            out.append(f"{ind}}}")
-            for _ in range(len(conds) + len(con.outer)):
-                ind = ind[:-2]
-                out.append(f"{ind}}}")
-            self.lines += out
-            self.matvec = dt
-            return True
-        strides = [self._stride_c(tc, w.index, con.i), self._stride_c(tc, w.index, con.j),
-                   self._stride_c(ta, con.a.index, con.i), self._stride_c(ta, con.a.index, con.k),
-                   self._stride_c(tb, con.b.index, con.k), self._stride_c(tb, con.b.index, con.j)]
-        dt = tc.dtype
-        out.append(f"{ind}  if (n_{con.i} > 0 && n_{con.j} > 0 && n_{con.k} > 0)")
-        out.append(f"{ind}    mica_contract_{dt}_{con.op}(n_{con.i}, n_{con.j}, n_{con.k},")
-        out.append(f"{ind}      {self.buf_ids[w.buffer]} + ({self.offset_c(tc, w.index, env)}), {strides[0]}, {strides[1]},")
-        out.append(f"{ind}      {self.buf_ids[con.a.buffer]} + ({self.offset_c(ta, con.a.index, env)}), {strides[2]}, {strides[3]},")
-        out.append(f"{ind}      {self.buf_ids[con.b.buffer]} + ({self.offset_c(tb, con.b.index, env)}), {strides[4]}, {strides[5]});")
+            call, sizes = f"mica_matvec_{dt}_{con.op}", [con.i, con.k]
+            strides = [[con.i], [con.i, con.k], [con.k]]
+        else:
+            dt = tc.dtype
+            call, sizes = f"mica_contract_{dt}_{con.op}", [con.i, con.j, con.k]
+            strides = [[con.i, con.j], [con.i, con.k], [con.k, con.j]]
+        out.append(f"{ind}  if ({' && '.join(f'n_{lp} > 0' for lp in sizes)})")
+        out.append(f"{ind}    {call}({', '.join(f'n_{lp}' for lp in sizes)},")
+        for n, (acc, t) in enumerate(((w, tc), (con.a, ta), (con.b, tb))):
+            steps = ", ".join(self._stride_c(t, acc.index, lp) for lp in strides[n])
+            out.append(f"{ind}      {self.buf_ids[acc.buffer]} + ({self.offset_c(t, acc.index, env)}), {steps}"
+                       f"{');' if n == 2 else ','}")
         out.append(f"{ind}}}")
         for _ in range(len(conds) + len(con.outer)):
             ind = ind[:-2]
             out.append(f"{ind}}}")
         self.lines += out
-        self.contracted = dt
+        if con.j is None:
+            self.matvec = dt
+        else:
+            self.contracted = dt
         return True
 
     def user_noloop(self) -> None:
