@@ -266,13 +266,13 @@ def load(path) -> CompiledProgram:
 
 
 def _search_privatised(op: Program, written: Program, mesh, tgt, side_by_side: bool, progress):
-    """:func:`search_expanded` of the privatised program ``op``; when it has no plan and privatisation changed
-    the program, of the program as ``written`` (its temporaries take less memory, so it may still fit, on
-    fewer cores: durbin's ``z`` expanded along ``k`` is ``n`` times larger). Raises the privatised program's
-    error when neither has a plan."""
+    """:func:`search_expanded` of the privatised program ``op``; when it has no plan for want of SRAM and
+    privatisation changed the program, of the program as ``written`` (its temporaries take less memory, so it
+    may still fit, on fewer cores: durbin's ``z`` expanded along ``k`` is ``n`` times larger). Raises the
+    privatised program's error when neither has a plan."""
     try:
         return search_expanded(op, mesh, tgt, LOWERING, side_by_side, progress=progress)
-    except MicaError as exc:
+    except SramError as exc:
         if written is op:
             raise
         error = exc
