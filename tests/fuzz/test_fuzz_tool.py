@@ -102,7 +102,7 @@ def test_reproducer_files_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("inject, counted", [("mismatch", "1 mismatches"), ("segfault", "1 died"),
-                                             ("hang", "1 timeouts")])
+                                             pytest.param("hang", "1 timeouts", marks=pytest.mark.slow)])
 def test_the_long_run_reports_and_shrinks_failures(tmp_path, inject, counted):
     cmd = [sys.executable, "-m", "mica.fuzz", "--seconds", "60", "--seed", "3", "--inject-bug", inject,
            "--timeout", "2", "--shrink-seconds", "8" if inject == "hang" else "30", "--out", str(tmp_path)]

@@ -53,7 +53,7 @@ def _decode_layer():
     return from_c((EXAMPLES / "decode_layer.c").read_text(), "layer")
 
 
-@pytest.mark.parametrize("make, mesh", [(_decode_layer, (8, 8)),
+@pytest.mark.parametrize("make, mesh", [pytest.param(_decode_layer, (8, 8), marks=pytest.mark.slow),
                                         (lambda: from_c((EXAMPLES / "attention.c").read_text()), (5, 3))])
 def test_plans_are_the_same_with_every_memory_switched_off(monkeypatch, make, mesh):
     remembered = _account(mica.compile_affine(make(), mesh=mesh))
