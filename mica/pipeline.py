@@ -265,6 +265,13 @@ def load(path) -> CompiledProgram:
     return load_file(path, CompiledProgram)
 
 
+def _analysed(prog: Program) -> None:
+    """The dependence analyses the search reads (kept per program), run under their own isl budget."""
+    with isl_budget("dependence analysis"):
+        loop_kinds(prog)
+        reductions(prog)
+
+
 def _search_privatised(op: Program, written: Program, mesh, tgt, side_by_side: bool, progress):
     """:func:`search_expanded` of the privatised program ``op``; when it has no plan for want of SRAM and
     privatisation changed the program, of the program as ``written`` (its temporaries take less memory, so it
@@ -276,9 +283,7 @@ def _search_privatised(op: Program, written: Program, mesh, tgt, side_by_side: b
         if written is op:
             raise
         error = exc
-    with isl_budget("dependence analysis"):
-        loop_kinds(written)
-        reductions(written)
+    _analysed(written)
     try:
         found = search_expanded(written, mesh, tgt, LOWERING, side_by_side, progress=progress)
     except MicaError:
@@ -361,9 +366,7 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     written = op
     with isl_budget("privatisation"):
         op = privatise(op)
-    with isl_budget("dependence analysis"):
-        loop_kinds(op)
-        reductions(op)
+    _analysed(op)
     report = None
     if schedule is None and search:
         try:

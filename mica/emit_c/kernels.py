@@ -26,7 +26,7 @@ vectors need none. ``emit_kernel_module(mp, blocked=False)`` prints the plain ne
 Matrix-vector products. The same shape without ``j`` -- ``C[..i] (+|-)= A[..i..k..] * B[..k..]``, one
 reduction loop, B not reading along i (a GEMV, the decode projections) -- in any float dtype (f32, f64, and
 f16/bf16 rounded after every update, :mod:`mica.codeprint.half`) is printed as one call of
-``mica_matvec_<dtype>_<add|sub>(M, K, C, stride, A, strides, B, stride)`` (:func:`matvec_support_c`): the
+``mica_matvec_<key>_<add|sub>(M, K, C, stride, A, strides, B, stride)`` (:func:`matvec_support_c`): the
 plain nest runs one chain of dependent updates per element and waits on each one's latency (for f16 two
 conversions and an add); the kernel runs many rows' chains at once, each element still updated for k
 ascending with the plain statement's rounding, so the result is bit-identical
@@ -47,7 +47,7 @@ from ..affine.expr import Aff, Bin, Read
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
 from ..codeprint import C_KERNEL, C_TYPES, ast_expr, float_dtype, print_aff, print_expr, skew_block, walk
-from ..codeprint.half import compute_dtype, load_c, store_c, support_c
+from ..codeprint.half import ROUND_C, compute_dtype, load_c, store_c, support_c
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 
@@ -655,14 +655,13 @@ def _key_dtypes(key: str) -> tuple[str, str, str]:
     return (parts[0], parts[0], parts[0]) if len(parts) == 1 else (parts[0], parts[1], parts[2])
 
 
-def _matvec_rows_c(dt: str, da: str | None = None, db: str | None = None) -> list[str]:
-    """``mica_matvec_<key>_<add|sub>`` in plain C (C of dtype ``dt``, A of ``da``, B of ``db``, by default
-    ``dt``): :data:`MATVEC_ROWS` rows as independent scalar chains."""
-    da, db = da or dt, db or dt
+def _matvec_rows_c(dt: str, da: str, db: str) -> list[str]:
+    """``mica_matvec_<key>_<add|sub>`` in plain C (C of dtype ``dt``, A of ``da``, B of ``db``):
+    :data:`MATVEC_ROWS` rows as independent scalar chains."""
     key = matvec_key(dt, da, db)
     lines = []
     st, cmp = CTYPE[dt], CTYPE[compute_dtype(dt)]
-    rnd = {"f16": "((float)(_Float16)({}))", "bf16": "mica_bf16_to_f32(mica_f32_to_bf16({}))"}.get(dt, "({})")
+    rnd = ROUND_C.get(dt, "({})")       # a 16-bit result rounded after every update, as the plain store does
     for op in ("add", "sub"):
         sign = "+" if op == "add" else "-"
         rows = range(MATVEC_ROWS)

@@ -144,7 +144,6 @@ def local_order(stmt: Statement, prog: Program, kinds: dict[str, str]) -> tuple[
     return tuple(f"-{lp}" if lp in down and kinds.get(lp) != PARALLEL else lp for lp in (*rest, inner))
 
 
-
 def spatial_candidates(prog: Program) -> list[list[tuple[str, str]]]:
     """Every legal assignment of loops of the main statement to mesh axes, best guess first: two loops
     (outer -> y, inner -> x, and swapped), then one loop on x or on y, then none (one core). Only loops
