@@ -54,10 +54,10 @@ _S = Lin(0, (("s", 1),))
 def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target
              ) -> tuple[list[RegionTensor], list[Kernel], list]:
     """The buffers, kernels and ops that fill ``dst`` (``src``'s array in any block layout) from ``src`` on
-    the cores of ``region`` (its corner at the origin), gathering to ``(0, 0)`` and broadcasting (see the
-    module text). Preserves every element bit for bit; ``src`` is left as it was. Names start with
-    ``prefix``. Raises :class:`ScheduleError` when the whole array is too large for every core to hold
-    twice, or a layout has ghost zones."""
+    the cores of ``region`` (its corner at the origin): gathered to ``(0, 0)`` and broadcast when every core
+    can hold the whole array twice (see the module text), else line by line (:func:`_by_lines`). Preserves
+    every element bit for bit; ``src`` is left as it was. Names start with ``prefix``. Raises
+    :class:`ScheduleError` when neither fits a core's SRAM, or a layout has ghost zones."""
     what = f"gathering {src.array} to re-lay it out from {[str(d) for d in src.box]} to {[str(d) for d in dst.box]}"
     if region.x0 or region.y0:
         raise ScheduleError(f"{what}: the region {region} does not start at the origin")
@@ -67,94 +67,199 @@ def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, 
         if not t.ownership:
             raise ScheduleError(f"{what}: buffer {t.name} has no ownership relation")
     shape = tuple(d.extent for d in src.box)
-    whole = tuple(BoxDim(None, n, n) for n in shape)
     nbytes = src.elem_bytes * _prod(shape)
     if 2 * nbytes > MAX_FRACTION * target.sram_bytes:
-        raise ScheduleError(f"{what}: the whole array ({nbytes} B) is too large for every core to hold twice "
-                            f"(at most {MAX_FRACTION:.0%} of {target.sram_bytes} B)", cause="sram")
+        return _by_lines(src, dst, prefix, region, target, what)
+    g = _Gather(src, prefix, region)
     w, h = region.x1, region.y1
-    rank = len(shape)
-    idx = ", ".join(f"a{i}" for i in range(rank))
-    every = f"{{ core[x, y] -> {src.array}[{idx}] : 0 <= x < {w} and 0 <= y < {h} }}"
+    whole = tuple(BoxDim(None, n, n) for n in shape)
+    every = f"{{ core[x, y] -> {src.array}[{g.idx}] : 0 <= x < {w} and 0 <= y < {h} }}"
     full = RegionTensor(f"{prefix}whole", src.array, src.dtype, src.elem_bytes, region, whole, "recv", every)
     inbox = RegionTensor(f"{prefix}whole_in", src.array, src.dtype, src.elem_bytes, region, whole, "recv", every)
-    own = imap(src.ownership).intersect_domain(iset(f"{{ core[x, y] : 0 <= x < {w} and 0 <= y < {h} }}"))
+    own = imap(src.ownership).intersect_domain(g.inside)
     canon = own.reverse().lexmin().reverse()                    # { core[x, y] -> A[a] }: one owner each
     name = f"{prefix}regather"
-    box = " and ".join(f"0 <= a{i} < {n}" for i, n in enumerate(shape)) or "true"
-    loops = tuple(f"a{i}" for i in range(rank))
+    k_zero = g.zero(f"{name}_zero", full)
+    k_own = g.kernel(f"{name}_own", full, src, g.held(canon, "x2 = __x and y2 = __y"))
+    k_row = g.kernel(f"{name}_row", full, inbox, g.held(canon, "y2 = __y and x2 > __x"))
+    k_col = g.kernel(f"{name}_col", full, inbox, g.held(canon, "y2 > __y"))
+    k_all = g.kernel(f"{name}_all", full, inbox, f"[__x, __y] -> {{ K[{g.idx}] : {g.box} }}")
+    k_out = g.kernel(f"{name}_out", dst, full, g.held(imap(dst.ownership), "x2 = __x and y2 = __y"))
+    g.ops += [Compute(k_zero, g.everywhere), Compute(k_own, g.everywhere)]
+    # Only the rows and columns up to the farthest owner gather (a vector on column 0 needs no row chain).
+    owners = canon.domain()                     # the cores that own an element
+    xs, ys = (int(owners.dim_max_val(i).to_python()) + 1 for i in (0, 1))
+    tag = f"{src.array} whole"
+    g.chain("x", "W", xs, ys, full, inbox, k_row, tag, name)      # every row with owners towards column 0
+    g.chain("y", "N", ys, 1, full, inbox, k_col, tag, name)       # column 0 towards (0, 0)
+    g.broadcast("y", h, 1, full, inbox, k_all, tag, name)         # (0, 0) over column 0
+    g.broadcast("x", w, h, full, inbox, k_all, tag, name)         # column 0 over every row
+    g.ops.append(Compute(k_out, g.everywhere))
+    return [full, inbox], g.kernels, g.ops
 
-    def kernel(kname: str, write: RegionTensor, read: RegionTensor | None, dom: isl.Set | str) -> Kernel:
-        ix = tuple(Aff.var(a) for a in loops)
+
+_OTHER = {"x": "y", "y": "x"}
+
+
+def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target, what: str
+              ) -> tuple[list[RegionTensor], list[Kernel], list]:
+    """A layout change of an array too large for every core to hold: in two phases, one per mesh axis.
+
+    With ``first = x``: every row gathers what its cores hold in ``src`` (its *row share*: ``src``'s box with
+    the ``x`` dimensions whole) towards column 0 and broadcasts it back over the row, into buffer ``R``; then
+    every column gathers, from the ``R`` of its cores, what its cores need in ``dst`` (``dst``'s box with the
+    ``y`` dimensions whole) towards row 0, into buffer ``C``, and broadcasts it over the column (not when
+    ``dst`` lives on row 0 only); each core copies its ``dst`` block from ``C``. ``first = y`` is the same with
+    the axes swapped; the order whose four buffers (``R``, ``C`` and their inboxes) take less SRAM is built.
+    Every element is copied, never combined, by the first core along each line holding it.
+
+    Spaces: ownership relations ``{ core[x, y] -> A[a...] }`` (``src``'s, ``dst``'s, the line shares, the first
+    holders on each line); kernel domains ``[__x, __y] -> { K[a...] }``."""
+    g = _Gather(src, prefix, region)
+    src_own = imap(src.ownership).intersect_domain(g.inside)
+    dst_own = imap(dst.ownership).intersect_domain(g.inside)
+    plans = []
+    for first in ("x", "y"):
+        second = _OTHER[first]
+        rows = _widened(src, first, f"{prefix}lines_{first}", region, g.line(first).apply_range(src_own))
+        cols = _widened(dst, second, f"{prefix}lines_{second}", region, g.line(second).apply_range(dst_own))
+        plans.append((2 * (rows.max_bytes + cols.max_bytes), first, rows, cols))
+    need, first, rows, cols = min(plans, key=lambda p: (p[0], p[1]))
+    if need > MAX_FRACTION * target.sram_bytes:
+        raise ScheduleError(f"{what}: its line shares take {need} B of buffers per core even line by line (at "
+                            f"most {MAX_FRACTION:.0%} of {target.sram_bytes} B)", cause="sram")
+    second = _OTHER[first]
+    n = {"x": region.x1, "y": region.y1}
+    name = f"{prefix}regather_lines"
+    # Phase 2 takes from R what the core's line needs in dst, each element from the first core of the line
+    # holding it; phase 1's broadcast is needed only when some of them are away from position 0.
+    taken = g.first_on_lines(imap(rows.ownership).intersect(imap(cols.ownership)), second)
+    bufs = []
+    for phase, axis, buf, source, first_holders, users in (
+            (1, first, rows, src, g.first_on_lines(src_own, first), taken.domain()),
+            (2, second, cols, rows, taken, dst_own.domain())):
+        inbox = replace(buf, name=f"{buf.name}_in")
+        share = imap(buf.ownership)
+        pos, across = ("x2", "y2") if axis == "x" else ("y2", "x2")
+        here = "x2 = __x and y2 = __y"
+        k_zero = g.zero(f"{name}{phase}_zero", buf, g.held(share, here))
+        k_own = g.kernel(f"{name}{phase}_own", buf, source, g.held(first_holders, here))
+        k_acc = g.kernel(f"{name}{phase}_acc", buf, inbox,
+                         g.held(first_holders, f"{across} = __{_OTHER[axis]} and {pos} > __{axis}"))
+        k_all = g.kernel(f"{name}{phase}_all", buf, inbox, g.held(share, here))
+        g.ops += [Compute(k_zero, g.everywhere), Compute(k_own, g.everywhere)]
+        span = int(first_holders.domain().dim_max_val(0 if axis == "x" else 1).to_python()) + 1
+        lines = n[_OTHER[axis]]
+        tag = f"{src.array} line share {phase}"
+        g.chain(axis, "W" if axis == "x" else "N", span, lines, buf, inbox, k_acc, tag, f"{name}{phase}")
+        # The line's share goes back over the line, unless only position 0 of each line needs it (a dst
+        # kept on row or column 0).
+        if not users.is_subset(iset(f"{{ core[x, y] : {axis} = 0 }}")):
+            g.broadcast(axis, n[axis], lines, buf, inbox, k_all, tag, f"{name}{phase}")
+        bufs += [buf, inbox]
+    k_out = g.kernel(f"{name}_out", dst, cols, g.held(dst_own, "x2 = __x and y2 = __y"))
+    g.ops.append(Compute(k_out, g.everywhere))
+    return bufs, g.kernels, g.ops
+
+
+def _widened(t: RegionTensor, axis: str, name: str, region: Region, share: isl.Map) -> RegionTensor:
+    """A buffer holding ``t``'s array on every line along ``axis``: ``t``'s box with the dimensions on
+    ``axis`` whole, owning ``share`` (``{ core[x, y] -> A[a...] }``)."""
+    box = tuple(BoxDim(None, d.extent, d.extent) if d.coord == axis else d for d in t.box)
+    return RegionTensor(name, t.array, t.dtype, t.elem_bytes, region, box, "recv", str(share))
+
+
+class _Gather:
+    """The kernels and ops of a gather-and-broadcast layout change being built on ``region`` (corner at the
+    origin), for ``src``'s array; names start with ``prefix``."""
+
+    def __init__(self, src: RegionTensor, prefix: str, region: Region):
+        self.src, self.region = src, region
+        self.kernels: list[Kernel] = []
+        self.ops: list = []
+        shape = tuple(d.extent for d in src.box)
+        self.rank = len(shape)
+        self.idx = ", ".join(f"a{i}" for i in range(self.rank))
+        self.box = " and ".join(f"0 <= a{i} < {n}" for i, n in enumerate(shape)) or "true"
+        self.loops = tuple(f"a{i}" for i in range(self.rank))
+        w, h = region.x1, region.y1
+        self.w, self.h = w, h
+        self.inside = iset(f"{{ core[x, y] : 0 <= x < {w} and 0 <= y < {h} }}")
+        self.everywhere = Rect.of(0, w, 0, h)
+
+    def line(self, axis: str) -> isl.Map:
+        """``{ core[x, y] -> core[x2, y2] }``: every core of the region to every core of its line along
+        ``axis`` (itself included)."""
+        same = "y2 = y" if axis == "x" else "x2 = x"
+        return imap(f"{{ core[x, y] -> core[x2, y2] : 0 <= x < {self.w} and 0 <= y < {self.h} and "
+                    f"0 <= x2 < {self.w} and 0 <= y2 < {self.h} and {same} }}")
+
+    @staticmethod
+    def first_on_lines(held: isl.Map, axis: str) -> isl.Map:
+        """``held`` (``{ core[x, y] -> A[a...] }``) keeping, on every line along ``axis``, each element at the
+        lowest position that holds it."""
+        later = "{ core[x, y] -> core[x2, y] : x2 > x }" if axis == "x" else "{ core[x, y] -> core[x, y2] : y2 > y }"
+        return held.subtract(held.apply_domain(imap(later)))
+
+    def kernel(self, kname: str, write: RegionTensor, read: RegionTensor | None, dom: isl.Set | str) -> str:
+        """Adds the copy kernel ``write[a...] = read[a...]`` over ``dom``; returns its name."""
+        ix = tuple(Aff.var(a) for a in self.loops)
         reads = (KAccess("r0", read.name, ix),) if read is not None else ()
         expr = Read("r0") if read is not None else Const(0.0)
         text = dom if isinstance(dom, str) else str(dom.set_tuple_name(kname))
-        cls = (KernelClass(f"{kname}_0", replace(region, name=f"{kname}_0")),)
-        return Kernel(kname, "", loops, text, loops, KAccess("w", write.name, ix), reads, expr, cls)
+        cls = (KernelClass(f"{kname}_0", replace(self.region, name=f"{kname}_0")),)
+        self.kernels.append(Kernel(kname, "", self.loops, text, self.loops, KAccess("w", write.name, ix), reads,
+                                   expr, cls))
+        return kname
 
-    def held(rel: isl.Map, cond: str) -> isl.Set:
+    def zero(self, kname: str, buf: RegionTensor, dom: isl.Set | str | None = None) -> str:
+        """Adds a kernel that zeroes ``buf`` over ``dom`` (default: every element of the array, for a buffer
+        holding it whole); returns its name."""
+        self.kernel(kname, buf, None, dom or f"[__x, __y] -> {{ K[{self.idx}] : {self.box} }}")
+        k = self.kernels.pop()
+        self.kernels.append(replace(k, expr=Const(0) if self.src.dtype.startswith(("i", "u")) else Const(0.0)))
+        return kname
+
+    def held(self, rel: isl.Map, cond: str) -> isl.Set:
         """``[__x, __y] -> { K[a...] }``: the elements of the array some core ``(x2, y2)`` with ``cond`` holds
         in ``rel``."""
         pick = iset(f"[__x, __y] -> {{ core[x2, y2] : {cond} }}")
         # bounded by the array's extents: an ownership relation may leave a whole dimension unbounded
         return rel.intersect_domain(pick).range().set_tuple_name("K").intersect(
-            iset(f"[__x, __y] -> {{ K[{idx}] : {box} }}"))
+            iset(f"[__x, __y] -> {{ K[{self.idx}] : {self.box} }}"))
 
-    kernels = [kernel(f"{name}_own", full, src, held(canon, "x2 = __x and y2 = __y")),
-               kernel(f"{name}_row", full, inbox, held(canon, "y2 = __y and x2 > __x")),
-               kernel(f"{name}_col", full, inbox, held(canon, "y2 > __y")),
-               kernel(f"{name}_all", full, inbox, f"[__x, __y] -> {{ K[{idx}] : {box} }}"),
-               kernel(f"{name}_out", dst, full, held(imap(dst.ownership), "x2 = __x and y2 = __y"))]
-    zero = kernel(f"{name}_zero", full, None, f"[__x, __y] -> {{ K[{idx}] : {box} }}")
-    zero = replace(zero, expr=Const(0) if src.dtype.startswith(("i", "u")) else Const(0.0))
-    kernels.insert(0, zero)
-    k_zero, k_own, k_row, k_col, k_all, k_out = (k.name for k in kernels)
-    everywhere = Rect.of(0, w, 0, h)
-    ops: list = [Compute(k_zero, everywhere), Compute(k_own, everywhere)]
-
-    def chain(axis: str, direction: str, n: int, across: int, toward_zero: bool, acc: str) -> None:
-        """Stage ``s`` of a chain of one-hop shifts along ``axis`` on every line of ``across`` cores: towards 0
-        from position ``n-1-s``, or away from 0 from position ``s``; the receivers run ``acc``."""
+    def chain(self, axis: str, direction: str, n: int, across: int, buf: RegionTensor, inbox: RegionTensor,
+              acc: str, tag: str, name: str) -> None:
+        """Stage ``s`` of a chain of one-hop shifts of ``buf`` towards position 0 along ``axis`` on every line
+        of ``across`` cores, from position ``n-1-s``; the receivers run ``acc``."""
         if n <= 1:
             return
-        if toward_zero:
-            snd, rcv = Lin(n - 1, (("s", -1),)), Lin(n - 2, (("s", -1),))
-        else:
-            snd, rcv = _S, Lin(1, (("s", 1),))
+        snd, rcv = Lin(n - 1, (("s", -1),)), Lin(n - 2, (("s", -1),))
         line = (Lin(0),), (Lin(across),)
         if axis == "x":
             senders, receivers = Rect((snd,), (snd.shifted(1),), *line), Rect((rcv,), (rcv.shifted(1),), *line)
         else:
             senders, receivers = Rect(*line, (snd,), (snd.shifted(1),)), Rect(*line, (rcv,), (rcv.shifted(1),))
-        shift = Shift(f"{src.array} whole {direction}", src.array, full.name, inbox.name, direction, senders,
+        shift = Shift(f"{tag} {direction}", self.src.array, buf.name, inbox.name, direction, senders,
                       receivers, 0, shift_routes(direction, senders, receivers, 0),
-                      relation=f"{{ [core_src[{axis}'] -> core_dst[{axis}' {'-' if toward_zero else '+'} 1]] }} "
-                               f"along {axis}")
-        ops.append(Loop("s", n - 1, (Exchange(f"{name}_{axis}_{direction}", (shift,)), Compute(acc, receivers))))
+                      relation=f"{{ [core_src[{axis}'] -> core_dst[{axis}' - 1]] }} along {axis}")
+        self.ops.append(Loop("s", n - 1, (Exchange(f"{name}_{axis}_{direction}", (shift,)),
+                                          Compute(acc, receivers))))
 
-    def broadcast(axis: str, n: int, across: int) -> None:
-        """Position 0 of every line of ``across`` cores along ``axis`` multicasts ``F`` over its line in one
-        message; every core of the line (the root too: its copy is its own) copies it in."""
+    def broadcast(self, axis: str, n: int, across: int, buf: RegionTensor, inbox: RegionTensor, copy: str,
+                  tag: str, name: str) -> None:
+        """Position 0 of every line of ``across`` cores along ``axis`` multicasts ``buf`` over its line in one
+        message; every core of the line (the root too: its copy is its own) runs ``copy``."""
         if n <= 1:
             return
         line = (Lin(0),), (Lin(across),)
         first, whole_line = ((Lin(0),), (Lin(1),)), ((Lin(0),), (Lin(n),))
         senders, receivers = (Rect(*first, *line), Rect(*whole_line, *line)) if axis == "x" else \
             (Rect(*line, *first), Rect(*line, *whole_line))
-        mc = Multicast(f"{src.array} whole along {axis}", src.array, full.name, inbox.name, axis, Lin(0), senders,
+        mc = Multicast(f"{tag} along {axis}", self.src.array, buf.name, inbox.name, axis, Lin(0), senders,
                        receivers, 0, multicast_routes(axis, Lin(0), (0, n), (0, across), 0), n - 1,
                        relation=f"{{ [core_src[{axis}' = 0] -> core_dst[{axis}']] }} along {axis}")
-        ops.extend((Exchange(f"{name}_{axis}_bcast", (mc,)), Compute(k_all, receivers)))
-
-    # Only the rows and columns up to the farthest owner gather (a vector on column 0 needs no row chain).
-    owners = canon.domain()                     # the cores that own an element
-    xs, ys = (int(owners.dim_max_val(i).to_python()) + 1 for i in (0, 1))
-    chain("x", "W", xs, ys, True, k_row)        # every row with owners towards column 0
-    chain("y", "N", ys, 1, True, k_col)         # column 0 towards (0, 0)
-    broadcast("y", h, 1)                        # (0, 0) over column 0
-    broadcast("x", w, h)                        # column 0 over every row
-    ops.append(Compute(k_out, everywhere))
-    return [full, inbox], kernels, ops
+        self.ops.extend((Exchange(f"{name}_{axis}_bcast", (mc,)), Compute(copy, receivers)))
 
 
 def regather_program(src: RegionTensor, dst: RegionTensor, mesh: tuple[int, int], target: Target) -> MeshProgram:

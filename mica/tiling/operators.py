@@ -24,7 +24,7 @@ from .cost import estimate
 from .homes import relaid_home
 from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
-from .schedule import Schedule
+from .schedule import Schedule, transposed
 from .search import Lowering, SearchReport, search
 from .split import fixed_homes_after, mapped_program, operator_program, phase_operators, split_operators
 
@@ -114,6 +114,13 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
             if grid == mesh and side_by_side:
                 _side_by_side(ways, ops, split_name, mesh, memo)
+        if grid == mesh and mesh[0] != mesh[1] and not any(
+                w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried):
+            # Each operator's choices depend on the mesh's orientation (which axis is longer), and a later
+            # operator may find no plan with the layouts the earlier ones chose: the same greedy mapping on
+            # the transposed mesh, its axes swapped back, is another candidate.
+            for split_name, ops in splits:
+                _one_after_another(ways, ops, split_name, mesh, grid, memo, flipped=True)
     if side_by_side:
         for how, phased in stream_schedules(op, mesh, tgt, lowering, progress=progress):
             if isinstance(phased, MicaError):
@@ -123,15 +130,22 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     return _cheapest(ways, one, mesh)
 
 
-#: The largest share of a core's SRAM the two whole-array buffers of a gather-and-broadcast layout change
-#: may take (:mod:`mica.lower.regather`): larger arrays keep their layout or are transposed.
+#: The largest share of a core's SRAM the buffers of a gather-and-broadcast layout change may take
+#: (:mod:`mica.lower.regather`: two whole-array buffers, or four line shares for a larger array).
 REGATHER_FRACTION = 0.5
 
 
-def _gatherable(arr, tgt: Target | None) -> bool:
-    """Whether array ``arr`` is small enough for :func:`mica.lower.regather.regather` to change its layout
-    (every core holds it twice)."""
-    return tgt is not None and 2 * arr.elem_bytes * prod(arr.shape) <= REGATHER_FRACTION * tgt.sram_bytes
+def _gatherable(arr, tgt: Target | None, mesh, whole: bool = True) -> bool:
+    """Whether array ``arr`` is small enough for :func:`mica.lower.regather.regather` to change its layout on
+    ``mesh``: every core holds it twice, or (not ``whole``) four shares of it by one line of the mesh's
+    shorter side, as layouts that spread it over both axes give (an estimate; the change itself checks the
+    layouts it is given)."""
+    if tgt is None:
+        return False
+    nbytes = arr.elem_bytes * prod(arr.shape)
+    if not whole:
+        nbytes = min(nbytes, 2 * nbytes / max(1, min(mesh)))
+    return 2 * nbytes <= REGATHER_FRACTION * tgt.sram_bytes
 
 
 #: How an operator's reasons say it took a layout a later operator asked for (:func:`map_operators`).
@@ -139,7 +153,6 @@ AS_LATER_NEEDS = "as a later operator needs it (too large to change on the mesh)
 
 #: How an operator's reasons say it was searched with its layouts free (:func:`map_operators`).
 FREE_LAYOUT = "in the layout it works best with"
-
 
 def _relaid_freely(sched: Schedule) -> bool:
     """Whether some operator of ``sched`` took its layouts freely, changing what earlier operators left
@@ -202,18 +215,25 @@ class _Ways:
         return phased, report
 
 
-def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo: dict) -> None:
+def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo: dict, flipped: bool = False
+                       ) -> None:
     """Tries the operators ``ops`` one after another on ``grid`` (the mesh, or a square of it from (0, 0)), in
-    program order and heaviest first."""
+    program order and heaviest first; with ``flipped``, mapped on the transposed ``grid`` and the plan's
+    axes swapped back (:func:`mica.tiling.schedule.transposed`)."""
     op, tgt, lowering = ways.op, ways.tgt, ways.lowering
     on = "" if grid == mesh else f" on the {grid[0]}x{grid[1]} square of the mesh"
+    if flipped:
+        on += f", mapped on the {grid[1]}x{grid[0]} mesh and its axes swapped"
     for heaviest in (False, True):
         how = (f"{len(ops)} operators ({split_name}), " + ("heaviest first" if heaviest else "in program order")
                + on)
 
         def whole(heaviest=heaviest, capped=False):
-            phased, report = map_operators(op, ops, grid, tgt, lowering, heaviest_first=heaviest, progress=ways.progress,
+            phased, report = map_operators(op, ops, (grid[1], grid[0]) if flipped else grid, tgt, lowering,
+                                           heaviest_first=heaviest, progress=ways.progress,
                                            memo=memo if grid == mesh else {}, capped=capped)
+            if flipped:
+                phased = transposed(phased)
             if grid != mesh:
                 phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
             return phased, report
@@ -502,33 +522,38 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             if relayout and isinstance(best, MicaError) and not places:
                 # No plan takes the layouts the earlier operators left: search the operator with the arrays it
                 # touches free, and change the layout of each produced array it lays out otherwise on the mesh
-                # (transposed, or gathered and broadcast when small: mica.lower.regather).
-                # First keep the layouts of the large produced arrays (too large to gather: a KV cache another
-                # operator updates), then free everything.
-                small = {a for a in touched if a not in written or _gatherable(op.array(a), tgt)}
-                free = searched_({a: h for a, h in fixed.items() if a not in small})
-                if isinstance(free, MicaError) and small != touched:
-                    free = searched_({a: h for a, h in fixed.items() if a not in touched})
-                if not isinstance(free, MicaError):
+                # (transposed, or gathered and broadcast: mica.lower.regather). First keep the layouts of the
+                # produced arrays too large for every core to hold (a KV cache another operator updates), then
+                # of those too large to gather line by line, then free everything; the first whose layout
+                # changes can all be made on the mesh wins.
+                levels = [{a for a in touched if a not in written or _gatherable(op.array(a), tgt, size, whole)}
+                          for whole in (True, False)] + [set(touched)]
+                stuck: dict = {}        # arrays whose layout cannot be changed on the mesh (the first level's)
+                for small in [lv for i, lv in enumerate(levels) if lv not in levels[:i]]:
+                    free = searched_({a: h for a, h in fixed.items() if a not in small})
+                    if isinstance(free, MicaError):
+                        continue
                     changed = [a for a in sorted(touched & written & set(fixed))
                                if free[0].home(a) != fixed[a]]
-                    moved = 0.0
-                    stuck = {}          # arrays whose layout cannot be changed on the mesh
+                    moved, blocked = 0.0, {}
                     for a in changed:
                         key = ("relayout", fixed[a], free[0].home(a), size)
                         if key not in memo:
                             memo[key] = lowering.relayout_cycles(op, fixed[a], free[0].home(a), size, tgt)
                         moved += memo[key]
                         if memo[key] == float("inf"):
-                            stuck[a] = free[0].home(a)
-                    if stuck and isinstance(best, MicaError) and not capped:
-                        raise _Hint(stuck, best)
-                    if moved < float("inf"):
-                        why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
-                               f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
-                               f"to run): no plan works with the earlier layout" if changed else
-                               "searched with its arrays' layouts free")
-                        best = (free[0].copy(reasons=free[0].reasons + (why,)), free[1])
+                            blocked[a] = free[0].home(a)
+                    if blocked:
+                        stuck = stuck or blocked
+                        continue
+                    why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
+                           f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
+                           f"to run): no plan works with the earlier layout" if changed else
+                           "searched with its arrays' layouts free")
+                    best = (free[0].copy(reasons=free[0].reasons + (why,)), free[1])
+                    break
+                if stuck and isinstance(best, MicaError) and not capped:
+                    raise _Hint(stuck, best)
             return best
 
         # First with the on-mesh arrays the operator lays out within their shares of SRAM, then without.

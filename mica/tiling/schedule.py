@@ -439,3 +439,26 @@ def with_buffers(sched: Schedule, buffers: int) -> Schedule:
                     f"exchange for step t+1 is issued when step t's compute starts, so communication hides "
                     f"behind compute",)
     return sched.copy(step=step, reasons=reasons)
+
+
+_SWAP = {"x": "y", "y": "x"}
+
+
+def transposed(sched: Schedule) -> Schedule:
+    """``sched`` with the mesh axes swapped: a plan for the ``h x w`` mesh made from one for ``w x h``.
+
+    Every loop mapped to ``x`` maps to ``y`` (and back), homes and pins swap their axes, a wavefront its two
+    weights, operators their origins; tiles, steps, skews (Cannon's and MeshGEMM's shifts treat the two axes
+    alike), reductions and local orders are preserved. Neighbours stay neighbours, so a plan valid on one
+    mesh is valid on its transpose (the caller still builds and verifies it)."""
+    def home(h: Home) -> Home:
+        return Home(h.array, tuple((_SWAP.get(a, a) if a else a, t) for a, t in h.dims),
+                    tuple(sorted((_SWAP[a], c) for a, c in h.pin)))
+    step = sched.step
+    if step is not None and step.wavefront:
+        step = replace(step, wave=(step.wave[1], step.wave[0]))
+    return sched.copy(mesh=(sched.mesh[1], sched.mesh[0]),
+                      space=tuple(SpaceMap(s.loop, _SWAP[s.axis], s.tile) for s in sched.space),
+                      step=step, homes=tuple(home(h) for h in sched.homes),
+                      phases=tuple(transposed(p) for p in sched.phases),
+                      origin=(sched.origin[1], sched.origin[0]))

@@ -161,6 +161,53 @@ def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home,
     assert np.signbit(got[0, 0])                        # copied, never summed: -0.0 stays -0.0
 
 
+@pytest.mark.parametrize("shape, src_home, dst_home, mesh", [
+    ((64, 64), ((("y", 8), ("x", 8)), ()), ((("x", 16), ("y", 32)), ()), (8, 8)),
+    ((64, 64), ((("y", 8), ("x", 8)), ()), ((("x", 8), ("y", 8)), ()), (8, 8)),
+    ((40, 50), ((("y", 5), ("x", 7)), ()), ((("x", 5), (None, 50)), (("y", 0),)), (8, 8)),
+    ((40, 50), ((("y", 5), ("x", 7)), ()), ((("x", 5), (None, 50)), ()), (8, 8)),
+    ((40, 50), (((None, 40), ("x", 7)), (("y", 0),)), ((("y", 5), ("x", 7)), ()), (8, 9)),
+    ((40, 50), ((("x", 5), ("y", 7)), ()), ((("y", 5), ("x", 7)), ()), (8, 8)),
+    ((37, 45), ((("y", 6), ("x", 8)), ()), ((("x", 5), ("y", 9)), ()), (8, 7)),
+], ids=["grid-to-coarser-grid", "transposition", "grid-to-row", "grid-to-every-row", "row-to-grid",
+        "swapped", "uneven-grids"])
+def test_regather_changes_a_larger_array_line_by_line(shape, src_home, dst_home, mesh):
+    """An array too large for every core to hold twice is re-laid out line by line: each row (or column)
+    gathers its share and broadcasts it, then each column (row) gathers what it needs. Every element arrives
+    bit for bit, and no buffer holds the whole array."""
+    m, k = shape
+    prog = replace(mica.affine.from_c(COPY % (m, k, m, k, m, k)), outputs=("A",))
+    tgt = get_target("wse2")
+    assert 2 * 8 * m * k > tgt.sram_bytes / 2            # too large for the whole-array gather
+    src = home_tensor(prog, Home("A", *src_home))
+    dst = home_tensor(prog, Home("A", *dst_home), "A_t")
+    mp = regather_program(src, dst, mesh, tgt)
+    lines = [t for t in mp.tensors if t.name.startswith("lines_")]
+    assert len(lines) == 4 and all(t.elems < m * k for t in lines)
+    store = replace(mp.region, y1=1) if ("y", 0) in dst_home[1] else \
+        replace(mp.region, x1=1) if ("x", 0) in dst_home[1] else mp.region
+    mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", store)))
+    verify(mp, tgt)
+    moves = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
+    assert all((isinstance(c, Shift) and c.max_hops == 1) or isinstance(c, Multicast) for c in moves)
+    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
+    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
+    a = np.random.default_rng(5).standard_normal(shape)
+    a[1, 2] = -0.0
+    got = compiled.run({"A": a}).outputs["A"]
+    np.testing.assert_array_equal(got, a)
+    assert np.signbit(got[1, 2])
+
+
+def test_a_layout_change_too_large_even_line_by_line_is_refused_with_its_size():
+    prog = mica.affine.from_c(COPY % ((256,) * 6))           # 512 KB of doubles on a 4x4 mesh
+    with pytest.raises(ScheduleError, match="line by line") as err:
+        regather_program(home_tensor(prog, Home("A", (("y", 64), ("x", 64)))),
+                         home_tensor(prog, Home("A", (("x", 128), ("y", 128))), "A_t"), (4, 4),
+                         get_target("wse2"))
+    assert err.value.cause == "sram"
+
+
 VCOPY = '''
 void vcopy(double v[%d], double w[%d]) {
   for (int i = 0; i < %d; i++) w[i] = v[i];
