@@ -2,11 +2,13 @@
 replaced -- also within their class: names, numbers, operators), spliced, deeply nested and random texts.
 
 The only acceptable outcomes of ``from_c`` are a Program or a located MicaError (never one that admits an
-internal error), each within 5 s of CPU time (the slowest takes about 0.1 s; the margin absorbs a garbage
-collection of an earlier test's data). The long version of this run is
+internal error), each within 5 s of CPU time (the slowest takes about 0.1 s). The objects earlier tests in the
+same worker left are frozen out of the garbage collector first (a full collection of a large heap once took
+5 s of one input's time in CI). The long version of this run is
 ``python -m mica.fuzz --malformed --count 5000 --seed S``."""
 
 import faulthandler
+import gc
 import time
 from collections import Counter
 
@@ -31,6 +33,8 @@ def test_malformed_c_gives_a_program_or_a_mica_error_quickly():
     t0 = time.perf_counter()
     outcomes, by_kind, failures = Counter(), Counter(), []
     _watchdog(600)
+    gc.collect()
+    gc.freeze()              # earlier tests' objects: not traversed by the collections these inputs trigger
     try:
         for n, (kind, text, params) in enumerate(malformed_texts(2024, COUNT)):
             out = check_malformed(text, params, time_limit=TIME_LIMIT_S)
@@ -40,6 +44,7 @@ def test_malformed_c_gives_a_program_or_a_mica_error_quickly():
                 failures.append(f"input {n} ({kind}, params {params}): {out.kind}: {out.error[:800]}\n"
                                 f"--- text ---\n{text[:2000]}")
     finally:
+        gc.unfreeze()
         faulthandler.cancel_dump_traceback_later()
     elapsed = time.perf_counter() - t0
     print(f"{COUNT} malformed inputs in {elapsed:.1f} s: {dict(outcomes)}")
