@@ -1,4 +1,4 @@
-"""A layout change between any two block layouts of a small array: gathered to core (0, 0), broadcast back.
+"""A layout change between any two block layouts: gathered to core (0, 0) and broadcast back, or line by line.
 
 :func:`mica.lower.relayout.transpose` moves blocks when the two layouts are a transposition of each other.
 Between other layouts — a vector on one line wanted spread over both axes, a 3D activation whose head
@@ -20,8 +20,13 @@ runs in four parts, every message over a configured route:
 
 Elements are copied, never combined, so every value arrives bit for bit. The cost is ``X + Y - 2``
 one-hop stages of one whole-array message each and two multicasts (the cost model times them like any
-shift and multicast), and two whole-array
-buffers per core: arrays above :data:`MAX_FRACTION` of a core's SRAM are refused.
+shift and multicast), and two whole-array buffers per core.
+
+On a large mesh every hop carrying the whole array is slow, and a large array does not fit every core:
+:func:`_by_lines` runs the same four parts on lines instead -- every row gathers and broadcasts what its cores
+hold, then every column gathers (and broadcasts, when more than its first core needs it) what its cores need --
+with buffers of one line's share. :func:`regather` builds whichever of the two the cost model times shorter
+among those whose buffers fit :data:`MAX_FRACTION` of a core's SRAM.
 
 Spaces: the source's ownership ``{ core[x, y] -> A[a...] }``; the canonical owner ``{ A[a...] -> core[x, y] }``
 (its lexicographic minimum); kernel domains ``[__x, __y] -> { K[a...] }``.
@@ -42,6 +47,7 @@ from ..errors import ScheduleError
 from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram,
                          Multicast, Rect, Region, RegionTensor, Shift)
 from ..targets import Target
+from ..tiling.cost import estimate
 from ..tiling.operators import REGATHER_FRACTION
 
 #: The largest share of a core's SRAM the two whole-array buffers may take (the search frees only the
@@ -54,10 +60,11 @@ _S = Lin(0, (("s", 1),))
 def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target
              ) -> tuple[list[RegionTensor], list[Kernel], list]:
     """The buffers, kernels and ops that fill ``dst`` (``src``'s array in any block layout) from ``src`` on
-    the cores of ``region`` (its corner at the origin): gathered to ``(0, 0)`` and broadcast when every core
-    can hold the whole array twice (see the module text), else line by line (:func:`_by_lines`). Preserves
-    every element bit for bit; ``src`` is left as it was. Names start with ``prefix``. Raises
-    :class:`ScheduleError` when neither fits a core's SRAM, or a layout has ghost zones."""
+    the cores of ``region`` (its corner at the origin): gathered whole to ``(0, 0)`` and broadcast (see the
+    module text) or line by line (:func:`_by_lines`), whichever the cost model times shorter among those
+    that fit (the whole array only when every core can hold it twice). Preserves every element bit for bit;
+    ``src`` is left as it was. Names start with ``prefix``. Raises :class:`ScheduleError` when neither fits
+    a core's SRAM, or a layout has ghost zones."""
     what = f"gathering {src.array} to re-lay it out from {[str(d) for d in src.box]} to {[str(d) for d in dst.box]}"
     if region.x0 or region.y0:
         raise ScheduleError(f"{what}: the region {region} does not start at the origin")
@@ -70,6 +77,26 @@ def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, 
     nbytes = src.elem_bytes * _prod(shape)
     if 2 * nbytes > MAX_FRACTION * target.sram_bytes:
         return _by_lines(src, dst, prefix, region, target, what)
+    whole = _whole(src, dst, prefix, region)
+    try:
+        lines = _by_lines(src, dst, prefix, region, target, what)
+    except ScheduleError:
+        return whole
+    # Every hop of the whole-array gather carries the whole array; line by line, one line's share.
+    return min((lines, whole), key=lambda change: _cycles(src, dst, change, region, target))
+
+
+def _cycles(src: RegionTensor, dst: RegionTensor, change, region: Region, target: Target) -> float:
+    """Modelled cycles of the layout change ``change`` (its buffers, kernels, ops) on its own."""
+    mesh = (region.x1, region.y1)
+    return estimate(layout_change_program(f"regather_{src.array}", (src, dst), change, mesh,
+                                          replace(region, name="work"), target, 1), target).total_cycles
+
+
+def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
+           ) -> tuple[list[RegionTensor], list[Kernel], list]:
+    """The whole-array gather to ``(0, 0)`` and broadcast of :func:`regather` (see the module text)."""
+    shape = tuple(d.extent for d in src.box)
     g = _Gather(src, prefix, region)
     w, h = region.x1, region.y1
     whole = tuple(BoxDim(None, n, n) for n in shape)

@@ -260,3 +260,11 @@ def test_bad_prefill_input_is_refused_and_leaves_both_caches_intact(prefiller, d
     with pytest.raises(ArgumentError, match="prefill tokens must be an int in 1..64"):
         Decoder(CFG, random_weights(CFG), mesh=(2, 2), prefill=CFG.context + 1)
     assert "kc[l][g][c][e] = kr[l - pos][g][c][e]" in prefill_source(CFG, 4)
+
+
+def test_the_4x4_layer_changes_layouts_line_by_line(decoders):
+    """The 4x4 layer's plan re-lays out activations line by line (mica.lower.regather: each row gathers and
+    broadcasts its share, then each column what it needs), so the greedy tokens checked above run that change
+    end to end. If a search change picks another plan, this coverage must move to a program that still does."""
+    text = decoders((4, 4)).layer.meshir
+    assert "regather_lines1_own" in text and "regather_lines_out" in text
