@@ -525,7 +525,8 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                 # (transposed, or gathered and broadcast: mica.lower.regather). First keep the layouts of the
                 # produced arrays too large for every core to hold (a KV cache another operator updates), then
                 # of those too large to gather line by line, then free everything; the first whose layout
-                # changes can all be made on the mesh wins.
+                # changes can all be made on the mesh wins. An array whose layout cannot be changed is first
+                # hinted to the operator that lays it out (see map_operators).
                 levels = [{a for a in touched if a not in written or _gatherable(op.array(a), tgt, size, whole)}
                           for whole in (True, False)] + [set(touched)]
                 stuck: dict = {}        # arrays whose layout cannot be changed on the mesh (the first level's)
@@ -544,6 +545,10 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                         if memo[key] == float("inf"):
                             blocked[a] = free[0].home(a)
                     if blocked:
+                        if not capped and any(hints.get(a) != h for a, h in blocked.items()):
+                            # First ask the earlier operators to lay the arrays out so (a hint: the mapping
+                            # starts again); only when that was asked already, change other arrays instead.
+                            raise _Hint(blocked, best)
                         stuck = stuck or blocked
                         continue
                     why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
