@@ -130,6 +130,18 @@ def test_layouts_that_are_not_a_block_transposition_are_refused_clearly():
                            (4, 4), get_target("wse2")) == float("inf")     # 64 KB: every core cannot hold it
 
 
+def _moves_every_element(prog, mp, tgt, shape, seed):
+    """Runs the bare layout change ``mp`` (A loaded, re-laid out, stored from the new layout): every element
+    arrives bit for bit, copied, never summed (-0.0 stays -0.0)."""
+    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
+    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
+    a = np.random.default_rng(seed).standard_normal(shape)
+    a[0, 0] = -0.0
+    got = compiled.run({"A": a}).outputs["A"]
+    np.testing.assert_array_equal(got, a)
+    assert np.signbit(got[0, 0])
+
+
 @pytest.mark.parametrize("shape, src_home, dst_home, mesh", [
     ((12, 12), (("y", 3), ("x", 6)), (("x", 3), ("y", 6)), (4, 4)),
     ((13, 11), (("y", 4), ("x", 4)), ((None, 13), ("y", 3)), (4, 4)),
@@ -152,13 +164,7 @@ def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home,
     assert shifts and all((isinstance(c, Shift) and c.max_hops == 1)
                           or (isinstance(c, Multicast) and c.root == Lin(0)) for c in shifts)
     assert sum(isinstance(c, Multicast) for c in shifts) == (mesh[0] > 1) + (mesh[1] > 1)
-    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
-    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
-    a = np.random.default_rng(2).standard_normal(shape)
-    a[0, 0] = -0.0
-    got = compiled.run({"A": a}).outputs["A"]
-    np.testing.assert_array_equal(got, a)
-    assert np.signbit(got[0, 0])                        # copied, never summed: -0.0 stays -0.0
+    _moves_every_element(prog, mp, tgt, shape, 2)
 
 
 @pytest.mark.parametrize("shape, src_home, dst_home, mesh", [
@@ -190,13 +196,7 @@ def test_regather_changes_a_larger_array_line_by_line(shape, src_home, dst_home,
     verify(mp, tgt)
     moves = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
     assert all((isinstance(c, Shift) and c.max_hops == 1) or isinstance(c, Multicast) for c in moves)
-    sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
-    compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
-    a = np.random.default_rng(5).standard_normal(shape)
-    a[1, 2] = -0.0
-    got = compiled.run({"A": a}).outputs["A"]
-    np.testing.assert_array_equal(got, a)
-    assert np.signbit(got[1, 2])
+    _moves_every_element(prog, mp, tgt, shape, 5)
 
 
 def test_a_layout_change_too_large_even_line_by_line_is_refused_with_its_size():
