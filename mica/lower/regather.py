@@ -49,13 +49,11 @@ from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass
 from ..targets import Target
 from ..tiling.cost import estimate
 from ..tiling.operators import REGATHER_FRACTION
+from ..tiling.schedule import OTHER_AXIS
 
 #: The largest share of a core's SRAM the two whole-array buffers may take (the search frees only the
 #: layouts of arrays this small: :data:`mica.tiling.operators.REGATHER_FRACTION`).
 MAX_FRACTION = REGATHER_FRACTION
-
-_S = Lin(0, (("s", 1),))
-
 
 def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target
              ) -> tuple[list[RegionTensor], list[Kernel], list]:
@@ -98,7 +96,7 @@ def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     """The whole-array gather to ``(0, 0)`` and broadcast of :func:`regather` (see the module text)."""
     shape = tuple(d.extent for d in src.box)
     g = _Gather(src, prefix, region)
-    w, h = region.x1, region.y1
+    w, h = g.w, g.h
     whole = tuple(BoxDim(None, n, n) for n in shape)
     every = f"{{ core[x, y] -> {src.array}[{g.idx}] : 0 <= x < {w} and 0 <= y < {h} }}"
     full = RegionTensor(f"{prefix}whole", src.array, src.dtype, src.elem_bytes, region, whole, "recv", every)
@@ -125,8 +123,6 @@ def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     return [full, inbox], g.kernels, g.ops
 
 
-_OTHER = {"x": "y", "y": "x"}
-
 
 def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target, what: str
               ) -> tuple[list[RegionTensor], list[Kernel], list]:
@@ -147,7 +143,7 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     dst_own = imap(dst.ownership).intersect_domain(g.inside)
     plans = []
     for first in ("x", "y"):
-        second = _OTHER[first]
+        second = OTHER_AXIS[first]
         rows = _widened(src, first, f"{prefix}lines_{first}", region, g.line(first).apply_range(src_own))
         cols = _widened(dst, second, f"{prefix}lines_{second}", region, g.line(second).apply_range(dst_own))
         plans.append((2 * (rows.max_bytes + cols.max_bytes), first, rows, cols))
@@ -155,7 +151,7 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     if need > MAX_FRACTION * target.sram_bytes:
         raise ScheduleError(f"{what}: its line shares take {need} B of buffers per core even line by line (at "
                             f"most {MAX_FRACTION:.0%} of {target.sram_bytes} B)", cause="sram")
-    second = _OTHER[first]
+    second = OTHER_AXIS[first]
     n = {"x": region.x1, "y": region.y1}
     name = f"{prefix}regather_lines"
     # Phase 2 takes from R what the core's line needs in dst, each element from the first core of the line
@@ -172,11 +168,11 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
         k_zero = g.zero(f"{name}{phase}_zero", buf, g.held(share, here))
         k_own = g.kernel(f"{name}{phase}_own", buf, source, g.held(first_holders, here))
         k_acc = g.kernel(f"{name}{phase}_acc", buf, inbox,
-                         g.held(first_holders, f"{across} = __{_OTHER[axis]} and {pos} > __{axis}"))
+                         g.held(first_holders, f"{across} = __{OTHER_AXIS[axis]} and {pos} > __{axis}"))
         k_all = g.kernel(f"{name}{phase}_all", buf, inbox, g.held(share, here))
         g.ops += [Compute(k_zero, g.everywhere), Compute(k_own, g.everywhere)]
         span = int(first_holders.domain().dim_max_val(0 if axis == "x" else 1).to_python()) + 1
-        lines = n[_OTHER[axis]]
+        lines = n[OTHER_AXIS[axis]]
         tag = f"{src.array} line share {phase}"
         g.chain(axis, "W" if axis == "x" else "N", span, lines, buf, inbox, k_acc, tag, f"{name}{phase}")
         # The line's share goes back over the line, unless only position 0 of each line needs it (a dst
@@ -205,14 +201,12 @@ class _Gather:
         self.kernels: list[Kernel] = []
         self.ops: list = []
         shape = tuple(d.extent for d in src.box)
-        self.rank = len(shape)
-        self.idx = ", ".join(f"a{i}" for i in range(self.rank))
+        self.loops = tuple(f"a{i}" for i in range(len(shape)))
+        self.idx = ", ".join(self.loops)
         self.box = " and ".join(f"0 <= a{i} < {n}" for i, n in enumerate(shape)) or "true"
-        self.loops = tuple(f"a{i}" for i in range(self.rank))
-        w, h = region.x1, region.y1
-        self.w, self.h = w, h
-        self.inside = iset(f"{{ core[x, y] : 0 <= x < {w} and 0 <= y < {h} }}")
-        self.everywhere = Rect.of(0, w, 0, h)
+        self.w, self.h = region.x1, region.y1
+        self.inside = iset(f"{{ core[x, y] : 0 <= x < {self.w} and 0 <= y < {self.h} }}")
+        self.everywhere = Rect.of(0, self.w, 0, self.h)
 
     def line(self, axis: str) -> isl.Map:
         """``{ core[x, y] -> core[x2, y2] }``: every core of the region to every core of its line along
@@ -229,10 +223,11 @@ class _Gather:
         return held.subtract(held.apply_domain(imap(later)))
 
     def kernel(self, kname: str, write: RegionTensor, read: RegionTensor | None, dom: isl.Set | str) -> str:
-        """Adds the copy kernel ``write[a...] = read[a...]`` over ``dom``; returns its name."""
+        """Adds the copy kernel ``write[a...] = read[a...]`` over ``dom`` (without ``read``: ``write[a...] = 0``);
+        returns its name."""
         ix = tuple(Aff.var(a) for a in self.loops)
         reads = (KAccess("r0", read.name, ix),) if read is not None else ()
-        expr = Read("r0") if read is not None else Const(0.0)
+        expr = Read("r0") if read is not None else Const(0) if self.src.dtype.startswith(("i", "u")) else Const(0.0)
         text = dom if isinstance(dom, str) else str(dom.set_tuple_name(kname))
         cls = (KernelClass(f"{kname}_0", replace(self.region, name=f"{kname}_0")),)
         self.kernels.append(Kernel(kname, "", self.loops, text, self.loops, KAccess("w", write.name, ix), reads,
@@ -242,10 +237,7 @@ class _Gather:
     def zero(self, kname: str, buf: RegionTensor, dom: isl.Set | str | None = None) -> str:
         """Adds a kernel that zeroes ``buf`` over ``dom`` (default: every element of the array, for a buffer
         holding it whole); returns its name."""
-        self.kernel(kname, buf, None, dom or f"[__x, __y] -> {{ K[{self.idx}] : {self.box} }}")
-        k = self.kernels.pop()
-        self.kernels.append(replace(k, expr=Const(0) if self.src.dtype.startswith(("i", "u")) else Const(0.0)))
-        return kname
+        return self.kernel(kname, buf, None, dom or f"[__x, __y] -> {{ K[{self.idx}] : {self.box} }}")
 
     def held(self, rel: isl.Map, cond: str) -> isl.Set:
         """``[__x, __y] -> { K[a...] }``: the elements of the array some core ``(x2, y2)`` with ``cond`` holds

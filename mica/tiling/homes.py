@@ -4,7 +4,7 @@ layout turned to the other axis."""
 
 from __future__ import annotations
 
-from .schedule import Home
+from .schedule import OTHER_AXIS, Home
 from ..meshir.ir import BoxDim
 
 
@@ -21,8 +21,7 @@ def swap_home(home: Home) -> Home | None:
     axes = [a for a, _ in home.dims]
     if len(home.dims) != 2 or sorted(a for a in axes if a) != ["x", "y"]:
         return None
-    swap = {"x": "y", "y": "x"}
-    return Home(home.array, tuple((swap[a], t) for a, t in home.dims), ())
+    return Home(home.array, tuple((OTHER_AXIS[a], t) for a, t in home.dims), ())
 
 
 def turn_home(home: Home) -> Home | None:

@@ -108,14 +108,13 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     # largest square (an operator's grid of blocks is not square, so a later one cannot transpose its
     # result), then half of it.
     for grid in fallback_grids(mesh):
-        if grid != mesh and any(w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried):
+        if grid != mesh and _settled(ways):
             break
         for split_name, ops in splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
             if grid == mesh and side_by_side:
                 _side_by_side(ways, ops, split_name, mesh, memo)
-        if grid == mesh and mesh[0] != mesh[1] and not any(
-                w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried):
+        if grid == mesh and mesh[0] != mesh[1] and not _settled(ways):
             # Each operator's choices depend on the mesh's orientation (which axis is longer), and a later
             # operator may find no plan with the layouts the earlier ones chose: the same greedy mapping on
             # the transposed mesh, its axes swapped back, is another candidate.
@@ -158,6 +157,12 @@ def _relaid_freely(sched: Schedule) -> bool:
     """Whether some operator of ``sched`` took its layouts freely, changing what earlier operators left
     (gathered and broadcast: costly): the smaller grids are then still tried."""
     return any(FREE_LAYOUT in r for p in sched.phases for r in p.reasons)
+
+
+def _settled(ways: "_Ways") -> bool:
+    """Whether some way tried so far works without changing layouts freely (:func:`_relaid_freely`): the
+    smaller grids and the transposed mesh are then not tried."""
+    return any(w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried)
 
 
 def fallback_grids(mesh) -> list[tuple[int, int]]:

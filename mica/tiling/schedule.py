@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field, replace
 from ..errors import ScheduleError
 
 AXES = ("x", "y")
+OTHER_AXIS = {"x": "y", "y": "x"}      # each mesh axis to the other
 REDUCES = ("chain", "tree")
 SCHEDULE_VERSION = 1
 PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "halo", "operators",
@@ -441,8 +442,6 @@ def with_buffers(sched: Schedule, buffers: int) -> Schedule:
     return sched.copy(step=step, reasons=reasons)
 
 
-_SWAP = {"x": "y", "y": "x"}
-
 
 def transposed(sched: Schedule) -> Schedule:
     """``sched`` with the mesh axes swapped: a plan for the ``h x w`` mesh made from one for ``w x h``.
@@ -452,13 +451,13 @@ def transposed(sched: Schedule) -> Schedule:
     alike), reductions and local orders are preserved. Neighbours stay neighbours, so a plan valid on one
     mesh is valid on its transpose (the caller still builds and verifies it)."""
     def home(h: Home) -> Home:
-        return Home(h.array, tuple((_SWAP.get(a, a) if a else a, t) for a, t in h.dims),
-                    tuple(sorted((_SWAP[a], c) for a, c in h.pin)))
+        return Home(h.array, tuple((OTHER_AXIS.get(a, a), t) for a, t in h.dims),
+                    tuple(sorted((OTHER_AXIS[a], c) for a, c in h.pin)))
     step = sched.step
     if step is not None and step.wavefront:
         step = replace(step, wave=(step.wave[1], step.wave[0]))
     return sched.copy(mesh=(sched.mesh[1], sched.mesh[0]),
-                      space=tuple(SpaceMap(s.loop, _SWAP[s.axis], s.tile) for s in sched.space),
+                      space=tuple(SpaceMap(s.loop, OTHER_AXIS[s.axis], s.tile) for s in sched.space),
                       step=step, homes=tuple(home(h) for h in sched.homes),
                       phases=tuple(transposed(p) for p in sched.phases),
                       origin=(sched.origin[1], sched.origin[0]))
