@@ -30,7 +30,7 @@ position inside an iteration of ``o``), padded with zeros; dependences are ``{ S
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from functools import lru_cache
 import heapq
 from itertools import combinations
@@ -71,11 +71,13 @@ class Alignment:
 
 @lru_cache(maxsize=64)
 def alignments(prog: Program) -> tuple[Alignment, ...]:
-    """Every legal alignment of ``prog``'s main nest, one per loop of the main statement that is not already
-    outermost: the first legal combination found for it, fewest hoisted statements first, then most
-    statements aligned by their loop of the same name (the same role in the source). Empty when the
-    program has runtime parameters or guards, or when no loop can be made outermost. Cached per program;
-    changes nothing."""
+    """The legal alignments of ``prog``'s main nest worth searching, for each loop of the main statement that
+    is not already outermost: the first legal combination under each of :data:`PRIORITIES` (fewest hoisted
+    statements, then most statements aligned by their loop of the same name — the same role in the source;
+    and the other way round), each once. Both matter: trisolv's column sweep hoists one statement, while
+    ludcmp's right-looking order must hoist its privatised temporary's initialisations so that every update
+    runs at the step of its ``k``. Empty when the program has runtime parameters or guards, or when no loop
+    can be made outermost. Cached per program; changes nothing."""
     if prog.runtime or any(s.guard for s in prog.statements):
         return ()
     main = main_statement(prog)
@@ -85,28 +87,48 @@ def alignments(prog: Program) -> tuple[Alignment, ...]:
     others = [s for s in nest if s is not main]
     deps = dependences(prog).all
     pairs = _Pairs(deps)
-    out = []
+    out: list[Alignment] = []
     for loop in main.loops[1:]:
-        # A statement's loop of the same name (the same role in the source: lu's k) first, hoisting last; only
-        # the choices that agree with the main statement's (pairwise, on the outer loop alone).
+        # A statement's loop of the same name first, hoisting last; only the choices that agree with the main
+        # statement's (pairwise, on the outer loop alone).
         options = [[c for c in sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER]
                     if pairs.agree(s, c, main, loop)] for s in others]
         if not all(options):
             continue
-        checked = 0
-        for combo in _cheapest_first(options, lambda x: (x in (BEFORE, AFTER), x != loop), MAX_PAIRED):
-            if not all(pairs.agree(a, ca, b, cb) for (a, ca), (b, cb) in combinations(zip(others, combo), 2)):
-                continue
-            choices = dict(zip((s.name for s in others), combo))
-            choices[main.name] = loop
-            found = _checked(prog, nest, choices, loop, deps)
-            if found is not None:
+        for priority in PRIORITIES:
+            found = _first_legal(prog, nest, main, others, options, loop, deps, pairs, priority)
+            if found is not None and found not in out:
                 out.append(found)
-                break
-            checked += 1
-            if checked >= MAX_COMBINATIONS:
-                break
     return tuple(out)
+
+
+#: The orders in which :func:`alignments` tries the combinations of choices: by (statements hoisted,
+#: statements aligned by a loop not named like the outer one), and by the same two the other way round.
+PRIORITIES = ("hoisted", "renamed")
+
+
+def _first_legal(prog: Program, nest: list[Statement], main: Statement, others: list[Statement],
+                 options: list[list[str]], loop: str, deps: isl.UnionMap, pairs: "_Pairs",
+                 priority: str) -> Alignment | None:
+    """The first combination of ``options`` (one choice per statement of ``others``), cheapest first under
+    ``priority`` (:data:`PRIORITIES`), that :func:`_checked` accepts with ``main`` by ``loop``; at most
+    :data:`MAX_COMBINATIONS` pairwise-agreeing ones are checked whole. None when none is legal."""
+    def cost(x: str) -> tuple[bool, bool]:
+        hoisted, renamed = x in (BEFORE, AFTER), x != loop
+        return (hoisted, renamed) if priority == "hoisted" else (renamed, hoisted)
+    checked = 0
+    for combo in _cheapest_first(options, cost, MAX_PAIRED):
+        if not all(pairs.agree(a, ca, b, cb) for (a, ca), (b, cb) in combinations(zip(others, combo), 2)):
+            continue
+        choices = dict(zip((s.name for s in others), combo))
+        choices[main.name] = loop
+        found = _checked(prog, nest, choices, loop, deps)
+        if found is not None:
+            return found
+        checked += 1
+        if checked >= MAX_COMBINATIONS:
+            return None
+    return None
 
 
 class _Pairs:
@@ -317,17 +339,4 @@ def _renamed_expr(e: Expr, names: dict[str, str]) -> Expr:
     kids = e.children()
     if not kids:
         return e
-    return _rebuilt(e, tuple(_renamed_expr(k, names) for k in kids))
-
-
-def _rebuilt(e: Expr, kids: tuple[Expr, ...]) -> Expr:
-    """``e`` with its child expressions replaced by ``kids`` (in :meth:`Expr.children` order)."""
-    vals = {}
-    it = iter(kids)
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, Expr):
-            vals[f.name] = next(it)
-        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
-            vals[f.name] = tuple(next(it) for _ in v)
-    return replace(e, **vals)
+    return e.with_children(tuple(_renamed_expr(k, names) for k in kids))

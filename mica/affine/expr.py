@@ -20,7 +20,7 @@ integer leaves means what it always meant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Callable, Iterator, Mapping
 
 from ..errors import AffineError
@@ -101,6 +101,18 @@ class Expr:
 
     def refs(self) -> tuple[str, ...]:
         return tuple(e.ref for e in self.walk() if isinstance(e, Read))
+
+    def with_children(self, kids: tuple["Expr", ...]) -> "Expr":
+        """This node with its child expressions replaced by ``kids`` (in :meth:`children` order)."""
+        vals = {}
+        it = iter(kids)
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, Expr):
+                vals[f.name] = next(it)
+            elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
+                vals[f.name] = tuple(next(it) for _ in v)
+        return replace(self, **vals)
 
 
 @dataclass(frozen=True)

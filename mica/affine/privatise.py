@@ -30,9 +30,14 @@ What is expanded along what:
   largest ``ub_p - o_p + 1`` over the webs, with ``lb_p``/``ub_p`` the exact minimum and maximum of ``l_p``
   over the domains of the web's statements (isl's bounding box, so triangular bounds give exact extents).
 
+* webs of one temporary in different top-level nests (none spanning both) are different variables that
+  share a C name: each group of nests gets an array of its own (:func:`split_webs`; the first keeps the name,
+  the others are ``{name}_{nest}``), so the operator of one nest never moves another nest's values.
+
 What it preserves: statements (names, loops, domains, expressions, textual order, reference tags), the
-names, dtypes and order of arrays, inputs, outputs and scalars — only the shapes of expanded temporaries
-and the subscripts of their accesses change. Every read gets its value from the same write instance as
+names, dtypes and order of arrays, inputs, outputs and scalars — only the shapes of expanded temporaries,
+the arrays a temporary is split into (in its place) and the subscripts and array names of their accesses
+change. Every read gets its value from the same write instance as
 before: a write and a read it feeds index the new dimensions with the same iteration, and any write that
 reaches an element of the expanded array wrote the same original element, so one between the source and
 the read would have been the source. The outputs are therefore unchanged (and so is the exact dataflow,
@@ -212,32 +217,77 @@ def _origins(webs: tuple[Web, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(origin), tuple(ext)
 
 
+def split_webs(prog: Program, webs: dict[str, tuple[Web, ...]]) -> dict[str, tuple[str, tuple[Web, ...]]]:
+    """The webs of :func:`plan` regrouped into the arrays privatisation makes: ``{name: (temporary, webs)}``.
+    Webs of one temporary that lie in different top-level nests (and no web joins, by spanning both) are
+    different variables that happen to share a C name — ludcmp's ``w`` of the factorisation and of each
+    substitution — and get arrays of their own: the group of webs in the first nest keeps the name, the others
+    are named ``{temporary}_{nest}`` (made unique), so an operator reading one never moves the other's
+    values. Each web's ``array`` is its new array's name."""
+    taken = {a.name for a in prog.arrays}
+    out: dict[str, tuple[str, tuple[Web, ...]]] = {}
+    for x, ws in webs.items():
+        nests = [{int(prog.statement(st).order[0]) for st in w.stmts} for w in ws]
+        group = list(range(len(ws)))
+
+        def find(k: int) -> int:
+            while group[k] != k:
+                k = group[k]
+            return k
+        for a in range(len(ws)):
+            for b in range(a):
+                if nests[a] & nests[b]:
+                    group[find(a)] = find(b)
+        members: dict[int, list[int]] = {}
+        for k in range(len(ws)):
+            members.setdefault(find(k), []).append(k)
+        for n, ks in enumerate(sorted(members.values(), key=lambda ks: min(min(nests[k]) for k in ks))):
+            name = x
+            if n:
+                name = f"{x}_{min(min(nests[k]) for k in ks)}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+            out[name] = (x, tuple(replace(ws[k], array=name) for k in ks))
+    return out
+
+
 def privatise(prog: Program) -> Program:
-    """``prog`` with every temporary expanded along the loops within whose iterations its values live
-    (see the module docstring for the rule, what is preserved and the isl spaces). Returns ``prog``
-    itself when nothing is expanded, so ``privatise(privatise(p)) is privatise(p)``."""
-    webs = plan(prog)
-    expanded = {x: ws for x, ws in webs.items() if any(w.loops for w in ws)}
-    if not expanded:
+    """``prog`` with every temporary split into one array per group of top-level nests its webs touch
+    (:func:`split_webs`) and expanded along the loops within whose iterations its values live (see the module
+    docstring for the rule, what is preserved and the isl spaces). Returns ``prog`` itself when nothing
+    changes, so ``privatise(privatise(p)) is privatise(p)``."""
+    groups = split_webs(prog, plan(prog))
+    if all(name == x and not any(w.loops for w in ws) for name, (x, ws) in groups.items()):
         return prog
     extra: dict[str, tuple[int, ...]] = {}
-    index: dict[tuple[str, str], tuple[Aff, ...]] = {}      # (array, statement) -> new leading subscripts
-    for x, ws in expanded.items():
+    index: dict[tuple[str, str], tuple[Aff, ...]] = {}      # (new array, statement) -> new leading subscripts
+    where: dict[tuple[str, str], str] = {}                  # (temporary, statement) -> its new array
+    for name, (x, ws) in groups.items():
+        for w in ws:
+            for sname in w.stmts:
+                where[(x, sname)] = name
+        if not any(w.loops for w in ws):
+            continue
         origin, ext = _origins(ws)
-        extra[x] = ext
+        extra[name] = ext
         k = len(ext)
         for w in ws:
             for sname in w.stmts:
                 s = prog.statement(sname)
                 depth = {lp: d for d, lp in enumerate(s.loops)}
                 lead = [Aff.var(s.loops[depth[lp]]) + (-lo) for lp, lo in zip(w.loops, origin)]
-                index[(x, sname)] = tuple(lead) + (Aff(),) * (k - len(lead))
-    arrays = tuple(Array(a.name, extra[a.name] + a.shape, a.dtype) if a.name in extra else a
-                   for a in prog.arrays)
+                index[(name, sname)] = tuple(lead) + (Aff(),) * (k - len(lead))
+    # The arrays a temporary is split into take its place, in the order of their nests.
+    arrays = []
+    for a in prog.arrays:
+        mine = [name for name, (x, _) in groups.items() if x == a.name] or [a.name]
+        arrays += [Array(name, extra.get(name, ()) + a.shape, a.dtype) for name in mine]
 
     def moved(s: Statement, a: Access) -> Access:
-        lead = index.get((a.array, s.name))
-        return a if lead is None else Access(a.ref, a.array, lead + a.index)
+        name = where.get((a.array, s.name), a.array)
+        lead = index.get((name, s.name), ())
+        return a if name == a.array and not lead else Access(a.ref, name, lead + a.index)
     stmts = tuple(replace(s, write=moved(s, s.write), reads=tuple(moved(s, a) for a in s.reads))
                   for s in prog.statements)
-    return prog.replace(arrays=arrays, statements=stmts)
+    return prog.replace(arrays=tuple(arrays), statements=stmts)

@@ -15,7 +15,8 @@ runs in four parts, every message over a configured route:
    (cores south of it) — ``X`` and ``Y`` bound the canonical owners (the rows and columns beyond them hold
    nothing to gather: a vector pinned to column 0 needs no row chain);
 3. ``(0, 0)`` broadcasts ``F``: one multicast over column 0, then one from column 0 over every row (each
-   receiver copies the whole array);
+   receiver copies the whole array), each only as far as the destination layout has cores (none for a
+   destination on ``(0, 0)`` alone);
 4. every core copies from ``F`` the block the destination layout gives it.
 
 Elements are copied, never combined, so every value arrives bit for bit. The cost is ``X + Y - 2``
@@ -117,8 +118,11 @@ def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     tag = f"{src.array} whole"
     g.chain("x", "W", xs, ys, full, inbox, k_row, tag, name)      # every row with owners towards column 0
     g.chain("y", "N", ys, 1, full, inbox, k_col, tag, name)       # column 0 towards (0, 0)
-    g.broadcast("y", h, 1, full, inbox, k_all, tag, name)         # (0, 0) over column 0
-    g.broadcast("x", w, h, full, inbox, k_all, tag, name)         # column 0 over every row
+    # Back only as far as the destination's cores reach (an array gathered onto (0, 0) is not broadcast).
+    users = imap(dst.ownership).intersect_domain(g.inside).domain()
+    wx, hy = (int(users.dim_max_val(i).to_python()) + 1 if not users.is_empty() else 1 for i in (0, 1))
+    g.broadcast("y", hy, 1, full, inbox, k_all, tag, name)        # (0, 0) over column 0
+    g.broadcast("x", wx, hy, full, inbox, k_all, tag, name)       # column 0 over the rows that need it
     g.ops.append(Compute(k_out, g.everywhere))
     return [full, inbox], g.kernels, g.ops
 

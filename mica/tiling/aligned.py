@@ -1,6 +1,7 @@
-"""The search over loop alignments: a program whose searched plan keeps it on one core is searched again with
+"""The search over reformulations: a program whose searched plan keeps it on one core is searched again with
 its main nest aligned (:mod:`mica.affine.align`: another loop of its deepest statement outermost, the other
-statements re-indexed to follow it), and the cheapest plan wins.
+statements re-indexed to follow it) and with its pivot loops cut in three (:mod:`mica.affine.isplit`:
+Floyd-Warshall's rows and columns before, at and after the pivot), and the cheapest plan wins.
 
 In trisolv's own order ``x[i] -= L[i][j]*x[j]`` is sequential in both loops; aligned by ``j`` it runs as a
 sweep over ``j`` whose steps are parallel over ``i`` (``x[j]`` multicast from its owner each step:
@@ -15,6 +16,7 @@ dependence (a nest already parallel in its own order gains nothing from another 
 from __future__ import annotations
 
 from ..affine.align import aligned_program, alignments
+from ..affine.isplit import split_programs
 from ..affine.deps import PARALLEL, REDUCTION, loop_kinds
 from ..affine.program import Program
 from ..errors import MicaError
@@ -35,31 +37,33 @@ def spreads(sched: Schedule) -> bool:
 def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *,
                    progress=None) -> tuple[Program, Schedule, SearchReport | None]:
     """The program to map and its searched plan: ``op`` and :func:`search_program`'s plan, unless that plan
-    runs on one core and an aligned program (:func:`mica.affine.align.alignments`) has a plan of fewer
-    modelled cycles — then the aligned program, its plan (its reasons saying how it was aligned) and the
-    report of its search. Preserves what the program computes (the alignment does, bit for bit)."""
+    runs on one core and an aligned program (:func:`mica.affine.align.alignments`) or a split one
+    (:func:`mica.affine.isplit.split_programs`) has a plan of fewer modelled cycles — then that program, its
+    plan (its reasons saying how it was rewritten) and the report of its search. Preserves what the program
+    computes (both rewrites do, bit for bit)."""
     sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress)
     if spreads(sched) or mesh[0] * mesh[1] == 1:
         return op, sched, report
     main = main_statement(op)
     if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
         return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
-    found = alignments(op)
+    found = [(aligned_program(op, al), f"aligned: {al.describe()}, which computes exactly what the source order "
+                                       f"does (isl proves every dependence keeps its direction)")
+             for al in alignments(op)]
+    found += [(prog, f"split: {how}, which runs the same instances in the same order as the source")
+              for how, prog in split_programs(op)]
     if not found:
         return op, sched, report
     one = _cycles(op, sched, tgt, lowering)
     best = (one, op, sched, report)
-    for al in found:
-        prog = aligned_program(op, al)
+    for prog, how in found:
         try:
             s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
             cycles = _cycles(prog, s, tgt, lowering) if spreads(s) else float("inf")
         except MicaError:
             continue
         if cycles < best[0]:
-            why = (f"aligned: {al.describe()}, which computes exactly what the source order does (isl proves "
-                   f"every dependence keeps its direction); in the source order no plan spreads "
-                   f"({one:,.0f} modelled cycles on one core)")
+            why = f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
             best = (cycles, prog, s.copy(reasons=s.reasons + (why,)), r)
     return best[1], best[2], best[3]
 

@@ -491,6 +491,52 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             if key not in memo:
                 memo[key] = lowering.relayout_cycles(op, fixed[a], swapped[a], size, tgt)
             return memo[key]
+        def changes(sched):
+            """The produced arrays ``sched`` lays out otherwise than the earlier operators left them, the
+            modelled cycles of changing all of them on the mesh, and those that cannot be changed there (to
+            the layout ``sched`` wants)."""
+            changed = [a for a in sorted(touched & written & set(fixed)) if sched.home(a) != fixed[a]]
+            moved, blocked = 0.0, {}
+            for a in changed:
+                key = ("relayout", fixed[a], sched.home(a), size)
+                if key not in memo:
+                    memo[key] = lowering.relayout_cycles(op, fixed[a], sched.home(a), size, tgt)
+                moved += memo[key]
+                if memo[key] == float("inf"):
+                    blocked[a] = sched.home(a)
+            return changed, moved, blocked
+
+        def cheaper_with_changes(found, moved):
+            """``found`` (a plan searched with layouts free and its report, whose layout changes take
+            ``moved`` cycles), or a costlier-to-run plan of its report whose runtime plus layout changes is
+            lower (gathering a blocked matrix onto the one core that runs fastest may take longer than the
+            run saves), verified, with the report's winner moved to it."""
+            sched, report = found
+            total, pick, its = report.best.cycles + moved, None, moved
+            for i in sorted((i for i, c in enumerate(report.candidates) if c.cycles is not None),
+                            key=lambda i: report.candidates[i].cycles):
+                c = report.candidates[i]
+                if c.cycles >= total:
+                    break
+                if i == report.winner or c.schedule is None:
+                    continue
+                _, more, _ = changes(c.schedule)
+                if c.cycles + more >= total:
+                    continue
+                try:
+                    verify(lowering.operator(sub, c.schedule, tgt, resident=resident), tgt)
+                except MicaError:
+                    continue
+                total, pick, its = c.cycles + more, i, more
+            if pick is None:
+                return found
+            chosen = report.candidates[pick]
+
+            why = (f"runs in {chosen.cycles:,.0f} modelled cycles, not the fastest plan's {report.best.cycles:,.0f}: "
+                   f"the layout changes it needs take {its:,.0f} cycles, the fastest plan's {moved:,.0f}")
+            return (chosen.schedule.copy(reasons=chosen.schedule.reasons + (why,)),
+                    SearchReport(report.candidates, pick, report.seconds))
+
         def decide(capped):
             """The operator's plan (or why none works), its on-mesh arrays within their shares when
             ``capped``."""
@@ -539,16 +585,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                     free = searched_({a: h for a, h in fixed.items() if a not in small})
                     if isinstance(free, MicaError):
                         continue
-                    changed = [a for a in sorted(touched & written & set(fixed))
-                               if free[0].home(a) != fixed[a]]
-                    moved, blocked = 0.0, {}
-                    for a in changed:
-                        key = ("relayout", fixed[a], free[0].home(a), size)
-                        if key not in memo:
-                            memo[key] = lowering.relayout_cycles(op, fixed[a], free[0].home(a), size, tgt)
-                        moved += memo[key]
-                        if memo[key] == float("inf"):
-                            blocked[a] = free[0].home(a)
+                    changed, moved, blocked = changes(free[0])
                     if blocked:
                         if not capped and any(hints.get(a) != h for a, h in blocked.items()):
                             # First ask the earlier operators to lay the arrays out so (a hint: the mapping
@@ -556,6 +593,8 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                             raise _Hint(blocked, best)
                         stuck = stuck or blocked
                         continue
+                    free = cheaper_with_changes(free, moved)
+                    changed, moved, _ = changes(free[0])
                     why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
                            f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
                            f"to run): no plan works with the earlier layout" if changed else

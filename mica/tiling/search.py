@@ -164,8 +164,13 @@ def _core_options(p: int, extent: int) -> list[int]:
     top = min(p, extent)
     opts = set()
     for c in (top, max(1, top // 2), max(1, top // 4)):
-        opts.add(-(-extent // -(-extent // c)))
+        opts.add(_blocks_of(extent, c))
     return sorted(opts, reverse=True)
+
+
+def _blocks_of(extent: int, cores: int) -> int:
+    """The blocks ``extent`` iterations make in tiles sized for ``cores`` (no idle cores)."""
+    return -(-extent // -(-extent // cores))
 
 
 def _group_options(n: int) -> list[int]:
@@ -224,14 +229,23 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Deci
                     out.append(Decisions(tuple(assignment), tuple(sorted(blocks.items())), steps=False))
     for assignment in wavefront_candidates(prog):
         # Loops carrying dependences of bounded distance, as a wavefront on the whole mesh (more cores make
-        # a shorter pipeline per block) and on the square of its shorter side.
-        blocks = {ax: _core_options(dims[ax], loop_extent(main, lp))[0] for lp, ax in assignment}
-        options = [blocks]
+        # a shorter pipeline per block), on the square of its shorter side, and on halves, quarters, ... of
+        # those down to two blocks (a block of one row fills the pipeline with a message per row: a larger
+        # mesh must not lose the plan a smaller one finds).
+        extent = {ax: loop_extent(main, lp) for lp, ax in assignment}
+        blocks = {ax: _core_options(dims[ax], extent[ax])[0] for ax in extent}
+        bases = [blocks]
         if len(assignment) == 2 and dims["x"] != dims["y"]:
             side = min(blocks.values())
-            options.append({ax: side for ax in blocks})
-        for b in options:
-            out.append(Decisions(tuple(assignment), tuple(sorted(b.items())), wave=True))
+            bases.append({ax: side for ax in blocks})
+        options = []
+        for base in bases:
+            f = 1
+            while f == 1 or min(base.values()) // f >= 2:
+                options.append({ax: _blocks_of(extent[ax], max(1, base[ax] // f)) for ax in base})
+                f *= 2
+        for b in dict.fromkeys(tuple(sorted(b.items())) for b in options):
+            out.append(Decisions(tuple(assignment), b, wave=True))
     return list(dict.fromkeys(out))
 
 

@@ -110,8 +110,8 @@ void f(double A[8], double B[8], double C[1]) {
 
 
 def test_two_live_ranges_of_one_scalar_are_expanded_separately():
-    # ym1 lives within an i iteration in the first nest and within a j iteration in the second: one
-    # array, one leading dimension, indexed by i in the first and by j in the second.
+    # m lives within an i iteration in the first nest and within a j iteration in the second: two variables
+    # that share a C name, so two arrays (split_webs), m[i] in the first nest and m_1[j] in the second.
     _, q, loops = expanded("""
 void f(double X[6][4], double Y[6][4], double Z[6][4]) {
   double m;
@@ -119,7 +119,31 @@ void f(double X[6][4], double Y[6][4], double Z[6][4]) {
   for (int j = 0; j < 4; j++) { m = 0.0; for (int i = 0; i < 6; i++) { Z[i][j] = Y[i][j] * m; m = X[i][j]; } }
 }""")
     assert loops == {"m": [("i",), ("j",)]}
-    assert q.array("m").shape == (6,)
+    assert q.array("m").shape == (6,) and q.array("m_1").shape == (4,)
+    assert [a.name for a in q.arrays] == ["X", "Y", "Z", "m", "m_1"]
+    assert {s.write.array for s in q.statements if s.order[0] == 1} == {"Z", "m_1"}
+
+
+def test_a_scalar_reused_by_later_nests_becomes_one_array_per_nest():
+    # ludcmp's w: the factorisation's w[i][j], then the forward and the back substitution's own w[i]. Split,
+    # an operator of one nest never moves another nest's values; a value carried from one nest into the next
+    # keeps the two nests on one array.
+    spec = MANIFEST["ludcmp"]
+    prog = from_c((samples.KERNELS / "ludcmp.c").read_text(), params=spec["params"])
+    q = privatise(prog)
+    n = spec["params"]["n"]
+    assert {a.name: a.shape for a in q.arrays if a.name.startswith("w")} == {"w": (n, n), "w_1": (n,), "w_2": (n,)}
+    assert {s.write.array for s in q.statements if s.write.array.startswith("w")} == {"w", "w_1", "w_2"}
+    ins = inputs_of(prog, seed=4)
+    assert_matches(run_program(q, ins), run_c((samples.KERNELS / "ludcmp.c").read_text(), None, ins, spec["params"]))
+    _, carried, _ = expanded("""
+void f(double A[5], double B[5], double C[1]) {
+  double t = 0.0;
+  for (int i = 0; i < 5; i++) t = t + A[i];
+  for (int i = 0; i < 5; i++) B[i] = A[i] * t;
+  C[0] = t;
+}""")
+    assert [a.name for a in carried.arrays] == ["A", "B", "C", "t"]
 
 
 def test_live_ranges_along_the_same_loops_share_one_origin():

@@ -167,6 +167,32 @@ def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home,
     _moves_every_element(prog, mp, tgt, shape, 2)
 
 
+@pytest.mark.parametrize("dst_home, mesh, multicasts", [
+    (((None, 12), (None, 10)), (4, 4), 0),
+    (((None, 12), ("x", 3)), (4, 4), 1),
+    ((("y", 4), (None, 10)), (4, 4), 1),
+    (((None, 12), ("x", 5)), (4, 4), 1),
+], ids=["onto-the-corner", "onto-row-0", "onto-column-0", "onto-part-of-row-0"])
+def test_regather_broadcasts_only_as_far_as_the_destination_reaches(dst_home, mesh, multicasts):
+    """A small array gathered onto (0, 0), or onto row 0 or column 0 (or part of a line), is broadcast back
+    only over the cores its destination layout has: none for the corner, one multicast for a line. Every
+    element still arrives bit for bit."""
+    m, k = 12, 10
+    prog = replace(mica.affine.from_c(COPY % (m, k, m, k, m, k)), outputs=("A",))
+    tgt = get_target("wse2")
+    src = home_tensor(prog, Home("A", (("y", 3), ("x", 3))))
+    pin = tuple((ax, 0) for ax in ("x", "y") if ax not in {a for a, _ in dst_home})
+    dst = home_tensor(prog, Home("A", dst_home, pin), "A_t")
+    mp = regather_program(src, dst, mesh, tgt)
+    dims = {a for a, _ in dst_home}
+    store = replace(mp.region, x1=1 if "x" not in dims else mp.region.x1, y1=1 if "y" not in dims else mp.region.y1)
+    mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", store)))
+    verify(mp, tgt)
+    moves = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
+    assert sum(isinstance(c, Multicast) for c in moves) == multicasts
+    _moves_every_element(prog, mp, tgt, (m, k), 3)
+
+
 @pytest.mark.parametrize("shape, src_home, dst_home, mesh", [
     ((64, 64), ((("y", 8), ("x", 8)), ()), ((("x", 16), ("y", 32)), ()), (8, 8)),
     ((64, 64), ((("y", 8), ("x", 8)), ()), ((("x", 8), ("y", 8)), ()), (8, 8)),

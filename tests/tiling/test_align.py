@@ -110,3 +110,46 @@ void gemm(float C[6][5], float A[6][4], float B[4][5]) {
     for al in alignments(prog):
         got = run_program(aligned_program(prog, al), ins)
         assert np.array_equal(got["C"], want["C"])
+
+
+LUD = """
+void lud(int n, double A[n][n]) {
+  int i, j, k; double w;
+  for (i = 0; i < n; i++) {
+    for (j = 0; j < i; j++) {
+      w = A[i][j];
+      for (k = 0; k < j; k++) w -= A[i][k] * A[k][j];
+      A[i][j] = w / A[j][j];
+    }
+    for (j = i; j < n; j++) {
+      w = A[i][j];
+      for (k = 0; k < i; k++) w -= A[i][k] * A[k][j];
+      A[i][j] = w;
+    }
+  }
+}"""
+
+
+def test_both_priorities_are_tried_so_the_privatised_factorisation_runs_right_looking():
+    # ludcmp's factorisation with its scalar w privatised: the fewest-hoisted alignment runs each dot product
+    # whole at the step of its column (left-looking, no plan spreads it); the other priority hoists the two
+    # initialisations of w and runs every update at the step of its k, as lu's right-looking order does.
+    from mica.affine.privatise import privatise
+    prog = privatise(from_c(LUD, "lud", params={"n": 12}))
+    found = {dict(a.choices)["S1"]: a for a in alignments(prog) if a.loop == "k"}
+    assert set(found) == {"j", "k"}
+    right = dict(found["k"].choices)
+    assert right["S0"] == right["S3"] == BEFORE and right["S4"] == "k"
+
+
+@pytest.mark.parametrize("n, mesh", [(12, (4, 4)), (13, (3, 5)), (10, (8, 8))])
+def test_the_privatised_factorisation_spreads_and_matches_native_c(n, mesh):
+    prog = from_c(LUD, "lud", params={"n": n})
+    compiled = mica.compile_affine(prog, mesh=mesh)
+    assert compiled.cost.cores > 1
+    rng = np.random.default_rng(n)
+    a = rng.uniform(0.5, 1.5, (n, n)) + n * np.eye(n)
+    want = run_c(LUD, "lud", {"A": a}, {"n": n})
+    res = compiled.run({"A": a}, threads=2)
+    assert res.stats.summary()["computing_cores"] > 1
+    np.testing.assert_array_equal(res.outputs["A"], want["A"])

@@ -186,3 +186,32 @@ def test_each_operator_of_a_phased_plan_has_its_own_cycles():
     one = mica.compile_affine("void f(float a[8][8], float b[8][8]) { for (int i = 0; i < 8; i++) "
                               "for (int j = 0; j < 8; j++) b[i][j] = 2 * a[i][j]; }", mesh=(4, 4))
     assert not one.schedule.phases and one.operator_cycles() == ()
+
+
+def test_an_operator_weighs_its_layout_changes_against_its_runtime():
+    """3mm in program order on 4x3: G = E F runs fastest with E and F laid out otherwise than the two earlier
+    products left them, but changing them costs more than it saves; a plan that runs a little slower and
+    needs cheaper changes wins (mica.tiling.operators: run plus change, not run alone). The plan computes
+    what the C does."""
+    src = (samples.KERNELS / "3mm.c").read_text()
+    params = {"ni": 16, "nj": 18, "nk": 20, "nl": 22, "nm": 24}
+    prog = mica.affine.from_c(src, params=params)
+    sched, _ = map_operators(prog, split_operators(prog), (4, 3), get_target("wse2"), LOWERING)
+    why = [r for p in sched.phases for r in p.reasons if "not the fastest plan's" in r]
+    assert why, [p.reasons for p in sched.phases]
+    run, fastest, change, fastest_change = _weighed(why[0])
+    assert run >= fastest and run + change < fastest + fastest_change
+    compiled = mica.compile_affine(prog, mesh=(4, 3), schedule=sched)
+    rng = np.random.default_rng(1)
+    ins = {a: rng.uniform(0.5, 1.5, prog.array(a).shape) for a in prog.inputs}
+    want = run_c(src, None, ins, params)
+    got = compiled.run(ins).outputs
+    np.testing.assert_allclose(got["G"], want["G"], rtol=1e-12)
+
+
+def _weighed(reason: str) -> tuple[float, float, float, float]:
+    """(its run, the fastest plan's run, its layout changes, the fastest plan's) from the reason's text."""
+    m = re.search(r"runs in ([\d,]+) modelled cycles, not the fastest plan's ([\d,]+): the layout changes it "
+                  r"needs take ([\d,]+) cycles, the fastest plan's ([\d,]+)", reason)
+    assert m, reason
+    return tuple(float(v.replace(",", "")) for v in m.groups())

@@ -147,7 +147,8 @@ def test_seidel_2d_spreads_as_a_pipeline_of_rows():
 
 def test_a_dependence_that_reaches_past_the_neighbour_is_rejected_clearly():
     """Floyd-Warshall's blocks can be ordered, but each reads row and column k from cores far away: the
-    wavefront is refused with the halo's reach, and the program runs in its original order."""
+    wavefront is refused with the halo's reach. The searched plan cuts the loops at the pivot instead
+    (mica.affine.isplit) and spreads; it computes what the C does."""
     text = """
 void fw(double D[16][16]) {
   for (int k = 0; k < 16; k++)
@@ -160,5 +161,19 @@ void fw(double D[16][16]) {
         mica.compile_affine(prog, mesh=(4, 4), target="generic",
                             schedule=derive_schedule(prog, (4, 4), assignment=[("i", "y"), ("j", "x")], wave=True))
     compiled = mica.compile_affine(prog, mesh=(4, 4), target="generic")
-    assert compiled.cost.cores == 1
+    assert compiled.cost.cores == 16 and compiled.schedule.family != "wavefront"
+    assert any(r.startswith("split: ") for r in compiled.schedule.reasons)
     _check(text, compiled)
+
+
+def test_a_larger_mesh_keeps_the_wavefront_a_smaller_one_finds():
+    """Gauss-Seidel 64x64: on 8x8 a wavefront of 8x8 blocks; on the whole wafer a block per row and column
+    would fill the pipeline with one message per row and lose to one core, so the wafer also tries halves,
+    quarters, ... of its grid and keeps a wavefront at least as fast as the smaller mesh's."""
+    src = _sized(GAUSS_SEIDEL, 64, 64)
+    prog = from_c(src)
+    small = mica.compile_affine(prog, mesh=(8, 8))
+    big = mica.compile_affine(prog, mesh=(750, 994))
+    assert small.schedule.family == big.schedule.family == "wavefront"
+    assert big.cost.total_cycles <= small.cost.total_cycles and big.cost.cores > 1
+    _check(src, big)
