@@ -70,14 +70,14 @@ class Alignment:
 
 
 @lru_cache(maxsize=64)
-def alignments(prog: Program) -> tuple[Alignment, ...]:
+def alignments(prog: Program, priority: str | None = None) -> tuple[Alignment, ...]:
     """The legal alignments of ``prog``'s main nest worth searching, for each loop of the main statement that
     is not already outermost: the first legal combination under each of :data:`PRIORITIES` (fewest hoisted
     statements, then most statements aligned by their loop of the same name — the same role in the source;
     and the other way round), each once. Both matter: trisolv's column sweep hoists one statement, while
     ludcmp's right-looking order must hoist its privatised temporary's initialisations so that every update
-    runs at the step of its ``k``. Empty when the program has runtime parameters or guards, or when no loop
-    can be made outermost. Cached per program; changes nothing."""
+    runs at the step of its ``k``. With ``priority``, only that one's. Empty when the program has runtime
+    parameters or guards, or when no loop can be made outermost. Cached per program; changes nothing."""
     if prog.runtime or any(s.guard for s in prog.statements):
         return ()
     main = main_statement(prog)
@@ -95,8 +95,8 @@ def alignments(prog: Program) -> tuple[Alignment, ...]:
                     if pairs.agree(s, c, main, loop)] for s in others]
         if not all(options):
             continue
-        for priority in PRIORITIES:
-            found = _first_legal(prog, nest, main, others, options, loop, deps, pairs, priority)
+        for p in PRIORITIES if priority is None else (priority,):
+            found = _first_legal(prog, nest, main, others, options, loop, deps, pairs, p)
             if found is not None and found not in out:
                 out.append(found)
     return tuple(out)

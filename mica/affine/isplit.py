@@ -10,7 +10,7 @@ this pivot pattern.)
 
 What is split (:func:`pivots`): loop ``L`` of the main statement when its write indexes a dimension of an array
 with ``L`` alone and one of its reads of the same array indexes that dimension with an expression ``e`` of the
-loops enclosing ``L`` only (the pivot). Every statement inside loop ``L`` is cut with it: its domain intersected
+loops enclosing ``L`` only, every other subscript the write's (the pivot row or column of the written element). Every statement inside loop ``L`` is cut with it: its domain intersected
 with ``L < e``, ``L = e`` and ``L > e`` (empty pieces dropped), the pieces named ``{S}_lt``, ``{S}_eq``,
 ``{S}_gt`` with their access tags renamed alike, the three loops placed where ``L`` was, in the order ``L``
 runs (reversed for a downward loop), and the statements after ``L`` in its parent moved two positions on.
@@ -62,7 +62,9 @@ def pivots(prog: Program) -> tuple[Split, ...]:
     for r in s.reads:
         if r.array != s.write.array:
             continue
-        for w_ix, r_ix in zip(s.write.index, r.index):
+        for p, (w_ix, r_ix) in enumerate(zip(s.write.index, r.index)):
+            if any(a != b for q, (a, b) in enumerate(zip(s.write.index, r.index)) if q != p):
+                continue            # the pivot row or column of the written element: every other subscript equal
             loop = w_ix.single_var()
             if loop is None or w_ix != Aff.var(loop) or r_ix == w_ix:
                 continue

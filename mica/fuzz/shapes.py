@@ -315,7 +315,8 @@ def remote_write_nest(g):
 def uniform_nest(g):
     """Loops that carry dependences of constant distance: a 2D wavefront ``A[i][j] = (A[i-1][j] +
     A[i][j-1]) * 0.5 + e``, an in-place Gauss-Seidel sweep, a first-order recurrence along the inner
-    loop, Floyd-Warshall (``D[i][j] = min(D[i][j], D[i][k] + D[k][j])``) or a triangular solve."""
+    loop, Floyd-Warshall (``D[i][j] = min(D[i][j], D[i][k] + D[k][j])``) and its pivot-row relatives, or a
+    triangular solve."""
     ch = g.ch
     k = ch.draw(5)
     names = g.fresh(1)
@@ -332,7 +333,16 @@ def uniform_nest(g):
         K, I, J = kk.var, ii.var, jj.var
         g.mark(A, [[0, nv - 1], [0, nv - 1]])
         d = f"{A}[{I}][{J}]"
-        jj.body = [_Stmt(d, "=", minmax(g, "min", d, f"{A}[{I}][{K}] + {A}[{K}][{J}]"))]
+        # Floyd-Warshall; a pivot-row update (every row from row k, row k itself included); or an
+        # elimination step without the guard (rows and columns from row and column k). Each reads the pivot
+        # row its own step rewrites: spread only cut at the pivot (mica.affine.isplit).
+        variant = nv % 3           # from the size already drawn: no new draw, the other shapes' draws unchanged
+        if variant == 1 or (variant == 2 and g.dtype == "int"):
+            jj.body = [_Stmt(d, "=", f"{d} {half} + {A}[{K}][{J}]")]
+        elif variant == 2:
+            jj.body = [_Stmt(d, "-=", f"{A}[{I}][{K}] * {A}[{K}][{J}] {quarter}")]
+        else:
+            jj.body = [_Stmt(d, "=", minmax(g, "min", d, f"{A}[{I}][{K}] + {A}[{K}][{J}]"))]
         ii.body, kk.body = [jj], [ii]
         return [kk]
     if k == 4:                                       # triangular solve (forward substitution)

@@ -15,7 +15,7 @@ dependence (a nest already parallel in its own order gains nothing from another 
 
 from __future__ import annotations
 
-from ..affine.align import aligned_program, alignments
+from ..affine.align import PRIORITIES, aligned_program, alignments
 from ..affine.isplit import split_programs
 from ..affine.deps import PARALLEL, REDUCTION, loop_kinds
 from ..affine.program import Program
@@ -47,24 +47,36 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     main = main_statement(op)
     if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
         return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
-    found = [(aligned_program(op, al), f"aligned: {al.describe()}, which computes exactly what the source order "
-                                       f"does (isl proves every dependence keeps its direction)")
-             for al in alignments(op)]
-    found += [(prog, f"split: {how}, which runs the same instances in the same order as the source")
-              for how, prog in split_programs(op)]
-    if not found:
-        return op, sched, report
-    one = _cycles(op, sched, tgt, lowering)
-    best = (one, op, sched, report)
-    for prog, how in found:
-        try:
-            s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
-            cycles = _cycles(prog, s, tgt, lowering) if spreads(s) else float("inf")
-        except MicaError:
+    def aligned(priority):
+        return [(aligned_program(op, al), f"aligned: {al.describe()}, which computes exactly what the source "
+                                          f"order does (isl proves every dependence keeps its direction)")
+                for al in alignments(op, priority)]
+    # The alignments of the first priority and the cuts at pivots; those of the second priority only when none
+    # of them spreads (each is a whole search).
+    rounds = [lambda: aligned(PRIORITIES[0]) + [
+                  (prog, f"split: {how}, which runs the same instances in the same order as the source")
+                  for how, prog in split_programs(op)],
+              lambda: [a for a in aligned(PRIORITIES[1]) if a[0] not in {p for p, _ in aligned(PRIORITIES[0])}]]
+    one = None
+    best = (float("inf"), op, sched, report)
+    for make in rounds:
+        found = make()
+        if not found:
             continue
-        if cycles < best[0]:
-            why = f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
-            best = (cycles, prog, s.copy(reasons=s.reasons + (why,)), r)
+        if one is None:
+            one = _cycles(op, sched, tgt, lowering)
+            best = (one, op, sched, report)
+        for prog, how in found:
+            try:
+                s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
+                cycles = _cycles(prog, s, tgt, lowering) if spreads(s) else float("inf")
+            except MicaError:
+                continue
+            if cycles < best[0]:
+                why = f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
+                best = (cycles, prog, s.copy(reasons=s.reasons + (why,)), r)
+        if best[1] is not op:
+            break
     return best[1], best[2], best[3]
 
 

@@ -168,6 +168,10 @@ def _core_options(p: int, extent: int) -> list[int]:
     return sorted(opts, reverse=True)
 
 
+#: Grids a wavefront is tried on per base grid: the grid itself, then halved up to WAVE_RUNGS - 1 times.
+WAVE_RUNGS = 4
+
+
 def _blocks_of(extent: int, cores: int) -> int:
     """The blocks ``extent`` iterations make in tiles sized for ``cores`` (no idle cores)."""
     return -(-extent // -(-extent // cores))
@@ -229,9 +233,10 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Deci
                     out.append(Decisions(tuple(assignment), tuple(sorted(blocks.items())), steps=False))
     for assignment in wavefront_candidates(prog):
         # Loops carrying dependences of bounded distance, as a wavefront on the whole mesh (more cores make
-        # a shorter pipeline per block), on the square of its shorter side, and on halves, quarters, ... of
-        # those down to two blocks (a block of one row fills the pipeline with a message per row: a larger
-        # mesh must not lose the plan a smaller one finds).
+        # a shorter pipeline per block) and on the square of its shorter side. When that gives a core a
+        # single iteration of a wave loop (the pipeline then passes a message per row), also on a half, a
+        # quarter and an eighth of it (at least two blocks): a larger mesh should not lose the plan a
+        # smaller one finds (Gauss-Seidel 64x64 on the wafer). Each rung is a candidate built in full.
         extent = {ax: loop_extent(main, lp) for lp, ax in assignment}
         blocks = {ax: _core_options(dims[ax], extent[ax])[0] for ax in extent}
         bases = [blocks]
@@ -240,10 +245,12 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Deci
             bases.append({ax: side for ax in blocks})
         options = []
         for base in bases:
-            f = 1
-            while f == 1 or min(base.values()) // f >= 2:
+            thin = any(-(-extent[ax] // base[ax]) == 1 for ax in base)
+            for rung in range(WAVE_RUNGS if thin else 1):
+                f = 2 ** rung
+                if f > 1 and min(base.values()) // f < 2:
+                    break
                 options.append({ax: _blocks_of(extent[ax], max(1, base[ax] // f)) for ax in base})
-                f *= 2
         for b in dict.fromkeys(tuple(sorted(b.items())) for b in options):
             out.append(Decisions(tuple(assignment), b, wave=True))
     return list(dict.fromkeys(out))

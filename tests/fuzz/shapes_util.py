@@ -7,6 +7,7 @@ import islpy as isl
 
 from mica.affine.deps import dependences, reductions
 from mica.affine.from_c import from_c
+from mica.affine.isplit import split_programs
 from mica.affine.privatise import temporaries
 
 SHAPES = ("max/min reduction", "arg pair", "iterator value", "temporary", "remote write", "uniform dependence",
@@ -69,6 +70,8 @@ def shapes_of(case) -> set[str]:
             found.add("remote write")
     if _uniform(prog, red):
         found.add("uniform dependence")
+    if split_programs(prog):
+        found.add("pivot")              # a loop reading the row its own step rewrites: cut by mica.affine.isplit
     if getattr(case, "data", "uniform") == "small-int":
         found.add("small-int data")
     if case.dtype == "i32":

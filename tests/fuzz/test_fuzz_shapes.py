@@ -38,3 +38,5 @@ def test_each_shape_occurs_dozens_of_times():
     for shape in SHAPES:
         assert seen[shape] >= 15, (shape, seen)
     assert seen["arg pair, strict=True"] >= 3 and seen["arg pair, strict=False"] >= 3, seen
+    # Floyd-Warshall and its pivot-row relatives (one variant of the uniform-dependence nest): cut at the pivot
+    assert seen["pivot"] >= 8, seen
