@@ -7,6 +7,9 @@ on one line at the first, middle and last iteration of its loops, deliver exactl
 of that line within the declared hop bound and never leave the region. (The emulator re-checks every
 message of every step at run time.)
 
+Every kernel reads and writes only inside the boxes its buffers hold on each core that runs it (an access past a
+box would touch another buffer of the arena): one isl inclusion per access and class of cores, at every step.
+
 A prefetched (double-buffered) exchange must be legal to overlap with the compute of its loop: it sits in a
 loop, no compute of that loop writes any of its source or destination buffers, no other exchange of the
 loop delivers into its sources or destinations, and every destination has a second slot (``slots = 2``).
@@ -14,8 +17,12 @@ loop delivers into its sources or destinations, and every destination has a seco
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import product
 
+import islpy as isl
+
+from ..affine.isl_names import iset
 from ..errors import MeshIRError
 from ..targets import Target
 from .ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram, Multicast, RingShift, Shift
@@ -110,6 +117,8 @@ def verify(mp: MeshProgram, target: Target) -> None:
             if a.buffer not in names:
                 raise MeshIRError(f"kernel {k.name} uses unknown buffer {a.buffer}")
     for op, scope in mp.walk():
+        if isinstance(op, Compute) and op.kernel in kernels:
+            _check_kernel_boxes(mp, mp.kernel(op.kernel), dict(scope).get("t", 1))
         if isinstance(op, (HostLoad, HostStore)) and op.buffer not in names:
             raise MeshIRError(f"{type(op).__name__} of {op.array}: unknown buffer {op.buffer}")
         if isinstance(op, Compute) and op.kernel not in kernels:
@@ -201,3 +210,57 @@ def _check_prefetch(mp: MeshProgram) -> None:
                         raise MeshIRError(f"exchange {op.name} is prefetched into {c.dst}, which has no "
                                           f"second slot (a double buffer needs slots = 2)")
     go(mp.body, None)
+
+
+def _check_kernel_boxes(mp: MeshProgram, k, steps: int) -> None:
+    """Raises :class:`MeshIRError` when kernel ``k`` (run in a loop of ``steps`` steps) reads or writes, on some
+    core of one of its classes, an element outside the box its buffer holds there."""
+    kb = mp.skew.n if mp.skew else 1
+    for part in k.statements:
+        for a in (part.write, *part.reads):
+            t = mp.tensor(a.buffer)
+            for cls in k.classes:
+                r = cls.region
+                bad = _outside(part.domain, part.loops, tuple(str(ix) for ix in a.index), tuple(t.box),
+                               (r.x0, r.x1, r.y0, r.y1), steps, kb)
+                if bad:
+                    what = "writes" if a is part.write else "reads"
+                    raise MeshIRError(f"kernel {k.name} {what} {a.buffer} outside the box its cores "
+                                      f"[{r.x0}:{r.x1}, {r.y0}:{r.y1}] hold ({', '.join(map(str, t.box))}), "
+                                      f"e.g. {bad}")
+
+
+@lru_cache(maxsize=8192)
+def _outside(domain: str, loops: tuple[str, ...], index: tuple[str, ...], box: tuple, rect: tuple, steps: int,
+             kb: int) -> str:
+    """An element (isl text) that the access ``index`` of a kernel statement with ``domain`` and ``loops``
+    touches outside ``box`` on some core of ``rect`` at some step, or '' when there is none. Spaces: the
+    domain ``[__x, __y, __t, ...] -> { K[loops] }``, the touched elements and the box
+    ``[__x, __y, __t, __kb] -> { A[a...] }``."""
+    dom = iset(domain, MeshIRError)
+    params = [dom.get_dim_name(isl.dim_type.param, i) for i in range(dom.dim(isl.dim_type.param))]
+    allp = sorted(set(params) | {"__x", "__y", "__t", "__kb"})
+    x0, x1, y0, y1 = rect
+    ctx = iset(f"[{', '.join(allp)}] -> {{ : {x0} <= __x < {x1} and {y0} <= __y < {y1} and "
+               f"0 <= __t < {max(steps, 1)} and 0 <= __kb < {kb} }}", MeshIRError)
+    name = dom.get_tuple_name()
+    names = [f"a{i}" for i in range(len(index))]
+    touched = isl.Map(f"[{', '.join(allp)}] -> {{ {name}[{', '.join(loops)}] -> A[{', '.join(index)}] }}")
+    elems = dom.intersect_params(ctx).apply(touched) if loops else \
+        isl.Set(f"[{', '.join(allp)}] -> {{ A[{', '.join(index)}] }}").intersect_params(dom.params().intersect(ctx))
+    inside = isl.Set(f"[{', '.join(allp)}] -> {{ A[{', '.join(names)}] : "
+                     f"{' and '.join(_held(d, v) for d, v in zip(box, names)) or 'true'} }}")
+    out = elems.subtract(inside)
+    return "" if out.is_empty() else str(out.sample_point())
+
+
+def _held(d, var: str) -> str:
+    """Constraint text for index ``var`` inside box dimension ``d`` on core ``(__x, __y)`` at ``__t``/``__kb``:
+    its elements (:meth:`~mica.meshir.ir.BoxDim.isl`), and for a padded dimension the padding past the
+    extent too (a padded box always holds ``tile`` elements)."""
+    if not d.padded:
+        return d.isl(var, prefix="__")
+    c = f"(__{d.coord} - {d.origin})" if d.origin else f"__{d.coord}"
+    if d.per != 1:
+        c = f"floor({c}/{d.per})"
+    return f"{d.tile}*{c} <= {var} < {d.tile}*{c} + {d.tile}"

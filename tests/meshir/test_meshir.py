@@ -62,6 +62,34 @@ def test_verifier_catches_shared_colours_and_budget():
         verify(p.mesh_program, replace(get_target("wse2"), colours=1))
 
 
+def _shifted(mp, kernel: str, ref: str, dim: int, by: int):
+    """``mp`` with access ``ref`` of ``kernel`` indexing dimension ``dim`` ``by`` elements further."""
+    from mica.affine.expr import Aff
+    k = mp.kernel(kernel)
+
+    def moved(a):
+        if a.ref != ref:
+            return a
+        ix = list(a.index)
+        ix[dim] = ix[dim] + by if isinstance(ix[dim], Aff) else ix[dim]
+        return replace(a, index=tuple(ix))
+    k2 = replace(k, write=moved(k.write), reads=tuple(moved(a) for a in k.reads))
+    return replace(mp, kernels=tuple(k2 if x.name == kernel else x for x in mp.kernels))
+
+
+def test_verifier_catches_a_kernel_access_past_its_box():
+    """A kernel that wrote one row past its block would overwrite another buffer of the arena (a wrong answer
+    with no error): the verifier proves every access of every kernel stays inside its buffer's box."""
+    p = _matmul()
+    mp = p.mesh_program
+    k = mp.kernel("k_S1")
+    with pytest.raises(MeshIRError, match=r"kernel k_S1 writes .* outside the box"):
+        verify(_shifted(mp, "k_S1", k.write.ref, 0, 1), p.target)
+    read = k.reads[-1]
+    with pytest.raises(MeshIRError, match=r"kernel k_S1 reads .* outside the box"):
+        verify(_shifted(mp, "k_S1", read.ref, 1, -1), p.target)
+
+
 def test_verifier_catches_an_arena_over_sram():
     p = _matmul()
     with pytest.raises(MeshIRError, match="exceeds"):
