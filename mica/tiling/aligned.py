@@ -47,20 +47,23 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     main = main_statement(op)
     if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
         return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
-    def aligned(priority):
-        return [(aligned_program(op, al), f"aligned: {al.describe()}, which computes exactly what the source "
-                                          f"order does (isl proves every dependence keeps its direction)")
-                for al in alignments(op, priority)]
-    # The alignments of the first priority and the cuts at pivots; those of the second priority only when none
-    # of them spreads (each is a whole search).
-    rounds = [lambda: aligned(PRIORITIES[0]) + [
-                  (prog, f"split: {how}, which runs the same instances in the same order as the source")
-                  for how, prog in split_programs(op)],
-              lambda: [a for a in aligned(PRIORITIES[1]) if a[0] not in {p for p, _ in aligned(PRIORITIES[0])}]]
+
+    def rewrites(priority: str) -> list[tuple[Program, str]]:
+        """The programs aligned under ``priority`` and not under an earlier one (the first priority's with the
+        cuts at pivots), each with how it was made."""
+        earlier = set(alignments(op, PRIORITIES[0])) if priority != PRIORITIES[0] else set()
+        out = [(aligned_program(op, al), f"aligned: {al.describe()}, which computes exactly what the source "
+                                         f"order does (isl proves every dependence keeps its direction)")
+               for al in alignments(op, priority) if al not in earlier]
+        if priority == PRIORITIES[0]:
+            out += [(prog, f"split: {how}, which runs the same instances in the same order as the source")
+                    for how, prog in split_programs(op)]
+        return out
+    # A later priority's alignments only when nothing earlier spreads: each is a whole search.
     one = None
     best = (float("inf"), op, sched, report)
-    for make in rounds:
-        found = make()
+    for priority in PRIORITIES:
+        found = rewrites(priority)
         if not found:
             continue
         if one is None:

@@ -491,6 +491,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             if key not in memo:
                 memo[key] = lowering.relayout_cycles(op, fixed[a], swapped[a], size, tgt)
             return memo[key]
+
         def changes(sched):
             """The produced arrays ``sched`` lays out otherwise than the earlier operators left them, the
             modelled cycles of changing all of them on the mesh, and those that cannot be changed there (to
@@ -511,7 +512,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             ``moved`` cycles), or a costlier-to-run plan of its report whose runtime plus layout changes is
             lower (gathering a blocked matrix onto the one core that runs fastest may take longer than the
             run saves), verified, with the report's winner moved to it."""
-            sched, report = found
+            report = found[1]
             total, pick, its = report.best.cycles + moved, None, moved
             for i in sorted((i for i, c in enumerate(report.candidates) if c.cycles is not None),
                             key=lambda i: report.candidates[i].cycles):
@@ -531,7 +532,6 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             if pick is None:
                 return found
             chosen = report.candidates[pick]
-
             why = (f"runs in {chosen.cycles:,.0f} modelled cycles, not the fastest plan's {report.best.cycles:,.0f}: "
                    f"the layout changes it needs take {its:,.0f} cycles, the fastest plan's {moved:,.0f}")
             return (chosen.schedule.copy(reasons=chosen.schedule.reasons + (why,)),
