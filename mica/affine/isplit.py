@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import Aff, Expr, Read
+from .expr import Aff
 from .isl_names import iset
+from .pieces import _renamed
 from .program import Access, Program, Statement, main_statement
 
 PIECES = ("lt", "eq", "gt")
@@ -143,7 +144,7 @@ def _piece(t: Statement, split: Split, piece: str, pos: int, d: int) -> Statemen
 
     def tagged(a: Access) -> Access:
         return Access(tags[a.ref], a.array, a.index)
-    return Statement(name, t.loops, str(dom.set_tuple_name(name)), tagged(t.write), _retagged(t.expr, tags),
+    return Statement(name, t.loops, str(dom.set_tuple_name(name)), tagged(t.write), _renamed(t.expr, tags),
                      tuple(tagged(a) for a in t.reads), t.order[:2 * d] + (pos,) + t.order[2 * d + 1:], t.line,
                      t.guard)
 
@@ -151,12 +152,3 @@ def _piece(t: Statement, split: Split, piece: str, pos: int, d: int) -> Statemen
 def _tag(ref: str, old: str, new: str) -> str:
     return new + ref[len(old):] if ref.startswith(old + "_") else f"{new}_{ref}"
 
-
-def _retagged(e: Expr, tags: dict[str, str]) -> Expr:
-    """``e`` with every read's tag renamed by ``tags``."""
-    if isinstance(e, Read):
-        return replace(e, ref=tags[e.ref])
-    kids = e.children()
-    if not kids:
-        return e
-    return e.with_children(tuple(_retagged(k, tags) for k in kids))

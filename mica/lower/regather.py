@@ -56,6 +56,7 @@ from ..tiling.schedule import OTHER_AXIS
 #: layouts of arrays this small: :data:`mica.tiling.operators.REGATHER_FRACTION`).
 MAX_FRACTION = REGATHER_FRACTION
 
+
 def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target
              ) -> tuple[list[RegionTensor], list[Kernel], list]:
     """The buffers, kernels and ops that fill ``dst`` (``src``'s array in any block layout) from ``src`` on
@@ -125,7 +126,6 @@ def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     g.broadcast("x", wx, hy, full, inbox, k_all, tag, name)       # column 0 over the rows that need it
     g.ops.append(Compute(k_out, g.everywhere))
     return [full, inbox], g.kernels, g.ops
-
 
 
 def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target, what: str

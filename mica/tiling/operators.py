@@ -486,10 +486,12 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                 except MicaError as exc:
                     memo[key] = exc
             return memo[key]
-        def transposition(a):
-            key = ("relayout", fixed[a], swapped[a], size)
+        def relaid(a, home):
+            """Modelled cycles of changing produced array ``a`` from the layout the earlier operators left to
+            ``home`` on the mesh (inf when it cannot be changed there), memoised."""
+            key = ("relayout", fixed[a], home, size)
             if key not in memo:
-                memo[key] = lowering.relayout_cycles(op, fixed[a], swapped[a], size, tgt)
+                memo[key] = lowering.relayout_cycles(op, fixed[a], home, size, tgt)
             return memo[key]
 
         def changes(sched):
@@ -499,11 +501,9 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             changed = [a for a in sorted(touched & written & set(fixed)) if sched.home(a) != fixed[a]]
             moved, blocked = 0.0, {}
             for a in changed:
-                key = ("relayout", fixed[a], sched.home(a), size)
-                if key not in memo:
-                    memo[key] = lowering.relayout_cycles(op, fixed[a], sched.home(a), size, tgt)
-                moved += memo[key]
-                if memo[key] == float("inf"):
+                cycles = relaid(a, sched.home(a))
+                moved += cycles
+                if cycles == float("inf"):
                     blocked[a] = sched.home(a)
             return changed, moved, blocked
 
@@ -560,7 +560,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                     alt = searched_({**fixed, **{a: swapped[a] for a in chosen}})
                     if isinstance(alt, MicaError):
                         continue
-                    moved = sum(transposition(a) for a in chosen if a in written)
+                    moved = sum(relaid(a, swapped[a]) for a in chosen if a in written)
                     if alt[1].best.cycles + moved < best_cycles:
                         how = ("with the mesh axes swapped" if all(len(swapped[a].dims) == 2 for a in chosen)
                                else "turned to the other mesh axis" if all(len(swapped[a].dims) == 1 for a in chosen)

@@ -442,7 +442,6 @@ def with_buffers(sched: Schedule, buffers: int) -> Schedule:
     return sched.copy(step=step, reasons=reasons)
 
 
-
 def transposed(sched: Schedule) -> Schedule:
     """``sched`` with the mesh axes swapped: a plan for the ``h x w`` mesh made from one for ``w x h``.
 
