@@ -1,36 +1,37 @@
-"""A layout change between any two block layouts: gathered to core (0, 0) and broadcast back, or line by line.
+"""A layout change between any two block layouts: an all-gather of the whole array, or line by line.
 
 :func:`mica.lower.relayout.transpose` moves blocks when the two layouts are a transposition of each other.
 Between other layouts — a vector on one line wanted spread over both axes, a 3D activation whose head
-dimension moves to the other axis, a layout pinned to a point — an operator that cannot take the layout the
-previous operator left would otherwise have no plan, and the whole program would fall to one core. For an
-array small enough to be held whole by every core (activations of a decode step are a few KB), the change
-runs in four parts, every message over a configured route:
+dimension moves to the other axis, a layout pinned to a point, a factorised matrix gathered onto the core
+that solves with it — an operator that cannot take the layout the previous operator left would otherwise
+have no plan, and the whole program would fall to one core. For an array small enough to be held whole by
+every core (activations of a decode step are a few KB), the change runs in three parts, every message over a
+configured route:
 
-1. every core copies the elements it is the *canonical owner* of (the first core in ``(x, y)`` order that
-   holds the element in the source layout: a replicated element is taken once) into a whole-array buffer
-   ``F``;
-2. rows gather towards column 0: at stage ``s`` core ``x = X-1-s`` sends ``F`` west and the receiver copies
-   in the elements owned by the cores east of it; then column 0 gathers towards ``(0, 0)`` the same way
-   (cores south of it) — ``X`` and ``Y`` bound the canonical owners (the rows and columns beyond them hold
-   nothing to gather: a vector pinned to column 0 needs no row chain);
-3. ``(0, 0)`` broadcasts ``F``: one multicast over column 0, then one from column 0 over every row (each
-   receiver copies the whole array), each only as far as the destination layout has cores (none for a
-   destination on ``(0, 0)`` alone);
-4. every core copies from ``F`` the block the destination layout gives it.
+1. every row of cores gathers its *row share* ``R`` (the source's box with the ``x`` dimensions whole): at
+   step ``t`` the core at position ``t`` of every row multicasts its source block along the row, and every
+   receiver copies in the elements that core is the *canonical owner* of (the first core in ``(x, y)``
+   order that holds the element in the source layout: a replicated element is taken once);
+2. every column gathers the whole array ``F`` the same way: at step ``t`` the core in row ``t`` multicasts
+   its row share along the column, and every receiver copies in that row's elements;
+3. every core copies from ``F`` the block the destination layout gives it.
 
-Elements are copied, never combined, so every value arrives bit for bit. The cost is ``X + Y - 2``
-one-hop stages of one whole-array message each and two multicasts (the cost model times them like any
-shift and multicast), and two whole-array buffers per core.
+Only the rows and columns up to the farthest canonical owner send (a vector pinned to column 0 needs no
+row stage, one core alone copies locally), and the gather reaches along each line only as far as the
+destination layout has cores (none beyond column 0 and row 0 for a destination on ``(0, 0)``). Elements are
+copied, never combined, so every value arrives bit for bit. Each link carries every element of its line
+once, in one message per core position: the cost is ``X + Y`` multicasts of a block and of a row share
+(the cost model times them like any multicast), with buffers of the whole array, a row share and a block
+per core.
 
-On a large mesh every hop carrying the whole array is slow, and a large array does not fit every core:
-:func:`_by_lines` runs the same four parts on lines instead -- every row gathers and broadcasts what its cores
-hold, then every column gathers (and broadcasts, when more than its first core needs it) what its cores need --
-with buffers of one line's share. :func:`regather` builds whichever of the two the cost model times shorter
+A large array does not fit every core: :func:`_by_lines` gathers on lines instead -- every row gathers and
+broadcasts what its cores hold, then every column gathers (and broadcasts, when more than its first core needs
+it) what its cores need -- by chains of one-hop shifts, with buffers of one line's share. :func:`regather` builds whichever of the two the cost model times shorter
 among those whose buffers fit :data:`MAX_FRACTION` of a core's SRAM.
 
 Spaces: the source's ownership ``{ core[x, y] -> A[a...] }``; the canonical owner ``{ A[a...] -> core[x, y] }``
-(its lexicographic minimum); kernel domains ``[__x, __y] -> { K[a...] }``.
+(its lexicographic minimum); kernel domains ``[__x, __y] -> { K[a...] }`` (``[__x, __y, __t]`` at the steps of an
+all-gather); the receive buffers of an all-gather ``[t] -> { core[x, y] -> A[a...] }``.
 
 Public API: :func:`regather`, :func:`regather_program`, :func:`layout_change_program`.
 """
@@ -95,37 +96,39 @@ def _cycles(src: RegionTensor, dst: RegionTensor, change, region: Region, target
 
 def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
            ) -> tuple[list[RegionTensor], list[Kernel], list]:
-    """The whole-array gather to ``(0, 0)`` and broadcast of :func:`regather` (see the module text)."""
+    """The whole-array all-gather of :func:`regather` (see the module text): every row of cores gathers its
+    row share ``R`` by one multicast per core position, then every column gathers the whole array ``F`` from
+    the row shares the same way; each core copies its block of ``dst`` from ``F``. Only the rows that own
+    elements gather, and only as far along each line as ``dst``'s cores reach. Raises
+    :class:`ScheduleError` when ``src`` has a padded dimension on a mesh axis (its blocks are no box a
+    receiver can name)."""
     shape = tuple(d.extent for d in src.box)
+    if any(d.padded and d.coord in ("x", "y") for d in src.box):
+        raise ScheduleError(f"gathering {src.array}: its home {[str(d) for d in src.box]} has padded blocks")
     g = _Gather(src, prefix, region)
-    w, h = g.w, g.h
     whole = tuple(BoxDim(None, n, n) for n in shape)
-    every = f"{{ core[x, y] -> {src.array}[{g.idx}] : 0 <= x < {w} and 0 <= y < {h} }}"
+    every = f"{{ core[x, y] -> {src.array}[{g.idx}] : 0 <= x < {g.w} and 0 <= y < {g.h} }}"
     full = RegionTensor(f"{prefix}whole", src.array, src.dtype, src.elem_bytes, region, whole, "recv", every)
-    inbox = RegionTensor(f"{prefix}whole_in", src.array, src.dtype, src.elem_bytes, region, whole, "recv", every)
     own = imap(src.ownership).intersect_domain(g.inside)
     canon = own.reverse().lexmin().reverse()                    # { core[x, y] -> A[a] }: one owner each
+    rows = _widened(src, "x", f"{prefix}whole_row", region, g.line("x").apply_range(canon))
     name = f"{prefix}regather"
-    k_zero = g.zero(f"{name}_zero", full)
-    k_own = g.kernel(f"{name}_own", full, src, g.held(canon, "x2 = __x and y2 = __y"))
-    k_row = g.kernel(f"{name}_row", full, inbox, g.held(canon, "y2 = __y and x2 > __x"))
-    k_col = g.kernel(f"{name}_col", full, inbox, g.held(canon, "y2 > __y"))
-    k_all = g.kernel(f"{name}_all", full, inbox, f"[__x, __y] -> {{ K[{g.idx}] : {g.box} }}")
-    k_out = g.kernel(f"{name}_out", dst, full, g.held(imap(dst.ownership), "x2 = __x and y2 = __y"))
-    g.ops += [Compute(k_zero, g.everywhere), Compute(k_own, g.everywhere)]
-    # Only the rows and columns up to the farthest owner gather (a vector on column 0 needs no row chain).
-    owners = canon.domain()                     # the cores that own an element
+    here = "x2 = __x and y2 = __y"
+    # Every element some core owns arrives in F; any other is zeroed (only those are read past the gather).
+    unowned = iset(f"{{ K[{g.idx}] : {g.box} }}").subtract(canon.range().set_tuple_name("K"))
+    if not unowned.is_empty():
+        g.ops.append(Compute(g.zero(f"{name}_zero", full, f"[__x, __y] -> {unowned}"), g.everywhere))
+    # Only the rows and columns up to the farthest owner send (a vector on column 0 needs no row stage),
+    # and each line carries its data only as far as the destination's cores reach.
+    owners = canon.domain()
     xs, ys = (int(owners.dim_max_val(i).to_python()) + 1 for i in (0, 1))
-    tag = f"{src.array} whole"
-    g.chain("x", "W", xs, ys, full, inbox, k_row, tag, name)      # every row with owners towards column 0
-    g.chain("y", "N", ys, 1, full, inbox, k_col, tag, name)       # column 0 towards (0, 0)
-    # Back only as far as the destination's cores reach (an array gathered onto (0, 0) is not broadcast).
     users = imap(dst.ownership).intersect_domain(g.inside).domain()
     wx, hy = (int(users.dim_max_val(i).to_python()) + 1 if not users.is_empty() else 1 for i in (0, 1))
-    g.broadcast("y", hy, 1, full, inbox, k_all, tag, name)        # (0, 0) over column 0
-    g.broadcast("x", wx, hy, full, inbox, k_all, tag, name)       # column 0 over the rows that need it
-    g.ops.append(Compute(k_out, g.everywhere))
-    return [full, inbox], g.kernels, g.ops
+    tag = f"{src.array} whole"
+    g.allgather("x", src, rows, canon, xs, wx, ys, tag, f"{name}_row")      # every row: its row share
+    g.allgather("y", rows, full, imap(rows.ownership), ys, hy, wx, tag, f"{name}_col")   # every column: all
+    g.ops.append(Compute(g.kernel(f"{name}_out", dst, full, g.held(imap(dst.ownership), here)), g.everywhere))
+    return [full, rows, *g.inboxes], g.kernels, g.ops
 
 
 def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target, what: str
@@ -204,6 +207,7 @@ class _Gather:
         self.src, self.region = src, region
         self.kernels: list[Kernel] = []
         self.ops: list = []
+        self.inboxes: list[RegionTensor] = []
         shape = tuple(d.extent for d in src.box)
         self.loops = tuple(f"a{i}" for i in range(len(shape)))
         self.idx = ", ".join(self.loops)
@@ -246,10 +250,45 @@ class _Gather:
     def held(self, rel: isl.Map, cond: str) -> isl.Set:
         """``[__x, __y] -> { K[a...] }``: the elements of the array some core ``(x2, y2)`` with ``cond`` holds
         in ``rel``."""
-        pick = iset(f"[__x, __y] -> {{ core[x2, y2] : {cond} }}")
+        params = "__x, __y, __t" if "__t" in cond else "__x, __y"
+        pick = iset(f"[{params}] -> {{ core[x2, y2] : {cond} }}")
         # bounded by the array's extents: an ownership relation may leave a whole dimension unbounded
         return rel.intersect_domain(pick).range().set_tuple_name("K").intersect(
-            iset(f"[__x, __y] -> {{ K[{self.idx}] : {self.box} }}"))
+            iset(f"[{params}] -> {{ K[{self.idx}] : {self.box} }}"))
+
+    def allgather(self, axis: str, send: RegionTensor, buf: RegionTensor, canon: isl.Map, n: int, reach: int,
+                  across: int, tag: str, name: str) -> None:
+        """Fills ``buf`` on the first ``reach`` positions of the first ``across`` lines along ``axis`` with the
+        elements ``canon`` (``{ core[x, y] -> A[a...] }``, no element twice on one line) gives the cores of
+        its line, read from their ``send`` buffers: at step ``t`` the core at position ``t`` (plus ``send``'s origin on
+        ``axis``) of every line multicasts its ``send`` box along the line, and every receiver copies in the
+        elements that core owns. The ``n`` positions with owners send; one position alone copies locally."""
+        pos, other = ("x2", "y2") if axis == "x" else ("y2", "x2")
+        on_line = f"{other} = __{OTHER_AXIS[axis]}"
+        if n <= 1 and reach <= 1:
+            copy = self.kernel(f"{name}_own", buf, send, self.held(canon, f"{pos} = __{axis} and {on_line}"))
+            self.ops.append(Compute(copy, self.everywhere))
+            return
+        origins = {d.origin for d in send.box if d.coord == axis}
+        if len(origins) > 1:
+            raise ScheduleError(f"gathering {send.array}: the blocks of {send.name} start at different cores")
+        o = origins.pop() if origins else 0
+        box = tuple(BoxDim("t", d.tile, d.extent) if d.coord == axis else d for d in send.box)
+        inbox = RegionTensor(f"{buf.name}_in", send.array, send.dtype, send.elem_bytes, self.region, box, "recv",
+                             str(imap(f"[t] -> {{ core[x, y] -> core[x2, y2] : {pos} = t + {o} and {on_line.replace('__', '')} }}")
+                                 .apply_range(imap(send.ownership))))
+        self.inboxes.append(inbox)
+        span = max(n, reach)
+        root = Lin(o, (("t", 1),))
+        line = ((Lin(0),), (Lin(across),))
+        at, whole, took = ((root,), (root.shifted(1),)), ((Lin(0),), (Lin(span),)), ((Lin(0),), (Lin(reach),))
+        senders, receivers, took = ((Rect(*at, *line), Rect(*whole, *line), Rect(*took, *line)) if axis == "x" else
+                                    (Rect(*line, *at), Rect(*line, *whole), Rect(*line, *took)))
+        mc = Multicast(f"{tag} along {axis}", send.array, send.name, inbox.name, axis, root, senders, receivers, 0,
+                       multicast_routes(axis, root, (0, span), (0, across), 0), span - 1,
+                       relation=f"{{ [core_src[{axis}' = t + {o}] -> core_dst[{axis}']] }} along {axis}")
+        copy = self.kernel(f"{name}_take", buf, inbox, self.held(canon, f"{pos} = __t + {o} and {on_line}"))
+        self.ops.append(Loop("t", n - o, (Exchange(f"{name}_{axis}_mcast", (mc,)), Compute(copy, took))))
 
     def chain(self, axis: str, direction: str, n: int, across: int, buf: RegionTensor, inbox: RegionTensor,
               acc: str, tag: str, name: str) -> None:

@@ -1,6 +1,7 @@
 """Kernels that spread as sweeps whose steps multicast what an earlier statement of the step produced, from the
 core that owns it (mica.lower.reads.step_owner_plan) — trisolv, LU and Cholesky only with their main nest
-aligned (mica.tiling.aligned), gramschmidt as written: the compiler searches each on six meshes
+aligned (mica.tiling.aligned), ludcmp's factorisation aligned and the factors gathered onto the core that runs
+its two substitutions (mica.lower.regather), gramschmidt as written: the compiler searches each on six meshes
 (non-divisible ones included), the emulator runs it, and every output equals the natively compiled C bit for
 bit (an alignment keeps every dependence, so every update runs in its original order); on 8x8 more than one
 core computes."""
@@ -22,7 +23,7 @@ MESHES = [(8, 8), (4, 3), (5, 2), (3, 7), (2, 2), (7, 5)]
 
 
 @pytest.mark.parametrize("name, aligned", [("trisolv", True), ("lu", True), ("cholesky", True),
-                                           ("gramschmidt", False)])
+                                           ("ludcmp", True), ("gramschmidt", False)])
 def test_sweep_kernel_spreads_and_matches_native_c(name, aligned):
     spec = MANIFEST[name]
     src, fn, params = kernel_source(name), kernel_function(name), spec["params"]

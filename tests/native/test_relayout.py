@@ -149,9 +149,8 @@ def _moves_every_element(prog, mp, tgt, shape, seed):
     ((7, 5), (("y", 2), (None, 5)), (("y", 3), ("x", 2)), (3, 4)),
 ], ids=["grid-2x4-to-4x2", "2d-to-column", "row-to-2d", "column-to-2d"])
 def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home, mesh):
-    """The gather to (0, 0) and broadcast: A loaded in one layout, stored from another; every element
-    arrives bit for bit, over one-hop shifts towards (0, 0) and one multicast per axis back, and replicated
-    sources are taken once."""
+    """The all-gather of a small array: A loaded in one layout, stored from another; every element arrives
+    bit for bit, by one multicast per core position along each axis, and replicated sources are taken once."""
     m, k = shape
     prog = replace(mica.affine.from_c(COPY % (m, k, m, k, m, k)), outputs=("A",))
     tgt = get_target("wse2")
@@ -160,23 +159,23 @@ def test_regather_moves_any_small_layout_to_any_other(shape, src_home, dst_home,
     mp = regather_program(src, dst, mesh, tgt)
     mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", mp.region)))
     verify(mp, tgt)
-    shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
-    assert shifts and all((isinstance(c, Shift) and c.max_hops == 1)
-                          or (isinstance(c, Multicast) and c.root == Lin(0)) for c in shifts)
-    assert sum(isinstance(c, Multicast) for c in shifts) == (mesh[0] > 1) + (mesh[1] > 1)
+    moves = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
+    # one multicast per core position along each axis: the root is the loop's step
+    assert moves and all(isinstance(c, Multicast) and c.root == Lin(0, (("t", 1),)) for c in moves)
+    assert len(moves) == (mesh[0] > 1) + (mesh[1] > 1)
     _moves_every_element(prog, mp, tgt, shape, 2)
 
 
-@pytest.mark.parametrize("dst_home, mesh, multicasts", [
-    (((None, 12), (None, 10)), (4, 4), 0),
-    (((None, 12), ("x", 3)), (4, 4), 1),
-    ((("y", 4), (None, 10)), (4, 4), 1),
-    (((None, 12), ("x", 5)), (4, 4), 1),
+@pytest.mark.parametrize("dst_home, mesh, reach", [
+    (((None, 12), (None, 10)), (4, 4), (1, 1)),
+    (((None, 12), ("x", 3)), (4, 4), (4, 1)),
+    ((("y", 4), (None, 10)), (4, 4), (1, 3)),
+    (((None, 12), ("x", 5)), (4, 4), (2, 1)),
 ], ids=["onto-the-corner", "onto-row-0", "onto-column-0", "onto-part-of-row-0"])
-def test_regather_broadcasts_only_as_far_as_the_destination_reaches(dst_home, mesh, multicasts):
-    """A small array gathered onto (0, 0), or onto row 0 or column 0 (or part of a line), is broadcast back
-    only over the cores its destination layout has: none for the corner, one multicast for a line. Every
-    element still arrives bit for bit."""
+def test_regather_gathers_only_as_far_as_the_destination_reaches(dst_home, mesh, reach):
+    """A small array gathered onto (0, 0), or onto row 0 or column 0 (or part of a line), is assembled only
+    on the cores its destination layout has: the column stage runs on the destination's columns alone and its
+    receivers copy on the destination's rows alone. Every element still arrives bit for bit."""
     m, k = 12, 10
     prog = replace(mica.affine.from_c(COPY % (m, k, m, k, m, k)), outputs=("A",))
     tgt = get_target("wse2")
@@ -188,8 +187,10 @@ def test_regather_broadcasts_only_as_far_as_the_destination_reaches(dst_home, me
     store = replace(mp.region, x1=1 if "x" not in dims else mp.region.x1, y1=1 if "y" not in dims else mp.region.y1)
     mp = replace(mp, body=(HostLoad("A", "A", mp.region), *mp.body, HostStore("A_t", "A", store)))
     verify(mp, tgt)
-    moves = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
-    assert sum(isinstance(c, Multicast) for c in moves) == multicasts
+    (col,) = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops if c.axis == "y"]
+    assert col.receivers.x1[0].const == reach[0]
+    (take,) = [op for op, _ in mp.walk() if getattr(op, "kernel", "") == "regather_col_take"]
+    assert take.rect.y1[0].const == reach[1]
     _moves_every_element(prog, mp, tgt, (m, k), 3)
 
 
