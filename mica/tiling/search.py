@@ -160,12 +160,17 @@ class SearchReport:
 
 def _core_options(p: int, extent: int) -> list[int]:
     """Core counts to try along an axis of ``p`` cores for a loop of ``extent`` iterations: all of them,
-    a half, a quarter — each trimmed to the blocks its tile size actually makes (no idle cores)."""
+    a half, a quarter — each trimmed to the blocks its tile size actually makes (no idle cores). When the
+    whole loop fits the axis, also every power of two below: the counts an axis of ``2^k <= p`` cores tries
+    are then all tried here, so a plan a smaller mesh finds stays a candidate on a larger one (adi's rows in
+    two blocks on 8x8 and on the wafer). A longer loop keeps the three (its counts grow with the mesh)."""
     top = min(p, extent)
-    opts = set()
-    for c in (top, max(1, top // 2), max(1, top // 4)):
-        opts.add(_blocks_of(extent, c))
-    return sorted(opts, reverse=True)
+    counts = {top, max(1, top // 2), max(1, top // 4)}
+    c = 1
+    while c < top and extent <= p:
+        counts.add(c)
+        c *= 2
+    return sorted({_blocks_of(extent, c) for c in counts}, reverse=True)
 
 
 #: Grids a wavefront is tried on per base grid: the grid itself, then halved up to WAVE_RUNGS - 1 times.

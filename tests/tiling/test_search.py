@@ -133,3 +133,32 @@ def test_all_rejected_names_the_dominant_cause_and_the_closest_plan():
     needed = [c.error.needed for c in (evaluate(op, (2, 2), tgt, d, LOWERING) for d in space(op, (2, 2), True))
               if isinstance(c.error, SramError) and c.cause == "sram"]
     assert len(needed) == counts["sram"] and min(needed) == info.value.needed
+
+
+def test_core_options_keep_every_power_of_two_grid_a_smaller_mesh_tries():
+    from mica.tiling.search import _blocks_of, _core_options
+    # a loop that fits the axis: the counts a 2^k-core axis tries (all, half, quarter) are tried on every
+    # longer axis too, trimmed to the blocks they make
+    for extent in (5, 20, 37, 64, 300):
+        for k in range(1, 9):
+            smaller = set(_core_options(2 ** k, extent))
+            for p in (2 ** (k + 1), 3 * 2 ** k + 1, 750):
+                if extent <= p:
+                    assert smaller <= set(_core_options(p, extent)), (extent, k, p)
+    assert _core_options(750, 20) == [20, 10, 7, 5, 4, 2, 1]
+    assert all(_blocks_of(20, c) <= c for c in (1, 2, 3, 8, 20))
+
+
+@pytest.mark.parametrize("name", ["adi", "jacobi-1d"])
+def test_a_larger_mesh_is_never_worse(name):
+    """adi's heavy nest spreads over 2 blocks of its 20 rows on 8x8 (1.3x one core); on the wafer the
+    searched tiles must include that grid, so the wafer plan is no dearer (it once fell to one core)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
+    from frontend_util import MANIFEST, kernel_function, kernel_source
+    from mica.affine.from_c import from_c
+    prog = from_c(kernel_source(name), kernel_function(name), params=MANIFEST[name]["params"])
+    cycles = [mica.compile_affine(prog, mesh=mesh).cost for mesh in ((4, 4), (8, 8), (750, 994))]
+    assert cycles[2].cores > 1
+    assert cycles[2].total_cycles <= cycles[1].total_cycles <= cycles[0].total_cycles
