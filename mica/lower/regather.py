@@ -260,9 +260,10 @@ class _Gather:
                   across: int, tag: str, name: str) -> None:
         """Fills ``buf`` on the first ``reach`` positions of the first ``across`` lines along ``axis`` with the
         elements ``canon`` (``{ core[x, y] -> A[a...] }``, no element twice on one line) gives the cores of
-        its line, read from their ``send`` buffers: at step ``t`` the core at position ``t`` (plus ``send``'s origin on
-        ``axis``) of every line multicasts its ``send`` box along the line, and every receiver copies in the
-        elements that core owns. The ``n`` positions with owners send; one position alone copies locally."""
+        its line, read from their ``send`` buffers: at step ``t`` the core at position ``t`` (plus ``send``'s
+        origin on ``axis``) of every line multicasts its ``send`` box along the line (the receive buffer's box
+        is ``send``'s with ``t`` for ``axis``), and every receiver copies in the elements that core owns. The
+        ``n`` positions with owners send; one position alone copies locally."""
         pos, other = ("x2", "y2") if axis == "x" else ("y2", "x2")
         on_line = f"{other} = __{OTHER_AXIS[axis]}"
         if n <= 1 and reach <= 1:
@@ -274,9 +275,10 @@ class _Gather:
             raise ScheduleError(f"gathering {send.array}: the blocks of {send.name} start at different cores")
         o = origins.pop() if origins else 0
         box = tuple(BoxDim("t", d.tile, d.extent) if d.coord == axis else d for d in send.box)
+        # [t] -> { core[x, y] -> A[a...] }: what the step's root holds in send
+        root_of = imap(f"[t] -> {{ core[x, y] -> core[x2, y2] : {pos} = t + {o} and {on_line.replace('__', '')} }}")
         inbox = RegionTensor(f"{buf.name}_in", send.array, send.dtype, send.elem_bytes, self.region, box, "recv",
-                             str(imap(f"[t] -> {{ core[x, y] -> core[x2, y2] : {pos} = t + {o} and {on_line.replace('__', '')} }}")
-                                 .apply_range(imap(send.ownership))))
+                             str(root_of.apply_range(imap(send.ownership))))
         self.inboxes.append(inbox)
         span = max(n, reach)
         root = Lin(o, (("t", 1),))
