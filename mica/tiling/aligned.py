@@ -41,11 +41,20 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     (:func:`mica.affine.isplit.split_programs`) has a plan of fewer modelled cycles — then that program, its
     plan (its reasons saying how it was rewritten) and the report of its search. Preserves what the program
     computes (both rewrites do, bit for bit)."""
-    sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress)
-    if spreads(sched) or mesh[0] * mesh[1] == 1:
-        return op, sched, report
+    try:
+        sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress)
+    except MicaError as exc:
+        # No plan in the source order (trisolv at n = 120 on 8x8: its matrix fits no core and no loop is
+        # parallel as written): a rewrite may still have one, else this is the error.
+        sched, report, error = None, None, exc
+    else:
+        error = None
+        if spreads(sched) or mesh[0] * mesh[1] == 1:
+            return op, sched, report
     main = main_statement(op)
     if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
+        if error is not None:
+            raise error
         return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
 
     def rewrites(priority: str) -> list[tuple[Program, str]]:
@@ -67,19 +76,23 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
         if not found:
             continue
         if one is None:
-            one = _cycles(op, sched, tgt, lowering)
+            one = _cycles(op, sched, tgt, lowering) if error is None else float("inf")
             best = (one, op, sched, report)
         for prog, how in found:
             try:
                 s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
-                cycles = _cycles(prog, s, tgt, lowering) if spreads(s) else float("inf")
+                # (without a plan in the source order, any plan of a rewrite is better than none)
+                cycles = _cycles(prog, s, tgt, lowering) if spreads(s) or error is not None else float("inf")
             except MicaError:
                 continue
             if cycles < best[0]:
-                why = f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
+                why = (f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
+                       if error is None else f"{how}; in the source order no plan works ({str(error).splitlines()[0]})")
                 best = (cycles, prog, s.copy(reasons=s.reasons + (why,)), r)
         if best[1] is not op:
             break
+    if best[2] is None:
+        raise error
     return best[1], best[2], best[3]
 
 

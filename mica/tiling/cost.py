@@ -323,6 +323,51 @@ def _staged_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) 
     return total
 
 
+def _chain_roots(mp: MeshProgram, body) -> list[Multicast]:
+    """The multicasts of a loop ``body`` (its direct ops) whose root moves with the loop and sends a buffer
+    a kernel of the same body writes: a *step-owner* chain (trisolv's ``x[j]``, packed on the core that
+    owns it and multicast from there), where the next step's root packs only after this step's message
+    brought its update, so every step's work on the root lies on the critical path."""
+    written = {part.write.buffer for op in body if isinstance(op, Compute)
+               for part in mp.kernel(op.kernel).statements}
+    return [c for op in body if isinstance(op, Exchange) for c in op.ops
+            if isinstance(c, Multicast) and c.root.terms and c.src in written]
+
+
+def _chained_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target, casts: list) -> float:
+    """A kernel inside the step loop of a step-owner chain (:func:`_chain_roots`). One that works only on the
+    step's root (the pack of the panel, the statement producing what it sends: trisolv's ``x[j]``) is on the
+    chain every step, so its steps add: the sum over the iterations (at representative values) of its cycles
+    at the root. Any other (the updates every core makes) costs its busiest core's total, as outside a chain
+    (:func:`_compute_cycles`): the cores make their updates as the panels arrive."""
+    k = mp.kernel(op.kernel)
+    total = 0.0
+    for env, weight in _representatives(scope):
+        cols, rows = (set(m) for m in op.rect.members(env))
+        roots, others = set(), set()
+        for c in casts:
+            r = c.root.evaluate(env)
+            for cls in k.classes:
+                reg = cls.region
+                line = (reg.y0, (reg.y0 + reg.y1 - 1) // 2, reg.y1 - 1) if c.axis == "x" else \
+                    (reg.x0, (reg.x0 + reg.x1 - 1) // 2, reg.x1 - 1)
+                roots.update((r, v) if c.axis == "x" else (v, r) for v in line)
+                others.update(xy for xy in _probe_cores(reg) if (xy[0] if c.axis == "x" else xy[1]) != r)
+
+        def busiest(cores):
+            out = 0.0
+            for x, y in cores:
+                if x in cols and y in rows and any(cls.region.x0 <= x < cls.region.x1 and
+                                                   cls.region.y0 <= y < cls.region.y1 for cls in k.classes):
+                    fix = {"__x": x, "__y": y, **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
+                    out = max(out, call_cycles(mp, k, target, fix, drop=("__kb",)))
+            return out
+        if busiest(others) > 0:
+            return _compute_cycles(mp, op, scope, target)
+        total += weight * busiest(roots)
+    return total
+
+
 def _skewed_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
     """A kernel that works on block ``kb`` (a skewed ring plan) inside its step loop: a dependence chain
     keeps its block from core to core (Cannon's shifts move the block with the data), so the critical
@@ -838,9 +883,22 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
     ops = list(_walk_loops(body))
     prefetching = {id(lp) for op, _, loops in ops if isinstance(op, Exchange) and op.prefetch and loops
                    for lp in loops[-1:]}
+    chains = {id(op): casts for op, _, _ in ops if isinstance(op, Loop) and not op.wave
+              for casts in [_chain_roots(mp, op.body)] if casts}
     for op, scope, loops in ops:
         if isinstance(op, Compute):
             full = None
+            chain = chains.get(id(loops[-1])) if loops and mp.skew is None and not _moves(op.rect) else None
+            if chain:
+                # A step-owner chain: every step's root work is on the critical path (_chain_roots).
+                cy = _chained_compute_cycles(mp, op, scope, target, chain)
+                compute += cy
+                arith += cy if ideal is None else _chained_compute_cycles(mp, op, scope, ideal, chain)
+                for d, lp in enumerate(loops):
+                    per = prod(n for _, n in scope[:d + 1]) or 1
+                    step, busy = step_compute.get(id(lp), (0.0, 1.0))
+                    step_compute[id(lp)] = (step + cy / per, busy)
+                continue
             if loops and id(loops[-1]) in prefetching and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)) \
                     and not _moves(op.rect):
                 # Double-buffered rings: a core's next panels travel while it computes, so no dependence

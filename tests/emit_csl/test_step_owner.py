@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mica
 from mica.affine.from_c import from_c
 from mica.affine.retype import with_float_dtype
 from mica.emit_csl import render
@@ -32,10 +31,10 @@ KERNELS = ("trisolv", "lu", "cholesky", "gramschmidt")
 @lru_cache(maxsize=None)
 def _program(name: str):
     spec = MANIFEST[name]
-    src, fn = kernel_source(name), kernel_function(name)
-    prog = with_float_dtype(from_c(src, fn, params=spec["params"]), "f32")
+    src, fn, params = samples.step_owner_kernel(name)
+    prog = with_float_dtype(from_c(src, fn, params=params), "f32")
     ins = {k: (v.astype(np.float32) if isinstance(v, np.ndarray) else v)
-           for k, v in make_inputs(src, fn, spec["params"], spec, seed=5).items()}
+           for k, v in make_inputs(src, fn, params, spec, seed=5).items()}
     return prog, ins
 
 
@@ -70,7 +69,7 @@ def test_a_root_that_moves_every_tile_steps_is_relayed_with_its_block():
     from mica.emit_csl.relay import relay_multicasts, relayable
     from mica.meshir import ir
     prog, _ = _program("trisolv")
-    mp = mica.compile_affine(prog, mesh=(8, 8), target="wse3").mesh_program
+    mp = samples.step_owner_compile(prog, (8, 8), "wse3", searched_for="wse3").mesh_program
     assert relayable(mp) == ["x_panel0->x_recv"]
     out = relay_multicasts(mp)
     shifts = [c for op, _ in out.walk() if isinstance(op, ir.Exchange) for c in op.ops if isinstance(c, ir.Shift)]
@@ -90,7 +89,7 @@ def test_more_roots_than_colours_on_wse2_are_relayed_and_keep_the_bits():
     from .crosscheck import crosscheck
     src = kernel_source("trisolv").replace("30 + 0", "60 + 0")
     prog = with_float_dtype(from_c(src, kernel_function("trisolv"), params={"n": 60}), "f32")
-    compiled = mica.compile_affine(prog, mesh=(30, 2), target="wse2")
+    compiled = samples.step_owner_compile(prog, (30, 2), "wse2")
     assert compiled.cost.cores == 30 and step_blocks(compiled.mesh_program)
     plan = json.loads(render(compiled)["plan.json"])
     assert plan["relayed_multicasts"] == ["x_panel0->x_recv"] and len(plan["colours"]) <= 8

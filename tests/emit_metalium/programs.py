@@ -177,13 +177,9 @@ def _stencil_forms():
 def step_owner(name: str, mesh: tuple[int, int]):
     """A polybench sweep whose steps multicast from the owner of the step's element (searched for WSE-2, where
     it spreads over the mesh; compiled for Wormhole with that schedule), f32."""
-    import sys
-    from pathlib import Path
-
     from mica.affine.retype import with_float_dtype
-    sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
-    from frontend_util import MANIFEST, kernel_function, kernel_source
-    prog = mica.affine.from_c(kernel_source(name), kernel_function(name), params=MANIFEST[name]["params"])
+    src, fn, params = samples.step_owner_kernel(name)
+    prog = mica.affine.from_c(src, fn, params=params)
     prog = with_float_dtype(prog, "f32")
     return samples.step_owner_compile(prog, mesh, "wormhole")
 
