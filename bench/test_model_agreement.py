@@ -107,3 +107,28 @@ def test_model_vs_emulator(benchmark, name):
           f"({prog.mesh_program.region.cores} cores, utilisation {s['utilisation']:.1%}, "
           f"{s['contended_messages']} contended messages)")
     assert 0.9 <= ratio <= 1.1
+
+
+@pytest.mark.slow
+def test_searched_polybench_plans_model_vs_emulator():
+    """The plan the search picks for every PolyBench-style kernel of the tests on 8x8 (the spread table's), its
+    modelled cycles against the emulator's timing of the same plan. Step-owner sweeps are where the two part
+    (the chain through each step's owner: mica.tiling.cost._chain_roots); the bound is 2x either way.
+
+        python -m pytest bench/test_model_agreement.py -m slow -s -k polybench --benchmark-disable
+    """
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "frontend"))
+    from frontend_util import MANIFEST, kernel_function, kernel_source, make_inputs
+    rows = []
+    for name in sorted(MANIFEST):
+        spec = MANIFEST[name]
+        src, fn, params = kernel_source(name), kernel_function(name), spec["params"]
+        compiled = mica.compile_affine(mica.affine.from_c(src, fn, params=params), mesh=(8, 8))
+        res = compiled.run(make_inputs(src, fn, params, spec, seed=5), threads=2)
+        rows.append((name, compiled.cost.cores, compiled.cost.total_cycles, res.stats.cycles))
+    print("\n| kernel | cores | modelled | emulated | emulated / modelled |\n|---|---|---|---|---|")
+    for name, cores, model, emu in rows:
+        print(f"| {name} | {cores} | {model:,.0f} | {emu:,.0f} | {emu / model:.2f} |")
+    assert all(0.5 <= emu / model <= 2.0 for _, _, model, emu in rows), rows
