@@ -19,7 +19,10 @@
   kernel parameter naming a loop the kernel is not inside (``__t`` outside the step loop) is 0, as in the
   emulator. When the op's rectangle moves with its loop (the stages of a chain or tree reduction, each run
   by other cores) the stages are on the critical path one after another, so the busiest core is taken per
-  iteration and the iterations add.
+  iteration and the iterations add. So do the iterations of a kernel that runs only on the root of a
+  *step-owner chain* — a multicast whose root moves with the step and sends what a kernel of the step wrote
+  (trisolv's ``x[j]``): the next root packs only after this step's message brought its update
+  (:func:`_chain_roots`).
 * Communication: per multicast, ``hops × hop_latency + bytes ÷ link_bytes_per_cycle`` (a pipelined wavelet
   stream); patterns of one exchange run on distinct colours and links, so the exchange costs its slowest
   pattern — or more where one core takes in (or sends) several patterns' streams: they share its ramp, the
