@@ -111,7 +111,8 @@ def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     full = RegionTensor(f"{prefix}whole", src.array, src.dtype, src.elem_bytes, region, whole, "recv", every)
     own = imap(src.ownership).intersect_domain(g.inside)
     canon = own.reverse().lexmin().reverse()                    # { core[x, y] -> A[a] }: one owner each
-    rows = _widened(src, "x", f"{prefix}whole_row", region, g.line("x").apply_range(canon))
+    row_share = g.line("x").apply_range(canon)                  # { core[x, y] -> A[a] }: its row's elements
+    rows = _widened(src, "x", f"{prefix}whole_row", region, row_share)
     name = f"{prefix}regather"
     here = "x2 = __x and y2 = __y"
     # Every element some core owns arrives in F; any other is zeroed (only those are read past the gather).
@@ -126,7 +127,7 @@ def _whole(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     wx, hy = (int(users.dim_max_val(i).to_python()) + 1 if not users.is_empty() else 1 for i in (0, 1))
     tag = f"{src.array} whole"
     g.allgather("x", src, rows, canon, xs, wx, ys, tag, f"{name}_row")      # every row: its row share
-    g.allgather("y", rows, full, imap(rows.ownership), ys, hy, wx, tag, f"{name}_col")   # every column: all
+    g.allgather("y", rows, full, row_share, ys, hy, wx, tag, f"{name}_col")   # every column: the whole array
     g.ops.append(Compute(g.kernel(f"{name}_out", dst, full, g.held(imap(dst.ownership), here)), g.everywhere))
     return [full, rows, *g.inboxes], g.kernels, g.ops
 

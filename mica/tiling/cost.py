@@ -892,29 +892,26 @@ def _estimate_ops(mp: MeshProgram, body, target: Target) -> tuple[float, float, 
         if isinstance(op, Compute):
             full = None
             chain = chains.get(id(loops[-1])) if loops and mp.skew is None and not _moves(op.rect) else None
+            wave = bool(loops) and loops[-1].wave
             if chain:
                 # A step-owner chain: every step's root work is on the critical path (_chain_roots).
-                cy = _chained_compute_cycles(mp, op, scope, target, chain)
-                compute += cy
-                arith += cy if ideal is None else _chained_compute_cycles(mp, op, scope, ideal, chain)
-                for d, lp in enumerate(loops):
-                    per = prod(n for _, n in scope[:d + 1]) or 1
-                    step, busy = step_compute.get(id(lp), (0.0, 1.0))
-                    step_compute[id(lp)] = (step + cy / per, busy)
-                continue
-            if loops and id(loops[-1]) in prefetching and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)) \
+                def cycles_on(t):
+                    return _chained_compute_cycles(mp, op, scope, t, chain)
+            elif loops and id(loops[-1]) in prefetching and mp.skew is not None and _uses_kb(mp.kernel(op.kernel)) \
                     and not _moves(op.rect):
                 # Double-buffered rings: a core's next panels travel while it computes, so no dependence
                 # chain carries a full block from core to core; each core runs its own blocks back to back
                 # (steps on the blocks past the end of a partial tiling are empty: nothing to hide behind).
                 full = _skewed_compute_cycles(mp, op, scope, target)
-                cy = _compute_cycles(mp, op, scope, target)
+
+                def cycles_on(t):
+                    return _compute_cycles(mp, op, scope, t)
             else:
-                cy = _op_compute_cycles(mp, op, scope, target, bool(loops) and loops[-1].wave)
+                def cycles_on(t):
+                    return _op_compute_cycles(mp, op, scope, t, wave)
+            cy = cycles_on(target)
             compute += cy
-            arith += cy if ideal is None else (
-                _compute_cycles(mp, op, scope, ideal) if full is not None
-                else _op_compute_cycles(mp, op, scope, ideal, bool(loops) and loops[-1].wave))
+            arith += cy if ideal is None else cycles_on(ideal)
             # Its share of one iteration of every enclosing loop (the overlap a prefetch can hide behind).
             for d, lp in enumerate(loops):
                 per = prod(n for _, n in scope[:d + 1]) or 1
