@@ -281,10 +281,26 @@ def part_cycles(mp: MeshProgram, part, target: Target, fix: dict, drop=()) -> tu
     if not target.has_compute_overheads:
         return n * instance_cycles(mp, part, target), n
     width = target.lanes(mp.tensor(part.write.buffer).dtype)
-    ops, chunks = vector_sets(part.domain, innermost_loop(part), width)
-    n_ops = count_points(ops, fix, drop) if target.vector_op_cycles else 0
-    n_chunks = count_points(chunks, fix, drop) if width > 1 else n
+    ops, chunks = (per_call(s, [d for d in drop if d not in fix]) for s in vector_sets(part.domain, innermost_loop(part), width))
+    n_ops = count_points(ops, fix) if target.vector_op_cycles else 0
+    n_chunks = count_points(chunks, fix) if width > 1 else n
     return n_ops * target.vector_op_cycles + n_chunks * width * element_cycles(mp, part, target), n
+
+
+def per_call(s: isl.Set, drop) -> isl.Set:
+    """``s`` (vector operations or chunks of a kernel statement, :func:`vector_sets`) with the parameters
+    ``drop`` (a kernel's step ``__t``, a ring block ``__kb``) made set dimensions: counted over all their values,
+    an operation at two steps is two operations (two calls each run one), where projecting the parameter out
+    would count one — a statement whose innermost loop the step pins (``j = __t``) would pay one vector
+    operation per row over the whole loop instead of one per row and step, as the emulator charges. A
+    parameter the set does not constrain (a kernel outside the ring, under ``__kb``) stays projected out."""
+    for name in drop:
+        pos = s.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0 and s.involves_dims(isl.dim_type.param, pos, 1):
+            s = s.move_dims(isl.dim_type.set, s.dim(isl.dim_type.set), isl.dim_type.param, pos, 1)
+        elif pos >= 0:
+            s = s.project_out(isl.dim_type.param, pos, 1)
+    return s
 
 
 def call_cycles(mp: MeshProgram, k, target: Target, fix: dict, drop=()) -> float:

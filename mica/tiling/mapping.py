@@ -14,13 +14,15 @@ from __future__ import annotations
 from functools import lru_cache
 from math import ceil
 
-from ..affine.deps import (PARALLEL, REDUCTION, SEQUENTIAL, loop_kinds, loop_kinds_within, nest_carried,
-                           reductions)
+import islpy as isl
+
+from ..affine.deps import (PARALLEL, REDUCTION, SEQUENTIAL, dependences, loop_kinds, loop_kinds_within,
+                           nest_carried, reductions)
 from ..affine.fission import statement_graph
-from ..affine.isl_names import int_bounds, iset
+from ..affine.isl_names import imap, int_bounds, iset
 from ..affine.program import Access, Array, Program, Statement, main_statement
 from ..errors import ScheduleError
-from .schedule import Home, Schedule, SpaceMap, StepMap, with_buffers
+from .schedule import Home, Schedule, SpaceMap, StepMap, loop_name, with_buffers
 from .wavefront import tileable, wave_weights
 
 
@@ -322,9 +324,13 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     order = _local_orders(prog)
     if like is not None:
         order = like.local_order
+    elif step is not None and step.tile == 1 and step.loop:
+        order = pinned_outermost(order, step)
     sched = Schedule(mesh=tuple(mesh), space=tuple(space), step=step, local_order=order,
                      homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
                      reasons=tuple(reasons), dram=dram, dram_roots=bool(dram_roots))
+    if like is None and step is not None and step.tile == 1 and step.loop:
+        sched = longest_run_inside(prog, sched)
     return with_buffers(sched, buffers) if buffers != 1 else sched
 
 
@@ -550,6 +556,69 @@ def _placing_accesses(prog: Program, main: Statement) -> tuple[tuple[Array, Acce
                                         -cands.index(a))) if cands else None
         out.append((arr, acc))
     return tuple(out)
+
+
+def pinned_outermost(orders: tuple[tuple[str, tuple[str, ...]], ...], step: StepMap
+                     ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``orders`` (statement -> local loop order) with the loop of ``step`` moved outermost; for a step that
+    pins it to one value per call (tile 1: a sweep, a wavefront's sweep loop, an aligned step-owner sweep's
+    pivot loop). A loop of one iteration per call commutes with every other, so the instances a call runs and
+    their order are unchanged; the call's innermost loop is then one that runs several iterations (one vector
+    operation over a core's rows instead of one per element: Cholesky's ``A[i][j] -= A[i][k] * A[j][k]`` at
+    step ``k``)."""
+    out = []
+    for stmt, order in orders:
+        pinned = [o for o in order if loop_name(o) == step.loop]
+        out.append((stmt, tuple(pinned + [o for o in order if loop_name(o) != step.loop])))
+    return tuple(out)
+
+
+def longest_run_inside(prog: Program, sched: Schedule) -> Schedule:
+    """``sched`` (a sweep: its step pins its loop, :func:`pinned_outermost`) with, per statement, the loop a
+    call runs longest made innermost where the loop :func:`local_order` chose (the best stride) runs less than
+    half as many iterations per call: a spatial loop runs its tile, any other its extent. One vector
+    operation then covers a core's rows of gramschmidt's update at step ``k`` instead of one per column of
+    its block. Kept per statement only where isl proves the new order keeps the statement's own dependences
+    (:func:`keeps_self_dependences`); the search's legality proof then checks the whole plan as before.
+    Preserves every decision but the local orders. (Only in sweeps: in SUMMA-like steps of several
+    iterations the stride-chosen loop stays innermost.)"""
+    per_call = {sm.loop: sm.tile for sm in sched.space}
+    per_call[sched.step.loop] = 1
+    kept = []
+    for name, order in sched.local_order:
+        stmt = prog.statement(name)
+        new = order
+        if len(order) >= 2:
+            runs = {lp: min(per_call.get(lp, loop_extent(stmt, lp)), loop_extent(stmt, lp)) for lp in stmt.loops}
+            best = max(order[:-1], key=lambda o: (runs[loop_name(o)], _stride_score(stmt, prog, loop_name(o))))
+            if runs[loop_name(best)] >= 2 * runs[loop_name(order[-1])]:
+                new = tuple(o for o in order if o != best) + (best,)
+        kept.append((name, new if new == order or keeps_self_dependences(prog, name, new) else order))
+    return sched.copy(local_order=tuple(kept))
+
+
+@lru_cache(maxsize=1024)
+def keeps_self_dependences(prog: Program, name: str, order: tuple[str, ...]) -> bool:
+    """Whether running the instances of statement ``name`` in the local loop ``order`` (``-j``: counting down)
+    keeps every dependence between two of its instances in source order: the dependence relation
+    ``{ S[src] -> S[dst] }`` (flow, anti and output, :func:`~mica.affine.deps.dependences`) mapped to the
+    order's time vectors ``{ [src time] -> [dst time] }`` lies in ``<lex``. Checked over every pair of
+    instances, also those that run in different calls (where the local order does not matter): a sufficient
+    test that needs no schedule. Dependences with other statements do not depend on a statement's own
+    local order (each kernel runs its instances in one call, after or before the others')."""
+    stmt = prog.statement(name)
+    deps = dependences(prog)
+    rel = deps.flow.union(deps.anti).union(deps.output)
+    time = imap(f"{{ {name}[{', '.join(stmt.loops)}] -> [{', '.join(order)}] }}")
+    maps: list[isl.Map] = []
+    rel.foreach_map(maps.append)
+    for m in maps:
+        if m.get_tuple_name(isl.dim_type.in_) != name or m.get_tuple_name(isl.dim_type.out) != name:
+            continue
+        on_time = m.apply_domain(time).apply_range(time)
+        if not on_time.is_subset(isl.Map.lex_lt(on_time.get_space().domain())):
+            return False
+    return True
 
 
 @lru_cache(maxsize=256)

@@ -5,6 +5,7 @@ import pytest
 
 import mica
 from mica.affine.from_c import from_c
+from mica.meshir.ir import Loop
 from mica.targets import get_target
 from mica.tiling.cost import one_core_cycles
 from mica.tiling.mapping import derive_schedule
@@ -64,3 +65,47 @@ def test_one_core_cycles_is_what_the_one_core_plan_costs(name):
     one = mica.compile_affine(prog, mesh=(4, 4), schedule=derive_schedule(prog, (4, 4), assignment=[],
                                                                            family="one-core"))
     assert one_core_cycles(one.program, get_target("wse2")) == one.cost.total_cycles
+
+
+@pytest.mark.parametrize("name, order", [("trisolv", None), ("trisolv", "source"), ("cholesky", None),
+                                         ("lu", "source")])
+def test_a_kernel_over_all_steps_costs_the_sum_of_its_calls(name, order):
+    """Charged over every step at once (``__t`` dropped), a kernel costs what its calls at each step add up to:
+    a vector operation at two steps is two operations. Checked on sweeps whose step pins a loop, with the
+    pinned loop outermost (the derived order) and innermost (``order="source"``: each row a one-element run
+    per step, which a projection of the step would have merged into one run for all steps)."""
+    import samples
+    from mica.tiling.cost import at_longest, part_cycles
+
+    src, fn, params = samples.step_owner_kernel(name)
+    prog = from_c(src, fn, params=params)
+    wse2 = get_target("wse2")
+    plan = samples.step_owner_compile(prog, (4, 4), wse2)
+    if order == "source":
+        step = plan.schedule.step or next(p.step for p in plan.schedule.phases if p.step is not None)
+        plan = mica.compile_affine(plan.program, mesh=(4, 4), schedule=_step_innermost(plan.schedule, step.loop))
+    mp = plan.mesh_program
+    loop = next(op for op, _ in mp.walk() if isinstance(op, Loop) and op.var == "t")
+    checked = 0
+    for k in mp.kernels:
+        for part in k.statements:
+            if "__t" not in part.domain.split("->")[0]:
+                continue
+            for x, y in ((0, 0), (1, 2), (3, 3)):
+                fix = {"__x": x, "__y": y, **at_longest(mp)}
+                whole = part_cycles(mp, part, wse2, fix, drop=("__t", "__kb"))[0]
+                # (every value of __t the domain allows: a pack's domain runs one past the loop's last step)
+                calls = sum(part_cycles(mp, part, wse2, {**fix, "__t": t}, drop=("__kb",))[0]
+                            for t in range(2 * loop.count))
+                assert whole == calls, (k.name, x, y)
+                checked += whole > 0
+    assert checked
+
+
+def _step_innermost(sched, loop):
+    """``sched`` (or each of its phases) with the step loop ``loop`` innermost in every local order."""
+    if sched.phases:
+        return sched.copy(phases=tuple(_step_innermost(p, loop) for p in sched.phases))
+    return sched.copy(local_order=tuple(
+        (s, tuple(o for o in order if o.lstrip("-") != loop) + tuple(o for o in order if o.lstrip("-") == loop))
+        for s, order in sched.local_order))

@@ -98,3 +98,40 @@ def test_unknown_plan_family_or_operator_order_is_refused():
         Schedule((2, 2), (), None, (), (), family="fancy")
     with pytest.raises(ScheduleError, match="unknown operator order 'random'"):
         Schedule((2, 2), (), None, (), (), order="random")
+
+
+def test_a_sweep_runs_its_pinned_step_loop_outermost_and_its_longest_loop_innermost():
+    """In a sweep (a step of one iteration of its loop) the step loop is outermost in every local order, and
+    where the stride-chosen innermost loop runs less than half as long per call as another, that one goes
+    innermost: gramschmidt's ``A[i][j] -= Q[i][k] * R[k][j]`` at step ``k`` on a core holding a few columns j
+    runs one vector operation per column over all its rows i."""
+    import mica
+    from mica.affine.from_c import from_c
+    from frontend.frontend_util import MANIFEST, kernel_function, kernel_source
+
+    name = "gramschmidt"
+    plan = mica.compile_affine(from_c(kernel_source(name), kernel_function(name), params=MANIFEST[name]["params"]),
+                               mesh=(8, 8))
+    phases = plan.schedule.phases or (plan.schedule,)
+    sweeps = [p for p in phases if p.step is not None and p.step.tile == 1]
+    assert sweeps, "the searched plan of gramschmidt on 8x8 is a sweep"
+    (sweep,) = sweeps
+    orders = dict(sweep.local_order)
+    for stmt, order in orders.items():
+        if sweep.step.loop in [o.lstrip("-") for o in order]:
+            assert order[0].lstrip("-") == sweep.step.loop, (stmt, order)
+    # S5/S6 (R[k][j] += Q[i][k] * A[i][j], A[i][j] -= ...): j is mapped (3 per core), i runs all 26 rows
+    assert [m.loop for m in sweep.space] == ["j"] and sweep.space[0].tile == 3
+    assert orders["S5"] == ("k", "j", "i") and orders["S6"] == ("k", "j", "i")
+
+
+def test_a_local_order_is_kept_only_where_it_keeps_the_statements_dependences():
+    from mica.affine.from_c import from_c
+    from mica.tiling.mapping import keeps_self_dependences
+
+    skewed = from_c("""void f(float A[8][8]) {
+      for (int i = 1; i < 8; i++) for (int j = 0; j < 7; j++) A[i][j] = A[i - 1][j + 1] + 1.0f; }""")
+    name = skewed.statements[0].name
+    assert keeps_self_dependences(skewed, name, ("i", "j"))
+    assert keeps_self_dependences(skewed, name, ("i", "-j"))       # distance (1, -1): any order of j inside i
+    assert not keeps_self_dependences(skewed, name, ("j", "i"))     # j outside: (−1, 1) would run backwards

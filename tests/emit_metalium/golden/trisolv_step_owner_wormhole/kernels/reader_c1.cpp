@@ -173,10 +173,10 @@ void kernel_main() {
                 uint32_t* const sv0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv0));  // view x[i]
                 uint32_t* const sv1 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv1));  // view L[i, j]
                 uint32_t* const sv2 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sv2));  // view p1_x_recv[j]
-                for (int64_t c0 = mica_max(24LL, (t + 1LL)); (c0 <= 29LL); c0 += 1LL) {
+                for (int64_t c1 = mica_max(24LL, (t + 1LL)); (c1 <= 29LL); c1 += 1LL) {
                   {
                       const int64_t i_j = t;
-                      const int64_t i_i = c0;
+                      const int64_t i_i = c1;
                       sv0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = e0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)];
                       sv1[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = e1[mica_tile_offset(((i_i) - (8 * x)), ((i_j)), 1)];
                       sv2[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = e2[mica_tile_offset(((i_j) - (1 * t)), 0, 1)];
@@ -194,10 +194,10 @@ void kernel_main() {
                 (void)x; (void)y; (void)t; (void)kb;
                 uint32_t* const e0 = reinterpret_cast<uint32_t*>(get_write_ptr(cb_x));  // x
                 uint32_t* const sacc = reinterpret_cast<uint32_t*>(get_write_ptr(cb_sacc));  // the result
-                for (int64_t c0 = mica_max(24LL, (t + 1LL)); (c0 <= 29LL); c0 += 1LL) {
+                for (int64_t c1 = mica_max(24LL, (t + 1LL)); (c1 <= 29LL); c1 += 1LL) {
                   {
                       const int64_t i_j = t;
-                      const int64_t i_i = c0;
+                      const int64_t i_i = c1;
                       e0[mica_tile_offset(((i_i) - (8 * x)), 0, 1)] = sacc[mica_tile_offset(((i_i) - (8 * x)), 0, 1)];
                   }
                 }
