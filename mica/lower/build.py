@@ -32,6 +32,7 @@ from dataclasses import replace
 
 
 from ..affine.program import Program, Statement
+from ..comm.sets import CommPlan
 from ..errors import MeshIRError, ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
@@ -44,7 +45,7 @@ from .builder import _Builder
 from .dram import check_dram_capacity, dram_loads
 from .owner_core import at_owner_core, original_order_kernel
 from .halo import ghost_homes, halo_exchange, initial_ghosts
-from .reads import multicast_exchange, plan_reads
+from .reads import multicast_exchange, panel_unchanged, plan_reads
 from .reduce import fill_partials, reduction_chains
 from .refusals import refuse_known
 from .rings import find_ring_arrays, step_ring_exchange
@@ -157,11 +158,20 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
     interleaved in their original order (:meth:`_Builder.sequence_kernel`): its reads are planned with
     its own, its compute is the main statement's."""
     pending: dict[str, str] = {}
-    for s in stmts:
+    # receive buffer -> (what the multicast that last filled it in this step sent: kind, array, source buffer,
+    # root and box -- its routes reach every core of the line, whoever reads it; the index in ``stmts`` of
+    # the statement it was sent for)
+    delivered: dict[str, tuple[tuple, int]] = {}
+    for n, s in enumerate(stmts):
         buffers, moves, halos = plan_reads(b, s)
         out.extend(halo_exchange(b, s, halos))
         in_loop = [(p, d) for p, d in moves if p.in_step or any(bd.coord == "t" for bd in p.recv_box)]
         outside = [(p, d) for p, d in moves if (p, d) not in in_loop]
+        # A panel an earlier statement of the step received into the same buffer, unchanged since: not sent again.
+        in_loop = [(p, d) for p, d in in_loop
+                   if not (d in delivered and delivered[d][0] == _sent(p)
+                           and panel_unchanged(b, p, stmts[delivered[d][1]:n]))]
+        delivered.update({d: (_sent(p), n) for p, d in in_loop})
         if outside:
             (hoisted if hoisted is not None else out).append(multicast_exchange(b, f"bring_{s.name}", outside))
         # The panels a step sends, each packed from its home (once) on the cores that hold it.
@@ -186,6 +196,11 @@ def emit_statements(b: _Builder, stmts: list[Statement], out: list, hoisted: lis
         else:
             k = b.statement_kernel(s, buffers)
         out.append(Compute(k.name, b.compute_rect(s).rect))
+
+
+def _sent(plan: CommPlan) -> tuple:
+    """What a multicast of ``plan`` sends and to which lines: equal for two reads served by one multicast."""
+    return plan.kind, plan.array, plan.buffer, plan.root, plan.recv_box
 
 
 def emit_fused(b: _Builder, stmts: list[Statement], out: list) -> None:

@@ -326,3 +326,29 @@ def _check_copies(b: _Builder, stmt: Statement, arr, box, pins: dict, own, write
         raise ScheduleError(f"statement {stmt.name}: {arr.name} has a copy on every core of the plan, but not "
                             f"every core writes its copy (the others would keep stale values)",
                             detail=str(stale), cause="ownership")
+
+
+def panel_unchanged(b: _Builder, plan: CommPlan, between: list[Statement]) -> bool:
+    """Whether no statement of ``between`` (those a sweep step runs after ``plan``'s multicast delivered its
+    panel and before a later statement reads the same panel) writes an element of that panel at the same
+    step: then the receive buffer still holds what a second multicast would bring (LU's pivot row and column,
+    read by both halves of the update). The panel at step ``t`` is ``{ [t] -> A[a] }``, the union over the
+    receiving cores of the receive box (:func:`~mica.comm.sets.box_map`, a superset); a statement writes
+    ``{ [t] -> A[w] }``, its write at the instances whose step loop is ``t``. A statement outside the step
+    loop, or a step that is not a plain sweep (one iteration per step), counts as writing everything."""
+    step = b.step
+    if step is None or not step.sweep or step.wavefront or step.tile != 1 or not step.loop:
+        return False
+    arr = b.prog.array(plan.array)
+    panel = imap("{ [t] -> M[t, x, y] }").apply_range(box_map(arr, plan.recv_box))
+    for s in between:
+        if s.write.array != plan.array:
+            continue
+        if step.loop not in s.loops:
+            return False
+        at = imap(f"{{ {s.name}[{', '.join(s.loops)}] -> [t] : t = {step.loop} }}")
+        writes = at.reverse().apply_range(s.access_map(s.write))
+        if not writes.intersect(panel).is_empty():
+            return False
+    return True
+
