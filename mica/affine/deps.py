@@ -108,6 +108,7 @@ def _schedule_tree(prog: Program) -> isl.Schedule:
     return isl.Schedule.from_domain(domain).insert_partial_schedule(band)
 
 
+@lru_cache(maxsize=128)
 def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> Dependences:
     """Exact dependences of ``prog`` under its original schedule, ignoring the references ``skip_refs``.
 
@@ -118,7 +119,8 @@ def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> De
     Uses isl's ``compute_flow`` on a schedule tree (the plain schedule-map form fails inside isl on some
     union domains with integer divisions). Should isl still fail, falls back to memory-based
     dependences — every earlier access to the same element — which contain the exact ones, so analyses
-    built on them stay safe (they can only see more dependences than there are)."""
+    built on them stay safe (they can only see more dependences than there are). Kept per program and
+    ``skip_refs`` (the analyses of loop kinds, reductions, legality and local orders ask for the same ones)."""
     reads, writes = _accesses(prog, skip_refs)
     try:
         deps = _exact(prog, reads, writes)

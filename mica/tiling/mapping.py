@@ -607,18 +607,27 @@ def keeps_self_dependences(prog: Program, name: str, order: tuple[str, ...]) -> 
     test that needs no schedule. Dependences with other statements do not depend on a statement's own
     local order (each kernel runs its instances in one call, after or before the others')."""
     stmt = prog.statement(name)
-    deps = dependences(prog)
-    rel = deps.flow.union(deps.anti).union(deps.output)
     time = imap(f"{{ {name}[{', '.join(stmt.loops)}] -> [{', '.join(order)}] }}")
-    maps: list[isl.Map] = []
-    rel.foreach_map(maps.append)
-    for m in maps:
-        if m.get_tuple_name(isl.dim_type.in_) != name or m.get_tuple_name(isl.dim_type.out) != name:
-            continue
+    for m in _self_dependences(prog).get(name, ()):
         on_time = m.apply_domain(time).apply_range(time)
         if not on_time.is_subset(isl.Map.lex_lt(on_time.get_space().domain())):
             return False
     return True
+
+
+@lru_cache(maxsize=64)
+def _self_dependences(prog: Program) -> dict[str, tuple[isl.Map, ...]]:
+    """Per statement of ``prog``, its dependences (flow, anti, output) between two of its own instances,
+    ``{ S[src] -> S[dst] }`` (one exact analysis per program: :func:`~mica.affine.deps.dependences`)."""
+    deps = dependences(prog)
+    maps: list[isl.Map] = []
+    deps.flow.union(deps.anti).union(deps.output).foreach_map(maps.append)
+    out: dict[str, list[isl.Map]] = {}
+    for m in maps:
+        name = m.get_tuple_name(isl.dim_type.in_)
+        if name == m.get_tuple_name(isl.dim_type.out):
+            out.setdefault(name, []).append(m)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 @lru_cache(maxsize=256)
