@@ -358,7 +358,8 @@ def _chained_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target,
     step's root (the pack of the panel, the statement producing what it sends: trisolv's ``x[j]``) is on the
     chain every step, so its steps add: the sum over the iterations (at representative values) of its cycles
     at the root. Any other (the updates every core makes) costs its busiest core's total, as outside a chain
-    (:func:`_compute_cycles`): the cores make their updates as the panels arrive."""
+    (:func:`_compute_cycles`): the cores make their updates as the panels arrive -- but at least its calls on
+    the next step's root, which lie on the chain (:func:`_next_root_cycles`)."""
     k = mp.kernel(op.kernel)
     total = 0.0
     for env, weight in _representatives(scope):
@@ -382,8 +383,53 @@ def _chained_compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target,
                     out = max(out, call_cycles(mp, k, target, fix, drop=("__kb",)))
             return out
         if busiest(others) > 0:
-            return _compute_cycles(mp, op, scope, target)
+            return max(_compute_cycles(mp, op, scope, target), _next_root_cycles(mp, k, scope, target, casts))
         total += weight * busiest(roots)
+    return total
+
+
+def _spread_steps(scope, samples: int = 9) -> list[tuple[dict, float]]:
+    """Steps ``0 .. n-2`` of the innermost loop of ``scope`` (outer loops at 0, their counts as a factor) at up
+    to ``samples`` evenly spaced values, each weighted by the steps it stands for (half the gap to each
+    neighbour): the work of a sweep's step shrinks or grows with it (a triangle), which the first, second and
+    last steps of :func:`_representatives` would take as flat."""
+    var, n = scope[-1]
+    outer = prod(c for _, c in scope[:-1])
+    last = n - 2
+    if last < 0:
+        return []
+    pts = sorted({round(i * last / (samples - 1)) for i in range(samples)}) if last >= samples else list(range(last + 1))
+    out = []
+    for i, p in enumerate(pts):
+        lo = (p + pts[i - 1]) / 2 if i else -0.5
+        hi = (p + pts[i + 1]) / 2 if i + 1 < len(pts) else last + 0.5
+        out.append(({**{v: 0 for v, _ in scope[:-1]}, var: p}, outer * (hi - lo)))
+    return out
+
+
+def _next_root_cycles(mp: MeshProgram, k, scope, target: Target, casts: list) -> float:
+    """A lower bound on what an update kernel ``k`` of a step-owner chain adds to its critical path: the next
+    step's root makes its update of this step before it can pack and send (LU's pivot core updates its
+    element, then divides its column), so at every step but the last the call on the core where the next
+    step's roots meet (the root column of a row multicast, the root row of a column multicast; a whole line
+    where only one axis has one) is on the chain: the sum over the iterations (at representative values) of
+    the busiest such call (:func:`_spread_steps`)."""
+    var, n = scope[-1]
+    total = 0.0
+    for env, weight in _spread_steps(scope):
+        nxt = {**env, var: env[var] + 1}
+        rx = {c.root.evaluate(nxt) for c in casts if c.axis == "x"}
+        ry = {c.root.evaluate(nxt) for c in casts if c.axis == "y"}
+        best = 0.0
+        for cls in k.classes:
+            reg = cls.region
+            xs = [x for x in rx if reg.x0 <= x < reg.x1] if rx else [p for p, _ in _probe_cores(reg)]
+            ys = [y for y in ry if reg.y0 <= y < reg.y1] if ry else [q for _, q in _probe_cores(reg)]
+            for x in set(xs):
+                for y in set(ys):
+                    fix = {"__x": x, "__y": y, **{"__" + v: val for v, val in env.items()}, **at_longest(mp)}
+                    best = max(best, call_cycles(mp, k, target, fix, drop=("__kb",)))
+        total += weight * best
     return total
 
 

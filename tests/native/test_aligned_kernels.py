@@ -86,7 +86,12 @@ def test_lu_sends_its_pivot_row_and_column_once_per_step():
         sent = [m.src for op, _ in compiled.mesh_program.walk() if isinstance(op, Exchange) for m in op.ops]
         assert len(sent) == len(set(sent)) == 3, sent          # pivot, pivot column, pivot row: once each
         assert sum(1 for op, _ in compiled.mesh_program.walk() if isinstance(op, Exchange)) == 2
-        assert np.array_equal(compiled.run(ins, threads=2).outputs["A"], want), mesh
+        res = compiled.run(ins, threads=2)
+        assert np.array_equal(res.outputs["A"], want), mesh
+        if mesh == (8, 8):
+            # The next pivot core's update of every step is on the chain (mica.tiling.cost._next_root_cycles):
+            # without it the model was 1.27x optimistic here; with it, never optimistic and within 15%.
+            assert 0.85 <= res.stats.cycles / compiled.cost.total_cycles <= 1.0, res.stats.cycles
     # The check that allowed it: the division writes the pivot column at step k, the first half does not.
     from types import SimpleNamespace
     from mica.comm.sets import CommPlan
