@@ -6,6 +6,8 @@ it in comments and records).
 
 from __future__ import annotations
 
+import islpy as isl
+
 from ..codeprint import expr_text
 from .ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, KAccess, Kernel, Loop, MeshProgram, Multicast, Shift)
 
@@ -28,12 +30,20 @@ def _kernel_text(k: Kernel) -> str:
     return _single_text(k)
 
 
+def domain_text(domain: str) -> str:
+    """The kernel domain written ``domain`` without redundant constraints, from a fresh parse. isl writes a set
+    as its internal representation stands, and that changes with the queries earlier made on shared copies of
+    it (the cached statement domains): the same kernel's domain was written with or without a ``0 <= i`` that
+    ``0 <= j < i`` implies, depending on what had been compiled before in the process."""
+    return str(isl.Set(domain).remove_redundancies())
+
+
 def _single_text(k: Kernel) -> str:
     head = f"  kernel {k.name}" + (f" (statement {k.statement})" if k.statement else "")
     classes = ", ".join(f"{c.name} [{c.region.x0}:{c.region.x1}, {c.region.y0}:{c.region.y1}]"
                         for c in k.classes)
     return (f"{head}: {statement_text(k)}\n"
-            f"    loops ({', '.join(k.order)}) over {k.domain}\n"
+            f"    loops ({', '.join(k.order)}) over {domain_text(k.domain)}\n"
             f"    classes: {classes}")
 
 

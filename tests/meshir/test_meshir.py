@@ -121,3 +121,15 @@ def test_sim_error_names_the_meshir_op():
     ins = {"A": np.zeros((100, 53), np.float32), "B": np.zeros((53, 37), np.float32)}
     with pytest.raises(mica.SimError, match=r"colour 0 arriving from WEST at core \(1,0\).*\[exchange step_S1"):
         broken.run(ins)
+
+
+def test_a_kernel_domain_is_written_the_same_whatever_isl_kept_of_it():
+    """isl writes a set as its internal representation stands, which earlier queries on shared copies change:
+    the printer writes a kernel's domain without redundant constraints, so the MeshIR text of a program does
+    not depend on what was compiled before it in the process (trisolv's ``0 <= i`` implied by ``0 <= j < i``)."""
+    from mica.meshir.printer import domain_text
+
+    plain = "[__x, __y, __t] -> { S1[i, j] : i <= 29 and 0 <= j < i }"
+    redundant = "[__x, __y, __t] -> { S1[i, j] : 0 <= i <= 29 and 0 <= j < i }"
+    assert domain_text(plain) == domain_text(redundant) == plain
+    assert domain_text("{ S[i] : 0 <= i < 4 }") != domain_text("{ S[i] : 0 <= i < 5 }")
