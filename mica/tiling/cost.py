@@ -412,8 +412,8 @@ def _next_root_cycles(mp: MeshProgram, k, scope, target: Target, casts: list) ->
     step's root makes its update of this step before it can pack and send (LU's pivot core updates its
     element, then divides its column), so at every step but the last the call on the core where the next
     step's roots meet (the root column of a row multicast, the root row of a column multicast; a whole line
-    where only one axis has one) is on the chain: the sum over the iterations (at representative values) of
-    the busiest such call (:func:`_spread_steps`)."""
+    where only one axis has one) is on the chain: the sum over the steps (at the values of
+    :func:`_spread_steps`) of the busiest such call."""
     var, n = scope[-1]
     total = 0.0
     for env, weight in _spread_steps(scope):

@@ -321,11 +321,7 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
         reasons.append(f"{', '.join(dram)} stream{'s' if len(dram) == 1 else ''} from device DRAM: no home on the "
                        f"cores; {who}")
     homes = _homes(prog, main, space, step, fixed_homes, dram)
-    order = _local_orders(prog)
-    if like is not None:
-        order = like.local_order
-    elif step is not None and step.tile == 1 and step.loop:
-        order = pinned_outermost(order, step)
+    order = like.local_order if like is not None else _local_orders(prog)
     sched = Schedule(mesh=tuple(mesh), space=tuple(space), step=step, local_order=order,
                      homes=tuple(homes), reduce=reduce, group=group, family=family, searched=searched,
                      reasons=tuple(reasons), dram=dram, dram_roots=bool(dram_roots))
@@ -574,8 +570,8 @@ def pinned_outermost(orders: tuple[tuple[str, tuple[str, ...]], ...], step: Step
 
 
 def longest_run_inside(prog: Program, sched: Schedule) -> Schedule:
-    """``sched`` (a sweep: its step pins its loop, :func:`pinned_outermost`) with, per statement, the loop a
-    call runs longest made innermost where the loop :func:`local_order` chose (the best stride) runs less than
+    """``sched`` (a sweep: its step pins its loop) with its step loop outermost (:func:`pinned_outermost`) and,
+    per statement, the loop a call runs longest made innermost where the loop :func:`local_order` chose (the best stride) runs less than
     half as many iterations per call: a spatial loop runs its tile, any other its extent. One vector
     operation then covers a core's rows of gramschmidt's update at step ``k`` instead of one per column of
     its block. Kept per statement only where isl proves the new order keeps the statement's own dependences
@@ -585,7 +581,7 @@ def longest_run_inside(prog: Program, sched: Schedule) -> Schedule:
     per_call = {sm.loop: sm.tile for sm in sched.space}
     per_call[sched.step.loop] = 1
     kept = []
-    for name, order in sched.local_order:
+    for name, order in pinned_outermost(sched.local_order, sched.step):
         stmt = prog.statement(name)
         new = order
         if len(order) >= 2:
