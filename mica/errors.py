@@ -35,6 +35,11 @@ class MicaError(Exception):
     (:data:`mica.tiling.search.REJECTIONS`) instead of reading messages.
     """
 
+    #: True on an error the lowering raised before it read how the plan combines partial results across
+    #: cores (:attr:`Schedule.reduce`, :attr:`Schedule.group`): every plan that differs only in those fails the
+    #: same way (:func:`mica.lower.build.build_mesh_program` sets it; the schedule search skips such plans).
+    before_combining: bool = False
+
     def __init__(self, message: str, *, detail: str | None = None,
                  location: tuple[str, int, int] | None = None, cause: str | None = None):
         super().__init__(message)

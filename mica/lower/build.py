@@ -33,7 +33,7 @@ from dataclasses import replace
 
 from ..affine.program import Program, Statement
 from ..comm.sets import CommPlan
-from ..errors import MeshIRError, ScheduleError, SramError
+from ..errors import MeshIRError, MicaError, ScheduleError, SramError
 from ..targets import Target
 from ..tiling.legality import check_legal
 from ..tiling.mapping import fused_body
@@ -66,27 +66,32 @@ def build_mesh_program(prog: Program, sched: Schedule, target: Target, *,
     Raises :class:`ScheduleError` when the schedule could violate a dependence
     (:func:`mica.tiling.legality.check_legal`), or when the plan would not keep an array of
     ``prog.on_mesh`` in one untouched buffer between runs (:func:`mica.meshir.on_mesh.check_on_mesh`)."""
-    check_legal(prog, sched)
-    if not sched.space and sched.step is None:
-        return _kept(_one_core(prog, sched, target))
-    b = _Builder(prog, sched, target, resident)
-    check_dram_capacity(b)
-    refuse_known(b)                         # an access an earlier candidate could not serve (lower.refusals)
-    find_ring_arrays(b)
-    add_homes(b)
-    initial_ghosts(b, ghost_widths)
-    pre, body_main, post = _statement_groups(b)
-    body = _host_loads(b)
-    early = len(body)                       # where the mirrors and ring buffers are loaded
-    body += fill_partials(b)
-    emit_statements(b, pre, body)
-    if b.step is not None:
-        loop = _step_loop(b, body_main, body)
-        body.append(loop)
-    elif len(fused_body(prog, sched)) > 1:
-        emit_fused(b, body_main, body)
-    else:
-        emit_statements(b, body_main, body)
+    try:
+        check_legal(prog, sched)
+        if not sched.space and sched.step is None:
+            return _kept(_one_core(prog, sched, target))
+        b = _Builder(prog, sched, target, resident)
+        check_dram_capacity(b)
+        refuse_known(b)                     # an access an earlier candidate could not serve (lower.refusals)
+        find_ring_arrays(b)
+        add_homes(b)
+        initial_ghosts(b, ghost_widths)
+        pre, body_main, post = _statement_groups(b)
+        body = _host_loads(b)
+        early = len(body)                   # where the mirrors and ring buffers are loaded
+        body += fill_partials(b)
+        emit_statements(b, pre, body)
+        if b.step is not None:
+            loop = _step_loop(b, body_main, body)
+            body.append(loop)
+        elif len(fused_body(prog, sched)) > 1:
+            emit_fused(b, body_main, body)
+        else:
+            emit_statements(b, body_main, body)
+    except MicaError as exc:
+        # Nothing above reads sched.reduce or sched.group (only reduction_chains does).
+        exc.before_combining = True
+        raise
     body += reduction_chains(b)
     _insert_early_loads(b, body, early)
     emit_statements(b, post, body)

@@ -18,8 +18,9 @@ could not be compiled.
 
 from __future__ import annotations
 
+import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil, isqrt, prod
 from typing import Callable
 
@@ -333,6 +334,7 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
     cycles are at most ``verify_below`` (the best plan so far: only such a candidate can be chosen, so a
     plan the verifier would refuse is never chosen); costlier ones are reported feasible unverified.
     ``caps``: the most bytes per core of each on-mesh array (:func:`mica.meshir.on_mesh.on_mesh_caps`)."""
+    sched = None
     try:
         with isl_budget(f"schedule search, candidate {d.describe()}"):
             sched = derive_schedule(prog, mesh, assignment=list(d.assignment), blocks=dict(d.blocks),
@@ -347,9 +349,17 @@ def evaluate(prog: Program, mesh: tuple[int, int], target: Target, d: Decisions,
             if cost.total_cycles <= verify_below:
                 verify(mp, target)
     except (ScheduleError, CommError, MeshIRError) as exc:
+        if sched is None:
+            exc.before_combining = True       # derive_schedule reads the combining only into its reasons
         cause, line = rejection(exc)
         return Candidate(d, None, line, cause=cause, error=exc)
     return Candidate(d, cost.total_cycles, "", sched, cost)
+
+
+def uncombined(d: Decisions) -> Decisions:
+    """``d`` without its choice of how partial results combine across cores (chain; no group): the decisions
+    that fix everything a build reads before the combining (:attr:`MicaError.before_combining`)."""
+    return replace(d, reduce="chain", group=0)
 
 
 def dominant_rejection(prog: Program, mesh: tuple[int, int], results: list[Candidate]) -> MicaError:
@@ -545,17 +555,24 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     results: list[Candidate] = []
     best_cycles = float("inf")
     shown, last_shown = False, 0.0
+    refused: dict[Decisions, Candidate] = {}     # rejected before combining, by decisions without the combining
     for i, k in enumerate(order):
         d = decisions[k]
+        same = refused.get(uncombined(d))
         if bounds[k] >= best_cycles and d.assignment:       # (the one-core plan is always built: it wins ties)
             # Branch and bound: its computation and unavoidable latency exceed the best plan found.
             results.append(Candidate(d, None, REJECTIONS["pruned"], cause="pruned"))
+        elif same is not None:
+            # A plan differing only in how it combines partial results failed before the combining mattered.
+            results.append(replace(same, decisions=d, error=copy.copy(same.error)))
         else:
             c = evaluate(prog, mesh, target, d, lowering, fixed_homes, resident, verify_below=best_cycles,
                          caps=caps)
             results.append(c)
             if c.cycles is not None:
                 best_cycles = min(best_cycles, c.cycles)
+            elif c.error.before_combining:
+                refused[uncombined(d)] = c
         elapsed = time.perf_counter() - t0
         if progress and elapsed > PROGRESS_AFTER_S and (elapsed - last_shown > 0.5 or i + 1 == len(decisions)):
             shown, last_shown = True, elapsed

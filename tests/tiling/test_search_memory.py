@@ -15,9 +15,12 @@ import pytest
 import mica
 import mica.lower.build as build
 import mica.tiling.legality as legality
+import mica.tiling.operators as operators
+import mica.tiling.search as search_mod
 from mica.lower import refusals
 from mica.affine.from_c import from_c
 from mica.errors import ScheduleError
+from mica.pipeline import LOWERING
 from mica.tiling.mapping import derive_schedule
 from mica.tiling.schedule import SpaceMap
 
@@ -62,6 +65,7 @@ def test_plans_are_the_same_with_every_memory_switched_off(monkeypatch, make, me
         m.setattr(legality, "_verdicts", _Forgetful())
         m.setattr(refusals, "_MEMORY", _Forgetful())
         m.setattr(legality, "_dependence_verdicts", _Forgetful())
+        m.setattr(search_mod, "uncombined", lambda d: d)
         legality._placed_time.cache_clear()
         legality._coverage_fault.cache_clear()
         forgotten = _account(mica.compile_affine(make(), mesh=mesh))
@@ -104,3 +108,35 @@ def test_programs_keep_their_hash_but_never_pickle_it():
     stmt = prog.statements[3]
     hash(stmt)
     assert "_hash" not in pickle.loads(pickle.dumps(stmt)).__dict__
+
+
+def test_plans_differing_only_in_how_they_combine_share_a_rejection_decided_before_it():
+    """A candidate whose sibling (the same decisions but for chain or tree, and the tree's group) was rejected
+    before the build read how partial results combine is rejected for the same reason without a build; each
+    such rejection is the one its own evaluation gives, cause and message (attention's operators on 8x8)."""
+    evaluated, searches = set(), []
+    real_evaluate, real_search = search_mod.evaluate, search_mod.search
+
+    def counting(prog, mesh, target, d, *args, **kw):
+        evaluated.add((id(prog), d))
+        return real_evaluate(prog, mesh, target, d, *args, **kw)
+
+    def recording(prog, mesh, target, lowering, **kw):
+        found = real_search(prog, mesh, target, lowering, **kw)
+        searches.append((prog, mesh, target, kw, found[1]))
+        return found
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(search_mod, "evaluate", counting)
+        m.setattr(operators, "search", recording)
+        mica.compile_affine(from_c((EXAMPLES / "attention.c").read_text()), mesh=(8, 8))
+    checked = 0
+    for prog, mesh, target, kw, report in searches:
+        for c in report.candidates:
+            if c.cause in ("", "pruned") or (id(prog), c.decisions) in evaluated:
+                continue
+            assert c.error.before_combining
+            own = real_evaluate(prog, mesh, target, c.decisions, LOWERING, kw.get("fixed_homes"),
+                                kw.get("resident"), caps=kw.get("caps"))
+            assert (own.cause, own.rejected) == (c.cause, c.rejected), c.decisions.describe()
+            checked += 1
+    assert checked >= 10, "attention's search shares rejections between plans that combine differently"
