@@ -291,9 +291,10 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
         xs = "0" if "x" in b.reduced_axes else "x"
         ys = "0" if "y" in b.reduced_axes else "y"
         region = f"{b.region.x0} <= x < {b.region.x1} and {b.region.y0} <= y < {b.region.y1}"
-        held = imap(f"{{ M[t, x, y] -> core[{xs}, {ys}] : {region} }}").apply_range(own)
+        final = imap(f"{{ M[t, x, y] -> core[{xs}, {ys}] : {region} }}")
     else:
-        held = imap("{ M[t, x, y] -> core[x, y] }").apply_range(own)
+        final = imap("{ M[t, x, y] -> core[x, y] }")
+    held = final.apply_range(own)
     if not writes.is_subset(held):
         routed = stage_routed_write(b, stmt, writes)
         if routed is not None:
@@ -301,7 +302,7 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
         raise ScheduleError(
             f"statement {stmt.name}: cores would write elements of {arr.name} that another core owns "
             f"(the writes would be lost)", detail=str(writes.subtract(held)), cause="ownership")
-    _check_copies(b, stmt, arr, box, pins, own, writes)
+    _check_copies(b, stmt, arr, box, pins, own, writes.apply_domain(final))
     along = [d.coord for d in t.box if d.coord in b.reduced_axes]
     if t.role == "partial" and along:
         # Every core of a reduced axis holds a partial of the same elements: a home laid out along that
@@ -311,17 +312,17 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
     return None
 
 
-def _check_copies(b: _Builder, stmt: Statement, arr, box, pins: dict, own, writes) -> None:
+def _check_copies(b: _Builder, stmt: Statement, arr, box, pins: dict, own, wrote) -> None:
     """A home replicated along a mesh axis (no dimension laid out along it, no pin: every core of the line
     holds a copy, as a scalar every core of a 2D plan reads) is written by every core holding a written
     element, so no copy goes stale; raises :class:`ScheduleError` otherwise. ``own``: ``{ core[x, y] -> A[a] }``;
-    ``writes``: ``{ M[t, x, y] -> A[a] }``."""
+    ``wrote``: ``{ core[x, y] -> A[a] }``, the final values each core writes (a reduction's combined result only
+    where its chain ends, not the partials every core holds)."""
     r = b.home_region(arr.name)
     spans = {"x": r.x1 - r.x0 > 1, "y": r.y1 - r.y0 > 1}
     if not any(spans[a] and a not in pins and all(d.coord != a for d in box) for a in ("x", "y")):
         return
-    wrote = writes.apply_domain(imap("{ M[t, x, y] -> core[x, y] }"))
-    stale = own.intersect_range(writes.range()).subtract(wrote)
+    stale = own.intersect_range(wrote.range()).subtract(wrote)
     if not stale.is_empty():
         raise ScheduleError(f"statement {stmt.name}: {arr.name} has a copy on every core of the plan, but not "
                             f"every core writes its copy (the others would keep stale values)",

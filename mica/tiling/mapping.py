@@ -533,8 +533,12 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
                         dims[d] = (free[0], step.tile)
                         used.add(free[0])
         pin = tuple((a, 0) for a in ("x", "y") if a not in used)
-        if not used and arr.name not in written and spread == {"x", "y"}:
-            pin = ()                    # read whole by every core of a 2D plan: a copy on each core
+        if not used and arr.name not in written and (spread == {"x", "y"} or spread and arr.shape):
+            # Read whole by every core: a copy on each core of the plan, not a home on core (0, 0) whose box
+            # every core of the plan would hold besides a receive buffer of the same size. (Under a 1D plan a
+            # scalar stays on core (0, 0) and is multicast along the line: copying a value another operator
+            # computes would take a gather and a broadcast.)
+            pin = tuple((a, 0) for a in ("x", "y") if a not in spread)
         homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
     return homes
 

@@ -21,6 +21,38 @@ def kernel_function(name: str) -> str:
     return "kernel_" + name.replace("-", "_")
 
 
+#: PolyBench/C 4.2.1's SMALL_DATASET sizes of every kernel (each kernel's header; the dataset its authors size to
+#: about 128 KB of data, more than one core of a wafer holds). The manifest's sizes are smaller, for emulation in CI.
+POLYBENCH_SMALL = {
+    "correlation": {"m": 80, "n": 100}, "covariance": {"m": 80, "n": 100},
+    "gemm": {"ni": 60, "nj": 70, "nk": 80}, "gemver": {"n": 120}, "gesummv": {"n": 90},
+    "symm": {"m": 60, "n": 80}, "syr2k": {"m": 60, "n": 80}, "syrk": {"m": 60, "n": 80},
+    "trmm": {"m": 60, "n": 80}, "2mm": {"ni": 40, "nj": 50, "nk": 70, "nl": 80},
+    "3mm": {"ni": 40, "nj": 50, "nk": 60, "nl": 70, "nm": 80}, "atax": {"m": 116, "n": 124},
+    "bicg": {"m": 116, "n": 124}, "doitgen": {"nq": 20, "nr": 25, "np": 30}, "mvt": {"n": 120},
+    "cholesky": {"n": 120}, "durbin": {"n": 120}, "gramschmidt": {"m": 60, "n": 80}, "lu": {"n": 120},
+    "ludcmp": {"n": 120}, "trisolv": {"n": 120}, "deriche": {"w": 192, "h": 128},
+    "floyd-warshall": {"n": 180}, "nussinov": {"n": 180}, "adi": {"tsteps": 40, "n": 60},
+    "fdtd-2d": {"tmax": 40, "nx": 60, "ny": 80}, "heat-3d": {"tsteps": 40, "n": 20},
+    "jacobi-1d": {"tsteps": 40, "n": 120}, "jacobi-2d": {"tsteps": 40, "n": 90},
+    "seidel-2d": {"tsteps": 40, "n": 120},
+}
+
+
+def sized_kernel(name: str, sizes: dict[str, int]) -> tuple[str, dict]:
+    """Kernel ``name``'s source and parameters with ``sizes`` (parameter -> value) instead of the manifest's:
+    every array extent written ``<manifest value> + 0`` for a sized parameter becomes its new value (a time-loop
+    count that shares its manifest value with an extent is not an extent)."""
+    src, params = kernel_source(name), dict(MANIFEST[name]["params"])
+    extents = {p: v for p, v in params.items() if p in sizes}
+    for p, v in sizes.items():
+        shared = any(extents[q] == extents[p] for q in extents if q != p)
+        if not (shared and p in ("tsteps", "tmax")):
+            src = src.replace(f"{extents[p]} + 0", str(v))
+        params[p] = v
+    return src, params
+
+
 INT_NP = {"i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
 

@@ -8,7 +8,11 @@ import pytest
 
 import mica
 from mica.affine.from_c import from_c
-from mica.errors import MicaError
+from mica.errors import MicaError, ScheduleError
+from mica.pipeline import LOWERING
+from mica.targets import get_target
+from mica.tiling.mapping import derive_schedule
+from mica.tiling.schedule import Home
 from mica.testing import run_c
 
 SRC = """
@@ -49,3 +53,48 @@ def test_a_one_core_plan_does_not_write_a_replicated_home():
     sched = sched.copy(homes=(Home("c", ((None, 1),), ()),))      # a copy on every core
     with pytest.raises(MicaError, match="stale"):
         build_mesh_program(prog, sched, get_target("wse2"))
+
+
+REDUCED = """
+void k(float s[64], float m[1]) {
+  for (int l = 0; l < 64; l++)
+    m[0] = fmaxf(m[0], s[l]);
+}
+"""
+
+
+@pytest.mark.parametrize("pin", [(("y", 0),), ()])
+def test_a_reduction_never_writes_only_the_root_copy_of_a_replicated_home(pin):
+    """A reduction spread over cores leaves its result on the core its chain ends at; the other cores hold
+    partials. A home another operator keeps as a copy on every core (of a line, or of the mesh) would keep
+    stale values there, so the build refuses it (the check counts the combined result's cores, not the
+    partials'; it used to count the partials and build the plan)."""
+    prog = from_c(REDUCED, "k")
+    sched = derive_schedule(prog, (4, 4), assignment=[("l", "x")],
+                            fixed_homes={"m": Home("m", ((None, 1),), pin)})
+    with pytest.raises(ScheduleError, match="not every core writes its copy"):
+        LOWERING.operator(prog, sched, get_target("wse2"), resident=frozenset({"m"}))
+
+
+READ_WHOLE = """
+void k(float s[64], float w[64][32], float y[64][32], float m[1]) {
+  m[0] = -1e30f;
+  for (int l = 0; l < 64; l++)
+    m[0] = fmaxf(m[0], s[l]);
+  for (int l = 0; l < 64; l++)
+    for (int j = 0; j < 32; j++)
+      y[l][j] = w[l][j] * (s[l] - m[0]);
+}
+"""
+
+
+@pytest.mark.parametrize("mesh", [(4, 4), (8, 1), (1, 8), (5, 3)])
+def test_a_result_read_whole_by_every_core_matches_native_c(mesh):
+    rng = np.random.default_rng(0)
+    ins = {"s": rng.random(64).astype(np.float32), "w": rng.random((64, 32)).astype(np.float32)}
+    want = run_c(READ_WHOLE, "k", ins, {})
+    compiled = mica.compile_affine(from_c(READ_WHOLE, "k"), mesh=mesh)
+    res = compiled.run(ins, threads=2)
+    for arr, value in want.items():
+        assert np.array_equal(res.outputs[arr], value), (arr, mesh)
+    assert compiled.cost.cores > 1
