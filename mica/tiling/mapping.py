@@ -513,6 +513,7 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
     step_loop = step.loop if (step and not step.sweep) else None
     written = {s.write.array for s in prog.statements}
     spread = {sm.axis for sm in space}
+    swept = _swept_dimensions(prog, main, space, step)
     for arr, acc in _placing_accesses(prog, main):
         if arr.name in dram:
             homes.append(Home(arr.name, tuple((None, n) for n in arr.shape), (("x", 0), ("y", 0))))
@@ -526,6 +527,11 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
                 if sm is not None and sm.axis not in used:
                     dims[d] = (sm.axis, sm.tile)
                     used.add(sm.axis)
+            for d, ix in enumerate(acc.index):
+                lay = swept.get((d, arr.shape[d])) if step is not None and step.sweep else None
+                if lay is not None and dims[d][0] is None and ix.single_var() == step.loop and lay[0] not in used:
+                    dims[d] = lay
+                    used.add(lay[0])
             for d, ix in enumerate(acc.index):
                 if step_loop is not None and ix.single_var() == step_loop:
                     free = [a for a in ("y", "x") if a not in used]
@@ -541,6 +547,23 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
             pin = tuple((a, 0) for a in ("x", "y") if a not in spread)
         homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
     return homes
+
+
+def _swept_dimensions(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap | None
+                      ) -> dict[tuple[int, int], tuple[str, int]]:
+    """In a sweep, ``(dimension, extent) -> (axis, tile)`` of the main statement's written array where a spatial
+    loop lays that dimension out: an array indexed by the sweep loop in the same dimension, of the same extent,
+    is laid out so too (gramschmidt's ``Q[i][k]``, produced at step ``k``, lives with column ``k`` of ``A[i][j]``,
+    on the core that produces it). Empty when ``step`` is not a sweep."""
+    if step is None or not step.sweep or not step.loop:
+        return {}
+    shape = prog.array(main.write.array).shape
+    out = {}
+    for d, ix in enumerate(main.write.index):
+        sm = next((s for s in space if s.loop == ix.offset_var()), None)
+        if sm is not None:
+            out[(d, shape[d])] = (sm.axis, sm.tile)
+    return out
 
 
 @lru_cache(maxsize=256)

@@ -146,11 +146,11 @@ def main():
     runner.memcpy_d2h(flat, sym_R, 0, 0, 4, 1, 100, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     got['R'] = np.zeros((20, 20), dtype=np.float32)
     from_pes(flat, got['R'], ((None, 20, 20, False, 0, 0, 0), ('x', 5, 20, False, 0, 0, 0)), 0, 4, 0, 1, 100)
-    # MeshIR host_store Q <- Q from home_Q[0:1, 0:1]
+    # MeshIR host_store Q <- Q from home_Q[0:4, 0:1]
     flat = np.zeros(520, dtype=np.float32)
-    runner.memcpy_d2h(flat, sym_Q, 0, 0, 1, 1, 520, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_d2h(flat, sym_Q, 0, 0, 4, 1, 130, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     got['Q'] = np.zeros((26, 20), dtype=np.float32)
-    from_pes(flat, got['Q'], (('y', 26, 26, False, 0, 0, 0), (None, 20, 20, False, 0, 0, 0)), 0, 1, 0, 1, 520)
+    from_pes(flat, got['Q'], (('y', 26, 26, False, 0, 0, 0), ('x', 5, 20, False, 0, 0, 0)), 0, 4, 0, 1, 130)
     runner.stop()
 
     want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)
