@@ -123,6 +123,9 @@ def test_a_sweep_runs_its_pinned_step_loop_outermost_and_its_longest_loop_innerm
     # S5/S6 (R[k][j] += Q[i][k] * A[i][j], A[i][j] -= ...): j is mapped (3 per core), i runs all 26 rows
     assert [m.loop for m in sweep.space] == ["j"] and sweep.space[0].tile == 3
     assert orders["S5"] == ("k", "j", "i") and orders["S6"] == ("k", "j", "i")
+    # Q[i][k], produced at step k, lives with column k of A[i][j] (the same axis and tile), on the core that
+    # produces it: not whole on core (0, 0), whose box every core of the sweep would hold.
+    assert sweep.home("Q").dims[1] == sweep.home("A").dims[1] == ("x", 3)
 
 
 def test_a_local_order_is_kept_only_where_it_keeps_the_statements_dependences():
