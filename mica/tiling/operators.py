@@ -20,7 +20,7 @@ from ..errors import MicaError
 from ..meshir.on_mesh import on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import Target
-from .cost import estimate
+from .cost import estimate, one_core_cycles
 from .homes import relaid_home
 from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
@@ -106,9 +106,14 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     # When no way works on the whole mesh, smaller grids from core (0, 0) are tried until one does (a plan
     # that works on a smaller mesh stays a candidate on a larger one): on a rectangular mesh first the
     # largest square (an operator's grid of blocks is not square, so a later one cannot transpose its
-    # result), then half of it.
-    for grid in fallback_grids(mesh):
-        if grid != mesh and _settled(ways):
+    # result), then half of it. When the ways that work are all slower than the whole program on one core,
+    # the squares keep halving until one is not: each operator's greedy choice on a large mesh can leave a
+    # later one a pipeline through every core (deriche's vertical pass over rows laid out one per core), which
+    # fewer, larger blocks avoid (the one-core plan is the last rung of that ladder).
+    alone = one_core_cycles(op, tgt)
+    for k, grid in enumerate(fallback_grids(mesh, deep=True)):
+        slow = _settled(ways) and min(w.cycles for w in ways.tried if w.schedule is not None) > alone
+        if grid != mesh and (_settled(ways) and not slow or not _settled(ways) and k > len(fallback_grids(mesh)) - 1):
             break
         for split_name, ops in splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
@@ -165,15 +170,19 @@ def _settled(ways: "_Ways") -> bool:
     return any(w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried)
 
 
-def fallback_grids(mesh) -> list[tuple[int, int]]:
+def fallback_grids(mesh, deep: bool = False) -> list[tuple[int, int]]:
     """The grids :func:`search_operators` maps a program onto, in order, while no way has worked (or only
     ways that changed layouts freely, :func:`_relaid_freely`): the mesh,
     its largest square, then that square halved (rounding up; one halving only: each grid costs a whole
-    operator-level search)."""
+    operator-level search). With ``deep``, the square keeps halving down to 2x2 (the ladder tried while every
+    way that works is slower than one core)."""
     side = min(mesh)
     grids = [tuple(mesh)] + ([(side, side)] if mesh[0] != mesh[1] else [])
-    if side > 2:
-        grids.append((-(-side // 2),) * 2)
+    while side > 2:
+        side = -(-side // 2)
+        grids.append((side, side))
+        if not deep:
+            break
     return grids
 
 
