@@ -15,6 +15,7 @@ from mica.lower.build import build_mesh_program
 from mica.pipeline import LOWERING
 from mica.targets import get_target
 from mica.testing import run_c
+from mica.tiling.operators import fallback_grids
 from mica.tiling.mapping import derive_schedule
 from mica.tiling.operators import HEAVIEST_FIRST, map_operators
 from mica.tiling.placement import independent_runs
@@ -215,3 +216,13 @@ def _weighed(reason: str) -> tuple[float, float, float, float]:
                   r"needs take ([\d,]+) cycles, the fastest plan's ([\d,]+)", reason)
     assert m, reason
     return tuple(float(v.replace(",", "")) for v in m.groups())
+
+
+def test_the_fallback_grids_halve_once_and_the_deep_ladder_down_to_two():
+    """The grids tried while no way works: the mesh, its largest square, that square halved; while every way that
+    works is slower than one core (``deep``), the square keeps halving down to 2x2."""
+    assert fallback_grids((750, 994)) == [(750, 994), (750, 750), (375, 375)]
+    assert fallback_grids((750, 994), deep=True) == [(750, 994), (750, 750), (375, 375), (188, 188), (94, 94),
+                                                     (47, 47), (24, 24), (12, 12), (6, 6), (3, 3), (2, 2)]
+    assert fallback_grids((8, 8), deep=True) == [(8, 8), (4, 4), (2, 2)]
+    assert fallback_grids((2, 1), deep=True) == [(2, 1), (1, 1)]
