@@ -110,10 +110,9 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     # the squares keep halving until one is not: each operator's greedy choice on a large mesh can leave a
     # later one a pipeline through every core (deriche's vertical pass over rows laid out one per core), which
     # fewer, larger blocks avoid (the one-core plan is the last rung of that ladder).
-    alone = one_core_cycles(op, tgt)
+    alone, shallow = one_core_cycles(op, tgt), len(fallback_grids(mesh))
     for k, grid in enumerate(fallback_grids(mesh, deep=True)):
-        slow = _settled(ways) and min(w.cycles for w in ways.tried if w.schedule is not None) > alone
-        if grid != mesh and (_settled(ways) and not slow or not _settled(ways) and k > len(fallback_grids(mesh)) - 1):
+        if grid != mesh and not _another_grid(ways, alone, deeper=k >= shallow):
             break
         for split_name, ops in splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
@@ -168,6 +167,15 @@ def _settled(ways: "_Ways") -> bool:
     """Whether some way tried so far works without changing layouts freely (:func:`_relaid_freely`): the
     smaller grids and the transposed mesh are then not tried."""
     return any(w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried)
+
+
+def _another_grid(ways: "_Ways", alone: float, deeper: bool) -> bool:
+    """Whether :func:`search_operators` maps the program onto the next of its fallback grids: while no way has
+    worked (:func:`_settled`), the first halving only; while every way that works is slower than the whole
+    program on one core (``alone`` cycles), every rung (``deeper``: one past the first halving)."""
+    if not _settled(ways):
+        return not deeper
+    return min(w.cycles for w in ways.tried if w.schedule is not None) > alone
 
 
 def fallback_grids(mesh, deep: bool = False) -> list[tuple[int, int]]:
