@@ -30,15 +30,15 @@ position inside an iteration of ``o``), padded with zeros; dependences are ``{ S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 import heapq
 from itertools import combinations
 
 import islpy as isl
 
-from .deps import dependences
-from .expr import Aff, Expr, Index
+from .deps import COMBINE_OPS, dependences, memory_dependences, reductions
+from .expr import INT_DTYPES, Aff, Bin, Expr, Index, Read
 from .isl_names import iset, rename_dims, umap
 from .program import Access, Program, Statement, main_statement
 
@@ -59,6 +59,8 @@ class Alignment:
     loop: str
     choices: tuple[tuple[str, str], ...]
     order: tuple[str, ...]
+    down: bool = False
+    reordered: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The alignment in words, for reasons and reports."""
@@ -66,40 +68,107 @@ class Alignment:
         for name, c in self.choices:
             parts.append(f"{name} hoisted {'before' if c == BEFORE else 'after'} the nest" if c in (BEFORE, AFTER)
                          else f"{name} by its loop {c}")
-        return f"loop {self.loop} outermost ({', '.join(parts)}; inside an iteration: {', '.join(self.order)})"
+        way = ", counting down" if self.down else ""
+        reorder = (f"; the updates of {', '.join(self.reordered)}'s reduction in another order"
+                   if self.reordered else "")
+        return (f"loop {self.loop} outermost{way} ({', '.join(parts)}; inside an iteration: "
+                f"{', '.join(self.order)}{reorder})")
 
 
 @lru_cache(maxsize=64)
-def alignments(prog: Program, priority: str | None = None) -> tuple[Alignment, ...]:
+def alignments(prog: Program, priority: str | None = None, nest: int | None = None) -> tuple[Alignment, ...]:
     """The legal alignments of ``prog``'s main nest worth searching, for each loop of the main statement that
     is not already outermost: the first legal combination under each of :data:`PRIORITIES` (fewest hoisted
     statements, then most statements aligned by their loop of the same name — the same role in the source;
     and the other way round), each once. Both matter: trisolv's column sweep hoists one statement, while
     ludcmp's right-looking order must hoist its privatised temporary's initialisations so that every update
-    runs at the step of its ``k``. With ``priority``, only that one's. Empty when the program has runtime
-    parameters or guards, or when no loop can be made outermost. Cached per program; changes nothing."""
+    runs at the step of its ``k``. With ``priority``, only that one's.
+
+    The outer loop runs upwards, or — when no combination is legal that way — downwards (a back
+    substitution's column sweep runs from the last column to the first); the other loops keep the
+    directions the source gives them. ``nest``: the top-level nest to align (its first schedule
+    coordinate; default the main statement's), its deepest statement (the last among equals) taking the
+    main statement's part.
+
+    Empty when the program has runtime parameters or guards, or when no loop can be made outermost.
+    Cached per program; changes nothing."""
     if prog.runtime or any(s.guard for s in prog.statements):
         return ()
-    main = main_statement(prog)
+    if nest is None:
+        nest = main_statement(prog).order[0]
+    stmts = [s for s in prog.statements if s.order[:1] == (nest,)]
+    if not stmts:
+        return ()
+    main = main_statement(prog.replace(statements=tuple(stmts)))
     if len(main.loops) < 2:
         return ()
-    nest = [s for s in prog.statements if s.order[:1] == main.order[:1]]
-    others = [s for s in nest if s is not main]
-    deps = dependences(prog).all
-    pairs = _Pairs(deps)
+    others = [s for s in stmts if s is not main]
+    exact = dependences(prog).all
+    loose = _reassociable(prog, stmts, exact)
     out: list[Alignment] = []
     for loop in main.loops[1:]:
-        # A statement's loop of the same name first, hoisting last; only the choices that agree with the main
-        # statement's (pairwise, on the outer loop alone).
-        options = [[c for c in sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER]
-                    if pairs.agree(s, c, main, loop)] for s in others]
-        if not all(options):
-            continue
         for p in PRIORITIES if priority is None else (priority,):
-            found = _first_legal(prog, nest, main, others, options, loop, deps, pairs, p)
-            if found is not None and found not in out:
-                out.append(found)
+            for deps, down in ((exact, False), (exact, True), (loose[1], False), (loose[1], True)):
+                if deps is None:
+                    continue
+                pairs = _Pairs(deps, down)
+                # A statement's loop of the same name first, hoisting last; only the choices that agree with
+                # the main statement's (pairwise, on the outer loop alone).
+                options = [[c for c in sorted(s.loops, key=lambda lp: lp != loop) + [BEFORE, AFTER]
+                            if pairs.agree(s, c, main, loop)] for s in others]
+                if not all(options):
+                    continue
+                found = _first_legal(prog, stmts, main, others, options, loop, deps, pairs, p, down)
+                if found is not None and deps is not exact:
+                    found = replace(found, reordered=loose[0])
+                if found is not None:
+                    if found not in out:
+                        out.append(found)
+                    break
     return tuple(out)
+
+
+def _reassociable(prog: Program, stmts: list[Statement], deps: isl.UnionMap
+                  ) -> tuple[tuple[str, ...], isl.UnionMap | None]:
+    """The reductions of ``stmts`` whose updates may run in another order (``+``, ``*``, ``max``, ``min``: not a
+    (value, index) pair, whose tie rule is an order) and ``deps`` without their dependences from one update to
+    another — the same freedom a reduction combined across cores takes (:func:`mica.affine.deps.loop_kinds`
+    calls their loops ``reduction``). A reduction's expression never reads its accumulator's array, so its
+    only dependences on itself are those of the accumulation. ``((), None)`` when there is none."""
+    reds = reductions(prog)
+    names = tuple(s.name for s in stmts if (s.name in reds and reds[s.name].partner is None
+                                            and reds[s.name].op in COMBINE_OPS) or _subtracts(prog, s))
+    if not names:
+        return (), None
+    # Exact dependences go to and from the last and first updates of a chain only: those of the reductions
+    # are taken memory-based instead (every earlier access to the element), which keeps an initialisation
+    # before every update and a use after every one once the updates are free to move.
+    every = memory_dependences(prog)
+    for n in names:
+        st = next(s for s in stmts if s.name == n)
+        dom = isl.UnionSet(st.domain_set)
+        mine = deps.intersect_domain(dom).union(deps.intersect_range(dom))
+        theirs = every.intersect_domain(dom).union(every.intersect_range(dom))
+        deps = deps.subtract(mine).union(theirs)
+    for n in names:
+        st = next(s for s in stmts if s.name == n)
+        own = isl.Map(f"{{ {n}[{', '.join(st.loops)}] -> {n}[{', '.join(st.loops)}] }}").get_space()
+        deps = deps.subtract(isl.UnionMap.from_map(every.extract_map(own)))
+    return names, deps
+
+
+def _subtracts(prog: Program, s: Statement) -> bool:
+    """``s`` is ``X[f] = X[f] - e`` with ``e`` not reading ``X``'s array, ``X`` floating-point: a sum of ``-e``
+    terms (a substitution's ``w -= A[i][j]*x[j]``; an integer ``X`` may truncate a floating ``e`` at every
+    step, which does not re-associate)."""
+    if prog.array(s.write.array).dtype in INT_DTYPES:
+        return False
+    e = s.expr
+    if not (isinstance(e, Bin) and e.op == "-" and isinstance(e.lhs, Read)):
+        return False
+    acc = s.access(e.lhs.ref)
+    return (acc.array == s.write.array and acc.index == s.write.index
+            and all(s.access(r).array != s.write.array for r in e.rhs.refs()))
 
 
 #: The orders in which :func:`alignments` tries the combinations of choices: by (statements hoisted,
@@ -109,9 +178,10 @@ PRIORITIES = ("hoisted", "renamed")
 
 def _first_legal(prog: Program, nest: list[Statement], main: Statement, others: list[Statement],
                  options: list[list[str]], loop: str, deps: isl.UnionMap, pairs: "_Pairs",
-                 priority: str) -> Alignment | None:
+                 priority: str, down: bool = False) -> Alignment | None:
     """The first combination of ``options`` (one choice per statement of ``others``), cheapest first under
-    ``priority`` (:data:`PRIORITIES`), that :func:`_checked` accepts with ``main`` by ``loop``; at most
+    ``priority`` (:data:`PRIORITIES`), that :func:`_checked` accepts with ``main`` by ``loop`` (counting
+    down with ``down``); at most
     :data:`MAX_COMBINATIONS` pairwise-agreeing ones are checked whole. None when none is legal."""
     def cost(x: str) -> tuple[bool, bool]:
         hoisted, renamed = x in (BEFORE, AFTER), x != loop
@@ -122,7 +192,7 @@ def _first_legal(prog: Program, nest: list[Statement], main: Statement, others: 
             continue
         choices = dict(zip((s.name for s in others), combo))
         choices[main.name] = loop
-        found = _checked(prog, nest, choices, loop, deps)
+        found = _checked(prog, nest, choices, loop, deps, down)
         if found is not None:
             return found
         checked += 1
@@ -135,11 +205,13 @@ class _Pairs:
     """Whether two statements' choices agree on the outer loop alone, kept per pair of choices (an explicitly
     mutable cache for one :func:`alignments` call): every dependence between them goes from a group (hoisted
     before, aligned, hoisted after) to the same or a later one, and between two aligned statements from an
-    iteration of the outer loop to the same or a later one. A necessary condition of the whole check
-    (:func:`_respects`), cheap enough to prune most combinations before it."""
+    iteration of the outer loop to the same or a later one (with ``down``, the outer loop counting down: the
+    same or a lower value). A necessary condition of the whole check (:func:`_respects`), cheap enough to
+    prune most combinations before it."""
 
-    def __init__(self, deps: isl.UnionMap):
+    def __init__(self, deps: isl.UnionMap, down: bool = False):
         self.deps = deps
+        self.down = down
         self.kept: dict[tuple, bool] = {}
 
     def agree(self, a: Statement, ca: str, b: Statement, cb: str) -> bool:
@@ -160,7 +232,7 @@ class _Pairs:
         if ga != 1:
             return True               # both hoisted to the same side: their original order, which is legal
         outer = d.apply_domain(_outer(a, ca)).apply_range(_outer(b, cb))
-        return outer.is_subset(isl.Map("{ [p] -> [q] : p <= q }"))
+        return outer.is_subset(isl.Map("{ [p] -> [q] : p >= q }" if self.down else "{ [p] -> [q] : p <= q }"))
 
 
 def _group(choice: str) -> int:
@@ -190,17 +262,17 @@ def _cheapest_first(options: list[list[str]], cost, limit: int):
 
 
 def _checked(prog: Program, nest: list[Statement], choices: dict[str, str], loop: str,
-             deps: isl.UnionMap) -> Alignment | None:
+             deps: isl.UnionMap, down: bool = False) -> Alignment | None:
     """The alignment ``choices`` (statement -> aligned loop or BEFORE/AFTER) when an order of the aligned
     statements inside an iteration exists and the whole new schedule respects ``deps``; else None."""
     aligned = [s for s in nest if choices[s.name] not in (BEFORE, AFTER)]
     order = _inner_order(aligned, choices, deps)
     if order is None:
         return None
-    sched = _schedule(prog, choices, order)
+    sched = _schedule(prog, choices, order, down)
     if not _respects(deps, sched):
         return None
-    return Alignment(loop, tuple((s.name, choices[s.name]) for s in nest), order)
+    return Alignment(loop, tuple((s.name, choices[s.name]) for s in nest), order, down)
 
 
 def _outer(stmt: Statement, loop: str) -> isl.Map:
@@ -236,24 +308,30 @@ def _inner_order(aligned: list[Statement], choices: dict[str, str], deps: isl.Un
     return tuple(done)
 
 
-def _vector(stmt: Statement, choices: dict[str, str], order: tuple[str, ...]) -> list[str]:
-    """The new schedule vector of ``stmt`` (see the module docstring), unpadded."""
+def _vector(stmt: Statement, choices: dict[str, str], order: tuple[str, ...], down: bool = False) -> list[str]:
+    """The new schedule vector of ``stmt`` (see the module docstring), unpadded: the aligned loop counting
+    down with ``down``, every other loop in its source direction."""
     c = choices.get(stmt.name)
     nest = str(stmt.order[0]) if stmt.order else "0"
     if c is None:
         return [nest, "0"] + [str(v) for v in stmt.order[1:]]
     if c in (BEFORE, AFTER):
         return [nest, "0" if c == BEFORE else "2"] + [str(v) for v in stmt.order[1:]]
-    vec = [nest, "1", c, str(order.index(stmt.name))]
+    vec = [nest, "1", f"-{c}" if down else c, str(order.index(stmt.name))]
     for lp in stmt.loops:
         if lp != c:
-            vec += [lp, "0"]
+            vec += [_signed(stmt, lp, lp), "0"]
     return vec
 
 
-def _schedule(prog: Program, choices: dict[str, str], order: tuple[str, ...]) -> isl.UnionMap:
+def _signed(stmt: Statement, loop: str, name: str) -> str:
+    """``name`` for ``stmt``'s ``loop``, written ``-name`` when the source runs the loop downwards."""
+    return f"-{name}" if f"-{loop}" in stmt.order else name
+
+
+def _schedule(prog: Program, choices: dict[str, str], order: tuple[str, ...], down: bool = False) -> isl.UnionMap:
     """``{ S[loops] -> [vector] }`` of every statement under the alignment, padded to one length."""
-    vecs = {s.name: _vector(s, choices, order) for s in prog.statements}
+    vecs = {s.name: _vector(s, choices, order, down) for s in prog.statements}
     n = max(len(v) for v in vecs.values())
     parts = [f"{s.name}[{', '.join(s.loops)}] -> [{', '.join(vecs[s.name] + ['0'] * (n - len(vecs[s.name])))}]"
              for s in prog.statements]
@@ -287,7 +365,7 @@ def aligned_program(prog: Program, alignment: Alignment) -> Program:
             out.append(_with_order(s, (_renumber(top, main_nest) + (0 if c == BEFORE else 2),) + tuple(s.order[1:])))
         else:
             out.append(_realigned(s, c, alignment.loop, _renumber(top, main_nest) + 1,
-                                  alignment.order.index(s.name)))
+                                  alignment.order.index(s.name), alignment.down))
     # The statements listed in their new textual order (the passes read positions off the list).
     rank = {s.name: k for k, s in enumerate(prog.statements)}
     out.sort(key=lambda s: (s.order[0], s.order[2] if s.name in alignment.order else rank[s.name]))
@@ -303,10 +381,10 @@ def _with_order(s: Statement, order: tuple) -> Statement:
     return Statement(s.name, s.loops, s.domain, s.write, s.expr, s.reads, order, s.line, s.guard)
 
 
-def _realigned(s: Statement, loop: str, outer: str, top: int, pos: int) -> Statement:
-    """``s`` with its loop ``loop`` renamed ``outer`` and moved first, its other loops after it in order (one
-    already named ``outer`` renamed to a fresh name), at top-level position ``top``, position ``pos`` inside
-    an iteration."""
+def _realigned(s: Statement, loop: str, outer: str, top: int, pos: int, down: bool = False) -> Statement:
+    """``s`` with its loop ``loop`` renamed ``outer`` and moved first (counting down with ``down``), its other
+    loops after it in order and in their source directions (one already named ``outer`` renamed to a fresh
+    name), at top-level position ``top``, position ``pos`` inside an iteration."""
     fresh = outer
     while fresh in s.loops:
         fresh += "_"
@@ -317,9 +395,10 @@ def _realigned(s: Statement, loop: str, outer: str, top: int, pos: int) -> State
     m = isl.Map(f"{{ {s.name}[{', '.join(s.loops)}] -> {s.name}[{', '.join(s.loops[k] for k in perm)}] }}")
     moved = rename_dims(dom.apply(m), "set", loops)
     domain = str(iset(str(moved)))
-    order: list = [top, outer, pos]
-    for lp in loops[1:]:
-        order += [lp, 0]
+    order: list = [top, f"-{outer}" if down else outer, pos]
+    for lp in s.loops:
+        if lp != loop:
+            order += [_signed(s, lp, names[lp]), 0]
     return Statement(s.name, loops, domain, _renamed_access(s.write, names), _renamed_expr(s.expr, names),
                      tuple(_renamed_access(a, names) for a in s.reads), tuple(order), s.line, s.guard)
 

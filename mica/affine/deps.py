@@ -157,6 +157,13 @@ def _exact(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> Dependen
     return Dependences(flow, anti, output, live_in, live_out)
 
 
+def memory_dependences(prog: Program) -> isl.UnionMap:
+    """Every pair of instances of ``prog`` that access one element, at least one of them writing it, the first
+    earlier in the original schedule (flow, anti and output together; ``{ S[..] -> T[..] }``): a superset of
+    :func:`dependences`, closed under the chains exact dependences take the last writer of."""
+    return _memory_based(prog, *_accesses(prog, frozenset())).all
+
+
 def _memory_based(prog: Program, reads: isl.UnionMap, writes: isl.UnionMap) -> Dependences:
     """Every pair of accesses to one element, the first earlier in the original schedule."""
     sched = prog.schedule_map()

@@ -420,9 +420,21 @@ def _step(mp: ir.MeshProgram, plan: CslPlan, st) -> list[str]:
     resumes when its last operation completes)."""
     if st.kind == "compute":
         return _compute_step(mp, plan, st)
+    if st.kind == "loop" and getattr(st.op, "down", False):
+        return [f"      lv[{st.depth}] = {st.count - 1};  // counting down",
+                f"      pc = {st.pc + 1 if st.count > 0 else st.target};"]
     if st.kind == "loop":
         return [f"      lv[{st.depth}] = 0;",
                 f"      pc = {st.pc + 1 if st.count > 0 else st.target};"]
+    if st.kind == "next" and getattr(st.op, "down", False):
+        d = st.depth
+        return [f"      lv[{d}] -= 1;  // counting down",
+                f"      if (lv[{d}] >= 0) {{",
+                f"        pc = {st.target};",
+                "      } else {",
+                f"        lv[{d}] = 0;",
+                f"        pc = {st.pc + 1};",
+                "      }"]
     if st.kind == "next":
         d = st.depth
         return [f"      lv[{d}] += 1;",

@@ -234,8 +234,12 @@ class _Body:
         for op in ops:
             if isinstance(op, Loop):
                 v = cexpr.var_c(op.var)
-                self.lines.append(f"{indent}for (int32_t {v} = 0; {v} < {op.count}; ++{v}) {{  // MeshIR: for {op.var} "
-                                  f"in 0..{op.count}")
+                if op.down:
+                    self.lines.append(f"{indent}for (int32_t {v} = {op.count - 1}; {v} >= 0; --{v}) {{  // MeshIR: for "
+                                      f"{op.var} in 0..{op.count}, counting down")
+                else:
+                    self.lines.append(f"{indent}for (int32_t {v} = 0; {v} < {op.count}; ++{v}) {{  // MeshIR: for "
+                                      f"{op.var} in 0..{op.count}")
                 self.run(op.body, indent + "    ", scope + (op.var,))
                 self.lines.append(f"{indent}}}")
             elif isinstance(op, Exchange):

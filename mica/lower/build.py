@@ -244,7 +244,7 @@ def _step_loop(b: _Builder, stmts: list[Statement], body: list) -> Loop:
     if b.rings:
         # Before every step but the first, each ring buffer takes the panel its successor used.
         loop_body.insert(0, step_ring_exchange(b))
-    loop = Loop("t", step.steps, tuple(loop_body), wave=step.wavefront)
+    loop = Loop("t", step.steps, tuple(loop_body), wave=step.wavefront, down=step.down)
     if b.double and not b.prefetched:
         raise ScheduleError(f"schedule '{b.sched.name}' asks for double buffering, but step loop {step.loop} "
                             f"receives no read-only panels to prefetch (everything it reads is local)",

@@ -554,15 +554,17 @@ class HostStore:
 
 @dataclass(frozen=True)
 class Loop:
-    """``body`` run ``count`` times, ``var`` = 0, 1, ... (the step loop ``t``). ``wave``: the steps of a
-    wavefront — each core works only at the steps its coordinates select, and a dependence chain passes
-    from core to core one step after another, so the critical path pays a busy core's block every step
+    """``body`` run ``count`` times, ``var`` = 0, 1, ... (the step loop ``t``); with ``down``, ``var`` =
+    ``count - 1`` down to 0 (a sweep counting down: :attr:`mica.tiling.schedule.StepMap.down`). ``wave``: the
+    steps of a wavefront — each core works only at the steps its coordinates select, and a dependence chain
+    passes from core to core one step after another, so the critical path pays a busy core's block every step
     (the cost model's reading; the emulator just runs the steps)."""
 
     var: str
     count: int
     body: tuple["Op", ...]
     wave: bool = False
+    down: bool = False
 
 
 Op = Union[HostLoad, HostStore, Exchange, Compute, DramLoad, Loop]

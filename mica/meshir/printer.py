@@ -61,7 +61,8 @@ def _op_lines(op, indent: str) -> list[str]:
                 f"DRAM{pre}"]
     if isinstance(op, Loop):
         wave = "  (wavefront: each core works at the steps its coordinates select)" if op.wave else ""
-        out = [f"{indent}for {op.var} in 0..{op.count}:{wave}"]
+        down = "  (counting down)" if op.down else ""
+        out = [f"{indent}for {op.var} in 0..{op.count}:{wave}{down}"]
         for sub in op.body:
             out += _op_lines(sub, indent + "  ")
         return out

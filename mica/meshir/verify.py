@@ -189,6 +189,9 @@ def _check_prefetch(mp: MeshProgram) -> None:
                 if loop is None:
                     raise MeshIRError(f"exchange {op.name} is prefetched but not inside a loop: there is no "
                                       f"previous step whose compute it could overlap")
+                if loop.down:
+                    raise MeshIRError(f"exchange {op.name} is prefetched inside loop {loop.var}, which counts "
+                                      f"down: a prefetch brings the data of the next higher iteration")
                 bufs = {b for c in op.ops for b in (c.src, c.dst)}
                 for sub in _loop_ops(loop):
                     if isinstance(sub, Compute):

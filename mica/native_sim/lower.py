@@ -116,7 +116,7 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
                 slot = len(slots)
                 if slot >= oc.MAX_VARS:
                     raise MeshIRError(f"{mp.name}: loops nest deeper than {oc.MAX_VARS}")
-                out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot}))))
+                out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot})), down=op.down))
             elif isinstance(op, ir.Exchange):
                 routes, sends, recvs = [], [], []
                 g, big = op.guard, mp.mesh[0]

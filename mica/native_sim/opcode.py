@@ -16,7 +16,7 @@ sequence of ops into the ``numpy.int64`` array that ``NativeMesh.run`` executes.
     Compute  3 op_id n_entries, then (kernel_index Rect) per entry                 93 words each
     Dram     5 op_id slot Rect Box: each core of Rect reads its box of DRAM array slot  122 words
              (6 ...: a prefetched DRAM read)
-    Loop     1 slot count body_words, then the body
+    Loop     1 slot count body_words, then the body (7 ...: the variable counts down, count-1 .. 0)
 
 Direction bits (``RAMP``, ``NORTH`` ...), link indices (``LINK_N`` ...) and opcodes match the header.
 """
@@ -51,6 +51,7 @@ OP_COMPUTE = 3
 OP_PREFETCH = 4  # an EXCHANGE issued when each core started its previous compute (double buffering)
 OP_DRAM = 5      # every core of a rectangle reads its box of a DRAM array (mica_rt.h "DRAM level")
 OP_DRAM_PREFETCH = 6  # a DRAM op issued when each core started its previous compute (double buffering)
+OP_LOOP_DOWN = 7  # a loop whose variable counts down, count-1 .. 0
 MAX_DRAM = 16    # DRAM array slots of a mesh
 
 MAX_VARS = 4
@@ -486,11 +487,12 @@ class Dram:
 
 @dataclass(frozen=True)
 class Loop:
-    """Runs ``body`` ``count`` times with ``v[slot] = 0 .. count-1``."""
+    """Runs ``body`` ``count`` times with ``v[slot] = 0 .. count-1`` (``count-1 .. 0`` with ``down``)."""
 
     slot: int
     count: int
     body: tuple[Op, ...] = field(default=())
+    down: bool = False
 
     def __post_init__(self) -> None:
         _set(self, "slot", _int(self.slot, "loop slot"))
@@ -518,7 +520,7 @@ def _encode_ops(ops: Iterable[Op], in_use: frozenset[int]) -> list[int]:
             if op.slot in in_use:
                 raise SimError(f"loop slot {op.slot} is already used by an enclosing loop")
             body = _encode_ops(op.body, in_use | {op.slot})
-            out += [OP_LOOP, op.slot, op.count, len(body), *body]
+            out += [OP_LOOP_DOWN if op.down else OP_LOOP, op.slot, op.count, len(body), *body]
         elif isinstance(op, (Exchange, Compute, Dram)):
             out += op.words()
         else:

@@ -43,6 +43,7 @@
 #define MICA_OP_PREFETCH 4  /* an EXCHANGE timed as double-buffered (same words; see the timing model) */
 #define MICA_OP_DRAM     5  /* every core of a rectangle reads its box of a DRAM array (see DRAM level) */
 #define MICA_OP_DRAM_PREFETCH 6  /* a DRAM op timed as double-buffered (same words; see DRAM level) */
+#define MICA_OP_LOOP_DOWN 7  /* a LOOP whose variable counts down, count-1 .. 0 (same words) */
 #define MICA_MAX_DRAM   16  /* DRAM arrays one mesh can hold (slots of mica_dram_bind) */
 
 #define MICA_MAX_VARS 4

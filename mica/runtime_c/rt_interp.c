@@ -130,7 +130,8 @@ static int validate_block(vctx *c, int64_t pos, int64_t end, unsigned slots) {
     while (pos < end) {
         const int64_t *w = c->code + pos;
         switch (w[0]) {
-        case MICA_OP_LOOP: {
+        case MICA_OP_LOOP:
+        case MICA_OP_LOOP_DOWN: {
             if (end - pos < W_LOOP_HEAD) return vfail(c, pos, "truncated LOOP header");
             int64_t slot = w[1], count = w[2], body = w[3];
             if (slot < 0 || slot >= MICA_MAX_VARS)
@@ -189,7 +190,7 @@ static int64_t count_ops(const int64_t *code, int64_t pos, int64_t end) {
     int64_t n = 0;
     while (pos < end) {
         const int64_t *w = code + pos;
-        if (w[0] == MICA_OP_LOOP) {
+        if (w[0] == MICA_OP_LOOP || w[0] == MICA_OP_LOOP_DOWN) {
             if (w[3] > 0) n = sat_add(n, sat_mul(w[2], count_ops(code, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + w[3])));
             pos += W_LOOP_HEAD + w[3];
         } else {
@@ -216,14 +217,16 @@ static int exec_block(run_t *r, int64_t pos, int64_t end) {
     while (pos < end) {
         const int64_t *w = r->code + pos;
         switch (w[0]) {
-        case MICA_OP_LOOP: {
+        case MICA_OP_LOOP:
+        case MICA_OP_LOOP_DOWN: {
             int slot = (int)w[1];
             int64_t count = w[2], body = w[3];
+            int down = w[0] == MICA_OP_LOOP_DOWN;
             r->active[r->depth++] = slot;
             uint64_t outer = r->tag;
             r->tag = ++r->m->tags;
             for (int64_t i = 0; i < (body > 0 ? count : 0); ++i) { /* an empty body does nothing */
-                r->v[slot] = i;
+                r->v[slot] = down ? count - 1 - i : i;
                 if (exec_block(r, pos + W_LOOP_HEAD, pos + W_LOOP_HEAD + body)) return 1;
             }
             r->tag = outer;

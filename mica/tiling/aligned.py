@@ -15,7 +15,7 @@ dependence (a nest already parallel in its own order gains nothing from another 
 
 from __future__ import annotations
 
-from ..affine.align import PRIORITIES, aligned_program, alignments
+from ..affine.align import PRIORITIES, Alignment, aligned_program, alignments
 from ..affine.isplit import split_programs
 from ..affine.deps import PARALLEL, REDUCTION, loop_kinds
 from ..affine.program import Program
@@ -52,18 +52,21 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
         if spreads(sched) or mesh[0] * mesh[1] == 1:
             return op, sched, report
     main = main_statement(op)
-    if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()):
+    sides = _side_nests(op)
+    if all(k in (PARALLEL, REDUCTION) for k in loop_kinds(op)[main.name].values()) and not sides:
         if error is not None:
             raise error
-        return op, sched, report          # no loop of the main statement carries a dependence: nothing to align
+        return op, sched, report          # no loop of a nest's deepest statement carries a dependence
 
     def rewrites(priority: str) -> list[tuple[Program, str]]:
         """The programs aligned under ``priority`` and not under an earlier one (the first priority's with the
-        cuts at pivots), each with how it was made."""
+        cuts at pivots), each with how it was made; each also with the other nests aligned
+        (:func:`_sides_aligned`) where that changes it."""
         earlier = set(alignments(op, PRIORITIES[0])) if priority != PRIORITIES[0] else set()
-        out = [(aligned_program(op, al), f"aligned: {al.describe()}, which computes exactly what the source "
-                                         f"order does (isl proves every dependence keeps its direction)")
+        out = [(aligned_program(op, al), f"aligned: {_what(al)}")
                for al in alignments(op, priority) if al not in earlier]
+        out += [(prog, how) for prog, how in (_sides_aligned(p, priority, sides, how)
+                                              for p, how in [(op, "")] + out) if prog is not None]
         if priority == PRIORITIES[0]:
             out += [(prog, f"split: {how}, which runs the same instances in the same order as the source")
                     for how, prog in split_programs(op)]
@@ -94,6 +97,54 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     if best[2] is None:
         raise error
     return best[1], best[2], best[3]
+
+
+def _what(al: Alignment) -> str:
+    """``al`` in words with what it preserves."""
+    if al.reordered:
+        return (f"{al.describe()}, which computes what the source order does with the updates of "
+                f"{', '.join(al.reordered)} summed in another order, as a reduction over cores sums them (isl "
+                f"proves every other dependence keeps its direction)")
+    return (f"{al.describe()}, which computes exactly what the source order does (isl proves every dependence "
+            f"keeps its direction)")
+
+
+def _side_nests(prog: Program) -> list[frozenset[str]]:
+    """The top-level nests of ``prog`` other than the main statement's whose deepest statement has a loop
+    carrying a dependence (a forward and a back substitution after ludcmp's LU), each as its statements'
+    names: the nests :func:`_sides_aligned` aligns."""
+    kinds = loop_kinds(prog)
+    top = main_statement(prog).order[0]
+    out = []
+    for nest in sorted({s.order[0] for s in prog.statements if s.order}):
+        stmts = [s for s in prog.statements if s.order[:1] == (nest,)]
+        deepest = main_statement(prog.replace(statements=tuple(stmts)))
+        if nest != top and len(deepest.loops) >= 2 and any(
+                k not in (PARALLEL, REDUCTION) for k in kinds[deepest.name].values()):
+            out.append(frozenset(s.name for s in stmts))
+    return out
+
+
+def _sides_aligned(prog: Program, priority: str, sides: list[frozenset[str]], how: str
+                   ) -> tuple[Program | None, str]:
+    """``prog`` with each nest of ``sides`` (statement names) aligned by its first alignment under
+    ``priority`` (:func:`mica.affine.align.alignments` of that nest), one nest after another, and ``how``
+    extended to say so; ``(None, how)`` when no nest has one. Each rewrite keeps what the program computes
+    as :func:`_what` says."""
+    done = []
+    for names in sides:
+        tops = {s.order[0] for s in prog.statements if s.name in names}
+        if len(tops) != 1:
+            continue                      # the nest was rewritten already (it held the main statement)
+        found = alignments(prog, priority, tops.pop())
+        if not found:
+            continue
+        prog = aligned_program(prog, found[0])
+        done.append(_what(found[0]))
+    if not done:
+        return None, how
+    more = "; ".join(f"aligned: {d}" for d in done)
+    return prog, f"{how}; {more}" if how else more
 
 
 def _cycles(prog: Program, sched: Schedule, tgt: Target, lowering: Lowering) -> float:

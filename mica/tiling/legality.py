@@ -145,8 +145,9 @@ def _prove(prog: Program, sched: Schedule) -> None:
     stmts = {s.name: s for s in prog.statements}
     # What places and times each statement's instances: a statement placed and ordered alike under two
     # schedules gives the same { S[loops] -> [x, y, phase, t, position, local time...] } (_placed_time).
+    down = sched.step is not None and sched.step.down
     keys = {s.name: (tuple(placement_constraints(s, sched)), groups[s.name], depth,
-                     tuple(_local_time(s, sched, s.name in fused))) for s in prog.statements}
+                     tuple(_local_time(s, sched, s.name in fused)), down) for s in prog.statements}
 
     # Self-dependences of reductions through their accumulators are re-associable.
     exempt_refs = frozenset(r for rd in reds.values() for r in rd.refs)
@@ -189,16 +190,17 @@ _dependence_verdicts: OrderedDict[tuple, ScheduleError | None] = OrderedDict()
 
 @lru_cache(maxsize=VERDICTS)
 def _placed_time(stmt: Statement, constraints: tuple[str, ...], phase: tuple[int, int], depth: int,
-                 local_time: tuple[str, ...]) -> isl.Map:
+                 local_time: tuple[str, ...], down: bool = False) -> isl.Map:
     """``{ S[loops] -> [x, y, phase, t, position, local time..., 0...] }``: the core and the time of each
     instance of ``stmt`` placed by ``constraints`` (:func:`~.spacetime.placement_constraints`), in group
-    ``phase`` (:func:`_groups`), with ``local_time`` padded to ``depth`` entries."""
+    ``phase`` (:func:`_groups`), with ``local_time`` padded to ``depth`` entries; with ``down`` (a sweep
+    counting down: :attr:`~.schedule.StepMap.down`) the steps run from the last, so the time holds ``-t``."""
     placement = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> M[{T}, {X}, {Y}] : "
                      f"{' and '.join(constraints)} }}", CommError).intersect_domain(stmt.domain_set)
     order = list(local_time) + ["0"] * (depth - len(local_time))
     local = imap(f"{{ {stmt.name}[{', '.join(stmt.loops)}] -> [{', '.join(order) or '0'}] }}")
     g, pos = phase
-    head = placement.apply_range(imap(f"{{ M[t, x, y] -> [{g}, t, {pos}] }}"))
+    head = placement.apply_range(imap(f"{{ M[t, x, y] -> [{g}, {'-t' if down else 't'}, {pos}] }}"))
     time = head.flat_range_product(local.intersect_domain(stmt.domain_set))
     return placement.apply_range(imap("{ M[t, x, y] -> core[x, y] }")).flat_range_product(time)
 

@@ -237,7 +237,11 @@ def sweep_step(prog: Program, kinds: dict, like: Schedule | None = None) -> Step
     if all(kinds[s.name][lp] != SEQUENTIAL for s in prog.statements):
         return None
     n = max(loop_extent(s, lp) for s in prog.statements)
-    return StepMap(lp, 1, n, sweep=True)
+    # The direction the program runs the loop in (``-lp`` in a statement's order: counting down).
+    down = {f"-{lp}" in s.order for s in prog.statements}
+    if len(down) != 1:
+        return None
+    return StepMap(lp, 1, n, sweep=True, down=down.pop())
 
 
 def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | None = None,
@@ -302,7 +306,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                 family = "halo"         # SUMMA's multicast steps, on a stencil: lock-step sweeps
             reasons.append(
                 f"loop {step.loop} ({step.steps} iterations) carries a dependence from one iteration to the "
-                f"next and encloses every statement -> time: {step.steps} lock-step sweeps; data a statement "
+                f"next and encloses every statement -> time: {step.steps} lock-step sweeps"
+                f"{' counting down, as the program runs it' if step.down else ''}; data a statement "
                 f"reads from a neighbouring core arrives by a halo exchange just before it")
     if skew != "none" and (step is None or step.skew == "none"):
         raise ScheduleError(f"a {skew} schedule needs a reduction loop to step; {main.name} has none left")

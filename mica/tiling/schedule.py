@@ -120,6 +120,11 @@ class StepMap:
     that counts down, deriche's right-to-left pass, runs from the last block to the first): ``start`` then
     shifts every step, ``t = period*l + wx*x + wy*y + start``, so the first block runs at step 0, and the
     pipeline takes ``|wx|*(bx - 1) + |wy|*(by - 1)`` steps to fill.
+
+    ``down`` (a sweep that is not a wavefront): the loop counts down, as the program runs it (a back
+    substitution's column sweep, ``-j`` in its statements' order): step ``t`` still runs iteration ``t``,
+    and the steps run from the last to the first (MeshIR's :class:`~mica.meshir.ir.Loop` ``down``), so the
+    panels and roots of step ``t`` are those of an upward sweep.
     """
 
     loop: str
@@ -131,6 +136,7 @@ class StepMap:
     wave: tuple[int, int] = (0, 0)
     period: int = 1
     start: int = 0
+    down: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "wave", tuple(int(w) for w in self.wave))
@@ -151,6 +157,8 @@ class StepMap:
             raise ScheduleError(f"step map of loop {self.loop!r}: a wavefront is a sweep (one iteration per step)")
         if not self.loop and not self.wavefront:
             raise ScheduleError("a step map without a loop is a wavefront over the mesh (wave weights > 0)")
+        if self.down and (not self.sweep or self.wavefront):
+            raise ScheduleError(f"step map of loop {self.loop!r}: only a sweep that is not a wavefront counts down")
         if self.sweep and self.buffers != 1:
             raise ScheduleError(f"step map of loop {self.loop!r}: a sweep's halo strips are written by the step "
                                 f"itself and cannot be double-buffered (buffers must be 1)")

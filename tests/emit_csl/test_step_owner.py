@@ -63,6 +63,17 @@ def test_step_owner_multicasts_execute_on_wse2(name, mesh):
     assert len(plan["colours"]) <= plan["colour_budget"]
 
 
+def test_a_sweep_counting_down_executes():
+    """ludcmp's back substitution runs as a sweep whose steps count down (MeshIR ``Loop.down``): the PE's state
+    machine starts the loop variable at its last value and decrements it, and the results are the emulator's
+    bits."""
+    prog, _ = _program("ludcmp")
+    compiled = samples.step_owner_compile(prog, (4, 3), "wse2", searched_for="wse2")
+    assert any(getattr(op, "down", False) for op, _ in compiled.mesh_program.walk())
+    assert "counting down" in "".join(render(compiled).values())
+    _check("ludcmp", (4, 3), "wse2")
+
+
 def test_a_root_that_moves_every_tile_steps_is_relayed_with_its_block():
     """The relay of a multicast whose root is ``floor(t / tile)``: the root copy runs on the owner of step
     t's block and the hops start there (not at column t)."""

@@ -36,7 +36,8 @@ def step_owner_program(name: str, mesh: tuple[int, int]):
 
 # 4x3 and 8x8, and meshes the sizes do not divide (trisolv's 30 over 4 and 8 columns, LU's 24 over 7x5)
 CASES = [("trisolv", (4, 3)), ("trisolv", (8, 8)), ("lu", (4, 3)), ("lu", (8, 8)), ("lu", (7, 5)),
-         ("cholesky", (4, 3)), ("cholesky", (8, 8)), ("gramschmidt", (4, 3)), ("gramschmidt", (8, 8))]
+         ("cholesky", (4, 3)), ("cholesky", (8, 8)), ("gramschmidt", (4, 3)), ("gramschmidt", (8, 8)),
+         ("ludcmp", (4, 3))]        # its back substitution a sweep counting down
 
 
 @pytest.mark.parametrize("name, mesh", CASES, ids=[f"{n}-{w}x{h}" for n, (w, h) in CASES])
@@ -45,6 +46,9 @@ def test_step_owner_plan_emits_and_computes_the_reference(name, mesh, tmp_path):
     mp = c.mesh_program
     assert step_blocks(mp) and c.cost.cores > 1, (name, mesh)
     files = render(c)                                    # validates
+    down = any(getattr(op, "down", False) for op, _ in mp.walk())
+    assert down == (name == "ludcmp")
+    assert ("counting down" in "".join(files.values())) == down
     assert syntax_errors(files, tmp_path / "syntax") == {}
     rc, out = run_emitted(files, tmp_path / "run")
     assert rc == 0, out

@@ -3,8 +3,10 @@ core that owns it (mica.lower.reads.step_owner_plan) — trisolv, LU and Cholesk
 aligned (mica.tiling.aligned), ludcmp's factorisation aligned and the factors gathered onto the core that runs
 its two substitutions (mica.lower.regather), gramschmidt as written: the compiler searches each on six meshes
 (non-divisible ones included), the emulator runs it, and every output equals the natively compiled C bit for
-bit (an alignment keeps every dependence, so every update runs in its original order); on 8x8 they spread where
-that pays (trisolv spreads at n = 120), and the modelled cycles agree with the emulator's."""
+bit (an alignment keeps every dependence, so every update runs in its original order) — except where the plan
+says it sums a reduction's updates in another order (a back substitution's column sweep counting down: its
+reasons say so), which is then within rounding of the C; on 8x8 they spread where that pays (trisolv spreads at
+n = 120), and the modelled cycles agree with the emulator's."""
 
 import sys
 from pathlib import Path
@@ -41,8 +43,13 @@ def test_sweep_kernel_matches_native_c_and_spreads_where_it_pays(name):
         compiled = mica.compile_affine(prog, mesh=mesh)
         res = compiled.run(ins, threads=2)
         assert res.stats.summary()["computing_cores"] == compiled.cost.cores, (name, mesh)
+        reordered = any("in another order" in r for r in compiled.schedule.reasons)
         for arr, value in want.items():
-            assert np.array_equal(res.outputs[arr], value), f"{name} {arr} on {mesh}"
+            if reordered:
+                np.testing.assert_allclose(res.outputs[arr], value, rtol=1e-12, atol=1e-15,
+                                           err_msg=f"{name} {arr} on {mesh}")
+            else:
+                assert np.array_equal(res.outputs[arr], value), f"{name} {arr} on {mesh}"
         if mesh == (8, 8):
             assert (compiled.cost.cores > 1) == spreads
             assert any(r.startswith("aligned: loop") for r in compiled.schedule.reasons) == aligned

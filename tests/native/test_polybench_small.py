@@ -20,7 +20,7 @@ RTOL, ATOL = 1e-9, 1e-12
 
 #: Kernels checked here in CI (the emulator runs each in a few seconds); ``-m slow`` checks the rest that have
 #: a plan at this size.
-QUICK = ("symm", "gramschmidt", "trisolv", "cholesky", "gemver")
+QUICK = ("symm", "gramschmidt", "trisolv", "cholesky", "gemver", "ludcmp")
 
 
 def _check(name: str, mesh: tuple[int, int]) -> mica.CompiledProgram:

@@ -647,7 +647,8 @@ def test_opcode_validation():
 def test_constants_match_the_header():
     header = (RUNTIME_DIR / "mica_rt.h").read_text()
     defines = dict(re.findall(r"#define MICA_(\w+)\s+(\d+)", header))
-    assert len(defines) == 19      # OP_PREFETCH: double-buffered exchanges; OP_DRAM, OP_DRAM_PREFETCH, MAX_DRAM
+    assert len(defines) == 20      # OP_PREFETCH: double-buffered exchanges; OP_DRAM, OP_DRAM_PREFETCH, MAX_DRAM;
+    #                                OP_LOOP_DOWN: a sweep counting down
     for name, value in defines.items():
         assert getattr(oc, name) == int(value), name
 
