@@ -60,34 +60,42 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
 
     def rewrites(priority: str) -> list[tuple[Program, str]]:
         """The programs aligned under ``priority`` and not under an earlier one (the first priority's with the
-        cuts at pivots), each with how it was made; each also with the other nests aligned
-        (:func:`_sides_aligned`) where that changes it."""
+        cuts at pivots), each with how it was made."""
         earlier = set(alignments(op, PRIORITIES[0])) if priority != PRIORITIES[0] else set()
         out = [(aligned_program(op, al), f"aligned: {_what(al)}")
                for al in alignments(op, priority) if al not in earlier]
-        out += [(prog, how) for prog, how in (_sides_aligned(p, priority, sides, how)
-                                              for p, how in [(op, "")] + out) if prog is not None]
         if priority == PRIORITIES[0]:
             out += [(prog, f"split: {how}, which runs the same instances in the same order as the source")
                     for how, prog in split_programs(op)]
         return out
-    # A later priority's alignments only when nothing earlier spreads: each is a whole search.
+    # A later priority's alignments only when nothing earlier spreads: each is a whole search. A program whose
+    # plan leaves some operator on one core (or has no plan) is also searched with its other nests aligned
+    # (_sides_aligned); each program once.
     one = None
     best = (float("inf"), op, sched, report)
+    seen: set = {op}
     for priority in PRIORITIES:
         found = rewrites(priority)
-        if not found:
+        if sides and (error is not None or not _all_spread(sched)):
+            found.insert(0, _sides_aligned(op, priority, sides, ""))
+        if not any(prog is not None for prog, _ in found):
             continue
         if one is None:
             one = _cycles(op, sched, tgt, lowering) if error is None else float("inf")
             best = (one, op, sched, report)
-        for prog, how in found:
+        while found:
+            prog, how = found.pop(0)
+            if prog is None or prog in seen:
+                continue
+            seen.add(prog)
             try:
                 s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
                 # (without a plan in the source order, any plan of a rewrite is better than none)
                 cycles = _cycles(prog, s, tgt, lowering) if spreads(s) or error is not None else float("inf")
             except MicaError:
-                continue
+                s, cycles = None, float("inf")
+            if sides and (s is None or not _all_spread(s)):
+                found.insert(0, _sides_aligned(prog, priority, sides, how))
             if cycles < best[0]:
                 why = (f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
                        if error is None else f"{how}; in the source order no plan works ({str(error).splitlines()[0]})")
@@ -97,6 +105,11 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     if best[2] is None:
         raise error
     return best[1], best[2], best[3]
+
+
+def _all_spread(sched: Schedule) -> bool:
+    """Whether every operator of ``sched`` (the plan itself when it has no phases) spreads."""
+    return all(spreads(p) for p in sched.phases) if sched.phases else spreads(sched)
 
 
 def _what(al: Alignment) -> str:
