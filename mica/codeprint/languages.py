@@ -40,9 +40,20 @@ def _reference_c_const(value, elem: str) -> str:
     return f"(({elem}){v.hex()})" if _finite(v) else _c_special(v)
 
 
+#: IEEE bit patterns of the non-finite values per CSL float type: CSL has no literal for them, so they are
+#: spelled as a bit cast of the pattern, in decimal (``@bitcast(f32, @as(u32, 2139095040))``: 0x7f800000).
+_CSL_SPECIAL = {"f32": ("u32", 0x7F800000, 0xFF800000, 0x7FC00000), "f16": ("u16", 0x7C00, 0xFC00, 0x7E00)}
+
+
 def _csl_const(value, elem: str) -> str | None:
     v = float(value)
-    return f"@as({elem}, {v!r})" if _finite(v) else None
+    if _finite(v):
+        return f"@as({elem}, {v!r})"
+    if elem not in _CSL_SPECIAL:
+        return None
+    bits, pos, neg, nan = _CSL_SPECIAL[elem]
+    pattern = nan if v != v else (pos if v > 0 else neg)
+    return f"@bitcast({elem}, @as({bits}, {pattern}))"
 
 
 def _metalium_const(value, elem: str) -> str | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..affine.isl_names import aff_coefficients, imap, max_of, rename_dims, single_affine_of
+from ..affine.isl_names import aff_coefficients, imap, iset, max_of, rename_dims, single_affine_of
 from ..affine.program import Access, Array, Statement
 from ..errors import AffineError, CommError
 from ..meshir.ir import BoxDim, Lin, Region
@@ -247,8 +247,16 @@ def classify_ring(array: Array, ref: str, need: isl.Map, held: isl.Map, kind: st
     if not need.is_subset(held):
         raise CommError(f"{what}: cores read {array.name} outside their ring buffer", detail=str(need.subtract(held)))
     prev = imap("{ M[t, x, y] -> M[t2, x2, y2] : t2 = t - 1 }")
-    came = held.apply_range(held.reverse()).intersect(prev)
-    came = came.apply_range(imap("{ M[t, x, y] -> core[x, y] }"))
+    source = held.apply_range(held.reverse()).intersect(prev)       # { M[t, x, y] -> M[t - 1, x', y'] }
+    # A buffer's contents after the shift are what its source held the step before: everything a core holds
+    # from step 1 on must come so (a panel whose other dimensions are laid out along the ring's axis -- an
+    # array indexed by a spatial loop there -- would arrive from a core holding another block of it).
+    later = held.intersect_domain(iset("{ M[t, x, y] : t >= 1 }"))
+    if not later.is_subset(source.apply_range(held)):
+        raise CommError(f"{what}: the panels of {array.name} a core holds after a shift are not those a "
+                        f"neighbour held the step before (its other dimensions are laid out along the ring)",
+                        detail=str(later.subtract(source.apply_range(held))))
+    came = source.apply_range(imap("{ M[t, x, y] -> core[x, y] }"))
     if came.is_empty():
         return "x", 0, str(came)
     if not came.is_single_valued():

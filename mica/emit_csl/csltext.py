@@ -1,7 +1,8 @@
 """Small CSL text helpers shared by the layout and PE renderers: rectangle tests, loop-variable
 expressions, direction names, and the arithmetic helpers every generated file defines.
 
-Public API: :func:`lin_csl`, :func:`rect_test`, :func:`box_test`, :data:`DIR`, :data:`HELPERS`.
+Public API: :func:`lin_csl`, :func:`rect_test`, :func:`box_test`, :data:`DIR`, :data:`HELPERS`,
+:data:`FLOAT_HELPERS`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ fn pmod(a: i32, m: i32) i32 { if (a >= 0) { return urem(a, m); } const r: i32 = 
 fn in_box(x: i32, y: i32, x0: i32, x1: i32, xs: i32, y0: i32, y1: i32, ys: i32) bool {
   return x >= x0 and x < x1 and pmod(x - x0, xs) == 0 and y >= y0 and y < y1 and pmod(y - y0, ys) == 0;
 }"""
+
+
+#: C's ``fmaxf`` / ``fminf`` per CSL float type (the other operand when one is a NaN), defined by a PE program
+#: whose kernels call one (:data:`.kernels.OWN`).
+FLOAT_HELPERS = "\n".join(
+    f"fn mica_{fn}_{ty}(a: {ty}, b: {ty}) {ty} {{ if (b != b or a {cmp} b) {{ return a; }} return b; }}"
+    for ty in ("f32", "f16") for fn, cmp in (("fmax", ">="), ("fmin", "<=")))
 
 
 def lin_csl(v: ir.Lin, slots: dict[str, int]) -> str:

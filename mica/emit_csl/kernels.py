@@ -42,18 +42,24 @@ SUFFIX = {"f32": "s", "f16": "h"}
 #: program when a kernel uses one), by element type: ``sqrt_f32`` / ``sqrt_f16`` (sdk.cerebras.ai
 #: ``/csl/language/libraries``, ``<math>``; the module is imported with ``@import_module("<math>")`` as on
 #: ``/csl/language/modules``).
-MATH = {"sqrt": "sqrt"}
+MATH = {"sqrt": "sqrt", "exp": "exp"}
 MATH_MODULE = "math_lib"
+#: Math functions printed as calls of the PE program's own helpers (:data:`.csltext.FLOAT_HELPERS`, defined
+#: when a kernel calls one): C's ``fmaxf``/``fminf``, which return the other operand when one is a NaN.
+OWN = {"fmax": "mica_fmax", "fmin": "mica_fmin"}
 
 
 def csl_language(kernel: str):
     """The CSL expression language of kernel ``kernel``: :data:`mica.codeprint.CSL` with the math functions
-    of :data:`MATH` mapped to the ``<math>`` library; any other function is an :class:`EmitError` naming the
-    kernel."""
+    of :data:`MATH` mapped to the ``<math>`` library and those of :data:`OWN` to the PE program's helpers; any
+    other function is an :class:`EmitError` naming the kernel."""
     def call(fn: str, elem: str) -> str:
+        if elem in SUFFIX and fn in OWN:
+            return f"{OWN[fn]}_{elem}"
         if fn not in MATH or elem not in SUFFIX:
             raise EmitError(f"CSL back end: kernel {kernel}: math function {fn}() on {elem} has no CSL <math> "
-                            f"library function MICA maps it to (mapped: {', '.join(sorted(MATH))} on f32 and f16)")
+                            f"library function MICA maps it to (mapped: {', '.join(sorted(MATH | OWN))} on f32 "
+                            f"and f16)")
         return f"{MATH_MODULE}.{MATH[fn]}_{elem}"
     return replace(CSL, call=call)
 

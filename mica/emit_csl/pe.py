@@ -25,7 +25,7 @@ from math import prod
 
 from ..meshir import ir
 from . import boxes
-from .csltext import HELPERS, rect_test
+from .csltext import FLOAT_HELPERS, HELPERS, rect_test
 from .kernels import MATH_MODULE, kernel_functions
 from .plan import CslPlan, families, parts_of, use_ranges
 
@@ -122,7 +122,9 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     funcs, dsds = ks.functions, ks.dsds
     decl = _declarations(mp, plan)
     if any(f"{MATH_MODULE}." in text for _, text in funcs):
-        decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt_f32 / sqrt_f16 of the kernels')
+        decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt / exp (_f32, _f16) of the kernels')
+    if any("mica_fm" in text for _, text in funcs):
+        decl.insert(-1, "// C's fmaxf / fminf (the other operand when one is a NaN)\n" + FLOAT_HELPERS)
     L = (decl + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
          + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported, bool(mp.runtime)))
     return "\n".join(L) + "\n"

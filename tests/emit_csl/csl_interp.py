@@ -302,6 +302,9 @@ class Fabric:
         if name == "as":
             ty = ev[0][1]
             return float({"f32": np.float32, "f16": np.float16}[ty](ev[1])) if ty in ("f32", "f16") else int(ev[1])
+        if name == "bitcast":          # a float from its IEEE bits (the non-finite constants)
+            ty = ev[0][1]
+            return float(np.array(int(ev[1]), {"f32": np.uint32, "f16": np.uint16}[ty]).view(NP[ty]))
         if name == "zeros":
             _, kind, (n, ty) = ev[0]
             return np.zeros(int(n), dtype=NP[ty])
@@ -376,9 +379,9 @@ class Fabric:
         if base == ("module", "<memcpy/memcpy>") and name == "unblock_cmd_stream":
             m.done = True
             return None
-        if base == ("module", "<math>") and name in ("sqrt_f32", "sqrt_f16"):
+        if base == ("module", "<math>") and name in ("sqrt_f32", "sqrt_f16", "exp_f32", "exp_f16"):
             ty = np.float32 if name.endswith("f32") else np.float16
-            return ty(np.sqrt(ty(vals[0])))
+            return ty({"sqrt": np.sqrt, "exp": np.exp}[name[:-4]](ty(vals[0])))
         if base == ("module", "<layout>"):
             return {"get_x_coord": m.core[0], "get_y_coord": m.core[1]}[name]
         if base[0] == "module" and name == "get_params":
