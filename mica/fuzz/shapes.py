@@ -399,4 +399,37 @@ def uniform_nest(g):
     return [outer]
 
 
-NESTS = (argmin_nest, temporary_nest, minmax_nest, remote_write_nest, uniform_nest)
+# -- contractions ---------------------------------------------------------------------------------------
+#: Index orders of a contraction's operands over (i, j, k): a matrix product's and a batched one's, where a 3D
+#: operand is indexed by both spatial loops and the reduced one (attention's ``K[l][h][d]``).
+_OPERANDS = (("i", "k"), ("k", "i"), ("i", "j", "k"), ("j", "i", "k"), ("k", "i", "j"), ("i", "k", "j"))
+
+
+def contraction_nest(g):
+    """``S[i][j] (+)= P[..] * Q[..]`` summed over ``k``: a matrix product (``P[i][k] * Q[k][j]``, either operand
+    transposed) or a batched one whose operands hold ``i``, ``j`` and ``k`` in any order, with ``S`` zeroed
+    first or accumulated onto: plans step ``k`` as SUMMA panels or as Cannon / interleaved rings, which must
+    carry each operand's panels only along the mesh axis its reduced dimension is laid out on."""
+    ch = g.ch
+    names = g.fresh(3)
+    if names is None or not _loops(g, 3):
+        return None
+    S, P, Q = names
+    loops = {}
+    for var in ("i", "j", "k"):
+        t, v = _size(g, 8)
+        loops[var] = _for(g, var, "0", t, 0, v - 1)
+    i, j, k = loops["i"], loops["j"], loops["k"]
+    p_dims = ch.choice(_OPERANDS)
+    q_dims = tuple("j" if d == "i" else "i" if d == "j" else d for d in ch.choice(_OPERANDS))
+    for name, dims in ((P, p_dims), (Q, q_dims)):
+        g.mark(name, [[loops[d].lo, loops[d].hi] for d in dims])
+    g.mark(S, [[i.lo, i.hi], [j.lo, j.hi]])
+    ref = lambda name, dims: name + "".join(f"[{d}]" for d in dims)      # noqa: E731
+    k.body = [_Stmt(f"{S}[i][j]", "+=", f"{ref(P, p_dims)} * {ref(Q, q_dims)}")]
+    j.body = ([_Stmt(f"{S}[i][j]", "=", "0")] if ch.coin(0.6) else []) + [k]
+    i.body = [j]
+    return [i]
+
+
+NESTS = (contraction_nest, argmin_nest, temporary_nest, minmax_nest, remote_write_nest, uniform_nest)

@@ -11,7 +11,7 @@ from mica.affine.isplit import split_programs
 from mica.affine.privatise import temporaries
 
 SHAPES = ("max/min reduction", "arg pair", "iterator value", "temporary", "remote write", "uniform dependence",
-          "small-int data", "int32 arrays")
+          "small-int data", "int32 arrays", "contraction")
 
 
 def _loop_names(s):
@@ -43,6 +43,13 @@ def _uniform(prog, red) -> bool:
     return False
 
 
+def _contracts(s, reduced: set) -> bool:
+    """``s`` sums products of two arrays over a loop of ``reduced`` that indexes both (a matrix product, or
+    a batched one with a 3D operand)."""
+    indexed = [{v for ix in a.index for v in ix.names} for a in s.reads if a.array != s.write.array]
+    return any(sum(1 for names in indexed if lp in names) >= 2 for lp in reduced)
+
+
 def shapes_of(case) -> set[str]:
     prog = from_c(case.source, params=case.params)
     red = reductions(prog)
@@ -54,6 +61,8 @@ def shapes_of(case) -> set[str]:
             found.add("max/min reduction")
         if r.op in ("argmax", "argmin"):
             found.add("arg pair")
+        if r.op == "+" and _contracts(s, set(s.loops) - _loop_names(s)):
+            found.add("contraction")
     if re.search(r"\((double|float|int)\)", case.source):
         found.add("iterator value")
     if temporaries(prog):
