@@ -226,6 +226,29 @@ void append(int pos, float W[D][D], float x[D], float K[L][D], float w[L], float
 #: work); kernel -> (the manifest's size text, this size).
 STEP_OWNER_SIZES = {"cholesky": ("24 + 0", 40)}
 
+#: A back substitution: sequential in its row loop as written; aligned by its columns it is a sweep counting down
+#: from the last column (mica.affine.align, StepMap.down), its row sums accumulated in the other order.
+BACK_SUBSTITUTION = """
+void back(int n, double A[n][n], double y[n], double x[n]) {
+  double w;
+  for (int i = n - 1; i >= 0; i--) {
+    w = y[i];
+    for (int j = i + 1; j < n; j++)
+      w -= A[i][j] * x[j];
+    x[i] = w / A[i][i];
+  }
+}
+"""
+
+
+def back_substitution(n: int, target, mesh: tuple[int, int]):
+    """:data:`BACK_SUBSTITUTION` at size ``n`` in f32, compiled for ``target`` with the sweep counting down that
+    the search finds on WSE-2 when compute is charged at the peak rate (:func:`step_owner_compile`)."""
+    from mica.affine.from_c import from_c
+    from mica.affine.retype import with_float_dtype
+    prog = with_float_dtype(from_c(BACK_SUBSTITUTION, "back", params={"n": n}), "f32")
+    return step_owner_compile(prog, mesh, target)
+
 
 def step_owner_kernel(name: str) -> tuple[str, str, dict]:
     """Source, function and parameters of the PolyBench sweep ``name`` at the size the back-end tests use

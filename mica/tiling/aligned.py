@@ -41,8 +41,9 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     (:func:`mica.affine.isplit.split_programs`) has a plan of fewer modelled cycles — then that program, its
     plan (its reasons saying how it was rewritten) and the report of its search. Preserves what the program
     computes (both rewrites do, bit for bit)."""
+    memo: dict = {}         # operator searches shared by the rewrites (most of their operators are the same)
     try:
-        sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress)
+        sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress, memo=memo)
     except MicaError as exc:
         # No plan in the source order (trisolv at n = 120 on 8x8: its matrix fits no core and no loop is
         # parallel as written): a rewrite may still have one, else this is the error.
@@ -69,14 +70,14 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
                     for how, prog in split_programs(op)]
         return out
     # A later priority's alignments only when nothing earlier spreads: each is a whole search. A program whose
-    # plan leaves some operator on one core (or has no plan) is also searched with its other nests aligned
-    # (_sides_aligned); each program once.
+    # plan leaves some operators on one core while others spread (or has no plan) is also searched with its
+    # other nests aligned (_sides_aligned, _sides_may_help); each program once.
     one = None
     best = (float("inf"), op, sched, report)
     seen: set = {op}
     for priority in PRIORITIES:
         found = rewrites(priority)
-        if sides and (error is not None or not _all_spread(sched)):
+        if sides and _sides_may_help(sched):
             found.insert(0, _sides_aligned(op, priority, sides, ""))
         if not any(prog is not None for prog, _ in found):
             continue
@@ -89,12 +90,12 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
                 continue
             seen.add(prog)
             try:
-                s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress)
+                s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress, memo=memo)
                 # (without a plan in the source order, any plan of a rewrite is better than none)
                 cycles = _cycles(prog, s, tgt, lowering) if spreads(s) or error is not None else float("inf")
             except MicaError:
                 s, cycles = None, float("inf")
-            if sides and (s is None or not _all_spread(s)):
+            if sides and _sides_may_help(s):
                 found.insert(0, _sides_aligned(prog, priority, sides, how))
             if cycles < best[0]:
                 why = (f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
@@ -107,9 +108,16 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     return best[1], best[2], best[3]
 
 
-def _all_spread(sched: Schedule) -> bool:
-    """Whether every operator of ``sched`` (the plan itself when it has no phases) spreads."""
-    return all(spreads(p) for p in sched.phases) if sched.phases else spreads(sched)
+def _sides_may_help(sched: Schedule | None) -> bool:
+    """Whether a program with plan ``sched`` (None: no plan) is also searched with its other nests aligned:
+    when it has no plan (its data may fit only spread), or when some of its operators spread and others stay
+    on one core. A plan that spreads nothing keeps its main nest on one core whatever the others do, and one
+    that spreads everything has nothing left to gain (this bounds the searches a program with many nests
+    costs)."""
+    if sched is None:
+        return True
+    parts = [spreads(p) for p in sched.phases] if sched.phases else [spreads(sched)]
+    return any(parts) and not all(parts)
 
 
 def _what(al: Alignment) -> str:

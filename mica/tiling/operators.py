@@ -29,12 +29,13 @@ from .search import Lowering, SearchReport, search
 from .split import fixed_homes_after, mapped_program, operator_program, phase_operators, split_operators
 
 
-def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None
-                   ) -> tuple[Schedule, SearchReport | None]:
+def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None,
+                   memo: dict | None = None) -> tuple[Schedule, SearchReport | None]:
     """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
-    fission lets spread over the mesh) through :func:`search_operators`."""
+    fission lets spread over the mesh) through :func:`search_operators`. ``memo``: operator searches kept
+    across calls for the same mesh, target and lowering (rewrites of one program share most operators)."""
     if len(split_operators(op)) > 1:
-        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress)
+        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress, memo=memo)
     splits = operator_splits(op)
     try:
         sched, report = search(op, mesh, tgt, lowering, progress=progress)
@@ -42,7 +43,8 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
         if not splits:
             raise
         try:
-            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress)
+            return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress,
+                                    memo=memo)
         except MicaError:
             pass
         raise
@@ -59,7 +61,7 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     # spread further; the cheaper plan wins.
     try:
         phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side,
-                                                 progress=progress)
+                                                 progress=progress, memo=memo)
     except MicaError:
         return sched, report
     if not phased.phases:
@@ -79,7 +81,8 @@ def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
 
 
 def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits: list[tuple[str, list]] | None = None, *,
-                     side_by_side: bool = True, progress=None) -> tuple[Schedule, SearchReport | None]:
+                     side_by_side: bool = True, progress=None, memo: dict | None = None
+                     ) -> tuple[Schedule, SearchReport | None]:
     """A program of several operators, mapped one after another (each searched by
     :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
 
@@ -102,7 +105,8 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
         splits = operator_splits(op)
     one = derive_schedule(op, mesh, assignment=[], family="one-core")
     ways = _Ways(op, tgt, lowering, progress)
-    memo: dict = {}                      # one search per (operator, fixed layouts, resident arrays)
+    # One search per (operator, fixed layouts, resident arrays), shared with the caller's other programs.
+    memo = {} if memo is None else memo
     # When no way works on the whole mesh, smaller grids from core (0, 0) are tried until one does (a plan
     # that works on a smaller mesh stays a candidate on a larger one): on a rectangular mesh first the
     # largest square (an operator's grid of blocks is not square, so a later one cannot transpose its
@@ -494,7 +498,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             # not change its result, so they are left out of the key. ``capped``: the on-mesh arrays it lays
             # out keep within their share of SRAM (mica.meshir.on_mesh.on_mesh_caps).
             mine = {a: c for a, c in caps.items() if a in touched and a not in homes} if capped else {}
-            key = (tuple(s.name for s in ops[k]), frozenset((a, h) for a, h in homes.items() if a in touched),
+            key = (sub, frozenset((a, h) for a, h in homes.items() if a in touched),
                    resident & touched, size, origin == (0, 0), frozenset(mine.items()))
             if key not in memo:
                 try:

@@ -38,14 +38,20 @@ def test_special_constants():
 
 
 @pytest.mark.parametrize("lang, e, message", [
-    (cp.CSL, Const(float("inf")), "here: constant inf has no CSL literal"),
+    (cp.CSL, Const(float("inf")), "here: constant inf has no CSL literal"),        # f64: no CSL type
     (cp.CSL, Call("exp", (Read("a"),)), r"here: math function exp\(\) is not mapped"),
     (cp.METALIUM, Const(float("nan")), "here: constant nan in the generic path"),
     (cp.METALIUM, Call("exp", (Read("a"),)), "here: Call .* has no rendering on the data-movement RISC-V"),
 ])
 def test_what_a_language_cannot_print_is_refused_with_the_callers_prefix(lang, e, message):
     with pytest.raises(EmitError, match=message):
-        _print(lang, e, elem="f32")
+        _print(lang, e, elem="f64" if lang is cp.CSL else "f32")
+
+
+def test_csl_spells_non_finite_constants_as_bit_casts():
+    assert _print(cp.CSL, Const(float("inf")), elem="f32") == "@bitcast(f32, @as(u32, 2139095040))"
+    assert _print(cp.CSL, Const(float("-inf")), elem="f16") == "@bitcast(f16, @as(u16, 64512))"
+    assert _print(cp.CSL, Const(float("nan")), elem="f32") == "@bitcast(f32, @as(u32, 2143289344))"
 
 
 def test_a_scalar_without_a_home_is_refused():

@@ -179,13 +179,16 @@ def test_resident_names_must_be_inputs_or_outputs():
 
 def test_hardware_back_ends_pass_runtime_parameters_and_name_what_else_is_missing(decode, tmp_path):
     """CSL and Metalium take runtime parameters (tests/emit_csl/test_csl_runtime.py and
-    tests/emit_metalium/test_runtime_params.py run them); the decode step still stops at what those back ends
-    lack for its softmax, named, and not at its runtime parameter."""
-    for backend, missing in (("csl", r"constant -inf has no CSL literal|fmax\(\) is not mapped to CSL"),
-                             ("metalium", "call of fmax")):
-        with pytest.raises(EmitError, match=missing) as exc:
-            decode.emit(backend, tmp_path / backend)
-        assert "runtime param" not in str(exc.value)
+    tests/emit_metalium/test_runtime_params.py run them). The decode step emits as CSL, its softmax included
+    (``-INFINITY`` as a bit cast, ``expf`` from ``<math>``, ``fmaxf`` as the PE program's helper), with ``pos``
+    in ``rparams``; the Metalium back end still stops at what it lacks for the softmax, named, and not at the
+    runtime parameter."""
+    files = decode.emit("csl", tmp_path / "csl")
+    pe = next(f for f in files if f.name == "pe_program.csl").read_text()
+    assert "rparams" in pe and "math_lib.exp_f32(" in pe and "mica_fmax_f32(" in pe
+    with pytest.raises(EmitError, match="call of fmax") as exc:
+        decode.emit("metalium", tmp_path / "metalium")
+    assert "runtime param" not in str(exc.value)
 
 
 ROPE = samples.RUNTIME_ROPE

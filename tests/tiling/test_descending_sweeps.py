@@ -20,17 +20,9 @@ from mica.meshir.ir import Loop
 from mica.tiling.legality import check_legal
 from mica.tiling.mapping import derive_schedule
 
-BACK = """
-void back(int n, double A[n][n], double y[n], double x[n]) {
-  double w;
-  for (int i = n - 1; i >= 0; i--) {
-    w = y[i];
-    for (int j = i + 1; j < n; j++)
-      w -= A[i][j] * x[j];
-    x[i] = w / A[i][i];
-  }
-}
-"""
+import samples
+
+BACK = samples.BACK_SUBSTITUTION
 
 FORWARD = """
 void forward(int n, double A[n][n], double b[n], double y[n]) {
