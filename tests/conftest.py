@@ -36,3 +36,26 @@ def golden(request):
     def check(files: dict[str, str], directory: Path, label: str = "") -> None:
         check_golden(files, directory, update=update, label=label)
     return check
+
+
+#: The test files that take longest (a minute or more of one core in a clean run: many compiles of large
+#: programs, or a model's fixtures), longest first. They start first so that pytest-xdist's file-by-file
+#: scheduling (README's ``--dist loadfile``) does not leave one of them to run alone at the end; the other
+#: files keep their order, and every file keeps its own.
+FIRST = ("native/test_c_kernels.py", "models/test_llama.py", "behaviour/test_behaviour.py", "test_bench_smoke.py",
+         "native/test_aligned_kernels.py", "tiling/test_transposed_plans.py", "fuzz/test_fuzz_programs.py",
+         "test_readme.py", "native/test_privatised_kernels.py", "affine/test_recurrence.py",
+         "native/test_minmax_programs.py", "emit_csl/test_step_owner_wse3.py", "emit_csl/test_step_owner.py",
+         "tiling/test_on_mesh_shares.py", "native/test_runtime_fuzz.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: k for k, name in enumerate(FIRST)}
+
+    def key(item) -> int:
+        try:
+            rel = Path(str(item.fspath)).resolve().relative_to(TESTS).as_posix()
+        except ValueError:
+            return len(FIRST)
+        return rank.get(rel, len(FIRST))
+    items.sort(key=key)          # stable: the order inside every file, and of the other files, is kept

@@ -29,8 +29,10 @@ def _compiled(name: str, mesh: tuple[int, int]):
     return mica.compile_affine(from_c(src, name, params=params), mesh=mesh)
 
 
-@pytest.mark.parametrize("mesh", [(4, 4), (3, 2)])
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name, mesh", [("softmax", (4, 4)), ("attention", (3, 2)), ("prefill", (4, 4)),
+                                        pytest.param("softmax", (3, 2), marks=pytest.mark.slow),
+                                        pytest.param("attention", (4, 4), marks=pytest.mark.slow),
+                                        pytest.param("prefill", (3, 2), marks=pytest.mark.slow)])
 def test_softmax_and_attention_execute_as_csl(name, mesh):
     compiled = _compiled(name, mesh)
     files = render(compiled)                        # validates and syntax-checks
