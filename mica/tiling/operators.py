@@ -481,6 +481,9 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             fixed.setdefault(a, h)
         resident = frozenset(s.write.array for g in ops[:k] for s in g)
         sub = operator_program(op, ops[k], k)
+        # The memo's key for the operator: its sub-program but for its name (which numbers it in this
+        # split): the same statements are one operator of every split and rewrite that keeps them.
+        unnamed = (sub.arrays, sub.statements, sub.inputs, sub.outputs, sub.scalars, sub.runtime, sub.on_mesh)
         touched = {a.array for s in ops[k] for a in s.accesses}
         swapped = {a: h for a, h in ((a, relaid_home(fixed[a])) for a in sorted(touched & set(fixed)))
                    if h is not None}
@@ -498,7 +501,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             # not change its result, so they are left out of the key. ``capped``: the on-mesh arrays it lays
             # out keep within their share of SRAM (mica.meshir.on_mesh.on_mesh_caps).
             mine = {a: c for a, c in caps.items() if a in touched and a not in homes} if capped else {}
-            key = (sub, frozenset((a, h) for a, h in homes.items() if a in touched),
+            key = (unnamed, frozenset((a, h) for a, h in homes.items() if a in touched),
                    resident & touched, size, origin == (0, 0), frozenset(mine.items()))
             if key not in memo:
                 try:
