@@ -42,11 +42,21 @@ def golden(request):
 #: programs, or a model's fixtures), longest first. They start first so that pytest-xdist's file-by-file
 #: scheduling (README's ``--dist loadfile``) does not leave one of them to run alone at the end; the other
 #: files keep their order, and every file keeps its own.
-FIRST = ("native/test_c_kernels.py", "models/test_llama.py", "behaviour/test_behaviour.py", "test_bench_smoke.py",
-         "native/test_aligned_kernels.py", "tiling/test_transposed_plans.py", "fuzz/test_fuzz_programs.py",
-         "test_readme.py", "native/test_privatised_kernels.py", "affine/test_recurrence.py",
-         "native/test_minmax_programs.py", "emit_csl/test_step_owner_wse3.py", "emit_csl/test_step_owner.py",
-         "tiling/test_on_mesh_shares.py", "native/test_runtime_fuzz.py")
+FIRST = ("native/test_c_kernels.py", "models/test_llama.py", "behaviour/test_behaviour.py", "test_readme.py",
+         "native/test_aligned_kernels.py", "test_bench_smoke.py", "emit_csl/test_step_owner_wse3.py",
+         "fuzz/test_fuzz_programs.py", "tiling/test_transposed_plans.py", "native/test_privatised_kernels.py",
+         "emit_metalium/test_step_owner.py", "emit_metalium/test_functional.py", "emit_csl/test_step_owner.py",
+         "emit_csl/test_csl_execution.py", "affine/test_recurrence.py", "emit_metalium/test_syntax.py",
+         "fuzz/test_hostile_names.py", "tiling/test_on_mesh_shares.py", "native/test_decode_layer.py",
+         "native/test_runtime_fuzz.py")
+
+
+def pytest_configure(config):
+    """Keeps :data:`FIRST`'s order under ``--dist loadfile``: pytest-xdist 3.8 and later otherwise hand out the
+    files most-tests-first (``--loadscope-reorder``, their default), which started a 115 s file at the end of a
+    27-minute run; older versions have no such option and keep the collection order anyway."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(session, config, items):
