@@ -9,7 +9,7 @@ by :func:`mica.meshir.verify.verify` and costed by :func:`mica.tiling.cost.estim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import combinations
 from math import prod
 
@@ -481,9 +481,9 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             fixed.setdefault(a, h)
         resident = frozenset(s.write.array for g in ops[:k] for s in g)
         sub = operator_program(op, ops[k], k)
-        # The memo's key for the operator: its sub-program but for its name (which numbers it in this
-        # split): the same statements are one operator of every split and rewrite that keeps them.
-        unnamed = (sub.arrays, sub.statements, sub.inputs, sub.outputs, sub.scalars, sub.runtime, sub.on_mesh)
+        # The memo's key for the operator: its sub-program's compared fields but its name (which numbers it in
+        # this split): the same statements are one operator of every split and rewrite that keeps them.
+        unnamed = tuple(getattr(sub, f.name) for f in fields(sub) if f.compare and f.name != "name")
         touched = {a.array for s in ops[k] for a in s.accesses}
         swapped = {a: h for a, h in ((a, relaid_home(fixed[a])) for a in sorted(touched & set(fixed)))
                    if h is not None}
