@@ -342,7 +342,11 @@ def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering, *, prog
         for count in STREAM_PIECES:
             if n % count:
                 continue
-            pieces = cut_program(op, array, dim, count)
+            try:
+                pieces = cut_program(op, array, dim, count)
+            except MicaError as exc:       # e.g. the cut would split an array kept on the mesh
+                yield f"cut into {count} pieces along dimension {dim} of {array}, streamed", exc
+                break
             ops = split_operators(pieces.program)
             per = len(ops) // count
             for axis in ((0, 1) if mesh[0] >= mesh[1] else (1, 0)):

@@ -209,3 +209,39 @@ def test_a_row_the_run_selects_is_gathered_from_its_owner(mesh):
         want = run_c(ROPE, None, {**ins, "pos": pos})
         got = prog.run({**ins, "pos": pos}).outputs
         np.testing.assert_allclose(got["qr"], want["qr"], rtol=1e-6, atol=1e-7)
+
+
+#: Appends the token's key at row pos of a kept cache, then scores it against rows 0..pos: the only array the
+#: search could cut the program along (to stream its pieces) is the cache, which stays on the mesh.
+KEY_STEP = f"""
+#define L {L}
+#define D {D}
+void key_step(int pos, float W[D][D], float K[L][D], float x[D], float s[L]) {{
+  for (int i = 0; i < D; i++) {{
+    K[pos][i] = 0.0f;
+    for (int j = 0; j < D; j++) K[pos][i] += W[i][j] * x[j];
+  }}
+  for (int l = 0; l <= pos; l++) {{
+    s[l] = 0.0f;
+    for (int d = 0; d < D; d++) s[l] += K[l][d] * x[d];
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("mesh", [(3, 5), (4, 4), (2, 7)], ids=lambda m: f"{m[0]}x{m[1]}")
+def test_a_cut_that_would_split_a_kept_array_is_a_rejected_way_not_an_error(mesh):
+    """The streamed ways cut the program along an array; a cut through a kept array is listed as rejected
+    (it raised out of the search before, so the program had no plan on meshes where streaming is tried)."""
+    prog = mica.compile_affine(KEY_STEP, mesh=mesh, runtime={"pos": (0, L)}, resident=("W", "K"))
+    assert prog.cost.cores > 1
+    assert "would cut K, which stay on the mesh" in prog.explain()
+    rng = np.random.default_rng(2)
+    W = (rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32)
+    K = np.zeros((L, D))
+    with prog.load({"W": W, "K": np.zeros((L, D), np.float32)}) as dev:
+        for pos in range(0, L, 3):
+            x = rng.standard_normal(D).astype(np.float32)
+            K[pos] = W.astype(np.float64) @ x
+            got = dev.run({"pos": pos, "x": x, "s": np.zeros(L, np.float32)}).outputs["s"]
+            np.testing.assert_allclose(got[:pos + 1], K[:pos + 1] @ x, rtol=1e-4, atol=1e-5)
