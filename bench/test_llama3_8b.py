@@ -14,9 +14,11 @@ target's clock.
 The emulated row loads one layer's random f16 weights and a full KV cache onto the 125x165 region and
 times one step at position 4,095 (the benchmark); its baseline, timed in the same run, is numpy doing the
 layer's seven weight GEMVs in float32 (the bytes/s of both are printed: the emulator streams the f16
-weights through its kernels). A whole 32-layer step would hold 32 such regions: about 29 GB of emulated
-SRAM, more than this 24 GB machine has, so it is not run here. In CI (the smoke run) only the compile of
-the tiny model's layer with the same code path runs (bench/test_llama.py).
+weights through its kernels). The whole step loads all 32 layers, each with its own random weights and full
+cache on its own region (about 31 GB of emulated SRAM: the layers that do not fit this 24 GB machine's memory
+spill to a file, :mod:`mica.native_sim.spill`) and runs one step through them against a numpy reference of the
+32 layers written here (:func:`_reference_layer`). In CI (the smoke run) only the compile of the tiny model's
+layer with the same code path runs (bench/test_llama.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ import numpy as np
 import pytest
 
 from mica.models.generate import handoff_cycles
-from mica.models.llama import (LLAMA3_8B, cache_shapes, embed_source, head_source, layer_shapes, layer_source,
-                               rope_tables)
+from mica.models.llama import (LLAMA3_8B, LlamaConfig, cache_shapes, embed_source, head_source, layer_shapes,
+                               layer_source, rope_tables)
 from mica.pipeline import compile_affine
 from mica.targets import get_target
 
@@ -129,6 +131,112 @@ def test_llama3_8b_layer_step_in_the_emulator(benchmark):
     assert np.isfinite(last["res"].outputs["y"]).all()
 
 
+def _layer_weights(cfg, i: int) -> dict[str, np.ndarray]:
+    """Layer ``i``'s random weights and KV cache (every row filled; f16 when ``cfg`` says so) and the RoPE
+    tables, made from seed ``i`` array by array (a layer's float32 draws never all exist at once)."""
+    rng = np.random.default_rng(1000 + i)
+    dtype = np.float16 if cfg.weights == "f16" else np.float32
+    out = {n: (rng.standard_normal(s, dtype=np.float32) * 0.02).astype(dtype)
+           for n, s in {**layer_shapes(cfg), **cache_shapes(cfg)}.items() if not n.startswith("rope")}
+    for gain in ("ln1", "ln2"):
+        out[gain] = (1.0 + out[gain].astype(np.float32) * 10).astype(dtype)
+    out["rope_cos"], out["rope_sin"] = rope_tables(cfg)
+    return out
+
+
+def _reference_layer(cfg, w: dict, x: np.ndarray, pos: int) -> np.ndarray:
+    """One decode step of :func:`mica.models.llama.layer_source` for ``cfg`` in numpy (float64 but for the
+    new KV cache row, stored in the cache's dtype as the program stores it), written here from the LLaMA
+    definition in the program's array layout (:func:`layer_shapes`); ``w`` as :func:`_layer_weights` gives
+    it."""
+    G, R, hd, half = cfg.kv_heads, cfg.group, cfg.head_dim, cfg.head_dim // 2
+
+    def gemv(name, v):
+        return w[name].reshape(-1, v.size).astype(np.float64) @ v
+
+    def norm(v, gain):
+        return v / np.sqrt(np.mean(v * v) + cfg.eps) * w[gain].astype(np.float64)
+    x = x.astype(np.float64)
+    h = norm(x, "ln1")
+    q, k, v = gemv("wq", h).reshape(G, R, 2, half), gemv("wk", h).reshape(G, 2, half), gemv("wv", h).reshape(G, hd)
+    cs, sn = w["rope_cos"][pos].astype(np.float64), w["rope_sin"][pos].astype(np.float64)
+    qr = np.stack([q[:, :, 0] * cs - q[:, :, 1] * sn, q[:, :, 1] * cs + q[:, :, 0] * sn], axis=2)
+    kc, vc = w["kc"][:pos + 1].astype(np.float64), w["vc"][:pos + 1].astype(np.float64)
+    kc[pos] = np.stack([k[:, 0] * cs - k[:, 1] * sn, k[:, 1] * cs + k[:, 0] * sn], axis=1).astype(w["kc"].dtype)
+    vc[pos] = v.astype(w["vc"].dtype)
+    s = np.einsum("grce,lgce->grl", qr, kc) / np.sqrt(hd)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    at = np.einsum("grl,lge->gre", p, vc) / p.sum(axis=-1)[..., None]
+    o1 = x + gemv("wo", at.reshape(-1))
+    hb = norm(o1, "ln2")
+    gt, up = gemv("w1", hb), gemv("w3", hb)
+    return o1 + gemv("w2", gt / (1.0 + np.exp(-gt)) * up)
+
+
+def _whole_step(benchmark, cfg, layer) -> dict:
+    """Every layer of ``cfg`` loaded at once from ``layer`` (compiled), each with its own random weights and
+    full cache (:func:`_layer_weights`), then one decode step at the last position through them, timed by
+    ``benchmark``; the hidden state against :func:`_reference_layer` chained over the layers."""
+    pos = cfg.context - 1
+    kept = tuple(layer_shapes(cfg)) + tuple(cache_shapes(cfg))
+    x0 = np.random.default_rng(7).standard_normal(cfg.dim).astype(np.float32)
+    devices, want = [], x0
+    t0 = time.perf_counter()
+    try:
+        for i in range(cfg.layers):
+            w = _layer_weights(cfg, i)
+            devices.append(layer.load({a: w[a] for a in kept}))
+            want = _reference_layer(cfg, w, want, pos)
+            del w
+        load_s = time.perf_counter() - t0
+        last = {}
+
+        def step():
+            t0 = time.perf_counter()
+            x, cycles, spilled = x0, [], 0
+            for dev in devices:
+                res = dev.run({"x": x, "pos": pos})
+                x = res.outputs["y"]
+                cycles.append(res.stats.cycles)
+                spilled += res.stats.summary()["arenas_spilled"]
+            last.update(y=x, cycles=cycles, spilled=spilled, seconds=time.perf_counter() - t0)
+        benchmark.pedantic(step, rounds=1, iterations=1)
+    finally:
+        for dev in devices:
+            dev.close()
+    err = float(np.max(np.abs(last["y"] - want)) / np.max(np.abs(want)))
+    row = {"layers": len(devices), "load_s": load_s, "step_s": last["seconds"], "cycles": sum(last["cycles"]),
+           "spilled_layers": last["spilled"], "max_error": err}
+    benchmark.extra_info.update(row)
+    assert err < 1e-2, f"{cfg.layers} layers differ from numpy by {err:.2e} of the largest output"
+    assert len(set(last["cycles"])) == 1        # one plan at one position: the same work and messages per layer
+    return row
+
+
+@pytest.mark.slow
+def test_llama3_8b_whole_decode_step_in_the_emulator(benchmark):
+    """All 32 layers of LLaMA-3-8B resident at once, each on its own emulated 125x165 region with its own
+    random f16 weights and a full KV cache, and one decode step at position 4,095 through them: the hidden
+    state carried from layer to layer, the result against the numpy reference of the 32 layers. The arenas
+    (about 1 GB a layer) exceed this machine's memory, so the later layers' spill to a file
+    (:mod:`mica.native_sim.spill`): the step's wall time includes paging them in."""
+    ROWS["whole"] = _whole_step(benchmark, LLAMA3_8B, _layer("wse2")[0])
+
+
+@pytest.mark.slow
+def test_small_whole_decode_step_with_spilled_arenas(benchmark, monkeypatch):
+    """The whole step's code at a small size (about 30 s, most of it the layer's compile): three layers of a
+    small f16 model on 3x2 regions, every layer's arenas in a spill file, against the same numpy reference.
+    CI checks the parts: resident steps on spilled meshes (tests/native/test_spill.py) and whole tiny models
+    token for token against numpy (tests/models/test_llama.py)."""
+    monkeypatch.setenv("MICA_SPILL", "always")
+    cfg = LlamaConfig(layers=3, dim=32, heads=2, kv_heads=1, ffn=64, vocab=64, context=16, weights="f16")
+    layer = compile_affine(layer_source(cfg), mesh=(3, 2), runtime={"pos": (0, cfg.context)},
+                           resident=tuple(layer_shapes(cfg)) + tuple(cache_shapes(cfg)))
+    row = _whole_step(benchmark, cfg, layer)
+    assert row["spilled_layers"] == cfg.layers and layer.cost.cores > 1
+
+
 def teardown_module():
     if not ROWS:
         return
@@ -148,3 +256,9 @@ def teardown_module():
               f"{r['emulated_cycles']:,.0f} cycles on {r['computing_cores']:,} computing cores; weights "
               f"streamed at {r['emulator_weight_bytes_per_s'] / 1e9:.2f} GB/s (f16) against numpy's "
               f"{r['numpy_weight_bytes_per_s'] / 1e9:.2f} GB/s (f32 GEMVs, {r['numpy_gemv_s'] * 1e3:.1f} ms)")
+    if "whole" in ROWS:
+        r = ROWS["whole"]
+        print(f"whole emulated decode step (32 layers resident, wse2, pos 4095): {r['step_s']:.1f} s "
+              f"({r['load_s']:.0f} s to load them; {r['spilled_layers']} layers' arenas in spill files), "
+              f"{r['cycles']:,.0f} cycles for the layers; largest difference from numpy {r['max_error']:.1e} "
+              f"of the largest output")

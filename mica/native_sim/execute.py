@@ -161,7 +161,8 @@ class RunStats:
             "hottest_link": {"core": (int(hot[1]), int(hot[0])), "dir": "NESW"[int(hot[2])],
                              "bytes": int(lb.max()) if lb.size else 0,
                              "busy_cycles": float(self.link_busy_cycles.max()) if lb.size else 0.0},
-            "arena_bytes_total": int(self.raw.arena_bytes), "threads": self.threads,
+            "arena_bytes_total": int(self.raw.arena_bytes), "arenas_spilled": self.raw.arenas_spilled,
+            "threads": self.threads,
             "cycles": cycles, "seconds": self.seconds,
             "busiest_core": {"core": (int(bc[1]), int(bc[0])), "compute_cycles": float(comp[bc]),
                              "comm_cycles": float(comm[bc]), "idle_cycles": float(idle[bc])},
@@ -215,7 +216,8 @@ class RunStats:
                 f"delayed by a shared link), {s['link_bytes']:,} link bytes, longest path {s['max_hops']} hops, "
                 f"{s['exchanges']:,} exchanges, {s['kernel_calls']:,} kernel calls; hottest link "
                 f"core {h['core']} -> {h['dir']} with {h['bytes']:,} B ({h['busy_cycles']:,.0f} busy cycles); "
-                f"SRAM peak {s['sram_peak_bytes']:,} B per core, arenas {s['arena_bytes_total']:,} B in all; "
+                f"SRAM peak {s['sram_peak_bytes']:,} B per core, arenas {s['arena_bytes_total']:,} B in all"
+                f"{' (in a spill file)' if s['arenas_spilled'] else ''}; "
                 f"host sent {s['host_bytes_in']:,} B, read back {s['host_bytes_out']:,} B; "
                 f"{s['threads']} thread(s)" + self._wavelet_text(s.get("wavelet")))
 

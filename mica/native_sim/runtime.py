@@ -33,6 +33,7 @@ from mica.emit_c.build import compile_shared, runtime_sources_digest
 from mica.errors import EmitError, SimError
 from mica.progress import progress_wanted
 from mica.native_sim.opcode import Box, RectLike, as_rect
+from mica.native_sim.spill import should_spill, spill_file
 
 #: Directory holding ``mica_rt.h``, ``mica_rt.c`` and the parts it includes (also the include directory for
 #: kernel modules).
@@ -205,6 +206,8 @@ class MeshStats:
     dram_bytes: int = 0
     wave_link_flits: np.ndarray | None = None
     wave_link_stalls: np.ndarray | None = None
+    # whether the arenas are backed by a spill file (mica.native_sim.spill), not host memory
+    arenas_spilled: bool = False
 
     def totals(self) -> dict[str, int]:
         """The scalar totals as a dict."""
@@ -307,8 +310,20 @@ class NativeMesh:
         self._check(self._lib.mica_mesh_reserve, self._mesh(), x0, x1, y0, y1, int(nbytes))
 
     def commit(self) -> None:
-        """Allocates every reserved arena (zeroed)."""
-        self._check(self._lib.mica_mesh_commit, self._mesh())
+        """Allocates every reserved arena (zeroed), in host memory or, when :func:`mica.native_sim.spill.
+        should_spill` says so for their size, in a spill file (:attr:`spilled`)."""
+        m = self._mesh()
+        if should_spill(int(self._lib.mica_mesh_pool_bytes(m))):
+            with spill_file() as f:           # the mapping keeps the file once committed
+                self._check(self._lib.mica_mesh_set_spill, m, f.fileno())
+                self._check(self._lib.mica_mesh_commit, m)
+        else:
+            self._check(self._lib.mica_mesh_commit, m)
+
+    @property
+    def spilled(self) -> bool:
+        """Whether the committed arenas are backed by a spill file rather than host memory."""
+        return bool(self._lib.mica_mesh_spilled(self._mesh()))
 
     def set_host_threads(self, threads: int) -> None:
         """Threads the large host copies (``host_load``, ``host_store``, ``host_gather``) use."""
@@ -486,6 +501,7 @@ class NativeMesh:
             core_comm=per_core(2),
             core_idle=per_core(3),
             dram_bytes=int(totals.dram_bytes),
+            arenas_spilled=bool(self._lib.mica_mesh_spilled(m)),
             **self._wave_stats(grab),
         )
 

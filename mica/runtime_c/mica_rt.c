@@ -80,7 +80,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "rt_defs.c"

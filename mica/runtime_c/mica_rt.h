@@ -112,6 +112,14 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
                           char *err, int32_t errlen);
 /* Allocates (zeroed) every reserved arena. */
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen);
+/* Bytes mica_mesh_commit will allocate for the arenas reserved so far (0 if none). */
+int64_t mica_mesh_pool_bytes(const mica_mesh *m);
+/* Before commit: back the arenas with the file open as `fd` (read-write, empty; the caller keeps it and
+ * may close it once committed) instead of host memory: a shared mapping the kernel pages out to the file
+ * under memory pressure, for meshes whose arenas together exceed the host's memory. -1: host memory. */
+int32_t mica_mesh_set_spill(mica_mesh *m, int32_t fd, char *err, int32_t errlen);
+/* Whether the committed arenas are backed by a spill file. */
+int32_t mica_mesh_spilled(const mica_mesh *m);
 /* Bytes of host memory the mesh holds: per-core bookkeeping, the arenas (as reserved, not the SRAM
  * size), the route planes of the colours used so far and the recorded trace, if any (scratch of a running
  * mica_run not included). */

@@ -46,6 +46,8 @@ struct mica_mesh {
     int64_t *arena_off;    /* [core] offset of the arena in pool (after commit) */
     void *pool_raw;        /* the allocation; pool is its 64-byte aligned start */
     size_t pool_mapped;    /* bytes mapped with mmap (large pools), 0 when pool_raw is from calloc */
+    int32_t spill_fd;      /* a file to back the pool with (mica_mesh_set_spill), -1: host memory */
+    bool spilled;          /* the pool is a shared mapping of that file */
     uint8_t *pool;
     uint32_t *arena_psum;  /* [(H+1)*(W+1)] prefix counts of cores with an arena */
     int64_t arena_max;
@@ -121,6 +123,7 @@ mica_mesh *mica_mesh_new(int32_t width, int32_t height, int32_t n_colours, int64
     m->width = width;
     m->height = height;
     m->n_colours = n_colours;
+    m->spill_fd = -1;
     m->sram_bytes = sram_bytes;
     m->n_cores = (int64_t)n;
     m->host_threads = 1;
@@ -197,6 +200,18 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
 #define POOL_MMAP_MIN (INT64_C(4) << 20)
 #define HUGE_PAGE (INT64_C(2) << 20)
 static bool pool_alloc(mica_mesh *m, size_t bytes) {
+    if (m->spill_fd >= 0) {
+        /* Backed by the caller's file: the kernel pages arenas out to it under memory pressure and back in
+         * when touched. The file starts empty, so ftruncate makes it read as zeroes, like calloc. */
+        size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
+        if (ftruncate(m->spill_fd, (off_t)len) != 0) return false;
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->spill_fd, 0);
+        if (p == MAP_FAILED) return false;
+        m->pool_raw = p;
+        m->pool_mapped = len;
+        m->spilled = true;
+        return true;
+    }
     if ((int64_t)bytes >= POOL_MMAP_MIN) {
         size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
         void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -213,6 +228,25 @@ static bool pool_alloc(mica_mesh *m, size_t bytes) {
     m->pool_mapped = 0;
     return m->pool_raw != NULL;
 }
+
+int64_t mica_mesh_pool_bytes(const mica_mesh *m) {
+    if (!m) return 0;
+    int64_t total = 0;
+    for (int64_t c = 0; c < m->n_cores; ++c)
+        if (m->arena_size[c] > 0) total += (m->arena_size[c] + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    return total > 0 ? total + ARENA_ALIGN : 0;
+}
+
+int32_t mica_mesh_set_spill(mica_mesh *m, int32_t fd, char *err, int32_t errlen) {
+    if (!m || m->committed) {
+        set_err(err, errlen, "set_spill: %s", m ? "the mesh is already committed" : "no mesh");
+        return 1;
+    }
+    m->spill_fd = fd;
+    return 0;
+}
+
+int32_t mica_mesh_spilled(const mica_mesh *m) { return m && m->spilled; }
 
 int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
     if (!m) {
@@ -259,7 +293,11 @@ oom:
     free(m->arena_psum);
     m->arena_off = NULL;
     m->arena_psum = NULL;
-    set_err(err, errlen, "commit: out of host memory allocating the arenas");
+    if (m->spill_fd >= 0)
+        set_err(err, errlen, "commit: cannot map %lld bytes of arenas onto the spill file (%s)",
+                (long long)mica_mesh_pool_bytes(m), strerror(errno));
+    else
+        set_err(err, errlen, "commit: out of host memory allocating the arenas");
     return 1;
 }
 
