@@ -202,9 +202,14 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
 static bool pool_alloc(mica_mesh *m, size_t bytes) {
     if (m->spill_fd >= 0) {
         /* Backed by the caller's file: the kernel pages arenas out to it under memory pressure and back in
-         * when touched. The file starts empty, so ftruncate makes it read as zeroes, like calloc. */
+         * when touched. The file starts empty, so its new blocks read as zeroes, like calloc. They are
+         * allocated now (posix_fallocate), so a full disk fails here rather than as SIGBUS on a later write. */
         size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
-        if (ftruncate(m->spill_fd, (off_t)len) != 0) return false;
+        int rc = posix_fallocate(m->spill_fd, 0, (off_t)len);
+        if (rc != 0) {
+            errno = rc;
+            return false;
+        }
         void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->spill_fd, 0);
         if (p == MAP_FAILED) return false;
         m->pool_raw = p;

@@ -3,12 +3,17 @@ backs them with a file the kernel pages to and from. Runs and resident steps on 
 same bits and model the same cycles as in memory, and match numpy; the policy spills exactly when the pool
 exceeds the available memory less the reserve; a bad mode or directory is a clear SimError."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import mica
 from mica.errors import SimError
 from mica.native_sim import spill
+from mica.native_sim.runtime import NativeMesh, ffi
 from mica.native_sim.spill import SPILL_RESERVE_BYTES, should_spill
 
 GiB = 1 << 30
@@ -117,7 +122,6 @@ def test_a_spill_directory_that_does_not_exist_fails_the_load_clearly(monkeypatc
 
 
 def test_a_committed_mesh_cannot_change_where_its_arenas_live(monkeypatch):
-    from mica.native_sim.runtime import NativeMesh, ffi
     monkeypatch.setenv("MICA_SPILL", "always")
     with NativeMesh(3, 2, 4, 49152) as mesh:
         mesh.reserve((0, 3, 0, 2), 4096)
@@ -127,3 +131,25 @@ def test_a_committed_mesh_cannot_change_where_its_arenas_live(monkeypatch):
         with pytest.raises(SimError, match="already committed"):
             mesh._check(mesh._lib.mica_mesh_set_spill, mesh._mesh(), 0)
         assert ffi.typeof(mesh._lib.mica_mesh_spilled).kind == "function"
+
+
+def test_a_spill_file_that_cannot_grow_fails_the_run_clearly_not_later(tmp_path):
+    """The spill file's blocks are allocated when the mesh commits: a file size limit (as a full disk would)
+    fails the run with a SimError there, never as a signal when the kernel later writes pages back."""
+    code = """
+import resource, signal, numpy as np, mica
+from mica.errors import SimError
+prog = mica.compile_affine(mica.ops.matmul(32, 32, 32), mesh=(2, 2))
+ins = {n: np.ones(prog.program.array(n).shape, np.float32) for n in prog.program.inputs}
+prog.run(ins)                                   # kernels built and cached before the limit
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+try:
+    prog.run(ins)
+except SimError as exc:
+    print("refused:", exc)
+"""
+    env = {**os.environ, "MICA_SPILL": "always", "MICA_SPILL_DIR": str(tmp_path), "MICA_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: commit: cannot map" in done.stdout and "onto the spill file (File too large)" in done.stdout
