@@ -275,3 +275,21 @@ def step_owner_compile(prog, mesh: tuple[int, int], target, searched_for="wse2")
     arith = get_target(searched_for).without_compute_overheads()
     searched = mica.compile_affine(prog, mesh=mesh, target=arith)
     return mica.compile_affine(searched.program, mesh=mesh, target=target, schedule=searched.schedule)
+
+
+def key_step(rows: int, dim: int, name: str = "key_step") -> str:
+    """A resident decode step: the token's key ``W x`` appended at row ``pos`` of a cache ``K[rows][dim]``
+    (kept on the mesh), then its scores ``s[l] = K[l] . x`` against rows 0..pos. The only array the search
+    could cut it along (to stream pieces) is the kept cache."""
+    return f"""
+void {name}(int pos, float W[{dim}][{dim}], float K[{rows}][{dim}], float x[{dim}], float s[{rows}]) {{
+  for (int i = 0; i < {dim}; i++) {{
+    K[pos][i] = 0.0f;
+    for (int j = 0; j < {dim}; j++) K[pos][i] += W[i][j] * x[j];
+  }}
+  for (int l = 0; l <= pos; l++) {{
+    s[l] = 0.0f;
+    for (int d = 0; d < {dim}; d++) s[l] += K[l][d] * x[d];
+  }}
+}}
+"""

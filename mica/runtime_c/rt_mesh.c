@@ -199,12 +199,16 @@ int32_t mica_mesh_reserve(mica_mesh *m, int32_t x0, int32_t x1, int32_t y0, int3
  * misses; the kernel zeroes each page once, so host memory still follows what the program touches. */
 #define POOL_MMAP_MIN (INT64_C(4) << 20)
 #define HUGE_PAGE (INT64_C(2) << 20)
+static size_t huge_pages_for(size_t bytes) {
+    return (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
+}
+
 static bool pool_alloc(mica_mesh *m, size_t bytes) {
     if (m->spill_fd >= 0) {
         /* Backed by the caller's file: the kernel pages arenas out to it under memory pressure and back in
          * when touched. The file starts empty, so its new blocks read as zeroes, like calloc. They are
          * allocated now (posix_fallocate), so a full disk fails here rather than as SIGBUS on a later write. */
-        size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
+        size_t len = huge_pages_for(bytes);
         int rc = posix_fallocate(m->spill_fd, 0, (off_t)len);
         if (rc != 0) {
             errno = rc;
@@ -218,7 +222,7 @@ static bool pool_alloc(mica_mesh *m, size_t bytes) {
         return true;
     }
     if ((int64_t)bytes >= POOL_MMAP_MIN) {
-        size_t len = (bytes + (size_t)HUGE_PAGE - 1) / (size_t)HUGE_PAGE * (size_t)HUGE_PAGE;
+        size_t len = huge_pages_for(bytes);
         void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p != MAP_FAILED) {
 #ifdef MADV_HUGEPAGE

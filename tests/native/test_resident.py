@@ -211,29 +211,11 @@ def test_a_row_the_run_selects_is_gathered_from_its_owner(mesh):
         np.testing.assert_allclose(got["qr"], want["qr"], rtol=1e-6, atol=1e-7)
 
 
-#: Appends the token's key at row pos of a kept cache, then scores it against rows 0..pos: the only array the
-#: search could cut the program along (to stream its pieces) is the cache, which stays on the mesh.
-KEY_STEP = f"""
-#define L {L}
-#define D {D}
-void key_step(int pos, float W[D][D], float K[L][D], float x[D], float s[L]) {{
-  for (int i = 0; i < D; i++) {{
-    K[pos][i] = 0.0f;
-    for (int j = 0; j < D; j++) K[pos][i] += W[i][j] * x[j];
-  }}
-  for (int l = 0; l <= pos; l++) {{
-    s[l] = 0.0f;
-    for (int d = 0; d < D; d++) s[l] += K[l][d] * x[d];
-  }}
-}}
-"""
-
-
 @pytest.mark.parametrize("mesh", [(3, 5), (4, 4), (2, 7)], ids=lambda m: f"{m[0]}x{m[1]}")
 def test_a_cut_that_would_split_a_kept_array_is_a_rejected_way_not_an_error(mesh):
     """The streamed ways cut the program along an array; a cut through a kept array is listed as rejected
     (it raised out of the search before, so the program had no plan on meshes where streaming is tried)."""
-    prog = mica.compile_affine(KEY_STEP, mesh=mesh, runtime={"pos": (0, L)}, resident=("W", "K"))
+    prog = mica.compile_affine(samples.key_step(L, D), mesh=mesh, runtime={"pos": (0, L)}, resident=("W", "K"))
     assert prog.cost.cores > 1
     assert "would cut K, which stay on the mesh" in prog.explain()
     rng = np.random.default_rng(2)

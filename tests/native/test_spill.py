@@ -16,28 +16,14 @@ from mica.native_sim import spill
 from mica.native_sim.runtime import NativeMesh, ffi
 from mica.native_sim.spill import SPILL_RESERVE_BYTES, should_spill
 
+import samples
+
 GiB = 1 << 30
 L, D = 16, 8
 
-#: A resident step: the token's key appended at row ``pos`` of a cache, then its scores against rows 0..pos.
-STEP = f"""
-#define L {L}
-#define D {D}
-void step(int pos, float W[D][D], float K[L][D], float x[D], float s[L]) {{
-  for (int i = 0; i < D; i++) {{
-    K[pos][i] = 0.0f;
-    for (int j = 0; j < D; j++) K[pos][i] += W[i][j] * x[j];
-  }}
-  for (int l = 0; l <= pos; l++) {{
-    s[l] = 0.0f;
-    for (int d = 0; d < D; d++) s[l] += K[l][d] * x[d];
-  }}
-}}
-"""
-
 
 def _step(mesh):
-    return mica.compile_affine(STEP, mesh=mesh, runtime={"pos": (0, L)}, resident=("W", "K"))
+    return mica.compile_affine(samples.key_step(L, D), mesh=mesh, runtime={"pos": (0, L)}, resident=("W", "K"))
 
 
 def test_the_policy_spills_a_pool_larger_than_the_available_memory_less_the_reserve():
