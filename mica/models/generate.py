@@ -28,6 +28,10 @@ decode copy through the host (the emulator reads and writes whole arrays, so :at
 counts both caches of every layer, read and written), and before a chunk at position ``p`` the prefill copy
 is brought up to date the same way when decode steps have since written rows below ``p``.
 
+Every loaded program is its own emulated mesh; when their arenas together outgrow the host's memory (a
+LLaMA-3-8B decoder's 32 layers take about 31 GB), the later ones are kept in spill files
+(:mod:`mica.native_sim.spill`): the tokens are the same, the steps slower.
+
 Public API: :class:`Decoder`, :class:`StepResult`, :class:`PrefillResult`, :func:`handoff_cycles`.
 """
 
