@@ -238,11 +238,14 @@ static bool pool_alloc(mica_mesh *m, size_t bytes) {
     return m->pool_raw != NULL;
 }
 
+/* An arena's bytes in the pool: its size rounded up to ARENA_ALIGN. */
+static int64_t aligned_arena(int64_t bytes) { return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+
 int64_t mica_mesh_pool_bytes(const mica_mesh *m) {
     if (!m) return 0;
     int64_t total = 0;
     for (int64_t c = 0; c < m->n_cores; ++c)
-        if (m->arena_size[c] > 0) total += (m->arena_size[c] + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        if (m->arena_size[c] > 0) total += aligned_arena(m->arena_size[c]);
     return total > 0 ? total + ARENA_ALIGN : 0;
 }
 
@@ -276,7 +279,7 @@ int32_t mica_mesh_commit(mica_mesh *m, char *err, int32_t errlen) {
         int64_t s = m->arena_size[c];
         if (s <= 0) continue;
         m->arena_off[c] = total;
-        total += (s + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+        total += aligned_arena(s);
         reserved += s;
         biggest = max64(biggest, s);
     }

@@ -342,15 +342,16 @@ def stream_schedules(op: Program, mesh, tgt: Target, lowering: Lowering, *, prog
         for count in STREAM_PIECES:
             if n % count:
                 continue
+            cut = f"cut into {count} pieces along dimension {dim} of {array}, streamed"
             try:
                 pieces = cut_program(op, array, dim, count)
             except MicaError as exc:       # e.g. the cut would split an array kept on the mesh
-                yield f"cut into {count} pieces along dimension {dim} of {array}, streamed", exc
+                yield cut, exc
                 break
             ops = split_operators(pieces.program)
             per = len(ops) // count
             for axis in ((0, 1) if mesh[0] >= mesh[1] else (1, 0)):
-                how = f"cut into {count} pieces along dimension {dim} of {array}, streamed"
+                how = cut
                 try:
                     if axis in firsts:
                         # Smaller pieces take the decisions and slabs of the first count's (not searched
