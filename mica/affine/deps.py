@@ -108,7 +108,6 @@ def _schedule_tree(prog: Program) -> isl.Schedule:
     return isl.Schedule.from_domain(domain).insert_partial_schedule(band)
 
 
-@lru_cache(maxsize=128)
 def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> Dependences:
     """Exact dependences of ``prog`` under its original schedule, ignoring the references ``skip_refs``.
 
@@ -120,7 +119,34 @@ def dependences(prog: Program, *, skip_refs: frozenset[str] = frozenset()) -> De
     union domains with integer divisions). Should isl still fail, falls back to memory-based
     dependences — every earlier access to the same element — which contain the exact ones, so analyses
     built on them stay safe (they can only see more dependences than there are). Kept per program and
-    ``skip_refs`` (the analyses of loop kinds, reductions, legality and local orders ask for the same ones)."""
+    ``skip_refs`` (the analyses of loop kinds, reductions, legality and local orders ask for the same ones),
+    keyed by the statements and runtime parameters alone: the same statements in another program (an operator
+    numbered differently in another split of a program) share one analysis."""
+    return _dependences(_Statements(prog), skip_refs)
+
+
+class _Statements:
+    """A program as a cache key for :func:`dependences`: equal when the statements and runtime parameters
+    are (everything the analysis reads), whatever the program's name, inputs or outputs."""
+
+    __slots__ = ("prog", "_key", "_hash")
+
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self._key = (prog.statements, prog.runtime)
+        self._hash = hash(self._key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Statements) and self._key == other._key
+
+
+@lru_cache(maxsize=128)
+def _dependences(key: _Statements, skip_refs: frozenset[str]) -> Dependences:
+    """:func:`dependences` of ``key.prog`` (see there)."""
+    prog = key.prog
     reads, writes = _accesses(prog, skip_refs)
     try:
         deps = _exact(prog, reads, writes)

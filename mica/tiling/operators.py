@@ -257,7 +257,7 @@ def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo
         def whole(heaviest=heaviest, capped=False):
             phased, report = map_operators(op, ops, (grid[1], grid[0]) if flipped else grid, tgt, lowering,
                                            heaviest_first=heaviest, progress=ways.progress,
-                                           memo=memo if grid == mesh else {}, capped=capped)
+                                           memo=memo, capped=capped)
             if flipped:
                 phased = transposed(phased)
             if grid != mesh:
