@@ -513,7 +513,10 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
     """Step 3: where each array lives, ``{ core[x, y] -> A[a, ..] }`` block by block: each array dimension
     follows the loop that indexes it in the main statement (a step loop's dimension goes to a free axis in
     tiles of the step); arrays an earlier operator left keep their ``fixed_homes``. An array streamed from
-    ``dram`` has no home on the cores: its record says whole, never built (:attr:`Schedule.dram`)."""
+    ``dram`` has no home on the cores: its record says whole, never built (:attr:`Schedule.dram`). A mesh
+    axis no dimension uses pins the array to line 0 of it, except where every core of the plan reads it:
+    an input read whole, and an array kept on the mesh (:attr:`Program.on_mesh`) that is only read, block by
+    block along the spatial loops, have a copy on every line (loaded once rather than multicast each run)."""
     homes = []
     step_loop = step.loop if (step and not step.sweep) else None
     written = {s.write.array for s in prog.statements}
@@ -550,8 +553,22 @@ def _homes(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap 
             # scalar stays on core (0, 0) and is multicast along the line: copying a value another operator
             # computes would take a gather and a broadcast.)
             pin = tuple((a, 0) for a in ("x", "y") if a not in spread)
+        elif arr.name in prog.on_mesh and arr.name not in written and _read_by_blocks(prog, arr.name, space):
+            # Kept on the mesh and only read, block by block along the spatial loops: a copy of its block on
+            # every line of cores, loaded once, where a home on line 0 would be multicast along the lines at
+            # every run into receive buffers of the same size (MeshGEMV's resident input vector).
+            pin = tuple((a, 0) for a in ("x", "y") if a not in used and a not in spread)
         homes.append(fixed_homes.get(arr.name) or Home(arr.name, tuple(dims), pin))
     return homes
+
+
+def _read_by_blocks(prog: Program, array: str, space: list[SpaceMap]) -> bool:
+    """Whether every subscript of every access of ``prog`` to ``array`` is exactly a loop of ``space``: each
+    core reads the block its spatial loops give, at every step (no panel of a step loop, no row a runtime
+    parameter selects), so the cores of a line all read the same whole block."""
+    spatial = {sm.loop for sm in space}
+    accs = [acc for s in prog.statements for acc in s.accesses if acc.array == array]
+    return bool(accs) and all(ix.single_var() in spatial for acc in accs for ix in acc.index)
 
 
 def _swept_dimensions(prog: Program, main: Statement, space: list[SpaceMap], step: StepMap | None

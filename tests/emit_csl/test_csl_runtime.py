@@ -95,3 +95,16 @@ def test_the_validator_checks_the_runtime_parameters(case, edit, msg):
     validate(files)
     with pytest.raises(EmitError, match=msg):
         validate(edit(files))
+
+
+def test_a_kept_input_vector_loaded_onto_every_line_computes_the_reference():
+    """A kept, read-only input vector (MeshGEMV's x) is loaded once onto every line of PEs that reads it, not
+    multicast from line 0 each run: the host script loads each PE's block, and the emitted program computes
+    the product (CSL interpreter, against numpy and run.py's reference)."""
+    prog = mica.compile_affine(mica.ops.gemv(37, 29), mesh=(3, 5), resident=("A", "x"), target="wse2")
+    assert prog.schedule.home("x").pin == ()
+    rng = np.random.default_rng(6)
+    A, x = rng.standard_normal((37, 29)).astype(np.float32), rng.standard_normal(29).astype(np.float32)
+    got, want = execute(prog, render(prog), arrays={"A": A, "x": x, "y": np.zeros(37, np.float32)})
+    np.testing.assert_allclose(got["y"], A @ x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-5)

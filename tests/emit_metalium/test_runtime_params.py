@@ -20,7 +20,7 @@ from mica.testing import run_c
 
 import samples
 
-from .test_functional import GXX, SIM, unity_source
+from .test_functional import GXX, SIM, run_emitted, unity_source
 from .test_syntax import syntax_errors
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -141,3 +141,15 @@ def test_every_api_name_of_the_runtime_program_has_a_declaration(case, tmp_path)
     assert errors == "" and "get_arg_val" in used and "SetRuntimeArgs" in used
     missing = [n for n in sorted(set(scanned_names(files)) | set(used)) if not _match(n, used)]
     assert missing == []
+
+
+def test_a_kept_input_vector_loaded_onto_every_line_computes_the_reference(tmp_path):
+    """A kept, read-only input vector (MeshGEMV's x) is staged once onto every line of cores that reads it, not
+    multicast from line 0 each run: host.cpp writes each core's block, and the program computes the
+    reference in the functional model."""
+    prog = mica.compile_affine(mica.ops.gemv(37, 29), mesh=(3, 5), resident=("A", "x"), target="wormhole")
+    assert prog.schedule.home("x").pin == ()
+    rc, out = run_emitted(render(prog), tmp_path)
+    assert rc == 0, out
+    line = next(ln for ln in out.splitlines() if ln.startswith("y: max |device - reference|"))
+    assert line.endswith(" ok"), line

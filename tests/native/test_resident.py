@@ -8,6 +8,7 @@ import pytest
 
 import mica
 from mica.errors import EmitError, InputError, ScheduleError, SimError
+from mica.meshir.ir import Exchange, Multicast, walk_ops
 from mica.testing import run_c
 
 import samples
@@ -227,3 +228,37 @@ def test_a_cut_that_would_split_a_kept_array_is_a_rejected_way_not_an_error(mesh
             K[pos] = W.astype(np.float64) @ x
             got = dev.run({"pos": pos, "x": x, "s": np.zeros(L, np.float32)}).outputs["s"]
             np.testing.assert_allclose(got[:pos + 1], K[:pos + 1] @ x, rtol=1e-4, atol=1e-5)
+
+
+def _moves(compiled, array):
+    """The communication ops of ``compiled``'s mesh program that move ``array``."""
+    return [c for op, _ in walk_ops(compiled.mesh_program.body) if isinstance(op, Exchange)
+            for c in op.ops if c.array == array]
+
+
+@pytest.mark.parametrize("mesh,m,n", [((4, 4), 64, 48), ((3, 5), 37, 29), ((5, 3), 20, 33), ((2, 7), 16, 50)],
+                         ids=lambda v: f"{v[0]}x{v[1]}" if isinstance(v, tuple) else None)
+def test_a_kept_input_vector_is_held_by_every_line_not_multicast_each_run(mesh, m, n):
+    """MeshGEMV's setup: the matrix and the input vector stay on the mesh. The vector, kept and only read, is
+    loaded once onto every line of cores that reads it (a copy of its block on each), where sent with each run
+    it lives on line 0 and is multicast along the lines every run; so nothing of x moves during a run and the
+    plan models no more cycles than the sent one (non-divisible sizes included)."""
+    op = mica.ops.gemv(m, n)
+    kept = mica.compile_affine(op, mesh=mesh, resident=("A", "x"))
+    sent = mica.compile_affine(op, mesh=mesh, resident=("A",))
+    spread = {sm.axis for sm in kept.schedule.space}
+    assert spread == {"x", "y"}
+    assert kept.schedule.home("x").pin == ()                           # on every line
+    assert sent.schedule.home("x").pin != ()                           # on one line, multicast
+    assert not _moves(kept, "x") and {type(c) for c in _moves(sent, "x")} == {Multicast}
+    assert kept.cost.total_cycles < sent.cost.total_cycles
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((m, n)).astype(np.float32)
+    with kept.load({"A": A, "x": np.zeros(n, np.float32)}) as dev:
+        for step in range(3):
+            x = rng.standard_normal(n).astype(np.float32)
+            dev.write("x", x)                                            # a new vector, loaded once more
+            res = dev.run({})
+            np.testing.assert_allclose(res.outputs["y"], A @ x, rtol=1e-4, atol=1e-4)
+            assert res.stats.host_bytes_in == 0
+            assert res.stats.summary()["computing_cores"] == kept.cost.cores
