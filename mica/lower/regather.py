@@ -65,18 +65,25 @@ def regather(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, 
     module text) or line by line (:func:`_by_lines`), whichever the cost model times shorter among those
     that fit (the whole array only when every core can hold it twice). Preserves every element bit for bit;
     ``src`` is left as it was. Names start with ``prefix``. Raises :class:`ScheduleError` when neither fits
-    a core's SRAM, or a layout has ghost zones."""
+    a core's SRAM.
+
+    Either home may have ghost zones (an operator reads the array with a halo): the change reads the elements
+    each core of ``src`` owns and fills those each core of ``dst`` owns (their ownership relations, at their
+    places inside the wider boxes); the consumer's own strip exchanges fill ``dst``'s ghost zones before it
+    reads them, as for any array an earlier operator produced (:mod:`mica.lower.halo`)."""
     what = f"gathering {src.array} to re-lay it out from {[str(d) for d in src.box]} to {[str(d) for d in dst.box]}"
     if region.x0 or region.y0:
         raise ScheduleError(f"{what}: the region {region} does not start at the origin")
     for t in (src, dst):
-        if any(d.window for d in t.box) or t.slots != 1:
-            raise ScheduleError(f"{what}: homes with ghost zones or double buffers are not gathered")
+        if t.slots != 1:
+            raise ScheduleError(f"{what}: double buffers are not gathered")
         if not t.ownership:
             raise ScheduleError(f"{what}: buffer {t.name} has no ownership relation")
     shape = tuple(d.extent for d in src.box)
     nbytes = src.elem_bytes * _prod(shape)
-    if 2 * nbytes > MAX_FRACTION * target.sram_bytes:
+    if 2 * nbytes > MAX_FRACTION * target.sram_bytes or any(d.window for d in src.box):
+        # (The whole-array gather multicasts ``src``'s own boxes; line by line, what a core owns is copied into
+        # its line share first, so a source with ghost zones goes that way.)
         return _by_lines(src, dst, prefix, region, target, what)
     whole = _whole(src, dst, prefix, region)
     try:
@@ -152,8 +159,8 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     plans = []
     for first in ("x", "y"):
         second = OTHER_AXIS[first]
-        rows = _widened(src, first, f"{prefix}lines_{first}", region, g.line(first).apply_range(src_own))
-        cols = _widened(dst, second, f"{prefix}lines_{second}", region, g.line(second).apply_range(dst_own))
+        rows = _widened(_owned(src), first, f"{prefix}lines_{first}", region, g.line(first).apply_range(src_own))
+        cols = _widened(_owned(dst), second, f"{prefix}lines_{second}", region, g.line(second).apply_range(dst_own))
         plans.append((2 * (rows.max_bytes + cols.max_bytes), first, rows, cols))
     need, first, rows, cols = min(plans, key=lambda p: (p[0], p[1]))
     if need > MAX_FRACTION * target.sram_bytes:
@@ -191,6 +198,11 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     k_out = g.kernel(f"{name}_out", dst, cols, g.held(dst_own, "x2 = __x and y2 = __y"))
     g.ops.append(Compute(k_out, g.everywhere))
     return bufs, g.kernels, g.ops
+
+
+def _owned(t: RegionTensor) -> RegionTensor:
+    """``t`` with its ghost zones dropped: each core's box is the block it owns."""
+    return replace(t, box=tuple(replace(d, offset=0, span=0) for d in t.box))
 
 
 def _widened(t: RegionTensor, axis: str, name: str, region: Region, share: isl.Map) -> RegionTensor:
