@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from math import isqrt
 
+from ..affine.deps import REDUCTION, loop_kinds
 from ..affine.program import Program
 from ..errors import ScheduleError
 from .mapping import derive_schedule, loop_extent, main_statement, spatial_candidates
@@ -45,11 +46,15 @@ def chain(prog: Program, mesh: tuple[int, int]) -> Schedule:
 
 
 def ktree(prog: Program, mesh: tuple[int, int], group: int | None = None) -> Schedule:
-    """A two-level tree reduction; ``group`` defaults to about the square root of the reduced cores."""
+    """A two-level tree reduction; ``group`` defaults to about the square root of the reduced cores: the
+    blocks of the spatial loops the main statement reduces over (MeshGEMV's groups of the reduced line), or
+    of every spatial loop when none reduces."""
     base = derive_schedule(prog, mesh)
     if group is None:
         main = main_statement(prog)
-        n = max((-(-loop_extent(main, s.loop) // s.tile) for s in base.space), default=1)
+        kinds = loop_kinds(prog)[main.name]
+        reduced = [s for s in base.space if kinds.get(s.loop) == REDUCTION] or list(base.space)
+        n = max((-(-loop_extent(main, s.loop) // s.tile) for s in reduced), default=1)
         group = max(2, isqrt(n))
     return derive_schedule(prog, mesh, reduce="tree", group=group, family="ktree")
 

@@ -66,6 +66,17 @@ def test_plan_decisions_are_typed_fields_that_round_trip_through_json():
     assert (k.family, k.reduce, k.group, k.name) == ("ktree", "tree", 3, "ktree3")
 
 
+def test_the_named_k_tree_sizes_its_groups_from_the_reduced_cores():
+    """MeshGEMV's groups are about the square root of the cores the sum runs over: the blocks of the reduced
+    loop j, not those of the larger parallel loop i (30 rows of cores, 22 columns reduced: groups of 4, not 5)."""
+    import mica
+    op = mica.ops.gemv(900, 64)
+    k = mica.plans.ktree(op, (30, 30))
+    blocks = {s.loop: -(-{"i": 900, "j": 64}[s.loop] // s.tile) for s in k.space}
+    assert blocks == {"i": 30, "j": 22} and k.group == 4 and k.name == "ktree4"
+    assert mica.plans.ktree(mica.ops.gemv(16384, 16384, "f16"), (750, 994)).group == 27     # 745 reduced, 964 not
+
+
 def test_a_stencil_on_summa_steps_becomes_the_halo_family():
     import mica
     src = """void j(float A[12][12], float B[12][12]) {
