@@ -47,7 +47,7 @@ from .tiling.mapping import derive_schedule
 from .tiling.operators import retarget_schedule
 from .tiling.schedule import Schedule, with_buffers
 from .tiling.search import Lowering, SearchReport
-from .tiling.split import operator_program, phase_operators, program_pieces
+from .tiling.split import mapped_program, operator_program, phase_operators, program_pieces
 
 #: The lowering passes the schedule search builds its candidates with (see :class:`Lowering`).
 LOWERING = Lowering(operator=build_mesh_program, program=build_program, relayout_cycles=relayout_cycles)
@@ -123,7 +123,7 @@ class CompiledProgram:
         sum is their share. Empty for a plan of one operator. Preserves the program."""
         if not self.schedule.phases:
             return ()
-        prog = self.pieces.program if self.pieces is not None else self.program
+        prog = mapped_program(self.program, self.schedule)
         out, made = [], set()
         for k, (stmts, phase) in enumerate(zip(phase_operators(prog, self.schedule), self.schedule.phases)):
             sub = operator_program(prog, stmts, k)
@@ -330,7 +330,8 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     the search keeps only plans that hold each in one buffer nothing else overwrites
     (:mod:`mica.meshir.on_mesh`); :meth:`CompiledProgram.load` then loads them once and runs many steps.
     With ``side_by_side=False`` the search runs the operators of a program one after another only, never
-    on disjoint rectangles at the same time, nor cut into pieces streamed from slab to slab (``mica compile
+    on disjoint rectangles at the same time, nor cut into pieces streamed from slab to slab, nor with a
+    sequential loop run around its body's operators (a phase loop, :mod:`mica.affine.repeat`; ``mica compile
     --emit csl|metalium`` falls back to it when the back end refuses the searched plan).
     Temporaries (arrays neither input nor output) are first expanded along the loops within whose
     iterations their values live (:func:`mica.affine.privatise.privatise`); the compiled program's

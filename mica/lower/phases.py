@@ -17,16 +17,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..affine.deps import dependences
 from ..affine.program import Program
 from ..errors import ScheduleError, SramError
 from ..targets import Target
 from ..tiling.schedule import Schedule
-from ..tiling.split import mapped_program, operator_program, phase_operators
+from ..tiling.split import loop_carried, mapped_program, operator_program, phase_operators
 from ..comm.halo import merge_widths
 from .build import build_mesh_program
 from .place import copies, move_blocks, same_blocks, same_place, translate
 from .regather import regather
-from .relayout import transpose
+from .relayout import copy_kernel, transpose, via_blocks
 from ..meshir.on_mesh import check_on_mesh
 from ..meshir.ir import (Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Loop, MeshProgram, Region,
                  RegionTensor)
@@ -75,8 +76,10 @@ class _Merger:
     ``homes`` (array -> the buffer holding it between operators), ``tensors`` (merged buffers in arena
     order), ``kernels``, ``loads`` (host loads before the first operator; ``loaded`` their buffers), ``body``
     (the operators' ops in order), ``last_writer`` (output array -> (buffer, region) to store it from),
-    ``skew``, ``colours``, the extent ``x1``, ``y1`` of the cores with work, and ``live`` (buffer -> the
-    operators that use it, see :func:`lay_out`)."""
+    ``skew``, ``colours``, the extent ``x1``, ``y1`` of the cores with work, ``live`` (buffer -> the
+    operators that use it, see :func:`lay_out`) and, while a phase loop's operators are merged,
+    ``loop_first`` (array -> the home the loop's first operator touching it found it in); ``moves`` counts the
+    layout changes so far (their lanes' liveness positions, :func:`_add_move`)."""
 
     def __init__(self, prog: Program, sched: Schedule, target: Target):
         self.prog, self.sched, self.target = prog, sched, target
@@ -93,8 +96,10 @@ class _Merger:
         self.x1 = self.y1 = 1
         self.mesh_region = Region("mesh", 0, sched.mesh[0], 0, sched.mesh[1])
         self.live: dict[str, set[int]] = {}
+        self.loop_first: dict[str, RegionTensor] | None = None
+        self.moves = 0
 
-    def use(self, name: str, k: int) -> None:
+    def use(self, name: str, k: float) -> None:
         """Operator ``k`` uses buffer ``name``."""
         self.live.setdefault(name, set()).add(k)
 
@@ -105,9 +110,59 @@ def build_phased(prog: Program, sched: Schedule, target: Target) -> MeshProgram:
     liveness (:func:`_merged_program`)."""
     built = _operators(prog, sched, target)
     m = _Merger(prog, sched, target)
+    first, end = sched.repeat[3:] if sched.repeat else (-1, -1)
+    before: list = []
     for k, mp in enumerate(built):
+        if k == first:
+            before, m.body, m.loop_first = m.body, [], {}
         _merge_operator(m, k, mp)
+        if k == end - 1:
+            _close_loop(m, k, loop_live_in(prog, phase_operators(prog, sched), first, end))
+            m.body = before + [Loop(f"{sched.repeat[1]}_phase", sched.repeat[2], tuple(m.body), phase=True)]
+            for name, ks in m.live.items():
+                # A home the loop's operators use may hold what one iteration leaves the next: it lives
+                # through the whole loop, the layout changes before its first operator and after its last
+                # included (receive buffers, rings and lanes live within their operator or change).
+                if m.tensors[name].role in ("home", "partial") and any(first - 1 < j < end for j in ks):
+                    ks.update((first - 1 + LOOP_EDGE, end - LOOP_EDGE))
+            m.loop_first = None
     return _merged_program(m, len(built))
+
+
+#: How far inside the interval around a phase loop's operators its homes live (:func:`build_phased`): past the
+#: operator before the loop, up to the layout changes closing it (:func:`_add_move` positions them strictly
+#: between operators).
+LOOP_EDGE = 1e-9
+
+
+def _close_loop(m: _Merger, k: int, live_in: frozenset[str]) -> None:
+    """At the end of a phase loop's body (after operator ``k``, its last): every array of ``live_in`` (what an
+    iteration reads of the previous one's values) the loop's operators write and whose home has moved since
+    the first of them used it is moved back there (:func:`_moved`), so that every iteration starts from the
+    layouts the first one did. An array each iteration writes before reading needs no move back."""
+    ops: list = []
+    for a, first in m.loop_first.items():
+        now = m.homes.get(a)
+        if now is None or now.name == first.name or a not in m.written or a not in live_in:
+            continue
+        steps, need = _moved(m, k, now, first, f"p{k}_{a}_back_")
+        _add_move(m, k, now, first, steps, need, ops, after=True)
+    m.body += ops
+
+
+def loop_live_in(prog: Program, ops: list, first: int, end: int) -> frozenset[str]:
+    """The arrays whose values at the head of a phase loop around operators ``ops[first:end]`` of ``prog``
+    the loop's body reads: its reads of elements it has not written earlier in the same iteration (the live-in
+    reads of the body run once, from exact dataflow, :func:`mica.affine.deps.dependences`)."""
+    body = operator_program(prog, tuple(s for g in ops[first:end] for s in g), first)
+    return frozenset(_range_arrays(dependences(body).live_in))
+
+
+def _range_arrays(rel) -> set[str]:
+    """The arrays ``{ S[loops] -> A[a...] }`` reaches."""
+    out: set[str] = set()
+    rel.range().foreach_set(lambda s: out.add(s.get_tuple_name()))
+    return out
 
 
 def _operators(prog: Program, sched: Schedule, target: Target) -> list[MeshProgram]:
@@ -132,7 +187,13 @@ def _merge_operator(m: _Merger, k: int, mp: MeshProgram) -> None:
         m.skew = mp.skew
     prefix = f"p{k}_"
     relayouts: list = []
-    names = {t.name: _merge_tensor(m, k, t, prefix, relayouts) for t in mp.tensors}
+    names = {}
+    for t in mp.tensors:
+        had = m.homes.get(t.array)
+        names[t.name] = _merge_tensor(m, k, t, prefix, relayouts)
+        if m.loop_first is not None and t.array not in m.loop_first and t.array in m.homes:
+            # Inside a phase loop: the home the loop's first operator touching the array finds it in.
+            m.loop_first[t.array] = had if had is not None else m.homes[t.array]
     for n in names.values():
         m.use(n, k)
     buf, ker = names.__getitem__, prefix.__add__
@@ -172,41 +233,79 @@ def _relayout_home(m: _Merger, k: int, shared: RegionTensor, t: RegionTensor, pr
     (:func:`mica.lower.relayout.transpose`); the ops go to ``relayouts``, the new home to ``m.homes``.
     Raises :class:`ScheduleError` when the layout cannot be transposed."""
     dst = _rename_tensor(t, prefix + t.name)
-    if not same_place(shared, t) and copies(t):
-        # A copy on every core (a scalar every core of a 2D plan reads): gathered and broadcast.
-        cores = Region("relaid", 0, max(shared.region.x1, dst.region.x1), 0, max(shared.region.y1, dst.region.y1))
-        moved, need = regather(shared, dst, f"{prefix}{t.array}_", cores, m.target), 1
-    elif not same_place(shared, t) and (shared.box == t.box or same_blocks(shared, t)):
-        # The same blocks on another operator's rectangle: moved there by a conveyor.
-        moved, need = move_blocks(shared, dst, f"{prefix}{t.array}_", m.target), 2
-    elif shared.box != t.box:
-        # Produced data in another layout: transposed on the mesh, else gathered and broadcast (a small
-        # array: mica.lower.regather), or a clear error.
-        try:
-            moved, need = transpose(shared, dst, f"{prefix}{t.array}_", m.mesh_region, m.target), 4
-        except ScheduleError as exc:
-            # On the cores that hold either layout (every core of that rectangle has an arena).
-            cores = Region("relaid", 0, max(shared.region.x1, dst.region.x1), 0, max(shared.region.y1, dst.region.y1))
-            try:
-                moved, need = regather(shared, dst, f"{prefix}{t.array}_", cores, m.target), 1
-            except ScheduleError as exc2:
-                raise ScheduleError(
-                    f"operator {k} expects {t.array} laid out as {[str(d) for d in t.box]}, the "
-                    f"previous operator left it as {[str(d) for d in shared.box]}: {exc}; {exc2}") from None
-    else:
+    if same_place(shared, t) and shared.box == t.box:
         return shared.name
+    steps, need = _moved(m, k, shared, dst, f"{prefix}{t.array}_")
     # The source, the destination and the lanes are all live while operator k moves the
     # blocks (before it runs); the destination is the array's home from now on.
-    lanes, kers, mops = moved
-    for buf in (dst, *lanes):
-        m.tensors[buf.name] = buf
-    for name in (shared.name, dst.name, *(lane.name for lane in lanes)):
-        m.use(name, k)
-    m.kernels += kers
-    relayouts += mops
-    m.colours = max(m.colours, need)
+    _add_move(m, k, shared, dst, steps, need, relayouts)
     m.homes[t.array] = dst
     return dst.name
+
+
+def _moved(m: _Merger, k: int, shared: RegionTensor, dst: RegionTensor, prefix: str):
+    """The steps ``(from, to, (buffers, kernels, ops))`` that fill ``dst`` (its array in another layout or
+    place) from ``shared`` before operator ``k`` runs, and the colours they need: a copy on every core
+    gathered and broadcast, the same blocks moved to another rectangle by a conveyor, a 2D layout transposed
+    on the mesh, any other layout gathered and broadcast (:mod:`mica.lower.regather`) or else changed through
+    blocks over both axes (:func:`mica.lower.relayout.via_blocks`, three steps), or the same blocks copied in
+    place (another buffer of the same layout). Raises :class:`ScheduleError` naming both layouts when none
+    applies."""
+    cores = Region("relaid", 0, max(shared.region.x1, dst.region.x1), 0, max(shared.region.y1, dst.region.y1))
+
+    def one(change):
+        return [(shared, dst, change)]
+    if not same_place(shared, dst) and copies(dst):
+        # A copy on every core (a scalar every core of a 2D plan reads): gathered and broadcast.
+        return one(regather(shared, dst, prefix, cores, m.target)), 1
+    if not same_place(shared, dst) and (shared.box == dst.box or same_blocks(shared, dst)):
+        # The same blocks on another operator's rectangle: moved there by a conveyor.
+        return one(move_blocks(shared, dst, prefix, m.target)), 2
+    if shared.box == dst.box:
+        # The same blocks in another buffer of the same cores: copied in place.
+        return one(([], [copy_kernel(f"{prefix}copy", dst, shared, dst.box, True, "true", cores)],
+                    [Compute(f"{prefix}copy", cores.rect)])), 0
+    # Produced data in another layout: transposed on the mesh, else gathered and broadcast (a small
+    # array: mica.lower.regather), or a clear error.
+    try:
+        return one(transpose(shared, dst, prefix, m.mesh_region, m.target)), 4
+    except ScheduleError as exc:
+        # On the cores that hold either layout (every core of that rectangle has an arena).
+        try:
+            return one(regather(shared, dst, prefix, cores, m.target)), 1
+        except ScheduleError as exc2:
+            try:
+                return via_blocks(shared, dst, prefix, m.mesh_region, m.target), 4
+            except ScheduleError as exc3:
+                raise ScheduleError(
+                    f"operator {k} expects {dst.array} laid out as {[str(d) for d in dst.box]}, the "
+                    f"previous operator left it as {[str(d) for d in shared.box]}: {exc}; {exc2}; {exc3}") from None
+
+
+def _add_move(m: _Merger, k: int, src: RegionTensor, dst: RegionTensor, steps, need: int, ops: list,
+              after: bool = False) -> None:
+    """Records the layout change ``steps`` (:func:`_moved`) from ``src`` into ``dst`` before operator ``k``
+    runs (``after``: once it has run, closing a phase loop): its buffers, kernels, ops (appended to ``ops``)
+    and colours. ``src`` and ``dst`` are homes, live at ``k``; each step's lanes (and a block layout between
+    two steps) live only while it runs, at a position of its own between operator ``k - 1`` and ``k`` (``k``
+    and ``k + 1``), so the changes before an operator, which run one after another, may share bytes with each
+    other and with the operators' own transient buffers."""
+    for s_src, s_dst, (lanes, kers, mops) in steps:
+        for buf in (s_dst, *lanes):
+            m.tensors[buf.name] = buf
+            # The change may run on cores no operator computes on (a line's data spread over the mesh).
+            m.x1, m.y1 = max(m.x1, buf.region.x1), max(m.y1, buf.region.y1)
+        m.moves += 1
+        at = k + (0 if after else -1) + m.moves / (m.moves + 1)      # distinct inside the interval, in order
+        for t in (s_src, s_dst):
+            m.use(t.name, at)
+            if t.name in (src.name, dst.name):
+                m.use(t.name, k)
+        for lane in lanes:
+            m.use(lane.name, at)
+        m.kernels += kers
+        ops += mops
+    m.colours = max(m.colours, need)
 
 
 def _merge_ops(m: _Merger, k: int, ops: list) -> None:
@@ -288,7 +387,7 @@ def _build_operators(prog: Program, ops, sched: Schedule, target: Target, ghosts
     out = []
     for k, (stmts, sub_sched) in enumerate(zip(ops, sched.phases)):
         sub = operator_program(prog, stmts, k)
-        resident = frozenset(st.write.array for g in ops[:k] for st in g)
+        resident = frozenset(st.write.array for g in ops[:k] for st in g) | loop_carried(ops, sched.repeat, k)
         mp = build_mesh_program(sub, sub_sched, target, resident=resident, ghost_widths=ghosts)
         ox, oy = sub_sched.origin
         if ox + sub_sched.mesh[0] > sched.mesh[0] or oy + sub_sched.mesh[1] > sched.mesh[1]:

@@ -159,9 +159,13 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     plans = []
     for first in ("x", "y"):
         second = OTHER_AXIS[first]
-        rows = _widened(_owned(src), first, f"{prefix}lines_{first}", region, g.line(first).apply_range(src_own))
+        # A source every core of which already holds its line's share (a whole array on every core) skips the
+        # first phase: the second reads the source itself.
+        share = g.line(first).apply_range(src_own)
+        held = not any(d.window for d in src.box) and share.is_subset(src_own)
+        rows = src if held else _widened(_owned(src), first, f"{prefix}lines_{first}", region, share)
         cols = _widened(_owned(dst), second, f"{prefix}lines_{second}", region, g.line(second).apply_range(dst_own))
-        plans.append((2 * (rows.max_bytes + cols.max_bytes), first, rows, cols))
+        plans.append((2 * ((0 if held else rows.max_bytes) + cols.max_bytes), first, rows, cols))
     need, first, rows, cols = min(plans, key=lambda p: (p[0], p[1]))
     if need > MAX_FRACTION * target.sram_bytes:
         raise ScheduleError(f"{what}: its line shares take {need} B of buffers per core even line by line (at "
@@ -176,6 +180,8 @@ def _by_lines(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     for phase, axis, buf, source, first_holders, users in (
             (1, first, rows, src, g.first_on_lines(src_own, first), taken.domain()),
             (2, second, cols, rows, taken, dst_own.domain())):
+        if buf is src:
+            continue                     # the source holds its line share already
         inbox = replace(buf, name=f"{buf.name}_in")
         share = imap(buf.ownership)
         pos, across = ("x2", "y2") if axis == "x" else ("y2", "x2")

@@ -40,9 +40,9 @@ from ..comm.routes import shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
 from ..tiling.cost import estimate
-from ..tiling.schedule import Home
+from ..tiling.schedule import OTHER_AXIS as OTHER, Home
 from ..tiling.homes import home_box
-from .regather import layout_change_program, regather_program
+from .regather import layout_change_program, regather, regather_program
 from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
                  Region, RegionTensor, Shift)
 
@@ -108,7 +108,7 @@ def _box_cons(box: tuple[BoxDim, ...], clip: bool) -> str:
     return " and ".join(out)
 
 
-def _copy_kernel(name: str, dst: RegionTensor, src: RegionTensor, box, clip: bool, guard: str,
+def copy_kernel(name: str, dst: RegionTensor, src: RegionTensor, box, clip: bool, guard: str,
                  region: Region) -> Kernel:
     """``dst[a...] = src[a...]`` over ``box``'s block at each core where ``guard`` holds."""
     loops = tuple(f"a{i}" for i in range(len(box)))
@@ -180,27 +180,27 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
                             f"{{ core[x, y] -> {src.array}[{idx}] : x = y }}")
     lanes = {tag: lane(tag, src if tag in "EW" else dst) for tag in "EWNS" if tag in used}
     name = f"{prefix}transpose"
-    kernels = [_copy_kernel(f"{name}_diag", dst, src, dst.box, True, _and("__x = __y", sg, dg), square)]
+    kernels = [copy_kernel(f"{name}_diag", dst, src, dst.box, True, _and("__x = __y", sg, dg), square)]
     if "E" in used:
-        kernels.append(_copy_kernel(f"{name}_load_E", lanes["E"], src, src.box, True, _and("__x < __y", sg), square))
+        kernels.append(copy_kernel(f"{name}_load_E", lanes["E"], src, src.box, True, _and("__x < __y", sg), square))
     if "W" in used:
-        kernels.append(_copy_kernel(f"{name}_load_W", lanes["W"], src, src.box, True, _and("__x > __y", sg), square))
+        kernels.append(copy_kernel(f"{name}_load_W", lanes["W"], src, src.box, True, _and("__x > __y", sg), square))
     first = [Compute(k.name, square.rect) for k in kernels]
 
     def step_kernels(tag: str, base: int, turns: bool) -> list[Kernel]:
         s = f"__t + {base}" if base else "__t"
         out = []
         if turns and "N" in used:       # the block that reached the diagonal turns north (from E)
-            out.append(_copy_kernel(f"{name}_{tag}_turn_N", lanes["N"], lanes["E"], dst.box, False,
+            out.append(copy_kernel(f"{name}_{tag}_turn_N", lanes["N"], lanes["E"], dst.box, False,
                                     f"__x = __y and __x >= {s} + 1", square))
         if turns and "S" in used:       # ... or south (from W)
-            out.append(_copy_kernel(f"{name}_{tag}_turn_S", lanes["S"], lanes["W"], dst.box, False,
+            out.append(copy_kernel(f"{name}_{tag}_turn_S", lanes["S"], lanes["W"], dst.box, False,
                                     _and(f"__x = __y and __x + {s} + 1 <= {n - 1}", sg), square))
         if "N" in used:
-            out.append(_copy_kernel(f"{name}_{tag}_deliver_N", dst, lanes["N"], dst.box, True,
+            out.append(copy_kernel(f"{name}_{tag}_deliver_N", dst, lanes["N"], dst.box, True,
                                     _and(f"__y < __x and 2*__x - 2*__y - 1 = {s}", dg), square))
         if "S" in used:
-            out.append(_copy_kernel(f"{name}_{tag}_deliver_S", dst, lanes["S"], dst.box, True,
+            out.append(copy_kernel(f"{name}_{tag}_deliver_S", dst, lanes["S"], dst.box, True,
                                     _and(f"__x < __y and 2*__y - 2*__x - 1 = {s}", dg), square))
         return out
 
@@ -234,6 +234,60 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     return list(lanes.values()), kernels, ops
 
 
+def via_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target) -> list[tuple]:
+    """The three steps ``(from, to, (buffers, kernels, ops))``, run in order, that fill ``dst`` from ``src`` (two
+    layouts of a 2D array) through two layouts of ``n x n`` blocks over both mesh axes: ``src`` scattered into the first
+    (:func:`mica.lower.regather.regather`, line by line), its blocks transposed on the mesh into the second
+    (:func:`transpose`), gathered into ``dst``. This changes which dimension a line of cores distributes
+    (``[:N, x/b]`` to ``[x/b, :N]``: ADI's sweeps, one along columns, the next along rows) for arrays too large
+    for a core to hold a line's share of (the direct change's buffers): every buffer here is a block or a
+    line of blocks. The first block layout puts the dimension ``src`` distributes on the axis ``src`` has it
+    on; ``n`` is the larger count of blocks ``src`` or ``dst`` has along a mesh axis. Preserves every element
+    bit for bit; ``src`` is left as it was. Raises :class:`ScheduleError` (saying why) when the array is not
+    2D, neither layout distributes a dimension, the blocks do not form a square grid of ``region``, or a
+    stage does not fit."""
+    what = (f"changing the layout of {src.array} from {[str(d) for d in src.box]} to {[str(d) for d in dst.box]} "
+            f"through blocks over both mesh axes")
+    if len(src.box) != 2 or len(dst.box) != 2:
+        raise ScheduleError(f"{what}: only 2D arrays")
+    spread = [(k, d) for t in (src, dst) for k, d in enumerate(t.box) if d.coord in ("x", "y")]
+    if not spread:
+        raise ScheduleError(f"{what}: neither layout distributes a dimension")
+    n = max(ceil(d.extent / d.tile) for _, d in spread)
+    extents = [d.extent for d in src.box]
+    tiles = [ceil(e / n) for e in extents]
+    if n < 2 or any(ceil(e / t) != n for e, t in zip(extents, tiles)) or n > min(region.x1, region.y1):
+        raise ScheduleError(f"{what}: {extents[0]}x{extents[1]} elements make no square grid of {n}x{n} blocks on "
+                            f"the cores {region}")
+    k, d = next((k, d) for k, d in enumerate(src.box) if d.coord in ("x", "y")) if any(
+        d.coord in ("x", "y") for d in src.box) else next((k, d) for k, d in enumerate(dst.box) if d.coord in ("x", "y"))
+    axes = [d.coord, OTHER[d.coord]] if k == 0 else [OTHER[d.coord], d.coord]
+    idx = "a0, a1"
+
+    def blocks(name: str, coords) -> RegionTensor:
+        box = tuple(BoxDim(c, t, e) for c, t, e in zip(coords, tiles, extents))
+        cons = " and ".join(f"{t}*{c} <= a{i} < {t}*{c} + {t} and a{i} < {e}"
+                            for i, (c, t, e) in enumerate(zip(coords, tiles, extents)))
+        return RegionTensor(name, src.array, src.dtype, src.elem_bytes, region, box, "recv",
+                            f"{{ core[x, y] -> {src.array}[{idx}] : {cons} }}")
+    first = blocks(f"{prefix}blocks_a", axes)
+    second = blocks(f"{prefix}blocks_b", [OTHER[a] for a in axes])
+    return [(src, first, regather(src, first, f"{prefix}a_", region, target)),
+            (first, second, transpose(first, second, f"{prefix}t_", region, target)),
+            (second, dst, regather(second, dst, f"{prefix}b_", region, target))]
+
+
+def flat(steps) -> tuple[list[RegionTensor], list[Kernel], list]:
+    """The steps of :func:`via_blocks` as one change: every buffer (the block layouts between them included),
+    kernel and op, in order."""
+    bufs, kernels, ops = [], [], []
+    for _, dst, (lanes, kers, mops) in steps:
+        bufs += ([dst] if dst is not steps[-1][1] else []) + list(lanes)
+        kernels += kers
+        ops += mops
+    return bufs, kernels, ops
+
+
 def transpose_program(src: RegionTensor, dst: RegionTensor, mesh: tuple[int, int], target: Target
                       ) -> MeshProgram:
     """A mesh program that only transposes ``src`` into ``dst`` (arena laid out from offset 0), for
@@ -259,8 +313,8 @@ def home_tensor(prog, home: Home, name: str | None = None) -> RegionTensor:
 
 def relayout_cycles(prog, home_from: Home, home_to: Home, mesh: tuple[int, int], target: Target) -> float:
     """Modelled cycles of changing ``prog``'s array from ``home_from`` to ``home_to`` on the mesh
-    (:func:`transpose`, or for other layouts :func:`mica.lower.regather.regather`); infinite when neither
-    applies."""
+    (:func:`transpose`, or for other layouts :func:`mica.lower.regather.regather`, else through blocks over
+    both axes, :func:`via_blocks`); infinite when none applies."""
     src = home_tensor(prog, home_from)
     dst = home_tensor(prog, home_to, f"{home_to.array}_t")
     try:
@@ -269,5 +323,13 @@ def relayout_cycles(prog, home_from: Home, home_to: Home, mesh: tuple[int, int],
         pass
     try:
         return estimate(regather_program(src, dst, mesh, target), target).total_cycles
+    except ScheduleError:
+        pass
+    try:
+        region = Region("work", 0, mesh[0], 0, mesh[1])
+        return estimate(layout_change_program(f"relayout_{src.array}", (src, dst),
+                                              flat(via_blocks(src, dst, "", region, target)), mesh, region, target,
+                                              4),
+                        target).total_cycles
     except ScheduleError:
         return float("inf")

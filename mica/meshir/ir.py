@@ -558,13 +558,17 @@ class Loop:
     ``count - 1`` down to 0 (a sweep counting down: :attr:`mica.tiling.schedule.StepMap.down`). ``wave``: the
     steps of a wavefront — each core works only at the steps its coordinates select, and a dependence chain
     passes from core to core one step after another, so the critical path pays a busy core's block every step
-    (the cost model's reading; the emulator just runs the steps)."""
+    (the cost model's reading; the emulator just runs the steps). ``phase``: a loop around whole operators
+    (a sequential time loop whose body the search mapped operator by operator, :mod:`mica.affine.repeat`);
+    nothing inside reads its variable, so every iteration does the same work, and the loops inside it keep
+    the place kernels read ``t`` from (the emulator gives it the last variable slot)."""
 
     var: str
     count: int
     body: tuple["Op", ...]
     wave: bool = False
     down: bool = False
+    phase: bool = False
 
 
 Op = Union[HostLoad, HostStore, Exchange, Compute, DramLoad, Loop]
@@ -626,6 +630,11 @@ def walk_ops(ops, scope: tuple = ()):
         yield op, scope
         if isinstance(op, Loop):
             yield from walk_ops(op.body, scope + ((op.var, op.count),))
+
+
+def phase_loops(mp: MeshProgram) -> tuple[Loop, ...]:
+    """The loops of ``mp`` around whole operators (:attr:`Loop.phase`), outermost first. Changes nothing."""
+    return tuple(op for op, _ in mp.walk() if isinstance(op, Loop) and op.phase)
 
 
 def step_blocks(mp: MeshProgram) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """MeshIR -> the emulator's op code.
 
-A plain translation with no decisions: loop variables get slots by nesting depth, MeshIR rectangles and
+A plain translation with no decisions: loop variables get slots by nesting depth (phase loops from the
+last slot down), MeshIR rectangles and
 boxes become op-code rectangles and boxes, each :class:`~mica.meshir.ir.Exchange` becomes one EXCHANGE op
 (its patterns' routes, sends and receives) and each :class:`~mica.meshir.ir.Compute` one COMPUTE op with an
 entry per kernel class, clipped to the op's rectangle, and each :class:`~mica.meshir.ir.DramLoad` one DRAM op
@@ -109,14 +110,18 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
     if any(isinstance(op, (ir.HostLoad, ir.HostStore)) for op, _ in ir.walk_ops(body)):
         raise MeshIRError(f"{mp.name}: host transfers in the middle of a program are not supported yet")
 
-    def go(ops, slots: dict[str, int]) -> list:
+    def go(ops, slots: dict[str, int], phases: int = 0) -> list:
         out = []
         for op in ops:
             if isinstance(op, ir.Loop):
-                slot = len(slots)
-                if slot >= oc.MAX_VARS:
+                # A phase loop takes the last free slot: kernels read ``t`` from slot 0, the innermost
+                # step loop's when loops nest inside phase loops.
+                inner = len(slots) - phases
+                slot = oc.MAX_VARS - 1 - phases if op.phase else inner
+                if len(slots) >= oc.MAX_VARS:
                     raise MeshIRError(f"{mp.name}: loops nest deeper than {oc.MAX_VARS}")
-                out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot})), down=op.down))
+                out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot}, phases + op.phase)),
+                                   down=op.down))
             elif isinstance(op, ir.Exchange):
                 routes, sends, recvs = [], [], []
                 g, big = op.guard, mp.mesh[0]

@@ -61,7 +61,7 @@ never per step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import product
 
@@ -808,7 +808,7 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
         if isinstance(op, (HostLoad, HostStore)):
             continue
         box = footprint(op, mp.mesh)
-        compute, comm, hidden, per_tensor, arith, dram = _estimate_ops(mp, [op], target)
+        compute, comm, hidden, per_tensor, arith, dram = _estimate_top(mp, op, target)
         before = max((c for c in chains if _meets(c[0], box)), key=lambda c: c[1], default=None)
         if before is not None:
             compute, comm, hidden = compute + before[2], comm + before[3], hidden + before[4]
@@ -821,6 +821,19 @@ def estimate(mp: MeshProgram, target: Target) -> Cost:
                 tuple(sorted(per_tensor.items())), mp.arena_bytes, target.sram_bytes, mp.colours,
                 target.colours, computing_cores(mp), hidden, mp.region.cores, *host_bytes(mp), mp.on_mesh,
                 dram_read_bytes(mp, target), min(arith, compute), dram)
+
+
+def _estimate_top(mp: MeshProgram, op, target: Target) -> tuple[float, float, float, dict[str, float], float, float]:
+    """:func:`_estimate_ops` of one top-level op; a phase loop (:attr:`Loop.phase`) is ``count`` times its body
+    estimated as a program of its own (nothing in it reads the loop's variable, so every iteration costs the
+    same; an iteration starts when the previous one has ended on every core, which the emulator's per-core
+    clocks may beat by overlapping the end of one with the start of the next)."""
+    if not (isinstance(op, Loop) and op.phase):
+        return _estimate_ops(mp, [op], target)
+    one = estimate(replace(mp, body=op.body), target)
+    n = op.count
+    return (n * one.compute_cycles, n * (one.total_cycles - one.compute_cycles), n * one.hidden_cycles,
+            {k: n * v for k, v in one.per_tensor}, n * one.arith_cycles, n * one.dram_cycles)
 
 
 def dram_read_bytes(mp: MeshProgram, target: Target) -> int:

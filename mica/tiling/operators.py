@@ -16,7 +16,8 @@ from math import prod
 from ..affine.isl_names import count_points
 from ..affine.pieces import cut_candidates, cut_program
 from ..affine.program import Program
-from ..errors import MicaError
+from ..affine.repeat import repeat_candidates, repeated_program
+from ..errors import MicaError, ScheduleError
 from ..meshir.on_mesh import on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import Target
@@ -26,21 +27,24 @@ from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
 from .schedule import Schedule, transposed
 from .search import Lowering, SearchReport, search
-from .split import fixed_homes_after, mapped_program, operator_program, phase_operators, split_operators
+from .split import (fixed_homes_after, loop_carried, mapped_program, operator_program, phase_operators,
+                    split_operators)
 
 
 def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None,
                    memo: dict | None = None) -> tuple[Schedule, SearchReport | None]:
     """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
-    fission lets spread over the mesh) through :func:`search_operators`. ``memo``: operator searches kept
-    across calls for the same mesh, target and lowering (rewrites of one program share most operators)."""
+    fission, or a phase loop around its body's nests, lets spread over the mesh) through
+    :func:`search_operators`. ``memo``: operator searches kept across calls for the same mesh, target and
+    lowering (rewrites of one program share most operators)."""
     if len(split_operators(op)) > 1:
         return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress, memo=memo)
     splits = operator_splits(op)
+    looped = side_by_side and bool(repeat_candidates(op))
     try:
         sched, report = search(op, mesh, tgt, lowering, progress=progress)
     except MicaError:
-        if not splits:
+        if not splits and not looped:
             raise
         try:
             return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress,
@@ -48,7 +52,7 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
         except MicaError:
             pass
         raise
-    if not splits:
+    if not splits and not looped:
         return sched, report
     spread = sched.space or sched.step is not None
     best = report.best if report is not None else None
@@ -96,7 +100,8 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
       heavier ones for the arrays the program writes (an intermediate is produced where its heaviest
       consumer wants it); inputs are loaded once per layout.
 
-    With ``side_by_side``, every run of operators that do not depend on each other is also tried on
+    With ``side_by_side``, every sequential loop around several nests is also tried as a phase loop
+    (:func:`_phase_loops`), and every run of operators that do not depend on each other is also tried on
     disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh; and a
     program that can be cut into independent pieces is tried streamed, each operator on a slab of its own
     working on one piece after another (:func:`stream_schedules`). Every way is recorded as a :class:`Way`.
@@ -122,6 +127,8 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             _one_after_another(ways, ops, split_name, mesh, grid, memo)
             if grid == mesh and side_by_side:
                 _side_by_side(ways, ops, split_name, mesh, memo)
+        if side_by_side:
+            _phase_loops(ways, mesh, grid, memo)
         if grid == mesh and mesh[0] != mesh[1] and not _settled(ways):
             # Each operator's choices depend on the mesh's orientation (which axis is longer), and a later
             # operator may find no plan with the layouts the earlier ones chose: the same greedy mapping on
@@ -241,12 +248,50 @@ class _Ways:
         return phased, report
 
 
-def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo: dict, flipped: bool = False
-                       ) -> None:
+def _phase_loops(ways: _Ways, mesh, grid, memo: dict) -> None:
+    """Tries every sequential loop around several nests (:func:`mica.affine.repeat.repeat_candidates`) as a
+    phase loop: the program with that loop taken off, cut into operators like any program
+    (:func:`operator_splits`), mapped one after another on ``grid`` with the body's operators run ``count``
+    times in a loop around them (:attr:`Schedule.repeat`). A split that mixes the body's statements with
+    others in one operator is not tried."""
+    for rep in repeat_candidates(ways.op):
+        body = repeated_program(ways.op, rep)
+        inside = set(rep.statements)
+        for split_name, ops in operator_splits(body):
+            ks = [k for k, g in enumerate(ops) if any(s.name in inside for s in g)]
+            first, end = ks[0], ks[-1] + 1
+            if any(any(s.name not in inside for s in g) for g in ops[first:end]):
+                continue
+            name = f"{split_name}, loop {rep.loop} ({rep.count} iterations) around operators {first}-{end - 1}"
+            _one_after_another(ways, ops, name, mesh, grid, memo, prog=body,
+                               repeat=(rep.nest, rep.loop, rep.count, first, end))
+
+
+def phase_loop_plan(op: Program, mesh, tgt: Target, lowering: Lowering) -> Schedule:
+    """The cheapest plan of ``op`` on ``mesh`` that runs one of its sequential loops around the operators of its
+    body (:func:`_phase_loops`; the search weighs it against every other way, this takes it alone: a
+    hand-specified plan to compare with, or to run where the search prefers another). Raises the first way's
+    error when none works, :class:`ScheduleError` when ``op`` has no such loop."""
+    ways = _Ways(op, tgt, lowering)
+    _phase_loops(ways, tuple(mesh), tuple(mesh), {})
+    done = [w for w in ways.tried if w.schedule is not None]
+    if not done:
+        raise ScheduleError(f"{op.name} has no phase-loop plan on {mesh[0]}x{mesh[1]}: " + (
+            "; ".join(f"{w.how}: {w.rejected}" for w in ways.tried) or "no sequential loop runs around several "
+            "nests whose bounds and statements do not read it"))
+    best = min(done, key=lambda w: w.cycles)
+    return best.schedule
+
+
+def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo: dict, flipped: bool = False,
+                       prog: Program | None = None, repeat: tuple = ()) -> None:
     """Tries the operators ``ops`` one after another on ``grid`` (the mesh, or a square of it from (0, 0)), in
     program order and heaviest first; with ``flipped``, mapped on the transposed ``grid`` and the plan's
-    axes swapped back (:func:`mica.tiling.schedule.transposed`)."""
-    op, tgt, lowering = ways.op, ways.tgt, ways.lowering
+    axes swapped back (:func:`mica.tiling.schedule.transposed`). ``prog`` (default: the program searched) is
+    the program ``ops`` cut, ``repeat`` the plan's phase loop (:attr:`Schedule.repeat`) when ``prog`` is the
+    program with that loop taken off."""
+    tgt, lowering = ways.tgt, ways.lowering
+    op = ways.op if prog is None else prog
     on = "" if grid == mesh else f" on the {grid[0]}x{grid[1]} square of the mesh"
     if flipped:
         on += f", mapped on the {grid[1]}x{grid[0]} mesh and its axes swapped"
@@ -257,12 +302,12 @@ def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo
         def whole(heaviest=heaviest, capped=False):
             phased, report = map_operators(op, ops, (grid[1], grid[0]) if flipped else grid, tgt, lowering,
                                            heaviest_first=heaviest, progress=ways.progress,
-                                           memo=memo, capped=capped)
+                                           memo=memo, capped=capped, repeat=repeat)
             if flipped:
                 phased = transposed(phased)
             if grid != mesh:
                 phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
-            return phased, report
+            return phased.copy(repeat=repeat), report
         if ways.consider(how, whole, f"{how}, one after another") is None and op.on_mesh and grid == mesh:
             # Each operator laid out its on-mesh arrays as it liked, and together they do not fit (or the
             # layouts they took leave a later operator without a plan): with shares of SRAM for them, they
@@ -402,6 +447,9 @@ RELAYOUT_SUBSETS = 3      # arrays whose transposed layouts are tried in every c
 HINT_ROUNDS = 3      # times map_operators starts again with layouts a later operator asked of an earlier one
 
 
+FREED_SUBSETS = 6    # large produced arrays whose layouts are freed one or two at a time (map_operators)
+
+
 class _Hint(Exception):
     """Internal: operator ``k`` works only with ``homes`` for arrays an earlier operator laid out otherwise
     and whose layout cannot be changed on the mesh (too large to gather)."""
@@ -413,8 +461,8 @@ class _Hint(Exception):
 
 def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lowering | None, *, heaviest_first: bool = False,
                   like: Schedule | None = None, memo: dict | None = None,
-                  relayout: bool = True, places: list | None = None, progress=None, capped: bool = False
-                  ) -> tuple[Schedule, SearchReport | None]:
+                  relayout: bool = True, places: list | None = None, progress=None, capped: bool = False,
+                  repeat: tuple = ()) -> tuple[Schedule, SearchReport | None]:
     """The phased schedule of ``op`` cut into ``ops``, each operator searched with the layouts already
     chosen fixed (see :func:`search_operators` for the two orders); returns it with the report of the
     heaviest operator's search. With ``relayout``, an operator that touches a 2D array already laid out
@@ -443,7 +491,7 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
     for _ in range(HINT_ROUNDS + 1):
         try:
             return _map_once(op, ops, mesh, tgt, lowering, heaviest_first, like, memo, relayout, places, progress,
-                             hints, capped)
+                             hints, capped, repeat or (like.repeat if like is not None else ()))
         except _Hint as hint:
             error = hint.error
             if all(hints.get(a) == h for a, h in hint.homes.items()):
@@ -453,9 +501,10 @@ def map_operators(op: Program, ops: list, mesh, tgt: Target | None, lowering: Lo
 
 
 def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like, memo, relayout, places, progress,
-              hints: dict, capped: bool) -> tuple[Schedule, SearchReport | None]:
+              hints: dict, capped: bool, repeat: tuple = ()) -> tuple[Schedule, SearchReport | None]:
     """One pass of :func:`map_operators` with layout ``hints`` (array -> Home); raises :class:`_Hint` when an
-    operator asks for layouts the earlier ones could have taken."""
+    operator asks for layouts the earlier ones could have taken. Inside a phase loop (``repeat``,
+    :attr:`Schedule.repeat`) an operator finds every array the loop's operators write produced on the mesh."""
     if like is not None:
         heaviest_first = like.order == HEAVIEST_FIRST
     memo = {} if memo is None else memo
@@ -484,7 +533,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
         away = [j for j in done if j not in here]
         for a, h in fixed_homes_after(op, [ops[j] for j in away], [phases[j] for j in away], arrays=written).items():
             fixed.setdefault(a, h)
-        resident = frozenset(s.write.array for g in ops[:k] for s in g)
+        resident = frozenset(s.write.array for g in ops[:k] for s in g) | loop_carried(ops, repeat, k)
         sub = operator_program(op, ops[k], k)
         # The memo's key for the operator: its sub-program's compared fields but its name (which numbers it in
         # this split): the same statements are one operator of every split and rewrite that keeps them.
@@ -506,6 +555,8 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
             # not change its result, so they are left out of the key. ``capped``: the on-mesh arrays it lays
             # out keep within their share of SRAM (mica.meshir.on_mesh.on_mesh_caps).
             mine = {a: c for a, c in caps.items() if a in touched and a not in homes} if capped else {}
+            mine.update({a: c for a, c in _loop_caps(op, ops, repeat, k, tgt, size).items()
+                         if a in touched and a not in homes})
             key = (unnamed, frozenset((a, h) for a, h in homes.items() if a in touched),
                    resident & touched, size, origin == (0, 0), frozenset(mine.items()))
             if key not in memo:
@@ -609,8 +660,15 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                 # hinted to the operator that lays it out (see map_operators).
                 levels = [{a for a in touched if a not in written or _gatherable(op.array(a), tgt, size, whole)}
                           for whole in (True, False)] + [set(touched)]
+                # After the small arrays, each large produced array alone or with one other (with the small ones):
+                # an operator that needs some arrays in other layouts (ADI's row sweep, reading v and writing u by
+                # rows) keeps the others' (p and q, which both sweeps lay out alike).
+                large = sorted(a for a in touched & written & set(fixed) if a not in levels[0])
+                singles = [levels[0] | set(c) for r in (1, 2) for c in combinations(large, r)] \
+                    if len(large) <= FREED_SUBSETS else []
                 stuck: dict = {}        # arrays whose layout cannot be changed on the mesh (the first level's)
-                for small in [lv for i, lv in enumerate(levels) if lv not in levels[:i]]:
+                for small in [lv for i, lv in enumerate(levels) if lv not in levels[:i]][:1] + _cheapest_single(
+                        singles, searched_, changes, fixed) + levels[1:]:
                     free = searched_({a: h for a, h in fixed.items() if a not in small})
                     if isinstance(free, MicaError):
                         continue
@@ -645,6 +703,41 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
         phases[k], reports[k] = best[0].copy(origin=origin), best[1]
     order = HEAVIEST_FIRST if heaviest_first else "program"
     return Schedule(mesh, (), None, (), (), family="operators", order=order, phases=tuple(phases)), reports[heaviest]
+
+
+def _loop_caps(op: Program, ops: list, repeat: tuple, k: int, tgt: Target | None, size) -> dict[str, int]:
+    """The most bytes per core operator ``k`` may keep of each array a phase loop around it carries from one
+    iteration to the next (:func:`mica.tiling.split.loop_carried`) that is too large for a layout change to
+    gather (:func:`_gatherable`): three quarters of it, so that its layout spreads it (ghost zones included).
+    Such an array laid out whole on every core would have to be gathered whole again at the end of every
+    iteration; empty outside a loop."""
+    if tgt is None:
+        return {}
+    out = {}
+    for a in sorted(loop_carried(ops, repeat, k)):
+        arr = op.array(a)
+        if not _gatherable(arr, tgt, size):
+            out[a] = 3 * arr.elem_bytes * prod(arr.shape) // 4
+    return out
+
+
+def _cheapest_single(singles: list[set], searched, changes, fixed: dict) -> list[set]:
+    """Of ``singles`` (sets of arrays whose layouts an operator's search may choose), the one whose plan runs
+    plus changes layouts in the fewest modelled cycles, as a list of at most one (none when no plan works
+    with every change feasible). ``searched(homes)``: the operator's search with ``homes`` fixed;
+    ``changes(sched)``: the layout changes ``sched`` needs (:func:`_map_once`)."""
+    best = None
+    for small in singles:
+        free = searched({a: h for a, h in fixed.items() if a not in small})
+        if isinstance(free, MicaError):
+            continue
+        _, moved, blocked = changes(free[0])
+        if blocked:
+            continue
+        total = free[1].best.cycles + moved
+        if best is None or total < best[0]:
+            best = (total, small)
+    return [best[1]] if best else []
 
 
 def _checked_cycles(op: Program, sched: Schedule, tgt: Target, lowering: Lowering) -> float:

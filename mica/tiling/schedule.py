@@ -36,7 +36,11 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
   placed side by side on disjoint rectangles run at the same time, :mod:`mica.lower.place`);
 * ``pieces``: ``(array, dim, count)`` when the phases map the program cut into ``count`` pieces along
   dimension ``dim`` of ``array`` (:func:`mica.affine.pieces.cut_program`): the phases then name the pieces'
-  statements, and a piece's operators on different rectangles stream from one piece to the next.
+  statements, and a piece's operators on different rectangles stream from one piece to the next;
+* ``repeat``: ``(nest, loop, count, first, end)`` when the phases map the program with the sequential loop
+  ``loop`` of its top-level nest at position ``nest`` taken off (:func:`mica.affine.repeat.repeated_program`: the loop's body run once) and phases
+  ``first .. end - 1`` (the body's operators) run ``count`` times in a loop around them (a *phase loop*,
+  :attr:`mica.meshir.ir.Loop.phase`), each with its own mapping and the layout changes between them inside.
 
 Schedules depend on the mesh only through tiles; :func:`mica.tiling.mapping.derive_schedule` with
 ``like=`` re-instantiates a schedule's decisions for another mesh.
@@ -217,6 +221,7 @@ class Schedule:
     origin: tuple[int, int] = (0, 0)
     pieces: tuple = ()
     dram: tuple[str, ...] = ()
+    repeat: tuple = ()
     dram_roots: bool = False
 
     def __post_init__(self):
@@ -228,6 +233,12 @@ class Schedule:
         if self.dram_roots and not self.dram:
             raise ScheduleError("dram_roots multicasts panels streamed from DRAM; the schedule streams none")
         object.__setattr__(self, "pieces", tuple(self.pieces))
+        object.__setattr__(self, "repeat", tuple(self.repeat))
+        if self.repeat and (len(self.repeat) != 5 or self.pieces or not
+                            0 <= int(self.repeat[3]) < int(self.repeat[4]) <= len(self.phases) or int(self.repeat[2]) < 1):
+            raise ScheduleError(f"a schedule with a phase loop names (nest, loop, count >= 1, first phase, end "
+                                f"phase) "
+                                f"within its phases and is not cut into pieces, got repeat {self.repeat}")
         if self.pieces and (len(self.pieces) != 3 or not self.phases or int(self.pieces[2]) < 2):
             raise ScheduleError(f"a schedule cut into pieces names (array, dimension, count >= 2) and has "
                                 f"phases, got pieces {self.pieces}")
@@ -333,6 +344,7 @@ class Schedule:
             phases=tuple(Schedule._from_dict(p) for p in d.get("phases", ())),
             origin=tuple(d.get("origin", (0, 0))),
             pieces=tuple(d.get("pieces", ())),
+            repeat=tuple(d.get("repeat", ())),
             dram=tuple(d.get("dram", ())),
             dram_roots=bool(d.get("dram_roots", False)),
         )
@@ -359,6 +371,10 @@ class Schedule:
             if self.pieces:
                 a, d, n = self.pieces
                 how += f" ({n} pieces along dimension {d} of {a}, streamed)"
+            if self.repeat:
+                _, loop, n, first, end = self.repeat
+                how += (f"; operators {first}-{end - 1} run {n} times (loop {loop} around them, each operator "
+                        f"mapped on its own)")
             return "\n".join([f"schedule '{self.name}' on mesh {self.mesh[0]}x{self.mesh[1]}: "
                                f"{len(self.phases)} operators{how}"] +
                               [f"operator {i}" + (f" on {p.cores()}" if self.placed else "") + f": {p}"
@@ -410,6 +426,8 @@ def _without_default_waves(d: dict) -> dict:
         d.pop("dram", None)         # only a plan streaming from DRAM says so: every other plan's JSON is unchanged
     if not d.get("dram_roots"):
         d.pop("dram_roots", None)
+    if not d.get("repeat"):
+        d.pop("repeat", None)       # likewise only a plan with a phase loop
     return d
 
 

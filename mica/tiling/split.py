@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..affine.fission import fission, statement_graph
 from ..affine.pieces import Pieces, cut_program
 from ..affine.program import Program, Statement
+from ..affine.repeat import RepeatLoop, repeat_candidates, repeated_program
 from ..errors import ScheduleError
 from .schedule import Home, Schedule
 
@@ -83,6 +84,16 @@ def fixed_homes_after(prog: Program, ops: list[tuple[Statement, ...]], scheds: l
     return fixed
 
 
+def loop_carried(ops: list[tuple[Statement, ...]], repeat: tuple, k: int) -> frozenset[str]:
+    """The arrays operator ``k`` finds produced on the mesh because it runs inside a phase loop
+    (:attr:`Schedule.repeat` ``(nest, loop, count, first, end)``): every array an operator of the loop writes
+    (from the second iteration on, what the loop's operators read of it is the previous iteration's). Empty
+    outside a loop."""
+    if not repeat or not repeat[3] <= k < repeat[4]:
+        return frozenset()
+    return frozenset(s.write.array for g in ops[repeat[3]:repeat[4]] for s in g)
+
+
 def program_pieces(op: Program, sched: Schedule) -> Pieces | None:
     """``op`` cut into the pieces ``sched`` maps (:attr:`Schedule.pieces`), or None when it maps ``op``."""
     if not sched.pieces:
@@ -91,7 +102,24 @@ def program_pieces(op: Program, sched: Schedule) -> Pieces | None:
     return cut_program(op, array, int(dim), int(count))
 
 
+def repeat_of(op: Program, sched: Schedule) -> RepeatLoop | None:
+    """The loop of ``op`` that ``sched`` runs around operators (:attr:`Schedule.repeat`), or None. Raises
+    :class:`ScheduleError` when ``op`` has no such loop."""
+    if not sched.repeat:
+        return None
+    nest, loop, count = sched.repeat[:3]
+    for rep in repeat_candidates(op):
+        if (rep.nest, rep.loop, rep.count) == (nest, loop, count):
+            return rep
+    raise ScheduleError(f"the schedule runs loop {loop} of top-level nest {nest} ({count} iterations) around its "
+                        f"operators; {op.name} has no such loop")
+
+
 def mapped_program(op: Program, sched: Schedule) -> Program:
-    """The program whose statements ``sched`` maps: ``op``, or its pieces."""
+    """The program whose statements ``sched`` maps: ``op``, its pieces, or its body with the loop the schedule
+    runs around operators taken off (:func:`mica.affine.repeat.repeated_program`)."""
+    rep = repeat_of(op, sched)
+    if rep is not None:
+        return repeated_program(op, rep)
     pieces = program_pieces(op, sched)
     return op if pieces is None else pieces.program

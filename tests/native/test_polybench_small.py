@@ -42,3 +42,12 @@ def _check(name: str, mesh: tuple[int, int]) -> mica.CompiledProgram:
 def test_small_dataset_spreads_and_matches_native_c(name):
     compiled = _check(name, (8, 8))
     assert compiled.cost.cores > 1
+
+
+@pytest.mark.slow
+def test_adi_at_its_small_size_runs_in_a_phase_loop_on_every_core():
+    """ADI's 115 KB fit no core; its time loop runs around its two sweeps, each mapped over its own dimension
+    (mica.affine.repeat), on all 64 cores of 8x8, against the native C (about a minute; the fast version of this
+    check is tests/native/test_phase_loop.py)."""
+    compiled = _check("adi", (8, 8))
+    assert compiled.schedule.repeat and compiled.cost.cores == 64
