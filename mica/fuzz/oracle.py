@@ -13,8 +13,10 @@ import numpy as np
 
 from ..affine.c_parse import find_function, fold_int, parse_c, signature, typedefs_of
 from ..affine.from_c import from_c
-from ..errors import CommError, ScheduleError
-from ..pipeline import compile_affine
+from ..affine.repeat import repeat_candidates
+from ..errors import CommError, MicaError, ScheduleError
+from ..pipeline import LOWERING, compile_affine
+from ..tiling.operators import phase_loop_plan
 from ..testing import run_c
 from .generate import FuzzCase
 
@@ -113,6 +115,32 @@ def check_case(case: FuzzCase, *, input_seed: int = 0) -> Outcome:
     except Exception as exc:
         return done("crash", f"run: {type(exc).__name__}", _exc_text(exc))
     tol = F32_TOL if case.dtype == "f32" else dict(rtol=0, atol=0) if case.dtype == "i32" else F64_TOL
+    problems = _differences(got, want, tol)
+    if problems:
+        plan = str(compiled.schedule).split("\n")[0]
+        return done("mismatch", "mismatch", "\n".join(problems) + f"\nplan: {plan}")
+    if repeat_candidates(compiled.program) and not compiled.schedule.repeat:
+        # A time loop around several nests: its phase-loop plan too, which the search may not have chosen.
+        try:
+            looped = compile_affine(prog, mesh=case.mesh, target=case.target, schedule=phase_loop_plan(
+                compiled.program, case.mesh, compiled.target, LOWERING))
+        except MicaError:
+            return done("ok")
+        except Exception as exc:
+            return done("crash", f"phase loop: {type(exc).__name__}", _exc_text(exc))
+        try:
+            got = looped.run(given, threads=case.threads).outputs
+        except Exception as exc:
+            return done("crash", f"run (phase loop): {type(exc).__name__}", _exc_text(exc))
+        problems = _differences(got, want, tol)
+        if problems:
+            plan = str(looped.schedule).split("\n")[0]
+            return done("mismatch", "mismatch (phase loop)", "\n".join(problems) + f"\nplan: {plan}")
+    return done("ok")
+
+
+def _differences(got: dict, want: dict, tol: dict) -> list[str]:
+    """What differs between the outputs ``got`` and the native C's ``want`` (within ``tol``), one line each."""
     problems = []
     if set(got) != set(want):
         problems.append(f"outputs {sorted(got)}, expected {sorted(want)}")
@@ -127,10 +155,7 @@ def check_case(case: FuzzCase, *, input_seed: int = 0) -> Outcome:
             first = tuple(int(v) for v in bad[0])
             problems.append(f"{name}: {len(bad)} of {w.size} elements differ; first at {first}: "
                             f"got {g[first].item()!r}, expected {w[first].item()!r}")
-    if problems:
-        plan = str(compiled.schedule).split("\n")[0]
-        return done("mismatch", "mismatch", "\n".join(problems) + f"\nplan: {plan}")
-    return done("ok")
+    return problems
 
 
 def _exc_text(exc: BaseException) -> str:

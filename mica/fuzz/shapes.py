@@ -1,8 +1,8 @@
 """The program shapes the generator mixes into its random programs (issue 17): max/min reductions in
 every spelling, arg-min/arg-max (value, index) pairs, temporaries (C locals, scalar and array, rewritten
 in every iteration of an outer loop), writes to parts of an array another core owns (symmetric fill,
-transposed and strided writes) and uniform dependences (wavefronts, Gauss-Seidel, recurrences,
-Floyd-Warshall, triangular solve).
+transposed and strided writes), uniform dependences (wavefronts, Gauss-Seidel, recurrences,
+Floyd-Warshall, triangular solve) and time loops around nests that want opposite layouts (phase loops).
 
 Each ``*_nest(g)`` builds one top-level loop nest from the decisions of the generator ``g``
 (:class:`mica.fuzz.generate._Gen`: its chooser, loops, subscripts, expressions and array bookkeeping) and
@@ -432,4 +432,43 @@ def contraction_nest(g):
     return [i]
 
 
-NESTS = (contraction_nest, argmin_nest, temporary_nest, minmax_nest, remote_write_nest, uniform_nest)
+# -- phase loops ----------------------------------------------------------------------------------------
+def time_loop_nest(g):
+    """A sequential time loop around two nests that feed each other, wanting opposite layouts (ADI's
+    shape, a phase loop: :mod:`mica.affine.repeat`): a recurrence down the columns of ``A`` reading ``B``,
+    then the rows of ``B`` from ``A`` transposed, with or without a recurrence along them; ``B`` read at the
+    same element or one column back. Each iteration reads what the one before wrote."""
+    ch = g.ch
+    names = g.fresh(2)
+    if names is None or not _loops(g, 4):          # the whole budget: its five loops are the program's loops
+        return None
+    A, B = names
+    half = {"float": "* 0.5f", "double": "* 0.5", "int": "/ 2"}[g.dtype]
+    quarter = {"float": "* 0.25f", "double": "* 0.25", "int": "/ 4"}[g.dtype]
+    steps = 2 + ch.draw(2)
+    nt, nv = _size(g, 8)
+    mt, mv = _size(g, 8)
+    if nv < 2 or mv < 3:
+        nt, nv, mt, mv = "3", 3, "4", 4
+    time = _for(g, LOOP_K, "0", str(steps), 0, steps - 1)
+    g.mark(A, [[0, mv - 1], [0, nv - 1]])
+    g.mark(B, [[0, nv - 1], [0, mv - 1]])
+    nests = []
+    for second in (False, True):
+        outer = _for(g, LOOP_I, "0", nt, 0, nv - 1)
+        inner = _for(g, LOOP_J, "1", mt, 1, mv - 1)
+        i, j = outer.var, inner.var
+        if not second:
+            b = f"{B}[{i}][{j} - 1]" if ch.coin(0.3) else f"{B}[{i}][{j}]"
+            inner.body = [_Stmt(f"{A}[{j}][{i}]", "=", f"{A}[{j} - 1][{i}] {half} + {b} {quarter}")]
+        else:
+            rec = f"{B}[{i}][{j} - 1] {half} + " if ch.coin(0.6) else ""
+            inner.body = [_Stmt(f"{B}[{i}][{j}]", "=", f"{rec}{A}[{j}][{i}] {quarter}")]
+        outer.body = [inner]
+        nests.append(outer)
+    time.body = nests
+    return [time]
+
+
+NESTS = (contraction_nest, argmin_nest, temporary_nest, time_loop_nest, minmax_nest, remote_write_nest,
+         uniform_nest)

@@ -9,9 +9,10 @@ from mica.affine.deps import dependences, reductions
 from mica.affine.from_c import from_c
 from mica.affine.isplit import split_programs
 from mica.affine.privatise import temporaries
+from mica.affine.repeat import repeat_candidates
 
 SHAPES = ("max/min reduction", "arg pair", "iterator value", "temporary", "remote write", "uniform dependence",
-          "small-int data", "int32 arrays", "contraction")
+          "small-int data", "int32 arrays", "contraction", "phase loop")
 
 
 def _loop_names(s):
@@ -81,6 +82,8 @@ def shapes_of(case) -> set[str]:
         found.add("uniform dependence")
     if split_programs(prog):
         found.add("pivot")              # a loop reading the row its own step rewrites: cut by mica.affine.isplit
+    if repeat_candidates(prog):
+        found.add("phase loop")        # a time loop around several nests (mica.affine.repeat)
     if getattr(case, "data", "uniform") == "small-int":
         found.add("small-int data")
     if case.dtype == "i32":

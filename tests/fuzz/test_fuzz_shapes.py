@@ -1,6 +1,6 @@
 """The program generator produces the shapes of issue 17 -- max/min reductions, arg-min/arg-max pairs,
 loop iterators as values, temporaries (C locals), writes to disjoint parts of one array in one nest
-(remote writes) and uniform dependences -- each many times over 300 derandomized hypothesis cases, as
+(remote writes), uniform dependences and time loops around several nests (phase loops) -- each many times over 300 derandomized hypothesis cases, as
 MICA's own analyses see them (tests/fuzz/shapes_util.py), and the programs with arg pairs run on
 small-integer data so that ties happen. Generation only: test_fuzz_programs.py compiles and runs them."""
 
