@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 
 from ..errors import EmitError
-from ..meshir.ir import phase_loops
+from ..meshir.ir import refuse_phase_loops
 from .host import piece_sources, render_commands, render_run_py
 from .layout import render_layout
 from .pe import render_pe
@@ -44,7 +44,7 @@ FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "
 def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
     """The emitted files of ``compiled`` (name -> text), validated. ``landing_elems`` caps the landing
     buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``). An
-    :class:`EmitError` for a plan with a phase loop (:func:`refuse_phase_loops`)."""
+    :class:`EmitError` for a plan with a phase loop (:func:`mica.meshir.ir.refuse_phase_loops`)."""
     refuse_phase_loops(compiled.mesh_program, "CSL")
     mp, plan, relayed = planned_program(compiled.mesh_program, compiled.target, landing_elems=landing_elems)
     exported = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})
@@ -61,19 +61,6 @@ def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
         check(files[name], name)
     validate(files)
     return files
-
-
-def refuse_phase_loops(mp, backend: str) -> None:
-    """Raises :class:`EmitError` naming the loop when ``mp`` runs a loop around whole operators (a phase loop,
-    :attr:`mica.meshir.ir.Loop.phase`): the CSL and Metalium back ends run each operator's steps as their own
-    loops, and a loop around operators is not emitted yet (the emulator runs it)."""
-    loops = phase_loops(mp)
-    if loops:
-        lp = loops[0]
-        raise EmitError(f"{backend} back end: {mp.name} runs loop {lp.var.removesuffix('_phase')} ({lp.count} "
-                        f"iterations) around whole operators (a phase loop); the {backend} back end does not emit "
-                        f"loops around operators yet (the emulator runs them): compile with side_by_side=False "
-                        f"(operators one after another, no phase loop) or run it in the emulator")
 
 
 def planned_program(mp, target, *, landing_elems: int | None = None) -> tuple:

@@ -53,14 +53,14 @@ from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
 from .validate import validate
-from ..emit_csl import refuse_phase_loops
+from ..meshir.ir import refuse_phase_loops
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
 
 def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated). An :class:`EmitError` for a
-    plan with a phase loop (:func:`mica.emit_csl.refuse_phase_loops`)."""
+    plan with a phase loop (:func:`mica.meshir.ir.refuse_phase_loops`)."""
     mp = compiled.mesh_program
     refuse_phase_loops(mp, "Metalium")
     plan = build_plan(mp)
