@@ -259,8 +259,7 @@ def via_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region
     if n < 2 or any(ceil(e / t) != n for e, t in zip(extents, tiles)) or n > min(region.x1, region.y1):
         raise ScheduleError(f"{what}: {extents[0]}x{extents[1]} elements make no square grid of {n}x{n} blocks on "
                             f"the cores {region}")
-    k, d = next((k, d) for k, d in enumerate(src.box) if d.coord in ("x", "y")) if any(
-        d.coord in ("x", "y") for d in src.box) else next((k, d) for k, d in enumerate(dst.box) if d.coord in ("x", "y"))
+    k, d = spread[0]             # the first dimension src distributes (else dst's)
     axes = [d.coord, OTHER[d.coord]] if k == 0 else [OTHER[d.coord], d.coord]
     idx = "a0, a1"
 
