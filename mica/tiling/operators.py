@@ -9,8 +9,9 @@ by :func:`mica.meshir.verify.verify` and costed by :func:`mica.tiling.cost.estim
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
-from itertools import combinations
+from itertools import chain, combinations
 from math import prod
 
 from ..affine.isl_names import count_points
@@ -168,16 +169,40 @@ AS_LATER_NEEDS = "as a later operator needs it (too large to change on the mesh)
 #: How an operator's reasons say it was searched with its layouts free (:func:`map_operators`).
 FREE_LAYOUT = "in the layout it works best with"
 
-def _relaid_freely(sched: Schedule) -> bool:
-    """Whether some operator of ``sched`` took its layouts freely, changing what earlier operators left
-    (gathered and broadcast: costly): the smaller grids are then still tried."""
-    return any(FREE_LAYOUT in r for p in sched.phases for r in p.reasons)
+#: The share of a way's modelled cycles its free layout changes may take for the way to count as settled
+#: (:func:`_settled`): the smaller grids and the transposed mesh are tried to avoid costly layout changes, and
+#: each costs a whole operator-level search.
+SETTLED_SHARE = 0.25
+
+
+def _free_layout_reason(changed: list[str], moved: float, run: float) -> str:
+    """The reason an operator gives for taking ``changed`` in the layout it works best with (``moved`` modelled
+    cycles of layout changes, ``run`` to run); :func:`_free_layout_cycles` reads ``moved`` back."""
+    return (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled cycles to change the layout the "
+            f"earlier operators left, {run:,.0f} to run): no plan works with the earlier layout")
+
+
+_FREE_MOVED = re.compile(re.escape(FREE_LAYOUT) + r" \(([0-9,]+) modelled cycles to change")
+
+
+def _free_layout_cycles(sched: Schedule) -> float:
+    """Modelled cycles of the layout changes the operators of ``sched`` made by taking their layouts freely
+    (as their reasons, :func:`_free_layout_reason`, state them); 0 when none did."""
+    return sum(float(m.group(1).replace(",", "")) for p in sched.phases for r in p.reasons
+               for m in [_FREE_MOVED.search(r)] if m)
+
+
+def _relaid_freely(way: "Way") -> bool:
+    """Whether some operator of ``way`` took its layouts freely, changing what earlier operators left (gathered
+    and broadcast: costly), for more than :data:`SETTLED_SHARE` of the way's cycles: the smaller grids and the
+    transposed mesh are then still tried."""
+    return _free_layout_cycles(way.schedule) > SETTLED_SHARE * way.cycles
 
 
 def _settled(ways: "_Ways") -> bool:
     """Whether some way tried so far works without changing layouts freely (:func:`_relaid_freely`): the
     smaller grids and the transposed mesh are then not tried."""
-    return any(w.schedule is not None and not _relaid_freely(w.schedule) for w in ways.tried)
+    return any(w.schedule is not None and not _relaid_freely(w) for w in ways.tried)
 
 
 def _another_grid(ways: "_Ways", alone: float, deeper: bool) -> bool:
@@ -667,8 +692,10 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                 singles = [levels[0] | set(c) for r in (1, 2) for c in combinations(large, r)] \
                     if len(large) <= FREED_SUBSETS else []
                 stuck: dict = {}        # arrays whose layout cannot be changed on the mesh (the first level's)
-                for small in [lv for i, lv in enumerate(levels) if lv not in levels[:i]][:1] + _cheapest_single(
-                        singles, searched_, changes, fixed) + levels[1:]:
+                # The singles are searched only when the first level finds nothing (the first that works wins).
+                tries = chain([lv for i, lv in enumerate(levels) if lv not in levels[:i]][:1],
+                              _lazy(lambda: _cheapest_single(singles, searched_, changes, fixed)), levels[1:])
+                for small in tries:
                     free = searched_({a: h for a, h in fixed.items() if a not in small})
                     if isinstance(free, MicaError):
                         continue
@@ -682,9 +709,7 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                         continue
                     free = cheaper_with_changes(free, moved)
                     changed, moved, _ = changes(free[0])
-                    why = (f"takes {', '.join(changed)} {FREE_LAYOUT} ({moved:,.0f} modelled "
-                           f"cycles to change the layout the earlier operators left, {free[1].best.cycles:,.0f} "
-                           f"to run): no plan works with the earlier layout" if changed else
+                    why = (_free_layout_reason(changed, moved, free[1].best.cycles) if changed else
                            "searched with its arrays' layouts free")
                     best = (free[0].copy(reasons=free[0].reasons + (why,)), free[1])
                     break
@@ -719,6 +744,11 @@ def _loop_caps(op: Program, ops: list, repeat: tuple, k: int, tgt: Target | None
         if not _gatherable(arr, tgt, size):
             out[a] = 3 * arr.elem_bytes * prod(arr.shape) // 4
     return out
+
+
+def _lazy(make):
+    """The items of the list ``make()`` returns, made only when the first is asked for."""
+    yield from make()
 
 
 def _cheapest_single(singles: list[set], searched, changes, fixed: dict) -> list[set]:
