@@ -226,3 +226,20 @@ def test_the_fallback_grids_halve_once_and_the_deep_ladder_down_to_two():
                                                      (47, 47), (24, 24), (12, 12), (6, 6), (3, 3), (2, 2)]
     assert fallback_grids((8, 8), deep=True) == [(8, 8), (4, 4), (2, 2)]
     assert fallback_grids((2, 1), deep=True) == [(2, 1), (1, 1)]
+
+
+def test_a_way_whose_free_layout_changes_are_cheap_counts_as_settled():
+    """The transposed mesh and the smaller squares are tried to avoid costly free layout changes: a way whose
+    free changes (as its operators' reasons state them) take at most SETTLED_SHARE of its cycles is settled, a
+    costlier one is not, and a way with none is."""
+    from mica.tiling.operators import (SETTLED_SHARE, Way, _free_layout_cycles, _free_layout_reason,
+                                       _relaid_freely)
+    from mica.tiling.schedule import Schedule
+    moved = Schedule((4, 4), (), None, (), (), reasons=(_free_layout_reason(["q", "qr"], 1234, 29),))
+    free = Schedule((4, 4), (), None, (), (), reasons=("searched with its arrays' layouts free",))
+    sched = Schedule((4, 4), (), None, (), (), family="operators", phases=(moved, free, moved))
+    assert _free_layout_cycles(sched) == 2468
+    assert _free_layout_cycles(sched.copy(phases=(free,))) == 0
+    assert not _relaid_freely(Way("w", 2468 / SETTLED_SHARE, sched))
+    assert _relaid_freely(Way("w", 2468 / SETTLED_SHARE - 1, sched))
+    assert not _relaid_freely(Way("w", 1.0, sched.copy(phases=(free,))))
