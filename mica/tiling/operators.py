@@ -200,8 +200,8 @@ def _relaid_freely(way: "Way") -> bool:
 
 
 def _settled(ways: "_Ways") -> bool:
-    """Whether some way tried so far works without changing layouts freely (:func:`_relaid_freely`): the
-    smaller grids and the transposed mesh are then not tried."""
+    """Whether some way tried so far works without changing layouts freely for more than :data:`SETTLED_SHARE`
+    of its cycles (:func:`_relaid_freely`): the smaller grids and the transposed mesh are then not tried."""
     return any(w.schedule is not None and not _relaid_freely(w) for w in ways.tried)
 
 
