@@ -18,7 +18,7 @@ from ..affine.isl_names import count_points
 from ..affine.pieces import cut_candidates, cut_program
 from ..affine.program import Program
 from ..affine.repeat import repeat_candidates, repeated_program
-from ..errors import MicaError, ScheduleError
+from ..errors import MicaError, ScheduleError, SramError
 from ..meshir.on_mesh import on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import Target
@@ -546,6 +546,8 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                         tgt.sram_bytes) if tgt is not None and like is None and capped else {}
     if like is not None and like.placed:
         places = [scaled_place(p.origin, p.mesh, like.mesh, mesh) for p in like.phases]
+    if tgt is not None and like is None:
+        _check_rectangles_hold(op, ops, places or [((0, 0), tuple(mesh))] * n, tgt)
     for k in order:
         origin, size = places[k] if places else ((0, 0), mesh)
         done = [j for j in range(n) if phases[j] is not None and (heaviest_first or j < k)]
@@ -662,10 +664,12 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
                 subsets = ([c for r in range(1, len(names) + 1) for c in combinations(names, r)]
                            if len(names) <= RELAYOUT_SUBSETS else [tuple(names)])
                 for chosen in subsets:
+                    moved = sum(relaid(a, swapped[a]) for a in chosen if a in written)
+                    if moved >= best_cycles:
+                        continue        # changing the layouts alone takes longer than the best plan runs
                     alt = searched_({**fixed, **{a: swapped[a] for a in chosen}})
                     if isinstance(alt, MicaError):
                         continue
-                    moved = sum(relaid(a, swapped[a]) for a in chosen if a in written)
                     if alt[1].best.cycles + moved < best_cycles:
                         how = ("with the mesh axes swapped" if all(len(swapped[a].dims) == 2 for a in chosen)
                                else "turned to the other mesh axis" if all(len(swapped[a].dims) == 1 for a in chosen)
@@ -728,6 +732,28 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
         phases[k], reports[k] = best[0].copy(origin=origin), best[1]
     order = HEAVIEST_FIRST if heaviest_first else "program"
     return Schedule(mesh, (), None, (), (), family="operators", order=order, phases=tuple(phases)), reports[heaviest]
+
+
+def _check_rectangles_hold(op: Program, ops: list, places: list, tgt: Target) -> None:
+    """Raises :class:`SramError` when some operator of ``ops`` touches more bytes than the SRAM of all the cores
+    of its rectangle (``places[k] = (origin, (w, h))``) together: every array an operator touches lives on
+    its rectangle (an array produced on another one rides there), each element on at least one core, so no
+    plan of it can fit, and none is searched (a slab that streaming or side-by-side mapping gives a light
+    operator may be a few lines of the mesh). On a target with device DRAM the operator's read-only inputs
+    are left out (a plan may stream them from DRAM). Changes nothing."""
+    written = {s.write.array for s in op.statements}
+    for k, g in enumerate(ops):
+        touched = sorted({a.array for s in g for a in s.accesses})
+        if tgt.has_dram:
+            touched = [a for a in touched if a in written]
+        need = {a: op.array(a).elem_bytes * prod(op.array(a).shape) for a in touched}
+        (w, h) = places[k][1]
+        if sum(need.values()) > w * h * tgt.sram_bytes:
+            raise SramError(
+                f"operator {k} of {op.name} touches {sum(need.values()):,} bytes of arrays "
+                f"({', '.join(f'{a} {b:,} B' for a, b in need.items())}), more than the {w}x{h} cores of its "
+                f"rectangle hold ({w * h * tgt.sram_bytes:,} B of SRAM in all)",
+                needed=-(-sum(need.values()) // (w * h)))
 
 
 def _loop_caps(op: Program, ops: list, repeat: tuple, k: int, tgt: Target | None, size) -> dict[str, int]:

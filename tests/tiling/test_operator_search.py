@@ -243,3 +243,56 @@ def test_a_way_whose_free_layout_changes_are_cheap_counts_as_settled():
     assert not _relaid_freely(Way("w", 2468 / SETTLED_SHARE, sched))
     assert _relaid_freely(Way("w", 2468 / SETTLED_SHARE - 1, sched))
     assert not _relaid_freely(Way("w", 1.0, sched.copy(phases=(free,))))
+
+
+#: A heavy product and a light row maximum: streaming or side-by-side mapping gives the maximum a slab of a
+#: line or two, which T (512 KB) must reach.
+PRODUCT_THEN_MAX = """
+void pm(float A[512][64], float B[64][256], float T[512][256], float m[512]) {
+  for (int i = 0; i < 512; i++)
+    for (int j = 0; j < 256; j++) {
+      T[i][j] = 0.0f;
+      for (int k = 0; k < 64; k++)
+        T[i][j] += A[i][k] * B[k][j];
+    }
+  for (int i = 0; i < 512; i++) {
+    m[i] = -INFINITY;
+    for (int j = 0; j < 256; j++)
+      m[i] = fmaxf(m[i], T[i][j]);
+  }
+}
+"""
+
+
+def test_an_operator_whose_arrays_exceed_its_rectangles_sram_is_refused_before_any_search(monkeypatch):
+    """Every array an operator touches lives on its rectangle: when they exceed the SRAM of all its cores
+    together (T and m, 526,336 B, on one line of 8 WSE-2 cores, 393,216 B) the mapping raises SramError naming
+    the operator and the rectangle before searching anything; on two lines it searches. On a target with
+    device DRAM only the arrays it writes count (its read-only inputs may stream from DRAM)."""
+    import dataclasses
+
+    import mica.tiling.operators as operators
+    from mica.errors import SramError
+
+    class Searched(Exception):
+        pass
+
+    def search(prog, *args, **kwargs):
+        raise Searched(prog.name)
+
+    prog = mica.affine.from_c(PRODUCT_THEN_MAX)
+    ops = split_operators(prog)
+    wse2 = get_target("wse2")
+    monkeypatch.setattr(operators, "search", search)
+    with pytest.raises(SramError, match=r"operator 1 of pm touches 526,336 bytes of arrays \(T 524,288 B, "
+                                        r"m 2,048 B\), more than the 1x8 cores of its rectangle hold "
+                                        r"\(393,216 B"):
+        map_operators(prog, ops, (8, 8), wse2, LOWERING, places=[((0, 0), (7, 8)), ((7, 0), (1, 8))])
+    with pytest.raises(Searched, match="pm_op0"):
+        map_operators(prog, ops, (8, 8), wse2, LOWERING, places=[((0, 0), (6, 8)), ((6, 0), (2, 8))])
+    tiny = dataclasses.replace(get_target("wormhole"), sram_bytes=65536)
+    assert tiny.has_dram
+    # The product's A and B (read only, 192 KB) may stay in DRAM: T alone (512 KB) fits 8 such cores, not 6.
+    operators._check_rectangles_hold(prog, ops[:1], [((0, 0), (8, 1))], tiny)
+    with pytest.raises(SramError, match=r"operator 0 of pm touches 524,288 bytes of arrays \(T 524,288 B\)"):
+        operators._check_rectangles_hold(prog, ops[:1], [((0, 0), (3, 2))], tiny)
