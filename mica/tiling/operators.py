@@ -741,11 +741,10 @@ def _check_rectangles_hold(op: Program, ops: list, places: list, tgt: Target) ->
     plan of it can fit, and none is searched (a slab that streaming or side-by-side mapping gives a light
     operator may be a few lines of the mesh). On a target with device DRAM the operator's read-only inputs
     are left out (a plan may stream them from DRAM). Changes nothing."""
-    written = {s.write.array for s in op.statements}
     for k, g in enumerate(ops):
         touched = sorted({a.array for s in g for a in s.accesses})
         if tgt.has_dram:
-            touched = [a for a in touched if a in written]
+            touched = [a for a in touched if a in {s.write.array for s in g}]
         need = {a: op.array(a).elem_bytes * prod(op.array(a).shape) for a in touched}
         (w, h) = places[k][1]
         if sum(need.values()) > w * h * tgt.sram_bytes:
