@@ -742,17 +742,15 @@ def _check_rectangles_hold(op: Program, ops: list, places: list, tgt: Target) ->
     operator may be a few lines of the mesh). On a target with device DRAM the operator's read-only inputs
     are left out (a plan may stream them from DRAM). Changes nothing."""
     for k, g in enumerate(ops):
-        touched = sorted({a.array for s in g for a in s.accesses})
-        if tgt.has_dram:
-            touched = [a for a in touched if a in {s.write.array for s in g}]
-        need = {a: op.array(a).elem_bytes * prod(op.array(a).shape) for a in touched}
-        (w, h) = places[k][1]
-        if sum(need.values()) > w * h * tgt.sram_bytes:
+        held = {s.write.array for s in g} if tgt.has_dram else {a.array for s in g for a in s.accesses}
+        need = {a: op.array(a).elem_bytes * prod(op.array(a).shape) for a in sorted(held)}
+        total, (w, h) = sum(need.values()), places[k][1]
+        if total > w * h * tgt.sram_bytes:
             raise SramError(
-                f"operator {k} of {op.name} touches {sum(need.values()):,} bytes of arrays "
+                f"operator {k} of {op.name} touches {total:,} bytes of arrays "
                 f"({', '.join(f'{a} {b:,} B' for a, b in need.items())}), more than the {w}x{h} cores of its "
                 f"rectangle hold ({w * h * tgt.sram_bytes:,} B of SRAM in all)",
-                needed=-(-sum(need.values()) // (w * h)))
+                needed=-(-total // (w * h)))
 
 
 def _loop_caps(op: Program, ops: list, repeat: tuple, k: int, tgt: Target | None, size) -> dict[str, int]:
