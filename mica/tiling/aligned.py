@@ -76,16 +76,19 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     best = (float("inf"), op, sched, report)
     seen: set = {op}
     for priority in PRIORITIES:
-        found = rewrites(priority)
+        # (program, how it was made, whether its side nests are aligned already): a program made by
+        # aligning side nests is not aligned again (aligning a nest twice swaps its loops back, at new
+        # top-level positions, so the programs would never repeat and the search would not end).
+        found = [(prog, how, False) for prog, how in rewrites(priority)]
         if sides and _sides_may_help(sched):
-            found.insert(0, _sides_aligned(op, priority, sides, ""))
-        if not any(prog is not None for prog, _ in found):
+            found.insert(0, _sides_aligned(op, priority, sides, "") + (True,))
+        if not any(prog is not None for prog, _, _ in found):
             continue
         if one is None:
             one = _cycles(op, sched, tgt, lowering) if error is None else float("inf")
             best = (one, op, sched, report)
         while found:
-            prog, how = found.pop(0)
+            prog, how, sided = found.pop(0)
             if prog is None or prog in seen:
                 continue
             seen.add(prog)
@@ -95,8 +98,8 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
                 cycles = _cycles(prog, s, tgt, lowering) if spreads(s) or error is not None else float("inf")
             except MicaError:
                 s, cycles = None, float("inf")
-            if sides and _sides_may_help(s):
-                found.insert(0, _sides_aligned(prog, priority, sides, how))
+            if sides and not sided and _sides_may_help(s):
+                found.insert(0, _sides_aligned(prog, priority, sides, how) + (True,))
             if cycles < best[0]:
                 why = (f"{how}; in the source order no plan spreads ({one:,.0f} modelled cycles on one core)"
                        if error is None else f"{how}; in the source order no plan works ({str(error).splitlines()[0]})")
