@@ -26,7 +26,7 @@ from .cost import estimate, one_core_cycles
 from .homes import relaid_home
 from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
-from .schedule import Schedule, transposed
+from .schedule import Home, Schedule, transposed
 from .search import Lowering, SearchReport, search
 from .split import (fixed_homes_after, loop_carried, mapped_program, operator_program, phase_operators,
                     split_operators)
@@ -81,8 +81,28 @@ def retarget_schedule(op: Program, sched: Schedule, mesh) -> Schedule:
     if not sched.phases:
         return derive_schedule(op, mesh, like=sched)
     prog = mapped_program(op, sched)
+    if sched.grid:
+        # Mapped on a square of the mesh: on a square of the new mesh as large (as large as it has).
+        side = min(mesh)
+        grid = (min(sched.grid[0], side), min(sched.grid[1], side))
+        mapped, _ = map_operators(prog, phase_operators(prog, sched), grid, None, None, like=sched)
+        return on_grid(sched.copy(phases=mapped.phases), mesh, grid)
     mapped, _ = map_operators(prog, phase_operators(prog, sched), mesh, None, None, like=sched)
     return sched.copy(mesh=mesh, phases=mapped.phases)
+
+
+def _axes(home: Home) -> tuple:
+    """The mesh axes ``home`` lays its dimensions along and pins, in order: what a layout keeps when its
+    operator is re-derived for another mesh (the tiles scale)."""
+    return tuple(ax for ax, _ in home.dims), tuple(ax for ax, _ in home.pin)
+
+
+def on_grid(phased: Schedule, mesh, grid) -> Schedule:
+    """``phased``, whose operators were mapped on the ``grid`` of cores from (0, 0), as a plan of ``mesh``:
+    the same decisions, the grid recorded (:attr:`Schedule.grid`, none when it is the whole mesh)."""
+    grid = tuple(grid)
+    return phased.copy(mesh=tuple(mesh), phases=tuple(p.copy(mesh=tuple(mesh)) for p in phased.phases),
+                       grid=() if grid == tuple(mesh) else grid)
 
 
 def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits: list[tuple[str, list]] | None = None, *,
@@ -331,7 +351,7 @@ def _one_after_another(ways: _Ways, ops: list, split_name: str, mesh, grid, memo
             if flipped:
                 phased = transposed(phased)
             if grid != mesh:
-                phased = phased.copy(mesh=mesh, phases=tuple(p.copy(mesh=mesh) for p in phased.phases))
+                phased = on_grid(phased, mesh, grid)
             return phased.copy(repeat=repeat), report
         if ways.consider(how, whole, f"{how}, one after another") is None and op.on_mesh and grid == mesh:
             # Each operator laid out its on-mesh arrays as it liked, and together they do not fit (or the
@@ -569,10 +589,17 @@ def _map_once(op: Program, ops: list, mesh, tgt, lowering, heaviest_first, like,
         swapped = {a: h for a, h in ((a, relaid_home(fixed[a])) for a in sorted(touched & set(fixed)))
                    if h is not None}
         if like is not None:
-            for a, h in swapped.items():      # the layouts ``like`` changed on the mesh change again
+            # The layouts ``like`` changed on the mesh change again: a produced array transposed to the
+            # transposed layout; any other change (a block grid gathered onto a line or a point, an input
+            # loaded in a second layout) by leaving the array to the operator's decisions, re-derived below.
+            for a in sorted(touched & set(fixed)):
                 mine = next((m for m in like.phases[k].homes if m.array == a), None)
-                if mine is not None and [ax for ax, _ in mine.dims] == [ax for ax, _ in h.dims]:
-                    fixed[a] = h
+                if mine is None or _axes(mine) == _axes(fixed[a]):
+                    continue
+                if a in swapped and a in written and _axes(mine) == _axes(swapped[a]):
+                    fixed[a] = swapped[a]
+                else:
+                    del fixed[a]
             phases[k], reports[k] = derive_schedule(sub, size, like=like.phases[k], fixed_homes=fixed), None
             phases[k] = phases[k].copy(origin=origin)
             continue

@@ -223,9 +223,18 @@ class Schedule:
     dram: tuple[str, ...] = ()
     repeat: tuple = ()
     dram_roots: bool = False
+    #: The grid of cores from (0, 0) a phased plan's operators were mapped on when it is smaller than the mesh
+    #: (a square of it: :func:`mica.tiling.operators.fallback_grids`); () when they were mapped on the mesh.
+    #: :func:`mica.tiling.operators.retarget_schedule` maps them on the same grid of the new mesh.
+    grid: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "origin", tuple(int(v) for v in self.origin))
+        object.__setattr__(self, "grid", tuple(int(v) for v in self.grid))
+        if self.grid and (len(self.grid) != 2 or not self.phases or min(self.grid) < 1
+                          or self.grid[0] > self.mesh[0] or self.grid[1] > self.mesh[1]):
+            raise ScheduleError(f"a schedule's grid is the (w, h) of the cores from (0, 0) its operators were "
+                                f"mapped on, within its {self.mesh[0]}x{self.mesh[1]} mesh, got {self.grid}")
         object.__setattr__(self, "dram", tuple(self.dram))
         if self.dram and (self.step is None or self.step.skew != "none" or self.step.sweep or self.phases):
             raise ScheduleError(f"arrays streamed from DRAM ({', '.join(self.dram)}) need an unskewed step loop "
@@ -347,6 +356,7 @@ class Schedule:
             repeat=tuple(d.get("repeat", ())),
             dram=tuple(d.get("dram", ())),
             dram_roots=bool(d.get("dram_roots", False)),
+            grid=tuple(d.get("grid", ())),
         )
 
     def explain(self) -> str:
@@ -426,6 +436,8 @@ def _without_default_waves(d: dict) -> dict:
         d.pop("dram", None)         # only a plan streaming from DRAM says so: every other plan's JSON is unchanged
     if not d.get("dram_roots"):
         d.pop("dram_roots", None)
+    if not d.get("grid"):
+        d.pop("grid", None)         # only a plan mapped on a grid smaller than the mesh says so
     if not d.get("repeat"):
         d.pop("repeat", None)       # likewise only a plan with a phase loop
     return d

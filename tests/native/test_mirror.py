@@ -160,6 +160,23 @@ def test_on_a_rectangular_mesh_the_operators_take_its_largest_square(n, mesh):
     check(compiled, src, seed=n)
 
 
+def test_a_plan_on_a_square_of_the_mesh_is_retargeted_onto_a_square_of_the_new_mesh():
+    """The plan mapped on the 4x4 square of 4x6 records that square (``Schedule.grid``); re-instantiated for
+    other meshes, its operators keep their decisions on a square as large as the new mesh has (where they
+    were mapped on the whole new mesh before, and could fail there), and compute what the C does."""
+    src = symmetrise_produced(24)
+    compiled = mica.compile_affine(src, mesh=(4, 6))
+    assert compiled.schedule.grid == (4, 4) and '"grid"' in compiled.schedule.to_json()
+    assert mica.Schedule.from_json(compiled.schedule.to_json()).grid == (4, 4)
+    for mesh, grid in [((5, 3), (3, 3)), ((8, 8), (4, 4)), ((2, 7), (2, 2))]:
+        moved = compiled.retarget(mesh)
+        assert moved.mesh == mesh and moved.schedule.grid == grid, mesh
+        assert not any("searched anew" in r for r in moved.schedule.reasons), mesh
+        r = moved.mesh_program.region
+        assert r.x1 - r.x0 <= grid[0] and r.y1 - r.y0 <= grid[1] and moved.cost.cores > 1, mesh
+        check(moved, src, seed=mesh[0])
+
+
 def test_wafer_scale_reads_both_ways_on_a_square_of_the_rectangle():
     """On the default 750x994 mesh a 4096^2 input read both ways takes the largest square grid whose
     tiles are equal on both axes (so the mirror is local), compiled without enumerating cores."""
