@@ -18,9 +18,25 @@ to come out right in this interpreter's order of events.
 
 from __future__ import annotations
 
-import numpy as np
+import operator
 
-from mica.emit_csl.syntax import parse
+import numpy as np
+from lark import Token
+
+from mica.emit_csl.syntax import parse as _parse_csl
+
+_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+        ">=": operator.ge}
+
+
+def parse(text: str, name: str):
+    """``text`` parsed (:func:`mica.emit_csl.syntax.parse`), each node's rule name a plain ``str``: the
+    interpreter compares it with every kind it knows, and comparing lark's ``Token`` runs Python code each
+    time (most of the interpreter's time on a large mesh)."""
+    tree = _parse_csl(text, name)
+    for node in tree.iter_subtrees():
+        node.data = str(node.data)
+    return tree
 
 DIRS = {"NORTH": (0, -1), "SOUTH": (0, 1), "EAST": (1, 0), "WEST": (-1, 0)}
 OPP = {"NORTH": "SOUTH", "SOUTH": "NORTH", "EAST": "WEST", "WEST": "EAST"}
@@ -156,7 +172,7 @@ class Machine:
 
     # -- expressions -------------------------------------------------------------------------------------
     def eval(self, e):
-        if e.__class__.__name__ == "Token":
+        if type(e) is Token:
             t = e.type
             if t == "INT":
                 return int(e)
@@ -178,8 +194,7 @@ class Machine:
                 v = self.binop(_tok(op.children[0]), v, self.eval(rhs))
             return v
         if k == "cmp_expr":
-            a, b = self.eval(c[0]), self.eval(c[2])
-            return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[_tok(c[1].children[0])]
+            return _CMP[str(c[1].children[0])](self.eval(c[0]), self.eval(c[2]))
         if k == "and_expr":
             return all(self.eval(x) for x in c)        # short-circuit, as generated code relies on
         if k == "or_expr":
