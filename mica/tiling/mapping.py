@@ -12,6 +12,7 @@ A sequential loop (one carrying a real dependence) is never made spatial.
 from __future__ import annotations
 
 from functools import lru_cache
+from dataclasses import replace
 from math import ceil
 
 import islpy as isl
@@ -290,6 +291,8 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
     cores = _cores_used(mesh, blocks, skew, len(assignment))
     # A plan streaming from DRAM reads whole 32x32-tile pages (Tenstorrent): its blocks start on tile boundaries.
     space = _space_maps(prog, main, kinds[main.name], assignment, cores, reasons, DRAM_TILE if dram else 1)
+    if like is not None and fixed_homes and not dram:
+        space = _tiles_of_fixed_homes(main, space, cores, fixed_homes, reasons)
     step = None
     if wave:
         step = _wave_step(prog, space, reasons)
@@ -420,6 +423,27 @@ def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: 
             if lp not in sweep_parallel(prog) else "carries dependences only from one sweep step to a later one"
         reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")
     return space
+
+
+def _tiles_of_fixed_homes(main: Statement, space: list[SpaceMap], cores: dict[str, int],
+                          fixed_homes: dict[str, Home], reasons: list[str]) -> list[SpaceMap]:
+    """``space`` with each loop that indexes a dimension of an array an earlier operator left on the mesh,
+    along the same axis, tiled as that array is (when one tile is asked for and its blocks fit the cores
+    used): a plan re-derived for another mesh (``like``) then reads that array where it lies, as the plan
+    it copies did when it was searched with that layout fixed. Preserves every other decision; appends the
+    reason to ``reasons``."""
+    out = []
+    for sm in space:
+        tiles = {home.dims[d][1] for acc in main.accesses if acc.array in fixed_homes
+                 for home in [fixed_homes[acc.array]]
+                 for d, ix in enumerate(acc.index) if ix.single_var() == sm.loop and home.dims[d][0] == sm.axis}
+        n = loop_extent(main, sm.loop)
+        if len(tiles) == 1 and (tile := tiles.pop()) != sm.tile and ceil(n / tile) <= cores[sm.axis]:
+            reasons.append(f"loop {sm.loop} in tiles of {tile}, as the arrays it indexes are laid out along mesh "
+                           f"{sm.axis} by an earlier operator")
+            sm = replace(sm, tile=tile)
+        out.append(sm)
+    return out
 
 
 def _wave_step(prog: Program, space: list[SpaceMap], reasons: list[str]) -> StepMap:
