@@ -11,8 +11,8 @@ A sequential loop (one carrying a real dependence) is never made spatial.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from dataclasses import replace
+from functools import lru_cache
 from math import ceil
 
 import islpy as isl
