@@ -434,9 +434,7 @@ def _tiles_of_fixed_homes(main: Statement, space: list[SpaceMap], cores: dict[st
     reason to ``reasons``."""
     out = []
     for sm in space:
-        tiles = {home.dims[d][1] for acc in main.accesses if acc.array in fixed_homes
-                 for home in [fixed_homes[acc.array]]
-                 for d, ix in enumerate(acc.index) if ix.single_var() == sm.loop and home.dims[d][0] == sm.axis}
+        tiles = _fixed_tiles(main.accesses, fixed_homes, sm.loop, sm.axis)
         n = loop_extent(main, sm.loop)
         if len(tiles) == 1 and (tile := tiles.pop()) != sm.tile and ceil(n / tile) <= cores[sm.axis]:
             reasons.append(f"loop {sm.loop} in tiles of {tile}, as the arrays it indexes are laid out along mesh "
@@ -444,6 +442,14 @@ def _tiles_of_fixed_homes(main: Statement, space: list[SpaceMap], cores: dict[st
             sm = replace(sm, tile=tile)
         out.append(sm)
     return out
+
+
+def _fixed_tiles(accesses, fixed_homes: dict[str, Home], loop: str, axis: str | None = None) -> set[int]:
+    """The tiles of the dimensions that ``loop`` alone indexes in ``accesses``, of the arrays ``fixed_homes``
+    lays out, where those dimensions lie along a mesh axis (along ``axis`` when given)."""
+    return {home.dims[d][1] for acc in accesses if acc.array in fixed_homes for home in [fixed_homes[acc.array]]
+            for d, ix in enumerate(acc.index)
+            if ix.single_var() == loop and home.dims[d][0] and (axis is None or home.dims[d][0] == axis)}
 
 
 def _wave_step(prog: Program, space: list[SpaceMap], reasons: list[str]) -> StepMap:
@@ -502,9 +508,7 @@ def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[Sp
         if not free_counts:
             continue
         n = loop_extent(main, lp)
-        pinned = {t for acc in main.reads if acc.array in fixed_homes
-                  for d, ix in enumerate(acc.index) if ix.single_var() == lp
-                  for t in [fixed_homes[acc.array].dims[d][1]] if fixed_homes[acc.array].dims[d][0]}
+        pinned = _fixed_tiles(main.reads, fixed_homes, lp)
         if skew == "none" and step_tile is not None:
             tile = min(step_tile, n)
             step = StepMap(lp, tile, ceil(n / tile))
