@@ -61,7 +61,8 @@ never per step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from itertools import product
 
@@ -470,8 +471,34 @@ def _probe_cores(r) -> list[tuple[int, int]]:
 def _compute_cycles(mp: MeshProgram, op: Compute, scope, target: Target) -> float:
     """Cycles of the busiest core over all iterations of the enclosing loops ``scope`` ((var, count)
     pairs): a kernel whose domain has the loop variable as a parameter runs part of its instances at each
-    iteration (counted once over all of them); one without it (a halo strip copy) runs whole every time."""
+    iteration (counted once over all of them); one without it (a halo strip copy) runs whole every time.
+
+    Memoised on everything the count reads: the kernel (its statements, domains and classes), the dtypes of
+    the buffers it touches, the runtime parameters' ranges, ``scope`` and ``target`` -- the search costs the
+    same kernel of an operator in many candidate programs."""
     k = mp.kernel(op.kernel)
+    buffers = sorted({a.buffer for part in k.statements for a in (part.write, *part.reads)})
+    key = (k, tuple(scope), tuple(mp.runtime), _target_key(target), tuple(mp.tensor(b).dtype for b in buffers))
+    if key not in _COMPUTE_MEMO:
+        if len(_COMPUTE_MEMO) >= _COMPUTE_MEMO_SIZE:
+            _COMPUTE_MEMO.pop(next(iter(_COMPUTE_MEMO)))
+        _COMPUTE_MEMO[key] = _busiest_core_cycles(mp, k, scope, target)
+    return _COMPUTE_MEMO[key]
+
+
+#: :func:`_compute_cycles`' memo (oldest entry dropped first) and its size.
+_COMPUTE_MEMO: dict = {}
+_COMPUTE_MEMO_SIZE = 16384
+
+
+def _target_key(target: Target) -> tuple:
+    """Every field of ``target`` as a hashable value (its tables as sorted items)."""
+    return tuple((f.name, repr(sorted(v.items())) if isinstance(v, Mapping) else v)
+                 for f in fields(target) for v in (getattr(target, f.name),))
+
+
+def _busiest_core_cycles(mp: MeshProgram, k, scope, target: Target) -> float:
+    """:func:`_compute_cycles` of kernel ``k``, uncached."""
     loop_vars = tuple(v for v, _ in scope)
     drop = tuple("__" + v for v in loop_vars) + ("__kb",)
     parts = []                          # (statement, domain, repeats per enclosing iterations)
