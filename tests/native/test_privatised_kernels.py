@@ -48,8 +48,8 @@ CASES = {
     # symm: acc privatised, then each core runs its columns j of the whole nest in the original order
     # (C[k][j] += ... and C[i][j] = ... feed each other across iterations of i: a 'slices' plan).
     "symm": (lambda: _kernel("symm"), {"m": 12, "n": 16}, True),
-    # Still one core: deriche's column passes need a layout change of imgOut and write y2 elements
-    # another core owns.
+    # One core at this size (a 5x4 image): spread plans exist, but on 8x8 the cheapest takes 1,683 modelled
+    # cycles against one core's 1,520 (at the test size, 24x16, deriche spreads: tests/native/test_c_kernels.py).
     "deriche": (lambda: _kernel("deriche"), {"w": 5, "h": 4}, False),
 }
 SPREADS = [name for name, (_, _, spreads) in CASES.items() if spreads]
