@@ -178,6 +178,20 @@ def _core_options(p: int, extent: int) -> list[int]:
 WAVE_RUNGS = 4
 
 
+def _aligned_counts(main, loop: str, axis: str, p: int, fixed_homes: dict | None) -> set[int]:
+    """Core counts along ``axis`` (``p`` cores) that give ``loop`` the tiles of the layouts ``fixed_homes`` left
+    for the arrays ``main`` accesses (its write and reads) along ``loop`` alone and ``axis``: each core then
+    works on the elements it already holds (a write lands on its owner, a read needs no other tile). Empty
+    without fixed layouts."""
+    if not fixed_homes:
+        return set()
+    extent = loop_extent(main, loop)
+    tiles = {home.dims[d][1] for acc in (main.write, *main.reads) if acc.array in fixed_homes
+             for home in [fixed_homes[acc.array]] for d, ix in enumerate(acc.index)
+             if d < len(home.dims) and ix.single_var() == loop and home.dims[d][0] == axis}
+    return {n for t in tiles if t > 0 for n in [-(-extent // t)] if 1 <= n <= p}
+
+
 def _blocks_of(extent: int, cores: int) -> int:
     """The blocks ``extent`` iterations make in tiles sized for ``cores`` (no idle cores)."""
     return -(-extent // -(-extent // cores))
@@ -188,15 +202,20 @@ def _group_options(n: int) -> list[int]:
     return sorted(opts)
 
 
-def space(prog: Program, mesh: tuple[int, int], rings: bool = True) -> list[Decisions]:
+def space(prog: Program, mesh: tuple[int, int], rings: bool = True,
+          fixed_homes: dict | None = None) -> list[Decisions]:
     """The candidate decisions for ``prog`` on ``mesh`` (see the module docstring); without ``rings``, no
-    skewed (Cannon, interleaved) plans: an operator placed away from core (0, 0) cannot ring its panels."""
+    skewed (Cannon, interleaved) plans: an operator placed away from core (0, 0) cannot ring its panels.
+    ``fixed_homes`` (layouts earlier operators left): a spatial loop also tries the blocks of every such layout
+    of an array its main statement accesses along that loop and axis (:func:`_aligned_counts`)."""
     main = main_statement(prog)
     kinds = loop_kinds(prog)[main.name]
     dims = {"x": mesh[0], "y": mesh[1]}
     out: list[Decisions] = []
     for assignment in spatial_candidates(prog):
-        per_axis = {ax: _core_options(dims[ax], loop_extent(main, lp)) for lp, ax in assignment}
+        per_axis = {ax: sorted(set(_core_options(dims[ax], loop_extent(main, lp)))
+                               | _aligned_counts(main, lp, ax, dims[ax], fixed_homes), reverse=True)
+                    for lp, ax in assignment}
         axes = sorted(per_axis)
         combos: list[dict[str, int]] = [{}]
         for ax in axes:
@@ -549,7 +568,7 @@ def search(prog: Program, mesh: tuple[int, int], target: Target, lowering: Lower
     """
     t0 = time.perf_counter()
     with isl_budget("schedule search: candidate space"):
-        decisions = space(prog, mesh, rings)
+        decisions = space(prog, mesh, rings, fixed_homes)
         bounds = [compute_bound(prog, mesh, target, d) for d in decisions]
     order = sorted(range(len(decisions)), key=lambda i: (bounds[i], i))
     results: list[Candidate] = []
