@@ -181,15 +181,15 @@ WAVE_RUNGS = 4
 def _aligned_counts(main, loop: str, axis: str, p: int, fixed_homes: dict | None) -> set[int]:
     """Core counts along ``axis`` (``p`` cores) that give ``loop`` the tiles of the layouts ``fixed_homes`` left
     for the arrays ``main`` accesses (its write and reads) along ``loop`` alone and ``axis``: each core then
-    works on the elements it already holds (a write lands on its owner, a read needs no other tile). Empty
-    without fixed layouts."""
+    works on the elements it already holds (a write lands on its owner, a read needs no other tile). A count is
+    offered only when it gives that tile back (``ceil(extent / n) == tile``). Empty without fixed layouts."""
     if not fixed_homes:
         return set()
     extent = loop_extent(main, loop)
     tiles = {home.dims[d][1] for acc in (main.write, *main.reads) if acc.array in fixed_homes
              for home in [fixed_homes[acc.array]] for d, ix in enumerate(acc.index)
              if d < len(home.dims) and ix.single_var() == loop and home.dims[d][0] == axis}
-    return {n for t in tiles if t > 0 for n in [-(-extent // t)] if 1 <= n <= p}
+    return {n for t in tiles if t > 0 for n in [-(-extent // t)] if 1 <= n <= p and -(-extent // n) == t}
 
 
 def _blocks_of(extent: int, cores: int) -> int:
