@@ -434,7 +434,7 @@ def _tiles_of_fixed_homes(main: Statement, space: list[SpaceMap], cores: dict[st
     reason to ``reasons``."""
     out = []
     for sm in space:
-        tiles = _fixed_tiles(main.accesses, fixed_homes, sm.loop, sm.axis)
+        tiles = fixed_tiles(main.accesses, fixed_homes, sm.loop, sm.axis)
         n = loop_extent(main, sm.loop)
         if len(tiles) == 1 and (tile := tiles.pop()) != sm.tile and ceil(n / tile) <= cores[sm.axis]:
             reasons.append(f"loop {sm.loop} in tiles of {tile}, as the arrays it indexes are laid out along mesh "
@@ -444,7 +444,7 @@ def _tiles_of_fixed_homes(main: Statement, space: list[SpaceMap], cores: dict[st
     return out
 
 
-def _fixed_tiles(accesses, fixed_homes: dict[str, Home], loop: str, axis: str | None = None) -> set[int]:
+def fixed_tiles(accesses, fixed_homes: dict[str, Home], loop: str, axis: str | None = None) -> set[int]:
     """The tiles of the dimensions that ``loop`` alone indexes in ``accesses``, of the arrays ``fixed_homes``
     lays out, where those dimensions lie along a mesh axis (along ``axis`` when given)."""
     return {home.dims[d][1] for acc in accesses if acc.array in fixed_homes for home in [fixed_homes[acc.array]]
@@ -508,7 +508,7 @@ def _step_map(prog: Program, main: Statement, mk: dict[str, str], space: list[Sp
         if not free_counts:
             continue
         n = loop_extent(main, lp)
-        pinned = _fixed_tiles(main.reads, fixed_homes, lp)
+        pinned = fixed_tiles(main.reads, fixed_homes, lp)
         if skew == "none" and step_tile is not None:
             tile = min(step_tile, n)
             step = StepMap(lp, tile, ceil(n / tile))

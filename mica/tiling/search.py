@@ -33,7 +33,7 @@ from ..meshir.on_mesh import check_on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import DTYPE_BYTES, Target
 from .cost import Cost, estimate, expr_flops
-from .mapping import (derive_schedule, loop_extent, main_statement, sliced_nest, spatial_candidates,
+from .mapping import (derive_schedule, fixed_tiles, loop_extent, main_statement, sliced_nest, spatial_candidates,
                       wavefront_candidates)
 from .schedule import Home, Schedule
 
@@ -186,10 +186,8 @@ def _aligned_counts(main, loop: str, axis: str, p: int, fixed_homes: dict | None
     if not fixed_homes:
         return set()
     extent = loop_extent(main, loop)
-    tiles = {home.dims[d][1] for acc in (main.write, *main.reads) if acc.array in fixed_homes
-             for home in [fixed_homes[acc.array]] for d, ix in enumerate(acc.index)
-             if d < len(home.dims) and ix.single_var() == loop and home.dims[d][0] == axis}
-    return {n for t in tiles if t > 0 for n in [-(-extent // t)] if 1 <= n <= p and -(-extent // n) == t}
+    return {n for t in fixed_tiles(main.accesses, fixed_homes, loop, axis) if t > 0 for n in [-(-extent // t)]
+            if 1 <= n <= p and -(-extent // n) == t}
 
 
 def _blocks_of(extent: int, cores: int) -> int:
