@@ -293,3 +293,37 @@ void {name}(int pos, float W[{dim}][{dim}], float K[{rows}][{dim}], float x[{dim
   }}
 }}
 """
+
+def sweeps(n: int, steps: int, dtype: str = "double", fresh_v: bool = False) -> str:
+    """Alternating-direction sweeps (ADI's shape): a recurrence down every column of ``v`` reading ``u`` by
+    columns, then one along every row of ``u`` reading ``v`` by rows, ``steps`` times. With ``fresh_v``, each
+    column sweep first sets the row of ``v`` its recurrence starts from, so no iteration reads ``v`` from the
+    one before."""
+    start = f"    for (int i = 1; i < {n - 1}; i++) v[0][i] = 0.5;\n" if fresh_v else ""
+    return f"""
+void sweeps({dtype} u[{n}][{n}], {dtype} v[{n}][{n}], {dtype} s)
+{{
+  for (int t = 0; t < {steps}; t++) {{
+{start}    for (int i = 1; i < {n - 1}; i++)
+      for (int j = 1; j < {n}; j++)
+        v[j][i] = s * v[j - 1][i] + 0.25 * (u[j][i - 1] + u[j][i + 1]);
+    for (int i = 1; i < {n - 1}; i++)
+      for (int j = 1; j < {n - 1}; j++)
+        u[i][j] = s * u[i][j - 1] + 0.25 * (v[i - 1][j] + v[i + 1][j]);
+  }}
+}}
+"""
+
+
+def phase_sweeps(target, mesh: tuple[int, int], n: int = 34, steps: int = 3):
+    """:func:`sweeps` in f32 with its constant ``s`` = 0.5 written in (the back ends take no scalar arguments
+    in kernels), compiled with its time loop as a phase loop (``phase_loop_plan``: each sweep over its own
+    dimension, the layout changes between them inside the loop)."""
+    import mica
+    from mica.pipeline import LOWERING
+    from mica.targets import get_target
+    from mica.tiling.operators import phase_loop_plan
+    src = sweeps(n, steps, "float").replace(", float s", "").replace("s * ", "0.5f * ")
+    prog = mica.affine.from_c(src)
+    plan = phase_loop_plan(prog, mesh, get_target(target), LOWERING)
+    return mica.compile_affine(prog, mesh=mesh, target=target, schedule=plan)

@@ -28,7 +28,6 @@ import json
 from pathlib import Path
 
 from ..errors import EmitError
-from ..meshir.ir import refuse_phase_loops
 from .host import piece_sources, render_commands, render_run_py
 from .layout import render_layout
 from .pe import render_pe
@@ -43,9 +42,9 @@ FILES = ("layout.csl", "pe_program.csl", "run.py", "commands.sh", "plan.json", "
 
 def render(compiled, *, landing_elems: int | None = None) -> dict[str, str]:
     """The emitted files of ``compiled`` (name -> text), validated. ``landing_elems`` caps the landing
-    buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``). An
-    :class:`EmitError` for a plan with a phase loop (:func:`mica.meshir.ir.refuse_phase_loops`)."""
-    refuse_phase_loops(compiled.mesh_program, "CSL")
+    buffers of exchanges that send a buffer into itself (they then run in rounds; see ``plan``). A phase
+    loop (around whole operators, :attr:`mica.meshir.ir.Loop.phase`) is a loop of the PE's state machine like
+    any other, its variable in the last free slot (:func:`.plan.build_plan`)."""
     mp, plan, relayed = planned_program(compiled.mesh_program, compiled.target, landing_elems=landing_elems)
     exported = sorted({ld.buffer for ld in plan.loads} | {st.buffer for st in plan.stores})
     files = {

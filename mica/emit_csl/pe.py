@@ -11,7 +11,8 @@ Structure of the generated file:
   kernel class when the core is in the op's rectangle; an exchange step starts one asynchronous ``@mov32``
   (``@mov16`` for f16) per message this core sends or receives, and joins them with the activate/unblock
   idiom: the step task is blocked, activated at once, and unblocked by the completion task of the last
-  operation to finish; loops keep their variables in ``lv`` (slot = nesting depth, as in the emulator);
+  operation to finish; loops keep their variables in ``lv`` (slot = nesting depth, phase loops from the
+  last slot, as in the emulator);
 * ``main`` (host-launched) starts the machine; the last step calls ``sys_mod.unblock_cmd_stream()`` so the
   host's following memcpy commands run.
 
@@ -27,7 +28,7 @@ from ..meshir import ir
 from . import boxes
 from .csltext import FLOAT_HELPERS, HELPERS, rect_test
 from .kernels import MATH_MODULE, kernel_functions
-from .plan import CslPlan, families, parts_of, use_ranges
+from .plan import LOOP_SLOTS, CslPlan, families, parts_of, use_ranges
 
 
 def _len_expr(t: ir.RegionTensor, slots: dict[str, int]) -> str:
@@ -190,7 +191,7 @@ def _state(mp: ir.MeshProgram, plan: CslPlan) -> list[str]:
     L = ["// ---- state of the MeshIR body ----",
          "var px: i32 = 0;  // this core's column",
          "var py: i32 = 0;  // this core's row",
-         "var lv = @zeros([4]i32);  // loop variables by nesting depth",
+         f"var lv = @zeros([{LOOP_SLOTS}]i32);  // loop variables by slot (nesting depth; phase loops from the last)",
          "var pc: u16 = 0;  // next step of run()",
          "var pending: u16 = 0;  // asynchronous operations of the current exchange still running"]
     add = L.append

@@ -287,6 +287,10 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int,
     return tuple(out)
 
 
+#: Loop variables a PE keeps (``var lv = @zeros([4]i32)`` in pe_program.csl), as the emulator's slots.
+LOOP_SLOTS = 4
+
+
 def _steps(mp: ir.MeshProgram, double: DoubleBuffering) -> tuple[list[Step], list[ir.HostLoad], list[ir.HostStore], list]:
     if mp.dram:
         raise EmitError(f"CSL back end: {mp.name} streams {', '.join(mp.dram)} from device DRAM (a Tenstorrent plan); "
@@ -300,22 +304,26 @@ def _steps(mp: ir.MeshProgram, double: DoubleBuffering) -> tuple[list[Step], lis
     steps: list[Step] = []
     exchanges: list[tuple[ir.Exchange, tuple]] = []
 
-    def go(ops, slots: dict[str, int], scope: tuple):
+    def go(ops, slots: dict[str, int], scope: tuple, phases: int = 0):
         for op in ops:
             pc = len(steps)
             if isinstance(op, (ir.HostLoad, ir.HostStore)):
                 raise EmitError(f"CSL back end: {type(op).__name__} of {op.array} in the middle of the program "
                                 f"(host transfers run before launch and after it)")
             if isinstance(op, ir.Loop):
-                if len(slots) >= 4:
-                    raise EmitError(f"CSL back end: loop {op.var} nests deeper than 4 loops")
-                steps.append(Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, len(slots),
+                if len(slots) >= LOOP_SLOTS:
+                    raise EmitError(f"CSL back end: loop {op.var} nests deeper than {LOOP_SLOTS} loops")
+                # Slots as in the emulator (mica.native_sim.lower): a phase loop (around whole operators) takes
+                # the last free slot, the others their depth among the loops that are not phase loops, so the
+                # kernels inside a phase loop read its outermost step loop as t (lv[0]).
+                depth = LOOP_SLOTS - 1 - phases if op.phase else len(slots) - phases
+                steps.append(Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, depth,
                                   0, tuple(slots.items())))
-                inner = {**slots, op.var: len(slots)}
-                go(op.body, inner, scope + ((op.var, op.count),))
-                steps.append(Step(len(steps), "next", f"end of for {op.var}", op, op.var, op.count, len(slots),
+                inner = {**slots, op.var: depth}
+                go(op.body, inner, scope + ((op.var, op.count),), phases + op.phase)
+                steps.append(Step(len(steps), "next", f"end of for {op.var}", op, op.var, op.count, depth,
                                   pc + 1, tuple(inner.items())))
-                steps[pc] = Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, len(slots),
+                steps[pc] = Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, depth,
                                  len(steps), tuple(slots.items()))
             elif isinstance(op, ir.Exchange):
                 for c in op.ops:

@@ -53,16 +53,15 @@ from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
 from .validate import validate
-from ..meshir.ir import refuse_phase_loops
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
 
 def render(compiled) -> dict[str, str]:
-    """Every file of the Metalium output as {relative path: text} (validated). An :class:`EmitError` for a
-    plan with a phase loop (:func:`mica.meshir.ir.refuse_phase_loops`)."""
+    """Every file of the Metalium output as {relative path: text} (validated). A phase loop (a loop around
+    whole operators, :attr:`mica.meshir.ir.Loop.phase`) is a loop in every kernel around its operators'
+    turns, as any MeshIR loop is."""
     mp = compiled.mesh_program
-    refuse_phase_loops(mp, "Metalium")
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)

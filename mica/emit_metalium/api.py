@@ -56,3 +56,14 @@ DEVICE_GRIDS = MappingProxyType({"wormhole": (8, 8), "blackhole": (11, 10)})
 def tile_bytes(dtype: str) -> int:
     """Bytes of one 32x32 tile of ``dtype`` (4096 for Float32, 2048 for Float16_b)."""
     return TILE * TILE * DATA_FORMATS[dtype][2]
+
+
+def float_c(value: float) -> str:
+    """``value`` as a C++ float expression (a fill value, an SFPU routine's parameter): a literal, or GCC's
+    ``__builtin_inff()`` / ``__builtin_nanf("")`` for the values that have no literal (``-INFINITY`` opens a
+    running max)."""
+    if value != value:
+        return '__builtin_nanf("")'
+    if value in (float("inf"), float("-inf")):
+        return "__builtin_inff()" if value > 0 else "-__builtin_inff()"
+    return f"{float(value)!r}f"

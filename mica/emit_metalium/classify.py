@@ -15,21 +15,23 @@ A kernel's statement becomes one of:
 Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
 the one-core fallback) is ``generic`` here, with a reason; :func:`.stencil.reader_op` then turns copies and
 shifted-view stencils into reader copies and tile passes, and only the rest runs as scalar loops on the
-reader's RISC-V (:mod:`.generic`). Kernels
-with scalar arguments or calls other than ``sqrt`` / ``fabs`` (:data:`SOFT_CALLS`) raise
-:class:`EmitError` naming the kernel.
+reader's RISC-V (:mod:`.generic`). Kernels with scalar arguments or calls other than ``sqrt``, ``fabs``,
+``fmax``, ``fmin`` and ``exp`` (:data:`SOFT_CALLS`) raise :class:`EmitError` naming the kernel.
 
 Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
-rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); padding
-elements are zero after the host load, so whole-tile routines compute exactly the box's elements.
+rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); a box of
+rank n >= 3 is the matrix of its leading n - 1 dimensions flattened row-major (with their allocated sizes)
+by its last, so ``[a, b, c]`` is ``ceil(a*b/32) x ceil(c/32)`` tiles with element (i, j, k) at row
+``i*b + j``, column ``k`` (:func:`tile_rows_cols`). Padding elements are zero after the host load, so
+whole-tile routines compute exactly the box's elements.
 
-Public API: :class:`TileOp`, :func:`classify`, :func:`tile_grid`.
+Public API: :class:`TileOp`, :func:`classify`, :func:`tile_grid`, :func:`tile_rows_cols`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from math import ceil, prod
 
 import islpy as isl
 
@@ -50,17 +52,29 @@ def geometry(d) -> tuple:
     return (d.coord, d.tile if d.coord else 0, d.offset, d.alloc, d.extent, d.origin)
 
 
-def tile_grid(t: RegionTensor) -> tuple[int, int]:
-    """(tile rows, tile columns) of ``t``'s per-core box."""
+#: The highest box rank the host program stages (``Box::d`` in :data:`.host.STAGING`).
+MAX_RANK = 8
+
+
+def tile_rows_cols(t: RegionTensor) -> tuple[int, int]:
+    """(rows, columns) of the element matrix ``t``'s per-core box is laid out as: a scalar is 1 x 1, a rank-1
+    box a column (``alloc`` x 1), a higher-rank box its leading dimensions flattened row-major by its last
+    (every dimension at its allocated size, :attr:`mica.meshir.ir.BoxDim.alloc`)."""
     dims = [d.alloc for d in t.box]
-    if len(dims) == 0:
+    if len(dims) > MAX_RANK:
+        raise EmitError(f"tensor {t.name}: rank-{len(dims)} box; the Metalium back end lays out boxes of rank "
+                        f"{MAX_RANK} at most")
+    if not dims:
         return 1, 1
     if len(dims) == 1:
-        return ceil(dims[0] / TILE), 1
-    if len(dims) == 2:
-        return ceil(dims[0] / TILE), ceil(dims[1] / TILE)
-    raise EmitError(f"tensor {t.name}: rank-{len(dims)} boxes have no tile layout in the Metalium back end "
-                    f"(rank 1 and 2 do)")
+        return dims[0], 1
+    return prod(dims[:-1]), dims[-1]
+
+
+def tile_grid(t: RegionTensor) -> tuple[int, int]:
+    """(tile rows, tile columns) of ``t``'s per-core box (:func:`tile_rows_cols` in 32x32 tiles)."""
+    rows, cols = tile_rows_cols(t)
+    return ceil(rows / TILE), ceil(cols / TILE)
 
 
 @dataclass(frozen=True)
@@ -163,9 +177,13 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
                   reason="not a fill, matmul, element-wise operation or scalar chain over the written box")
 
 
-#: the math functions the generic path computes, by their helper in ``kernels/mica_mesh.h``: integer arithmetic
-#: on the IEEE bits, correctly rounded like the reference's (the others have no exact software form there)
-SOFT_CALLS = {"sqrt": "mica_sqrtf", "fabs": "mica_fabsf"}
+#: the math functions the generic path computes, by their helper in ``kernels/mica_mesh.h``: ``sqrt`` and
+#: ``fabs`` in integer arithmetic on the IEEE bits, correctly rounded like the reference's; ``fmax`` / ``fmin``
+#: by IEEE comparisons, exact (NaN arguments too); ``exp`` by range reduction and a polynomial in software floating point, within
+#: 1 ulp of glibc's expf (tests/emit_metalium/test_generic.py sweeps every 1,024th float). The others
+#: (``log``, ``pow``, ``tanh``, ``erf``) have no software form there.
+SOFT_CALLS = {"sqrt": "mica_sqrtf", "fabs": "mica_fabsf", "fmax": "mica_fmaxf", "fmin": "mica_fminf",
+              "exp": "mica_expf"}
 
 
 def check_generic(mp: MeshProgram, k: Kernel) -> None:
@@ -180,9 +198,7 @@ def check_generic(mp: MeshProgram, k: Kernel) -> None:
                 raise EmitError(f"kernel {k.name}: {what}: neither a tile routine nor the generic path (no "
                                 f"math library and no scalar arguments on the data-movement RISC-V) renders it")
         for a in (p.write, *p.reads):
-            if len(mp.tensor(a.buffer).box) > 2:
-                raise EmitError(f"kernel {k.name}: rank-{len(mp.tensor(a.buffer).box)} buffer {a.buffer} has no "
-                                f"tile layout in the Metalium back end")
+            tile_rows_cols(mp.tensor(a.buffer))         # EmitError past MAX_RANK
 
 
 def _matmul(mp, k, w, wv, L, R, text) -> TileOp | None:

@@ -27,13 +27,13 @@ from ..codeprint.half import load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
-from .classify import SOFT_CALLS, tile_grid
+from .classify import SOFT_CALLS, tile_grid, tile_rows_cols
 from .stencil import view_key, view_text
 
 
 def _soft_call(fn: str, elem: str) -> str:
     if fn not in SOFT_CALLS:
-        raise EmitError(f"call of {fn}: no exact software form on the data-movement RISC-V")
+        raise EmitError(f"call of {fn}: no software form on the data-movement RISC-V (it has no FPU and no libm)")
     return SOFT_CALLS[fn]
 
 
@@ -71,9 +71,11 @@ class _Printer:
         return f"e{self.buffers.index(buffer)}"
 
     def offset(self, buffer: str, index, env) -> str:
+        """The C++ index of element ``index`` of ``buffer`` in its tile layout: the local index along each box
+        dimension (global minus the core's first), the leading ones flattened into a row by their allocated
+        sizes (:func:`.classify.tile_rows_cols`)."""
         t = self.mp.tensor(buffer)
-        if len(t.box) > 2:
-            raise EmitError(f"kernel {self.k.name}: rank-{len(t.box)} buffer {buffer} has no tile layout")
+        tile_rows_cols(t)                               # EmitError past MAX_RANK
         local = []
         for d, ix in zip(t.box, index):
             lo = ""
@@ -81,7 +83,13 @@ class _Printer:
                 c = f"({d.coord} - {d.origin})" if d.origin else d.coord
                 lo = f" - ({d.tile} * {c}" + (f" + {d.offset}" if d.offset else "") + ")"
             local.append(f"({print_aff(ix, env, METALIUM)}{lo})")
-        row, col = (local + ["0", "0"])[:2]
+        if len(local) <= 2:
+            row, col = (local + ["0", "0"])[:2]
+        else:
+            row = local[0]
+            for d, ix in zip(t.box[1:-1], local[1:-1]):
+                row = f"({row} * {d.alloc} + {ix})"
+            col = local[-1]
         return f"mica_tile_offset({row}, {col}, {tile_grid(t)[1]})"
 
     def dtype(self, buffer: str) -> str:

@@ -22,7 +22,7 @@ from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
 from ..codeprint import program_c
 from .api import CHECK_TOLERANCE, tile_bytes
-from .classify import tile_grid
+from .classify import MAX_RANK, tile_grid
 from .kernels import LAYOUT, header
 from .plan import MetalPlan, dram_stream_arg, ident
 
@@ -69,7 +69,8 @@ STAGING = """\
 // [0, extent) are never read and stay zero.
 // coord: 0 none, 1 x, 2 y, 3 kb; origin: the core holding block 0 along x / y (a box placed away from core 0)
 struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; int origin; };
-struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
+static constexpr int MICA_BOX_RANK = 8;  // the highest rank staged (classify.MAX_RANK)
+struct Box { int rank; BoxDim d[MICA_BOX_RANK]; int tile_rows; int tile_cols; int pages; };
 
 // Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
 static size_t tile_index(const Box& b, int r, int c) {
@@ -90,31 +91,51 @@ static int box_size(const BoxDim& d, int x, int y) {
     return n < 0 ? 0 : (n < d.tile ? n : d.tile);
 }
 
-// Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back).
+// Elements allocated along a dimension on every core: a window's span, else the tile.
+static int box_alloc(const BoxDim& d) { return d.span ? d.span : d.tile; }
+
+// Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back). The box is
+// a matrix of rows x columns: a rank-1 box a column, a higher rank its leading dimensions flattened row-major
+// (allocated sizes) by its last.
 static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tiles, bool to_tiles) {
-    const int rows = b.rank >= 1 ? (b.d[0].span ? b.d[0].span : b.d[0].padded || b.d[0].coord ? b.d[0].tile
-                                                                   : box_size(b.d[0], x, y)) : 1;
-    const int cols = b.rank >= 2 ? (b.d[1].span ? b.d[1].span : b.d[1].padded || b.d[1].coord ? b.d[1].tile
-                                                                   : box_size(b.d[1], x, y)) : 1;
-    for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
-            const int g0 = b.rank >= 1 ? box_lo(b.d[0], x, y) + r : 0;
-            const int g1 = b.rank >= 2 ? box_lo(b.d[1], x, y) + c : 0;
-            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
-                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
-            const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
+    int count[MICA_BOX_RANK], lo[MICA_BOX_RANK], size[MICA_BOX_RANK], idx[MICA_BOX_RANK];
+    size_t total = 1;
+    for (int k = 0; k < b.rank; ++k) {
+        count[k] = box_alloc(b.d[k]);
+        lo[k] = box_lo(b.d[k], x, y);
+        size[k] = box_size(b.d[k], x, y);
+        total *= (size_t)count[k];
+    }
+    for (size_t e = 0; e < total; ++e) {
+        size_t rest = e;
+        for (int k = b.rank - 1; k >= 0; --k) {
+            idx[k] = (int)(rest % (size_t)count[k]);
+            rest /= (size_t)count[k];
+        }
+        bool inside = true, owned = true;
+        size_t at = 0;
+        int row = 0, col = 0;
+        for (int k = 0; k < b.rank; ++k) {
+            const BoxDim& d = b.d[k];
+            const int g = lo[k] + idx[k];
+            inside = inside && idx[k] < size[k] && 0 <= g && g < d.extent;
+            at = at * (size_t)d.extent + (size_t)(g < 0 ? 0 : g);
             // a store takes the block the core owns, not its ghost zones (its neighbours' elements)
-            const bool owned = (b.rank < 1 || !b.d[0].span || (r >= -b.d[0].offset && r < -b.d[0].offset + b.d[0].tile)) &&
-                               (b.rank < 2 || !b.d[1].span || (c >= -b.d[1].offset && c < -b.d[1].offset + b.d[1].tile));
-            if (to_tiles) {
-                tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
-            } else if (inside && owned) {
-                a[at] = tiles[tile_index(b, r, c)];
-            }
+            owned = owned && (!d.span || (idx[k] >= -d.offset && idx[k] < -d.offset + d.tile));
+            if (b.rank == 1 || k < b.rank - 1) row = row * count[k] + idx[k];
+            else col = idx[k];
+        }
+        if (to_tiles) {
+            tiles[tile_index(b, row, col)] = inside ? a[at] : 0.0f;
+        } else if (inside && owned) {
+            a[at] = tiles[tile_index(b, row, col)];
         }
     }
 }
 """
+
+
+assert f"MICA_BOX_RANK = {MAX_RANK};" in STAGING
 
 
 def staging_c(dtype: str) -> str:
@@ -125,7 +146,8 @@ def staging_c(dtype: str) -> str:
     out = STAGING
     for old, new in (("std::vector<float>& a", f"std::vector<{h.ref}>& a"), ("float* tiles", f"{h.staged}* tiles"),
                      ("inside ? a[at] : 0.0f", f"inside ? {h.to_staged.format('a[at]')} : {h.staged_zero}"),
-                     ("a[at] = tiles[tile_index(b, r, c)]", f"a[at] = {h.from_staged.format('tiles[tile_index(b, r, c)]')}"),
+                     ("a[at] = tiles[tile_index(b, row, col)]",
+                      f"a[at] = {h.from_staged.format('tiles[tile_index(b, row, col)]')}"),
                      ("-> float index", "-> element index")):
         assert old in out, old
         out = out.replace(old, new)
@@ -144,11 +166,13 @@ def _skew_c(mp: MeshProgram) -> str:
 
 
 def _box_c(t) -> str:
+    """The staging ``Box`` of region tensor ``t``'s per-core box (its dimensions, at most
+    :data:`.classify.MAX_RANK`, and its tile grid)."""
     dims = list(t.box)
     ds = ", ".join(f"{{{COORD[d.coord]}, {d.tile}, {d.extent}, {'true' if d.padded else 'false'}, {d.offset}, {d.span}"
                    + (f", {d.origin}" if d.origin else "") + "}" for d in dims)   # origin 0 when left out
-    if len(dims) < 2:
-        ds += ", {0, 1, 1, false, 0, 0}" * (2 - len(dims))
+    if not dims:
+        ds = "{0, 1, 1, false, 0, 0}"
     r, c = tile_grid(t)
     return f"Box{{{len(dims)}, {{{ds}}}, {r}, {c}, {r * c}}}"
 

@@ -33,15 +33,16 @@ from ..codeprint import METALIUM, skew_block
 from ..codeprint.half import support_c
 from ..meshir.ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
-from .api import TT_METAL_VERSION, tile_bytes
+from .api import TT_METAL_VERSION, float_c, tile_bytes
 from .classify import tile_grid
 from .generic import render_generic
 from .stencil import READER_KINDS, render_passes
 from .plan import CoreClass, MetalPlan, Transfer, dram_stream_arg, ident, kernel_steps
 
 LAYOUT = ("// Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box\n"
-          "// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,\n"
-          "// bottom-right); partial tiles are zero-padded. Tile i of a tensor is page i of its CB.")
+          "// is a column vector; a higher rank, its leading dimensions flattened row-major by its last), each tile\n"
+          "// four 16x16 row-major faces (top-left, top-right, bottom-left, bottom-right); partial tiles are\n"
+          "// zero-padded. Tile i of a tensor is page i of its CB.")
 
 
 def header(what: str, plan: MetalPlan) -> str:
@@ -97,6 +98,47 @@ static inline float mica_fabsf(float a) {
     u &= 0x7fffffffu;
     __builtin_memcpy(&a, &u, 4);
     return a;
+}
+// fmaxf and fminf as C (and glibc) define them: a quiet NaN argument gives the other one, a signaling NaN
+// gives a NaN; IEEE comparisons only.
+static inline bool mica_snan(float a) {
+    uint32_t u;
+    __builtin_memcpy(&u, &a, 4);
+    return (u & 0x7fc00000u) == 0x7f800000u && (u & 0x3fffffu) != 0;
+}
+static inline float mica_fmaxf(float a, float b) {
+    return mica_snan(a) || mica_snan(b) ? a + b : a != a ? b : b != b ? a : a < b ? b : a;
+}
+static inline float mica_fminf(float a, float b) {
+    return mica_snan(a) || mica_snan(b) ? a + b : a != a ? b : b != b ? a : b < a ? b : a;
+}
+// e^a within 1 ulp of glibc's expf (not always equal to it to the last bit): Cody-Waite reduction
+// a = k ln2 + r (|r| <= ln2 / 2, ln2 split so that k * ln2_hi is exact), e^r by its Taylor polynomial of
+// degree 7 (truncation below 0.05 ulp), then 2^k applied through the exponent bits in two normal factors
+// (one rounding only, also for subnormal results). Arithmetic operators only: no libm.
+static inline float mica_pow2i(int32_t n) {   // 2^n for -126 <= n <= 127
+    const uint32_t u = (uint32_t)(n + 127) << 23;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
+static inline float mica_expf(float a) {
+    if (a != a) return a;
+    if (a > 88.72283935546875f) return mica_pow2i(127) * 2.0f;   // overflow: +inf
+    if (a < -103.97208404541015625f) return 0.0f;              // below half the least subnormal
+    const float kf = a * 1.44269502162933349609375f;
+    const int32_t k = (int32_t)(kf >= 0.0f ? kf + 0.5f : kf - 0.5f);
+    const float r = (a - (float)k * 0.693145751953125f) - (float)k * 1.428606765330187045037746429443359375e-6f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t k1 = k / 2;
+    return p * mica_pow2i(k1) * mica_pow2i(k - k1);
 }
 // Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
 static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
@@ -224,7 +266,8 @@ def _core_index_c(region) -> str:
 
 class _Body:
     """Walks the MeshIR body, printing loops and calling ``on_exchange`` / ``on_compute`` (and ``on_dram`` for
-    the DRAM loads, when given: only the reader reads DRAM)."""
+    the DRAM loads, when given: only the reader reads DRAM). ``on_compute`` gets the enclosing loops other than
+    phase loops, outermost first: the first is the one its kernel reads as ``t``."""
 
     def __init__(self, mp: MeshProgram, on_exchange, on_compute, on_dram=None):
         self.mp, self.on_exchange, self.on_compute, self.on_dram = mp, on_exchange, on_compute, on_dram
@@ -240,7 +283,10 @@ class _Body:
                 else:
                     self.lines.append(f"{indent}for (int32_t {v} = 0; {v} < {op.count}; ++{v}) {{  // MeshIR: for "
                                       f"{op.var} in 0..{op.count}")
-                self.run(op.body, indent + "    ", scope + (op.var,))
+                # ``scope`` holds the loops a kernel can read as ``t``: not a phase loop (a loop around whole
+                # operators), whose body's kernels read the outermost step loop inside it, as in the emulator
+                # (mica.native_sim.lower gives phase loops the last variable slots)
+                self.run(op.body, indent + "    ", scope if op.phase else scope + (op.var,))
                 self.lines.append(f"{indent}}}")
             elif isinstance(op, Exchange):
                 self.on_exchange(self.lines, op, indent)
@@ -608,7 +654,7 @@ def _routine(plan: MetalPlan, op) -> list[str]:
         L += [f"// fill: every one of the {op.mt} tile(s) of {op.out} becomes {op.value!r}",
               f"static inline void {name}() {{", "    fill_tile_init();",
               f"    for (uint32_t i = 0; i < {op.mt}; ++i) {{", "        tile_regs_acquire();",
-              f"        fill_tile(0, {float(op.value)!r}f);", "        tile_regs_commit();",
+              f"        fill_tile(0, {float_c(op.value)});", "        tile_regs_commit();",
               f"        cb_wait_front({W}, 1);"] + store + ["    }", "}"]
     elif op.kind == "matmul":
         A, B = (plan.tensor_cb(b).name for b in op.ins)

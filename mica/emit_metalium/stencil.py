@@ -43,6 +43,7 @@ from ..codeprint import expr_text
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KAccess, MeshProgram
 from ..meshir.printer import statement_text
+from .api import float_c
 from .classify import TileOp, tile_grid
 
 #: kinds whose elements the reader touches (so the reader is busy while they run)
@@ -242,7 +243,7 @@ def render_passes(name: str, op: TileOp, pages: int) -> list[str]:
         if p.kind == "binary":
             L.append(f"        {p.fn}({p.a[0]}, {p.b[0]}, {p.a[1]}, {p.b[1]}, 0);")
         elif p.kind == "fill":
-            L.append(f"        fill_tile(0, {p.value!r}f);")
+            L.append(f"        fill_tile(0, {float_c(p.value)});")
         else:
             L += [f"        copy_tile_to_dst_init_short({p.a[0]});", f"        copy_tile({p.a[0]}, {p.a[1]}, 0);"]
             if p.chain:

@@ -26,7 +26,7 @@ from math import prod
 from typing import Union
 
 from ..affine.expr import Aff, Expr
-from ..errors import EmitError, MeshIRError
+from ..errors import MeshIRError
 
 DIRS = ("RAMP", "N", "E", "S", "W")
 ARENA_ALIGN = 16
@@ -635,19 +635,6 @@ def walk_ops(ops, scope: tuple = ()):
 def phase_loops(mp: MeshProgram) -> tuple[Loop, ...]:
     """The loops of ``mp`` around whole operators (:attr:`Loop.phase`), outermost first. Changes nothing."""
     return tuple(op for op, _ in mp.walk() if isinstance(op, Loop) and op.phase)
-
-
-def refuse_phase_loops(mp, backend: str) -> None:
-    """Raises :class:`EmitError` naming the loop when ``mp`` runs a loop around whole operators (a phase loop,
-    :attr:`mica.meshir.ir.Loop.phase`): the CSL and Metalium back ends run each operator's steps as their own
-    loops, and a loop around operators is not emitted yet (the emulator runs it)."""
-    loops = phase_loops(mp)
-    if loops:
-        lp = loops[0]
-        raise EmitError(f"{backend} back end: {mp.name} runs loop {lp.var.removesuffix('_phase')} ({lp.count} "
-                        f"iterations) around whole operators (a phase loop); the {backend} back end does not emit "
-                        f"loops around operators yet (the emulator runs them): compile with side_by_side=False "
-                        f"(operators one after another, no phase loop) or run it in the emulator")
 
 
 def step_blocks(mp: MeshProgram) -> tuple[str, ...]:

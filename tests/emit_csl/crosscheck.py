@@ -114,13 +114,29 @@ def _cells(b):
     return [(x, y) for y in range(y0, y1, ys) for x in range(x0, x1, xs)]
 
 
+def _exchange_slots(mp) -> list[tuple[tuple[str, int], ...]]:
+    """(loop variable, slot) of the loops around each exchange, in program order, outermost first: a loop's
+    slot is its depth among the loops that are not phase loops, a phase loop's the last free one (the rule of
+    the op code, mica.native_sim.lower)."""
+    out = []
+
+    def go(ops, slots, phases):
+        for op in ops:
+            if isinstance(op, ir.Loop):
+                slot = oc.MAX_VARS - 1 - phases if op.phase else len(slots) - phases
+                go(op.body, slots + ((op.var, slot),), phases + op.phase)
+            elif isinstance(op, ir.Exchange):
+                out.append(slots)
+    go(mp.body, (), 0)
+    return out
+
+
 def crosscheck(compiled, plan: dict) -> list[str]:
     mp = compiled.mesh_program
     mesh = tuple(mp.mesh)
     problems: list[str] = []
     code = lower(mp, compiled.kernel_module).code.tolist()
-    # loop variable names of each exchange, in program order (slot = nesting depth)
-    scopes = [tuple(v for v, _ in scope) for op, scope in mp.walk() if isinstance(op, ir.Exchange)]
+    scopes = _exchange_slots(mp)
     exch_ids = []
     bufs = {b["name"]: b for b in plan["buffers"]}
     link = np.zeros((mesh[1], mesh[0], 4), dtype=np.int64)
@@ -129,7 +145,7 @@ def crosscheck(compiled, plan: dict) -> list[str]:
         if op_id not in exch_ids:
             exch_ids.append(op_id)
         xi = exch_ids.index(op_id)
-        env = dict(zip(scopes[xi], v))
+        env = {var: v[slot] for var, slot in scopes[xi]}
         key = {k: val for k, val in env.items()}
         chans = [c for c in plan["channels"] if c["exchange_index"] == xi and any(
             set(box) == set(key) and all(lo <= key[v] < hi for v, (lo, hi) in box.items()) for box in c["uses"])]

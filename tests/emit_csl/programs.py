@@ -119,13 +119,17 @@ def program(name: str, target: str):
         src = (Path(__file__).parents[1] / "frontend" / "kernels" / "gramschmidt.c").read_text()
         op = with_float_dtype(mica.affine.from_c(src, params={"m": 26, "n": 20}), "f32")
         return samples.step_owner_compile(op, (4, 3), target, searched_for=target)
+    if name == "sweeps_phase":
+        # ADI-shaped sweeps in a phase loop: the layout changes between them inside a loop around both
+        return samples.phase_sweeps(target, (4, 4) if target == "wse2" else (3, 5), n=22)
     raise KeyError(name)
 
 
 GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktree", "two_ops", "jacobi_halo",
           "gramschmidt_step_owner")
 ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single",
-                "symmetrise_mirror", "symmetric_routed", "mvt_side_by_side", "line_move_east", "line_move_south", "chain_streamed")
+                "symmetrise_mirror", "symmetric_routed", "mvt_side_by_side", "line_move_east", "line_move_south", "chain_streamed",
+                "sweeps_phase")
 
 
 @lru_cache(maxsize=None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import mica
 
@@ -184,7 +185,52 @@ def step_owner(name: str, mesh: tuple[int, int]):
     return samples.step_owner_compile(prog, mesh, "wormhole")
 
 
+ATTENTION = (Path(__file__).resolve().parents[2] / "examples" / "attention.c").read_text()
+
+
+def _attention(target: str, mesh: tuple[int, int], dtype: str = "f32", **sizes):
+    """Decode attention (examples/attention.c: rank-3 K and V caches, a running fmaxf, expf, sums), searched
+    for the target; sizes that leave partial tiles and partial boxes."""
+    def build():
+        prog = mica.affine.from_c(ATTENTION, "attention", defines={k: str(v) for k, v in sizes.items()})
+        if dtype != "f32":
+            from mica.affine.retype import with_float_dtype
+            prog = with_float_dtype(prog, dtype)
+        return mica.compile_affine(prog, mesh=mesh, target=target)
+    return build
+
+
+#: a GEMV then a scaling of its result into the next step's input, 3 times: a phase loop whose body reduces
+#: across cores and changes layouts both ways
+PHASE_GEMV = """
+void power(float A[64][64], float x[64], float y[64]) {
+  for (int t = 0; t < 3; t++) {
+    for (int i = 0; i < 64; i++) { y[i] = 0.0f; for (int j = 0; j < 64; j++) y[i] += A[i][j] * x[j]; }
+    for (int i = 0; i < 64; i++) x[i] = y[i] * 0.125f;
+  }
+}"""
+
+
+def _phase_gemv():
+    from mica.pipeline import LOWERING
+    from mica.targets import get_target
+    from mica.tiling.operators import phase_loop_plan
+    prog = mica.affine.from_c(PHASE_GEMV)
+    return mica.compile_affine(prog, mesh=(4, 4), target="wormhole",
+                               schedule=phase_loop_plan(prog, (4, 4), get_target("wormhole"), LOWERING))
+
+
+#: the programs whose plans run a phase loop (a loop around whole operators)
+PHASE = ("sweeps_phase_wormhole", "sweeps_phase_blackhole", "gemv_phase_wormhole")
+
 PROGRAMS = {
+    "sweeps_phase_wormhole": lambda: samples.phase_sweeps("wormhole", (4, 4)),
+    "sweeps_phase_blackhole": lambda: samples.phase_sweeps("blackhole", (5, 3), n=30, steps=2),
+    "gemv_phase_wormhole": _phase_gemv,
+    "attention_wormhole": _attention("wormhole", (3, 5), H=4, L=100, D=24),
+    "attention_8x8_wormhole": _attention("wormhole", (8, 8), H=8, L=200, D=40),
+    "attention_blackhole": _attention("blackhole", (5, 3), H=3, L=70, D=36),
+    "attention_bf16_wormhole": _attention("wormhole", (4, 4), "bf16", H=4, L=96, D=32),
     "trisolv_step_owner_wormhole": lambda: step_owner("trisolv", (4, 3)),
     "matmul_summa_bf16_wormhole": _matmul_summa_bf16,
     "gemv_ktree_bf16_wormhole": _gemv_ktree_bf16,
@@ -217,7 +263,8 @@ if HAVE_HALO:
     PROGRAMS["jacobi2d_bf16_wormhole"] = _jacobi_bf16
 
 #: the bf16 programs (Float16_b tiles)
-BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole") + (
+BF16 = ("matmul_summa_bf16_wormhole", "gemv_ktree_bf16_wormhole", "triangle_bf16_wormhole",
+        "attention_bf16_wormhole") + (
     ("jacobi2d_bf16_wormhole",) if HAVE_HALO else ())
 
 #: the programs with checked-in golden outputs

@@ -18,7 +18,7 @@ import pytest
 
 from mica.emit_metalium.api import CHECK_TOLERANCE
 
-from .programs import BF16, HAVE_HALO, compiled, rendered
+from .programs import BF16, HAVE_HALO, PHASE, compiled, rendered
 
 GXX = shutil.which("g++")
 SIM = Path(__file__).parent / "sim"
@@ -76,7 +76,12 @@ SLOW = pytest.mark.slow
                                   pytest.param("matmul_partial_wormhole", marks=SLOW),
                                   pytest.param("triangle_wormhole", marks=SLOW),
                                   "stencil_forms_wormhole", "trisolv_step_owner_wormhole",
-                                  pytest.param("triangle_sqrt_wormhole", marks=SLOW)])
+                                  pytest.param("triangle_sqrt_wormhole", marks=SLOW),
+                                  "attention_wormhole", "sweeps_phase_wormhole",
+                                  pytest.param("sweeps_phase_blackhole", marks=SLOW),
+                                  pytest.param("gemv_phase_wormhole", marks=SLOW),
+                                  pytest.param("attention_8x8_wormhole", marks=SLOW),
+                                  pytest.param("attention_blackhole", marks=SLOW)])
 def test_emitted_program_computes_the_reference(name, tmp_path):
     rc, out = run_emitted(rendered(name), tmp_path)
     assert rc == 0, out
@@ -158,9 +163,13 @@ def test_bf16_programs_compute_the_reference(name, tmp_path):
     assert rc == 0, out
     checks = _check_lines(out)
     assert len(checks) == len(compiled(name).program.outputs), out
+    if name.startswith("attention"):
+        # its arithmetic runs on the generic path (scalar loops that round as the reference does): exact
+        kinds = {op["kind"] for op in json.loads(files["plan.json"])["tile_ops"]}
+        assert "generic" in kinds and not kinds & {"matmul", "eltwise", "scalar"}, kinds
     for worst, scale, verdict in checks:
         assert verdict == "ok" and worst <= CHECK_TOLERANCE["bf16"] * scale, out
-        if name.startswith("triangle"):
+        if name.startswith(("triangle", "attention")):
             assert worst == 0.0, out
         else:
             assert worst > 0.0, out      # rounded at other points than the reference: not a float copy of it
@@ -173,3 +182,13 @@ def test_a_bf16_tile_read_as_float32_fails(tmp_path):
     files["host.cpp"] = files["host.cpp"].replace("tt::DataFormat::Float16_b", "tt::DataFormat::Float32")
     rc, out = run_emitted(files, tmp_path)
     assert rc == 1 and "MISMATCH" in out, out
+
+
+@pytest.mark.parametrize("name", PHASE)
+def test_phase_loop_programs_run_one(name):
+    """The phase-loop programs above are what they say: their plans loop around whole operators (so the
+    functional runs check a loop the kernels' turns go round, with ``t`` read from the step loops inside)."""
+    from mica.meshir.ir import phase_loops
+    (loop,) = phase_loops(compiled(name).mesh_program)
+    assert loop.count >= 2
+    assert f"for (int32_t v_{loop.var} = 0; v_{loop.var} < {loop.count}; ++v_{loop.var})" in rendered(name)["kernels/reader_c0.cpp"]

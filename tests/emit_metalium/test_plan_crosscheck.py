@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from math import ceil
+from math import ceil, prod
 
 import pytest
 
@@ -99,7 +99,9 @@ def emulator_transfers(prog):
     words = _Words(low.code)
     out = {}
 
-    def run(end, v, depth):
+    def run(end, v, nest):
+        # nest: the slots of the enclosing loops, outermost first (a phase loop's slot is the last free one,
+        # not its depth: mica.native_sim.lower), so keys list loop values in nesting order as plan.json does
         while words.pos < end:
             kind = words.take()[0]
             if kind == oc.OP_LOOP:
@@ -107,7 +109,7 @@ def emulator_transfers(prog):
                 start = words.pos
                 for i in range(count):
                     words.pos = start
-                    run(start + n, v[:slot] + [i] + v[slot + 1:], depth + 1)
+                    run(start + n, v[:slot] + [i] + v[slot + 1:], nest + (slot,))
                 words.pos = start + n
             elif kind == oc.OP_COMPUTE:
                 _, n = words.take(2)
@@ -126,7 +128,7 @@ def emulator_transfers(prog):
                 for colour, r, box in recvs:
                     for cell in _cores(r, v, mp.mesh):
                         recv_box[(cell, colour)] = box
-                key_v = tuple(v[:depth])
+                key_v = tuple(v[k] for k in nest)
                 for colour, _, r, box in sends:
                     for src in _cores(r, v, mp.mesh):
                         nbytes = _box_bytes(box, *src, v)
@@ -148,7 +150,7 @@ def emulator_transfers(prog):
             else:
                 raise AssertionError(f"unknown op code {kind}")
 
-    run(len(words.w), [0] * oc.MAX_VARS, 0)
+    run(len(words.w), [0] * oc.MAX_VARS, ())
     # exchanges by their place in the code: the same order as MeshIR's walk
     ordinal = {at: i for i, at in enumerate(_exchange_positions(low.code))}
     return {(ordinal[k[0]],) + k[1:]: v for k, v in out.items()}
@@ -244,7 +246,8 @@ def crosscheck(prog, files) -> list[str]:
     for t in mp.tensors:
         c = cbs.get(t.name)
         dims = [getattr(d, "span", 0) or (d.tile if (d.coord or d.padded) else min(d.tile, d.extent)) for d in t.box]
-        rows, cols = (dims + [1, 1])[:2] if len(dims) <= 2 else (0, 0)
+        # a rank-1 box is a column; higher ranks flatten their leading dimensions into the rows
+        rows, cols = (dims + [1, 1])[:2] if len(dims) <= 2 else (prod(dims[:-1]), dims[-1])
         want = ceil(rows / 32) * ceil(cols / 32)
         slots = c.get("slots", 1) if c else 1
         if c is not None and (slots != (2 if t.name in two else slots) or (t.slots == 1 and slots != 1)

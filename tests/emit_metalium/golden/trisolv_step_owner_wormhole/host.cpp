@@ -3,8 +3,9 @@
 // host.cpp: opens the device, builds the program (CBs, semaphores, kernels per core class, runtime args), stages the inputs, runs, and checks the outputs against the sequential reference.
 
 // Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box
-// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,
-// bottom-right); partial tiles are zero-padded. Tile i of a tensor is page i of its CB.
+// is a column vector; a higher rank, its leading dimensions flattened row-major by its last), each tile
+// four 16x16 row-major faces (top-left, top-right, bottom-left, bottom-right); partial tiles are
+// zero-padded. Tile i of a tensor is page i of its CB.
 // Build against that tt-metal, e.g. as a tt_metal/programming_examples target; kernels/ must be
 // reachable from the working directory (CreateKernel takes paths relative to it).
 #include <cmath>
@@ -67,7 +68,8 @@ static int mica_kb(int, int) { return 0; }  // no skewed step in this program
 // [0, extent) are never read and stay zero.
 // coord: 0 none, 1 x, 2 y, 3 kb; origin: the core holding block 0 along x / y (a box placed away from core 0)
 struct BoxDim { int coord; int tile; int extent; bool padded; int offset; int span; int origin; };
-struct Box { int rank; BoxDim d[2]; int tile_rows; int tile_cols; int pages; };
+static constexpr int MICA_BOX_RANK = 8;  // the highest rank staged (classify.MAX_RANK)
+struct Box { int rank; BoxDim d[MICA_BOX_RANK]; int tile_rows; int tile_cols; int pages; };
 
 // Element (r, c) of a box -> float index in its tile block (row-major tiles of four 16x16 faces).
 static size_t tile_index(const Box& b, int r, int c) {
@@ -88,27 +90,44 @@ static int box_size(const BoxDim& d, int x, int y) {
     return n < 0 ? 0 : (n < d.tile ? n : d.tile);
 }
 
-// Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back).
+// Elements allocated along a dimension on every core: a window's span, else the tile.
+static int box_alloc(const BoxDim& d) { return d.span ? d.span : d.tile; }
+
+// Copies core (x, y)'s box of the row-major array `a` (shape = the extents) into `tiles` (or back). The box is
+// a matrix of rows x columns: a rank-1 box a column, a higher rank its leading dimensions flattened row-major
+// (allocated sizes) by its last.
 static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tiles, bool to_tiles) {
-    const int rows = b.rank >= 1 ? (b.d[0].span ? b.d[0].span : b.d[0].padded || b.d[0].coord ? b.d[0].tile
-                                                                   : box_size(b.d[0], x, y)) : 1;
-    const int cols = b.rank >= 2 ? (b.d[1].span ? b.d[1].span : b.d[1].padded || b.d[1].coord ? b.d[1].tile
-                                                                   : box_size(b.d[1], x, y)) : 1;
-    for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
-            const int g0 = b.rank >= 1 ? box_lo(b.d[0], x, y) + r : 0;
-            const int g1 = b.rank >= 2 ? box_lo(b.d[1], x, y) + c : 0;
-            const bool inside = (b.rank < 1 || (r < box_size(b.d[0], x, y) && 0 <= g0 && g0 < b.d[0].extent)) &&
-                                (b.rank < 2 || (c < box_size(b.d[1], x, y) && 0 <= g1 && g1 < b.d[1].extent));
-            const size_t at = b.rank >= 2 ? (size_t)g0 * b.d[1].extent + g1 : (size_t)g0;
+    int count[MICA_BOX_RANK], lo[MICA_BOX_RANK], size[MICA_BOX_RANK], idx[MICA_BOX_RANK];
+    size_t total = 1;
+    for (int k = 0; k < b.rank; ++k) {
+        count[k] = box_alloc(b.d[k]);
+        lo[k] = box_lo(b.d[k], x, y);
+        size[k] = box_size(b.d[k], x, y);
+        total *= (size_t)count[k];
+    }
+    for (size_t e = 0; e < total; ++e) {
+        size_t rest = e;
+        for (int k = b.rank - 1; k >= 0; --k) {
+            idx[k] = (int)(rest % (size_t)count[k]);
+            rest /= (size_t)count[k];
+        }
+        bool inside = true, owned = true;
+        size_t at = 0;
+        int row = 0, col = 0;
+        for (int k = 0; k < b.rank; ++k) {
+            const BoxDim& d = b.d[k];
+            const int g = lo[k] + idx[k];
+            inside = inside && idx[k] < size[k] && 0 <= g && g < d.extent;
+            at = at * (size_t)d.extent + (size_t)(g < 0 ? 0 : g);
             // a store takes the block the core owns, not its ghost zones (its neighbours' elements)
-            const bool owned = (b.rank < 1 || !b.d[0].span || (r >= -b.d[0].offset && r < -b.d[0].offset + b.d[0].tile)) &&
-                               (b.rank < 2 || !b.d[1].span || (c >= -b.d[1].offset && c < -b.d[1].offset + b.d[1].tile));
-            if (to_tiles) {
-                tiles[tile_index(b, r, c)] = inside ? a[at] : 0.0f;
-            } else if (inside && owned) {
-                a[at] = tiles[tile_index(b, r, c)];
-            }
+            owned = owned && (!d.span || (idx[k] >= -d.offset && idx[k] < -d.offset + d.tile));
+            if (b.rank == 1 || k < b.rank - 1) row = row * count[k] + idx[k];
+            else col = idx[k];
+        }
+        if (to_tiles) {
+            tiles[tile_index(b, row, col)] = inside ? a[at] : 0.0f;
+        } else if (inside && owned) {
+            a[at] = tiles[tile_index(b, row, col)];
         }
     }
 }
@@ -215,7 +234,7 @@ int main() {
     std::vector<float> arr_x(30, 0.0f);
     std::vector<float> arr_b(30, 0.0f);  for (float& v : arr_b) v = dist(rng);
     {  // host_load b -> b on home_b[0:4, 0:1]
-        const Box box = Box{1, {{1, 8, 30, false, 0, 0}, {0, 1, 1, false, 0, 0}}, 1, 1, 1};
+        const Box box = Box{1, {{1, 8, 30, false, 0, 0}}, 1, 1, 1};
         std::vector<float> staged(4 * 1024, 0.0f);
         for (int y = 0; y < 1; ++y)
             for (int x = 0; x < 4; ++x)
@@ -243,7 +262,7 @@ int main() {
     std::vector<float> dev_x(arr_x.size(), NAN);
     std::vector<float> dev_b = arr_b;
     {  // host_store x <- x from home_x[0:4, 0:1]
-        const Box box = Box{1, {{1, 8, 30, false, 0, 0}, {0, 1, 1, false, 0, 0}}, 1, 1, 1};
+        const Box box = Box{1, {{1, 8, 30, false, 0, 0}}, 1, 1, 1};
         std::vector<float> staged;
         distributed::EnqueueReadMeshBuffer(cq, staged, dram_x, true);
         for (int y = 0; y < 1; ++y)

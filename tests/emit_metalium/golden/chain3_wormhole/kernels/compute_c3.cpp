@@ -3,8 +3,9 @@
 // compute_c3: compute kernel (TRISC 0-2) of core class c3: the tile routines of MeshIR kernels p0_k_S1, p0_k_accx_y, p0_k_fill0_y, p2_k_S4, p2_k_accy_w, p2_k_fill0_w.
 
 // Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box
-// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,
-// bottom-right); partial tiles are zero-padded. Tile i of a tensor is page i of its CB.
+// is a column vector; a higher rank, its leading dimensions flattened row-major by its last), each tile
+// four 16x16 row-major faces (top-left, top-right, bottom-left, bottom-right); partial tiles are
+// zero-padded. Tile i of a tensor is page i of its CB.
 #include <stdint.h>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"

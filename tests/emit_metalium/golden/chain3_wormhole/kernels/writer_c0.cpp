@@ -3,8 +3,9 @@
 // writer_c0: data-movement kernel (RISCV_1, NoC 1) of core class c0: stores the program's outputs to DRAM once the reader hands over the turn.
 
 // Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box
-// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,
-// bottom-right); partial tiles are zero-padded. Tile i of a tensor is page i of its CB.
+// is a column vector; a higher rank, its leading dimensions flattened row-major by its last), each tile
+// four 16x16 row-major faces (top-left, top-right, bottom-left, bottom-right); partial tiles are
+// zero-padded. Tile i of a tensor is page i of its CB.
 #include <stdint.h>
 #include "api/dataflow/dataflow_api.h"
 #include "mica_mesh.h"

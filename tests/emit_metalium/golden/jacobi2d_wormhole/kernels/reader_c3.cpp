@@ -3,8 +3,9 @@
 // reader_c3: data-movement kernel (RISCV_0, NoC 0) of core class c3: host loads, every exchange, and the turns of the compute kernel.
 
 // Tile layout: every tensor is its per-core box as 32x32 tiles in row-major tile order (a rank-1 box
-// is a column vector), each tile four 16x16 row-major faces (top-left, top-right, bottom-left,
-// bottom-right); partial tiles are zero-padded. Tile i of a tensor is page i of its CB.
+// is a column vector; a higher rank, its leading dimensions flattened row-major by its last), each tile
+// four 16x16 row-major faces (top-left, top-right, bottom-left, bottom-right); partial tiles are
+// zero-padded. Tile i of a tensor is page i of its CB.
 #include <stdint.h>
 #include "api/dataflow/dataflow_api.h"
 #include "mica_mesh.h"

@@ -47,6 +47,47 @@ static inline float mica_fabsf(float a) {
     __builtin_memcpy(&a, &u, 4);
     return a;
 }
+// fmaxf and fminf as C (and glibc) define them: a quiet NaN argument gives the other one, a signaling NaN
+// gives a NaN; IEEE comparisons only.
+static inline bool mica_snan(float a) {
+    uint32_t u;
+    __builtin_memcpy(&u, &a, 4);
+    return (u & 0x7fc00000u) == 0x7f800000u && (u & 0x3fffffu) != 0;
+}
+static inline float mica_fmaxf(float a, float b) {
+    return mica_snan(a) || mica_snan(b) ? a + b : a != a ? b : b != b ? a : a < b ? b : a;
+}
+static inline float mica_fminf(float a, float b) {
+    return mica_snan(a) || mica_snan(b) ? a + b : a != a ? b : b != b ? a : b < a ? b : a;
+}
+// e^a within 1 ulp of glibc's expf (not always equal to it to the last bit): Cody-Waite reduction
+// a = k ln2 + r (|r| <= ln2 / 2, ln2 split so that k * ln2_hi is exact), e^r by its Taylor polynomial of
+// degree 7 (truncation below 0.05 ulp), then 2^k applied through the exponent bits in two normal factors
+// (one rounding only, also for subnormal results). Arithmetic operators only: no libm.
+static inline float mica_pow2i(int32_t n) {   // 2^n for -126 <= n <= 127
+    const uint32_t u = (uint32_t)(n + 127) << 23;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
+static inline float mica_expf(float a) {
+    if (a != a) return a;
+    if (a > 88.72283935546875f) return mica_pow2i(127) * 2.0f;   // overflow: +inf
+    if (a < -103.97208404541015625f) return 0.0f;              // below half the least subnormal
+    const float kf = a * 1.44269502162933349609375f;
+    const int32_t k = (int32_t)(kf >= 0.0f ? kf + 0.5f : kf - 0.5f);
+    const float r = (a - (float)k * 0.693145751953125f) - (float)k * 1.428606765330187045037746429443359375e-6f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t k1 = k / 2;
+    return p * mica_pow2i(k1) * mica_pow2i(k - k1);
+}
 // Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
 static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
     return ((row / 32) * tile_cols + col / 32) * 1024 + (((row % 32) / 16) * 2 + (col % 32) / 16) * 256
