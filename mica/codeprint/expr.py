@@ -92,6 +92,17 @@ def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
     return go(e, bool(dtype_of is not None and dtype in INT_DTYPES))
 
 
+def iterator_casts_dropped(e: Expr, dtype: str) -> Expr:
+    """``e`` with each conversion of a loop iterator's value to ``dtype`` (``(float)i`` in C, ``Conv(dtype,
+    Index(aff))``) replaced by the bare :class:`Index`: a language that prints an iterator in a float context
+    as that conversion of its integer affine value (``index``: the CSL and Metalium back ends, which have no
+    integer arithmetic otherwise) then prints it, and prints the same value. Nothing else changes."""
+    if isinstance(e, Conv) and e.dtype == dtype and isinstance(e.arg, Index):
+        return e.arg
+    kids = e.children()
+    return e.with_children(tuple(iterator_casts_dropped(k, dtype) for k in kids)) if kids else e
+
+
 def float_dtype(e: Expr, dtype_of: Callable[[Expr], str], dtype: str) -> str:
     """The float dtype the float parts of ``e`` compute in when it is stored to an array of ``dtype``: that
     dtype if it is a float one (MICA's convention; f32 for a 16-bit one, :mod:`.half`), else -- C's usual

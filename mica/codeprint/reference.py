@@ -16,7 +16,7 @@ from ..affine.runtime import guarded, kernel_param
 from ..errors import EmitError
 from .aff import print_aff
 from ..affine.expr import Read
-from .expr import float_dtype, print_expr
+from .expr import float_dtype, iterator_casts_dropped, print_expr
 from .half import HALF_DTYPES, load_c, store_c, support_c
 from .isl_ast import ast_expr, walk
 from .languages import C_TYPES, PYTHON, REFERENCE_C
@@ -131,7 +131,9 @@ def program_py(prog: Program) -> list[str]:
             return f"{acc.array}_[{ix}]" if acc.index else f"{acc.array}_[()]"
         w = st.write
         ix = ", ".join(print_aff(i, env, PYTHON) for i in w.index) or "()"
-        rhs = print_expr(st.expr, PYTHON, read, lambda n: f"scalars[{n!r}]", where="CSL back end: host reference",
+        # (float)i / (double)i: Python's float(i) of the integer affine value, as PYTHON prints an iterator
+        expr = iterator_casts_dropped(iterator_casts_dropped(st.expr, "f32"), "f64")
+        rhs = print_expr(expr, PYTHON, read, lambda n: f"scalars[{n!r}]", where="CSL back end: host reference",
                          env=env)
         lines.append(f"{indent}{w.array}_[{ix}] = {rhs}  # {st.name}")
     walk(_ast(original_order(prog)), lines, "    ", PYTHON, user)

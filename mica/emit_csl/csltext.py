@@ -26,11 +26,14 @@ fn in_box(x: i32, y: i32, x0: i32, x1: i32, xs: i32, y0: i32, y1: i32, ys: i32) 
 }"""
 
 
-#: C's ``fmaxf`` / ``fminf`` per CSL float type (the other operand when one is a NaN), defined by a PE program
-#: whose kernels call one (:data:`.kernels.OWN`).
+#: C's ``fmaxf`` / ``fminf`` per CSL float type (the other operand when one is a NaN) and ``fabsf`` (the sign
+#: bit cleared through the same-sized unsigned type), defined by a PE program whose kernels call one
+#: (:data:`.kernels.OWN`).
 FLOAT_HELPERS = "\n".join(
-    f"fn mica_{fn}_{ty}(a: {ty}, b: {ty}) {ty} {{ if (b != b or a {cmp} b) {{ return a; }} return b; }}"
-    for ty in ("f32", "f16") for fn, cmp in (("fmax", ">="), ("fmin", "<=")))
+    [f"fn mica_{fn}_{ty}(a: {ty}, b: {ty}) {ty} {{ if (b != b or a {cmp} b) {{ return a; }} return b; }}"
+     for ty in ("f32", "f16") for fn, cmp in (("fmax", ">="), ("fmin", "<="))]
+    + [f"fn mica_fabs_{ty}(a: {ty}) {ty} {{ return @bitcast({ty}, @bitcast({uty}, a) & @as({uty}, {mask})); }}"
+       for ty, uty, mask in (("f32", "u32", 0x7FFFFFFF), ("f16", "u16", 0x7FFF))])
 
 
 def lin_csl(v: ir.Lin, slots: dict[str, int]) -> str:

@@ -29,7 +29,7 @@ import islpy as isl
 from ..affine.expr import Aff, Call, Cmp, Conv, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..codeprint import CSL, ast_expr, print_aff, print_expr, walk
+from ..codeprint import CSL, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
@@ -45,8 +45,9 @@ SUFFIX = {"f32": "s", "f16": "h"}
 MATH = {"sqrt": "sqrt", "exp": "exp"}
 MATH_MODULE = "math_lib"
 #: Math functions printed as calls of the PE program's own helpers (:data:`.csltext.FLOAT_HELPERS`, defined
-#: when a kernel calls one): C's ``fmaxf``/``fminf``, which return the other operand when one is a NaN.
-OWN = {"fmax": "mica_fmax", "fmin": "mica_fmin"}
+#: when a kernel calls one): C's ``fmaxf``/``fminf``, which return the other operand when one is a NaN, and
+#: ``fabsf`` (the sign bit cleared, so ``-0.0`` gives ``+0.0`` and a NaN stays a NaN).
+OWN = {"fmax": "mica_fmax", "fmin": "mica_fmin", "fabs": "mica_fabs"}
 
 
 def csl_language(kernel: str):
@@ -119,7 +120,8 @@ class KernelPrinter:
             a = self._acc(ref)
             return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
         ty = self.mp.tensor(self.part.write.buffer).dtype
-        return print_expr(e, self.lang, read, lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
+        return print_expr(iterator_casts_dropped(e, ty), self.lang, read,
+                          lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
                           where=f"CSL back end: kernel {self.k.name}", env=env)
 
     # -- statements ----------------------------------------------------------------------------------------

@@ -124,8 +124,8 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
     decl = _declarations(mp, plan)
     if any(f"{MATH_MODULE}." in text for _, text in funcs):
         decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt / exp (_f32, _f16) of the kernels')
-    if any("mica_fm" in text for _, text in funcs):
-        decl.insert(-1, "// C's fmaxf / fminf (the other operand when one is a NaN)\n" + FLOAT_HELPERS)
+    if any("mica_fm" in text or "mica_fabs" in text for _, text in funcs):
+        decl.insert(-1, "// C's fmaxf / fminf (the other operand when one is a NaN) and fabsf\n" + FLOAT_HELPERS)
     L = (decl + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
          + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported, bool(mp.runtime)))
     return "\n".join(L) + "\n"

@@ -22,12 +22,13 @@ import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..codeprint import METALIUM, ast_expr, print_aff, print_expr, walk
+from ..codeprint import METALIUM, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
 from ..codeprint.half import load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
 from .classify import SOFT_CALLS, tile_grid, tile_rows_cols
+from .plan import scalar_arg
 from .stencil import view_key, view_text
 
 
@@ -101,7 +102,18 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
-        return print_expr(e, GENERIC, read, where=f"kernel {self.k.name}", env=env)
+        return print_expr(iterator_casts_dropped(e, "f32"), GENERIC, read, self.scalar, where=f"kernel {self.k.name}", env=env)
+
+    def scalar(self, name: str) -> str:
+        """A scalar argument's value: a runtime parameter's (an int runtime arg) or a float's (its f32 bits
+        in a runtime arg, :func:`.plan.scalar_arg`); the generic path of an f32 program only."""
+        if name in {n for n, _, _ in self.mp.runtime}:
+            return f"((float)rp_{name})"
+        if self.dtype(self.part.write.buffer) != "f32":
+            raise EmitError(f"kernel {self.k.name}: scalar argument {name} in a {self.dtype(self.part.write.buffer)} "
+                            f"program: the generic path takes scalar arguments of f32 programs only (a bf16 "
+                            f"scalar's rounding is not staged)")
+        return scalar_arg(name)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:
         self.part = p = self.by_name[call.get_op_arg(0).get_id().get_name()]

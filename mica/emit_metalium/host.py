@@ -24,7 +24,7 @@ from ..codeprint import program_c
 from .api import CHECK_TOLERANCE, tile_bytes
 from .classify import MAX_RANK, tile_grid
 from .kernels import LAYOUT, header
-from .plan import MetalPlan, dram_stream_arg, ident
+from .plan import MetalPlan, dram_stream_arg, float_scalars, ident, scalar_arg
 
 COORD = {None: 0, "x": 1, "y": 2, "kb": 3, "t": 0}
 
@@ -138,6 +138,17 @@ static void stage(std::vector<float>& a, const Box& b, int x, int y, float* tile
 assert f"MICA_BOX_RANK = {MAX_RANK};" in STAGING
 
 
+#: The host's helper giving a float scalar argument's bits for a runtime arg.
+SCALAR_BITS = """\
+// A float's bits, for a runtime arg (the kernel reads them back with mica_bits_f32).
+static uint32_t mica_f32_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+"""
+
+
 def staging_c(dtype: str) -> str:
     """:data:`STAGING` for ``dtype``'s host types (the f32 text unchanged)."""
     h = host_type(dtype)
@@ -190,6 +201,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     L += _dram_buffers(plan, mp, loads + stores)
     L += _dram_streams(plan, mp, program)
     L += _kernels(plan)
+    L += _scalar_values(mp)
     L += _runtime_args(plan)
     sources = compiled.pieces.sources() if compiled.pieces is not None else {}
     L += _staged_loads(plan, mp, program, loads, sources)
@@ -215,11 +227,13 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "#include <tt-metalium/core_coord.hpp>", "#include <tt-metalium/distributed.hpp>",
          "#include <tt-metalium/mesh_buffer.hpp>", "#include <tt-metalium/mesh_command_queue.hpp>",
          "#include <tt-metalium/mesh_coord.hpp>", "#include <tt-metalium/mesh_device.hpp>",
-         "#include <tt-metalium/mesh_workload.hpp>", *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime else []),
+         "#include <tt-metalium/mesh_workload.hpp>",
+         *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime or float_scalars(mp) else []),
          *(["#include <tt-metalium/bfloat16.hpp>"] if host_type(plan.dtype).staged == "bfloat16" else []),
          "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
          "}  // namespace reference", "", _skew_c(mp), staging_c(plan.dtype),
+         *([SCALAR_BITS] if float_scalars(mp) else []),
          *(_runtime_values(mp) if mp.runtime else ["int main() {"]),
          "    // Device 0 as a 1x1 mesh: programs run as mesh workloads and buffers are mesh buffers.",
          "    std::shared_ptr<distributed::MeshDevice> mesh_device = distributed::MeshDevice::create_unit_mesh(0);",
@@ -392,7 +406,22 @@ def _arg_value(name: str) -> str:
         return f"{name[:5]}[{name[5:]}]"
     if name.startswith("rp_"):
         return f"(uint32_t){name}"       # a runtime parameter's value (int32_t; the kernel casts it back)
+    if name.startswith("sc_"):
+        return f"mica_f32_bits({name})"  # a scalar argument's f32 bits (the kernel reads them back)
     return f"(uint32_t){name}->address()"
+
+
+def _scalar_values(mp: MeshProgram) -> list[str]:
+    """The float scalar arguments' values (``sc_<name>``): drawn in [0.5, 1.5) from a generator of their own (so
+    the inputs' draws do not change), passed to the readers as f32 bits and to the reference."""
+    names = float_scalars(mp)
+    if not names:
+        return []
+    L = ["", "    // Scalar arguments (random, fixed seed; the readers get their bits as runtime args).",
+         "    std::mt19937 scalar_rng(1);", "    std::uniform_real_distribution<float> scalar_dist(0.5f, 1.5f);"]
+    for n in names:
+        L.append(f"    const float {scalar_arg(n)} = scalar_dist(scalar_rng);  // {n}")
+    return L
 
 
 def _runtime_args(plan: MetalPlan) -> list[str]:
@@ -507,8 +536,8 @@ def _check(program, runtime=(), dtype: str = "f32") -> list[str]:
     comparison of every output (within :data:`.api.CHECK_TOLERANCE` of ``dtype`` times the largest reference
     value), and the end of ``main``."""
     rt = {n for n, _, _ in runtime}
-    if rt:
-        vals = ", ".join(f"(double)rp_{n}" if n in rt else "0.0" for n, _ in program.scalars)
+    if program.scalars:
+        vals = ", ".join(f"(double)rp_{n}" if n in rt else f"(double){scalar_arg(n)}" for n, _ in program.scalars)
         scalars = f"    const double scalars[{len(program.scalars)}] = {{{vals}}};"
     else:
         scalars = "    const double scalars[1] = {0.0};"

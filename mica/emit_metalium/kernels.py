@@ -99,6 +99,12 @@ static inline float mica_fabsf(float a) {
     __builtin_memcpy(&a, &u, 4);
     return a;
 }
+// A float passed as its bits in a runtime arg (a scalar argument).
+static inline float mica_bits_f32(uint32_t u) {
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
 // fmaxf and fminf as C (and glibc) define them: a quiet NaN argument gives the other one, a signaling NaN
 // gives a NaN; IEEE comparisons only.
 static inline bool mica_snan(float a) {
@@ -254,6 +260,9 @@ def _arg_lines(names: list[str], what: dict[str, str]) -> list[str]:
             out.append(f"    const int32_t {n} = (int32_t)get_arg_val<uint32_t>({i});  // logical core {n[-1]}")
         elif n.startswith("rp_"):
             out.append(f"    const int32_t {n} = (int32_t)get_arg_val<uint32_t>({i});  // runtime parameter {n[3:]}")
+            out.append(f"    (void){n};")
+        elif n.startswith("sc_"):
+            out.append(f"    const float {n} = mica_bits_f32(get_arg_val<uint32_t>({i}));  // scalar argument {n[3:]}")
             out.append(f"    (void){n};")
         else:
             out.append(f"    const uint32_t {n} = get_arg_val<uint32_t>({i});  // {what.get(n, '')}")

@@ -162,18 +162,33 @@ def dram_stream_arg(array: str) -> str:
     return "dram_stream_" + ident(array)
 
 
-def _kernel_args(classes, sems, mesh, runtime=(), dram=()) -> tuple[KernelArgs, ...]:
+def scalar_arg(name: str) -> str:
+    """The reader's runtime arg (and the host's variable) holding float scalar argument ``name`` (its f32
+    bits), read by the generic path."""
+    return "sc_" + ident(name)
+
+
+def float_scalars(mp: MeshProgram) -> tuple[str, ...]:
+    """The scalar arguments of ``mp`` that are values, not runtime parameters, in order."""
+    rt = {n for n, _, _ in mp.runtime}
+    return tuple(n for n in mp.scalars if n not in rt)
+
+
+def _kernel_args(classes, sems, mesh, runtime=(), dram=(), scalars=()) -> tuple[KernelArgs, ...]:
     """Per core class, its reader's, compute's and writer's args; the values of the ``runtime`` parameters
     (``rp_<name>``) come last, for the reader (the generic path's loops) and the compute kernel (the guards
-    of tile routines). The addresses of the arrays streamed from device DRAM (``dram``) follow the reader's
-    host loads."""
+    of tile routines), after the reader's float ``scalars`` (``sc_<name>``, f32 bits: only the generic path
+    reads them). The addresses of the arrays streamed from device DRAM (``dram``) follow the reader's host
+    loads."""
     out = []
     rps = tuple(runtime_arg(n) for n, _, _ in runtime)
+    scs = tuple(scalar_arg(n) for n in scalars)
     streams = tuple(dram_stream_arg(a) for a in dram)
     for cc in classes:
         noc = tuple(f"noc_x{i}" for i in range(mesh[0])) + tuple(f"noc_y{j}" for j in range(mesh[1]))
         out.append(KernelArgs(f"kernels/reader_{cc.name}.cpp",
-                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + streams + noc + rps,
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + streams + noc + scs
+                              + rps,
                               tuple(s.name for s in sems)))
         out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y") + rps, ()))
         out.append(KernelArgs(f"kernels/writer_{cc.name}.cpp",
@@ -733,7 +748,7 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
             hosts.append((id(_host_compute(mp, ex)), i))
     return MetalPlan(mp.name, arch, mp.target, mp.mesh, Range(w.x0, w.x1, w.y0, w.y1), classes, cbs, sems,
                      transfers, tile_ops, dtype, l1, guards,
-                     _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram), double, tuple(hosts),
+                     _kernel_args(classes, sems, mp.mesh, mp.runtime, mp.dram, float_scalars(mp)), double, tuple(hosts),
                      tuple(n for _, names in dram_hosts for n in names), dram_hosts)
 
 

@@ -317,8 +317,11 @@ class Fabric:
         if name == "as":
             ty = ev[0][1]
             return float({"f32": np.float32, "f16": np.float16}[ty](ev[1])) if ty in ("f32", "f16") else int(ev[1])
-        if name == "bitcast":          # a float from its IEEE bits (the non-finite constants)
+        if name == "bitcast":          # a float from its IEEE bits, or the bits of a float (same size)
             ty = ev[0][1]
+            if ty in ("u32", "u16"):
+                src = {"u32": np.float32, "u16": np.float16}[ty]
+                return int(np.array(ev[1], src).view({"u32": np.uint32, "u16": np.uint16}[ty]))
             return float(np.array(int(ev[1]), {"f32": np.uint32, "f16": np.uint16}[ty]).view(NP[ty]))
         if name == "zeros":
             _, kind, (n, ty) = ev[0]

@@ -102,12 +102,23 @@ def test_f64_programs_are_an_error_naming_the_tensor(tmp_path):
     assert not any(tmp_path.iterdir())            # nothing half-written
 
 
-def test_kernels_with_scalar_arguments_are_an_error_naming_the_kernel(tmp_path):
-    op = mica.ops.scaled_add((64, 64))
-    prog = mica.compile_affine(op, mesh=(2, 2), target="wormhole")
-    with pytest.raises(EmitError, match=r"kernel \w+: scalar argument alpha: neither a tile routine nor the "
-                                        r"generic path"):
-        prog.emit("metalium", tmp_path)
+def test_scalar_arguments_reach_the_generic_path_as_runtime_args(tmp_path):
+    """``C = alpha * A + B``: alpha is a runtime arg of the readers (its f32 bits, ``sc_alpha``), drawn by
+    host.cpp and given to the reference too; the emitted program computes the reference in the functional
+    model. A bf16 program's scalar is refused by name (its rounding is not staged)."""
+    from .test_functional import run_emitted
+    prog = mica.compile_affine(mica.ops.scaled_add((64, 64)), mesh=(2, 2), target="wormhole")
+    from mica.emit_metalium import render
+    files = render(prog)
+    reader = next(t for r, t in files.items() if r.startswith("kernels/reader_"))
+    assert "const float sc_alpha = mica_bits_f32(get_arg_val<uint32_t>(" in reader
+    assert "mica_f32_bits(sc_alpha)" in files["host.cpp"]
+    assert "const double scalars[1] = {(double)sc_alpha};" in files["host.cpp"]
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 0 and re.search(r"^C: max \|device - reference\| = 0 \(scale \S+\) ok$", out, re.M), out
+    half = mica.compile_affine(mica.ops.scaled_add((64, 64), "bf16"), mesh=(2, 2), target="wormhole")
+    with pytest.raises(EmitError, match=r"kernel \w+: scalar argument alpha in a bf16 program"):
+        half.emit("metalium", tmp_path / "bf16")
 
 
 def test_a_scalar_chain_renders_on_the_sfpu():

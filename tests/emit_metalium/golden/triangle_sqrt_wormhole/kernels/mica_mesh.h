@@ -47,6 +47,12 @@ static inline float mica_fabsf(float a) {
     __builtin_memcpy(&a, &u, 4);
     return a;
 }
+// A float passed as its bits in a runtime arg (a scalar argument).
+static inline float mica_bits_f32(uint32_t u) {
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
 // fmaxf and fminf as C (and glibc) define them: a quiet NaN argument gives the other one, a signaling NaN
 // gives a NaN; IEEE comparisons only.
 static inline bool mica_snan(float a) {

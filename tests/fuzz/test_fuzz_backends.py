@@ -1,0 +1,113 @@
+"""The differential fuzzer's random programs through the hardware back ends. Each program (f64 ones compiled
+in f32: neither back end has f64) is compiled for WSE-2 on its random mesh and emitted as CSL, which the CSL
+interpreter runs (tests/emit_csl/csl_interp.py: wavelets hop by hop through the layout's routes) against the
+run.py reference the CSL files carry; and compiled for Wormhole and emitted as Metalium, which the functional
+model runs (tests/emit_metalium/sim: kernels on threads, circular buffers, semaphores, NoC copies) against
+host.cpp's own sequential reference. CI runs seeds chosen to cover scalar arguments, ``fabsf`` and iterator
+values used as data (``(float)i``); ``-m slow`` runs the first 100 seeds and counts what each back end refuses
+(integer arrays, by name) -- a refusal must be an :class:`EmitError`, never a crash or a wrong answer."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import mica
+from mica.affine.from_c import from_c
+from mica.affine.retype import with_float_dtype
+from mica.errors import EmitError
+from mica.fuzz.generate import case_from_seed
+from mica.fuzz.oracle import make_inputs
+
+from emit_csl.test_csl_execution import execute
+from emit_metalium.test_functional import run_emitted
+
+#: seeds whose programs use a scalar argument (9, 61), fabsf (9, 16), an iterator's value (16, 33, 61)
+CI_SEEDS = (0, 1, 9, 16, 33, 61)
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+
+def _program(seed: int):
+    case = case_from_seed(seed)
+    prog = from_c(case.source, params=case.params, filename="fuzz.c")
+    return case, with_float_dtype(prog, "f32")
+
+
+def _csl(seed: int) -> str:
+    """'ok' when the emitted CSL of fuzz program ``seed`` computes what run.py's reference does, the
+    refusal's text when the back end refuses it; AssertionError on a mismatch."""
+    from mica.emit_csl import render
+    case, prog = _program(seed)
+    cp = mica.compile_affine(prog, mesh=case.mesh, target="wse2")
+    try:
+        files = render(cp)
+    except EmitError as exc:
+        return str(exc)
+    ins = make_inputs(case.source, case.params, 0, case.data)
+    scalars = {n: float(ins[n]) for n, _ in cp.program.scalars}
+    got, want = execute(cp, files, scalars=scalars or None)
+    assert got, f"seed {seed}: no output came back"
+    for k, v in got.items():
+        np.testing.assert_allclose(v, want[k], rtol=1e-4, atol=1e-4 * max(1.0, float(np.nanmax(np.abs(want[k])))),
+                                   equal_nan=True, err_msg=f"seed {seed} ({case.header()}): {k}")
+    return "ok"
+
+
+def _metalium(seed: int, tmp_path) -> str:
+    """As :func:`_csl` for the Metalium files in the functional model (host.cpp's check, then every output
+    within 1e-4 of the largest reference value: the model computes in fp32)."""
+    from mica.emit_metalium import render
+    case, prog = _program(seed)
+    cp = mica.compile_affine(prog, mesh=case.mesh, target="wormhole")
+    try:
+        files = render(cp)
+    except EmitError as exc:
+        return str(exc)
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 0, f"seed {seed} ({case.header()}):\n{out[-2000:]}"
+    lines = re.findall(r"^(\w+): max \|device - reference\| = (\S+) \(scale (\S+)\) ok$", out, re.M)
+    assert sorted(n for n, _, _ in lines) == sorted(cp.program.outputs), out
+    for name, worst, scale in lines:
+        assert float(worst) <= 1e-4 * max(1.0, float(scale)), f"seed {seed}: {name} {worst} (scale {scale})"
+    return "ok"
+
+
+@pytest.mark.parametrize("seed", CI_SEEDS)
+def test_fuzz_programs_run_as_csl(seed):
+    assert _csl(seed) == "ok"
+
+
+@needs_gxx
+@pytest.mark.parametrize("seed", CI_SEEDS)
+def test_fuzz_programs_run_as_metalium(seed, tmp_path):
+    assert _metalium(seed, tmp_path) == "ok"
+
+
+def test_ci_seeds_cover_what_they_are_chosen_for():
+    sources = {s: case_from_seed(s).source for s in CI_SEEDS}
+    assert any("alpha" in t or "beta" in t for t in sources.values())
+    assert any("fabs" in t for t in sources.values())
+    assert any(re.search(r"\(float\)\s*[a-z]\b|\(double\)\s*[a-z]\b", t) for t in sources.values())
+
+
+@pytest.mark.slow
+@needs_gxx
+def test_a_hundred_fuzz_programs_through_both_back_ends(tmp_path):
+    """The first 100 seeds: every program either runs correctly on both back ends or is refused by an
+    EmitError (only integer programs are, today)."""
+    refused = {"csl": [], "metalium": []}
+    for seed in range(100):
+        r = _csl(seed)
+        if r != "ok":
+            refused["csl"].append((seed, r))
+        d = tmp_path / str(seed)
+        d.mkdir()
+        r = _metalium(seed, d)
+        if r != "ok":
+            refused["metalium"].append((seed, r))
+    for kind, rs in refused.items():
+        assert all("i32" in why or "integer" in why for _, why in rs), (kind, rs)
+        assert len(rs) <= 12, (kind, rs)
