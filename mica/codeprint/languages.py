@@ -192,8 +192,9 @@ PYTHON = Language("Python", const=_python_const, call=_python_call,
                   isl_select="({1} if {0} else {2})", isl_who="CSL back end: ",
                   step="    ", loop=_py_for, if_open="if {}:", if_else="else:", if_close=None)
 
-#: C++ of the Metalium generic path: f32 literals, no math library and no scalar arguments on the
-#: data-movement RISC-V; isl's index arithmetic as in C.
+#: C++ of the Metalium generic path: f32 literals, no math library on the data-movement RISC-V (its software
+#: forms come through ``call``) and scalar arguments only through the printer's ``scalar`` callback (runtime
+#: args); isl's index arithmetic as in C.
 _RISCV = ("{kind} {e} has no rendering on the data-movement RISC-V (no math library, no scalar arguments "
           "there)")
 METALIUM = replace(C_KERNEL, name="Metalium C++", const=_metalium_const, call=None, int_const=None, conv=None,

@@ -15,8 +15,9 @@ A kernel's statement becomes one of:
 Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
 the one-core fallback) is ``generic`` here, with a reason; :func:`.stencil.reader_op` then turns copies and
 shifted-view stencils into reader copies and tile passes, and only the rest runs as scalar loops on the
-reader's RISC-V (:mod:`.generic`). Kernels with scalar arguments or calls other than ``sqrt``, ``fabs``,
-``fmax``, ``fmin`` and ``exp`` (:data:`SOFT_CALLS`) raise :class:`EmitError` naming the kernel.
+reader's RISC-V (:mod:`.generic`), which also reads scalar arguments (runtime args of the reader). Kernels
+with calls other than ``sqrt``, ``fabs``, ``fmax``, ``fmin`` and ``exp`` (:data:`SOFT_CALLS`) raise
+:class:`EmitError` naming the kernel.
 
 Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
 rank-1 box ``[n]`` is a column vector, ``ceil(n/32) x 1`` tiles (element i at row i of column 0); a box of
@@ -188,7 +189,7 @@ SOFT_CALLS = {"sqrt": "mica_sqrtf", "fabs": "mica_fabsf", "fmax": "mica_fmaxf", 
 
 def check_generic(mp: MeshProgram, k: Kernel) -> None:
     """:class:`EmitError` when ``k`` cannot run on the generic path either (calls other than
-    :data:`SOFT_CALLS`, scalar arguments)."""
+    :data:`SOFT_CALLS`, boxes past :data:`MAX_RANK`)."""
     for p in k.statements:
         for e in p.expr.walk():
             if isinstance(e, Call) and e.fn not in SOFT_CALLS:

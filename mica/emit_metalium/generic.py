@@ -102,7 +102,8 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
-        return print_expr(iterator_casts_dropped(e, "f32"), GENERIC, read, self.scalar, where=f"kernel {self.k.name}", env=env)
+        return print_expr(iterator_casts_dropped(e, "f32"), GENERIC, read, self.scalar,
+                          where=f"kernel {self.k.name}", env=env)
 
     def scalar(self, name: str) -> str:
         """A scalar argument's value: a runtime parameter's (an int runtime arg) or a float's (its f32 bits
