@@ -17,13 +17,14 @@ Public API: :func:`render_generic`.
 from __future__ import annotations
 
 from dataclasses import replace
+from types import MappingProxyType
 
 import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
 from ..codeprint import METALIUM, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
-from ..codeprint.half import load_c, store_c
+from ..codeprint.half import ROUND_C, load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
 from .api import DATA_FORMATS
@@ -40,6 +41,9 @@ def _soft_call(fn: str, elem: str) -> str:
 
 #: the generic path's language: Metalium C++ with the calls of :data:`.classify.SOFT_CALLS`
 GENERIC = replace(METALIUM, call=_soft_call)
+#: ... in a bf16 program, whose kernels also have the bf16 conversions (:mod:`mica.codeprint.half`): a C
+#: conversion to bf16 (``(__bf16)i``) rounds the float value to bf16 as the reference does
+GENERIC_BF16 = replace(GENERIC, conv_round=MappingProxyType({"bf16": ROUND_C["bf16"]}))
 
 
 #: the integer type moving an element's bits, per dtype (the data-movement copies of :mod:`.stencil`)
@@ -102,18 +106,16 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
-        return print_expr(iterator_casts_dropped(e, "f32"), GENERIC, read, self.scalar,
+        lang = GENERIC_BF16 if self.dtype(p.write.buffer) == "bf16" else GENERIC
+        return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar,
                           where=f"kernel {self.k.name}", env=env)
 
     def scalar(self, name: str) -> str:
         """A scalar argument's value: a runtime parameter's (an int runtime arg) or a float's (its f32 bits
-        in a runtime arg, :func:`.plan.scalar_arg`); the generic path of an f32 program only."""
+        in a runtime arg, :func:`.plan.scalar_arg`; host.cpp rounds a bf16 scalar's value to bf16 first, as
+        the reference reads it)."""
         if name in {n for n, _, _ in self.mp.runtime}:
             return f"((float)rp_{name})"
-        if self.dtype(self.part.write.buffer) != "f32":
-            raise EmitError(f"kernel {self.k.name}: scalar argument {name} in a {self.dtype(self.part.write.buffer)} "
-                            f"program: the generic path takes scalar arguments of f32 programs only (a bf16 "
-                            f"scalar's rounding is not staged)")
         return scalar_arg(name)
 
     def user(self, call: isl.AstExpr, indent: str) -> None:

@@ -201,7 +201,7 @@ def render_host(plan: MetalPlan, mp: MeshProgram, compiled) -> str:
     L += _dram_buffers(plan, mp, loads + stores)
     L += _dram_streams(plan, mp, program)
     L += _kernels(plan)
-    L += _scalar_values(mp)
+    L += _scalar_values(mp, program)
     L += _runtime_args(plan)
     sources = compiled.pieces.sources() if compiled.pieces is not None else {}
     L += _staged_loads(plan, mp, program, loads, sources)
@@ -411,16 +411,20 @@ def _arg_value(name: str) -> str:
     return f"(uint32_t){name}->address()"
 
 
-def _scalar_values(mp: MeshProgram) -> list[str]:
+def _scalar_values(mp: MeshProgram, program) -> list[str]:
     """The float scalar arguments' values (``sc_<name>``): drawn in [0.5, 1.5) from a generator of their own (so
-    the inputs' draws do not change), passed to the readers as f32 bits and to the reference."""
+    the inputs' draws do not change; a bf16 scalar rounded to bf16, the value the reference reads), passed to
+    the readers as f32 bits and to the reference."""
     names = float_scalars(mp)
     if not names:
         return []
+    dtypes = dict(program.scalars)
     L = ["", "    // Scalar arguments (random, fixed seed; the readers get their bits as runtime args).",
          "    std::mt19937 scalar_rng(1);", "    std::uniform_real_distribution<float> scalar_dist(0.5f, 1.5f);"]
     for n in names:
-        L.append(f"    const float {scalar_arg(n)} = scalar_dist(scalar_rng);  // {n}")
+        draw = ("reference::mica_bf16_to_f32(reference::mica_f32_to_bf16(scalar_dist(scalar_rng)))"
+                if dtypes.get(n) == "bf16" else "scalar_dist(scalar_rng)")
+        L.append(f"    const float {scalar_arg(n)} = {draw};  // {n} ({dtypes.get(n, 'f32')})")
     return L
 
 

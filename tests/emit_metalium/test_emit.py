@@ -105,7 +105,8 @@ def test_f64_programs_are_an_error_naming_the_tensor(tmp_path):
 def test_scalar_arguments_reach_the_generic_path_as_runtime_args(tmp_path):
     """``C = alpha * A + B``: alpha is a runtime arg of the readers (its f32 bits, ``sc_alpha``), drawn by
     host.cpp and given to the reference too; the emitted program computes the reference in the functional
-    model. A bf16 program's scalar is refused by name (its rounding is not staged)."""
+    model; in a bf16 program host.cpp rounds the drawn value to bf16 first (the value the reference reads),
+    and the generic path rounds what it stores as the reference does: exact too."""
     from .test_functional import run_emitted
     prog = mica.compile_affine(mica.ops.scaled_add((64, 64)), mesh=(2, 2), target="wormhole")
     from mica.emit_metalium import render
@@ -117,8 +118,11 @@ def test_scalar_arguments_reach_the_generic_path_as_runtime_args(tmp_path):
     rc, out = run_emitted(files, tmp_path)
     assert rc == 0 and re.search(r"^C: max \|device - reference\| = 0 \(scale \S+\) ok$", out, re.M), out
     half = mica.compile_affine(mica.ops.scaled_add((64, 64), "bf16"), mesh=(2, 2), target="wormhole")
-    with pytest.raises(EmitError, match=r"kernel \w+: scalar argument alpha in a bf16 program"):
-        half.emit("metalium", tmp_path / "bf16")
+    files = render(half)
+    assert "reference::mica_bf16_to_f32(reference::mica_f32_to_bf16(scalar_dist(scalar_rng)))" in files["host.cpp"]
+    (tmp_path / "bf16").mkdir()
+    rc, out = run_emitted(files, tmp_path / "bf16")
+    assert rc == 0 and re.search(r"^C: max \|device - reference\| = 0 \(scale \S+\) ok$", out, re.M), out
 
 
 def test_a_scalar_chain_renders_on_the_sfpu():
