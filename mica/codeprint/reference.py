@@ -9,6 +9,9 @@ Public API: :func:`program_c`, :func:`program_py`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import MappingProxyType
+
 import islpy as isl
 
 from ..affine.program import Program
@@ -22,6 +25,11 @@ from .isl_ast import ast_expr, walk
 from .languages import C_TYPES, PYTHON, REFERENCE_C
 
 CTYPE = C_TYPES
+
+#: Python of the host script's reference: C's conversions to f32 and f16 (``(float)x``, ``(_Float16)i``) round
+#: through numpy's types, as C rounds them.
+PYTHON_REFERENCE = replace(PYTHON, conv_round=MappingProxyType({"f32": "float(np.float32({}))",
+                                                                 "f16": "float(np.float16({}))"}))
 
 
 def original_order(prog: Program) -> isl.UnionMap:
@@ -131,10 +139,9 @@ def program_py(prog: Program) -> list[str]:
             return f"{acc.array}_[{ix}]" if acc.index else f"{acc.array}_[()]"
         w = st.write
         ix = ", ".join(print_aff(i, env, PYTHON) for i in w.index) or "()"
-        # (float)i / (double)i: Python's float(i) of the integer affine value, as PYTHON prints an iterator
-        expr = iterator_casts_dropped(iterator_casts_dropped(st.expr, "f32"), "f64")
-        rhs = print_expr(expr, PYTHON, read, lambda n: f"scalars[{n!r}]", where="CSL back end: host reference",
-                         env=env)
+        # (double)i: Python's float(i) of the integer affine value, as PYTHON prints an iterator
+        rhs = print_expr(iterator_casts_dropped(st.expr, "f64"), PYTHON_REFERENCE, read, lambda n: f"scalars[{n!r}]",
+                         where="CSL back end: host reference", env=env)
         lines.append(f"{indent}{w.array}_[{ix}] = {rhs}  # {st.name}")
     walk(_ast(original_order(prog)), lines, "    ", PYTHON, user)
     lines.append("    return arrays")
