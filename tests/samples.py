@@ -316,8 +316,8 @@ void sweeps({dtype} u[{n}][{n}], {dtype} v[{n}][{n}], {dtype} s)
 
 
 def phase_sweeps(target, mesh: tuple[int, int], n: int = 34, steps: int = 3):
-    """:func:`sweeps` in f32 with its constant ``s`` = 0.5 written in (the back ends take no scalar arguments
-    in kernels), compiled with its time loop as a phase loop (``phase_loop_plan``: each sweep over its own
+    """:func:`sweeps` in f32 with its constant ``s`` = 0.5 written in (so the programs need no scalar argument),
+    compiled with its time loop as a phase loop (``phase_loop_plan``: each sweep over its own
     dimension, the layout changes between them inside the loop)."""
     import mica
     from mica.pipeline import LOWERING

@@ -4,6 +4,9 @@ natively, and the 8x8 plans of attention and arg-min spread their computation ov
 (cores whose emulated compute time is nonzero, not cores allocated). The full matrix, each mesh searched
 on its own, 1x1 included, is marked slow."""
 
+import re
+import shutil
+
 import numpy as np
 import pytest
 
@@ -194,7 +197,7 @@ def test_argmin_ties_keep_the_first_index_across_cores():
     _check("argmin", p, ins, want, (5, 3))
 
 
-def test_max_reduction_is_emitted_in_csl_and_refused_by_name_in_metalium(tmp_path):
+def test_max_reduction_is_emitted_in_csl_and_metalium(tmp_path):
     src, params, _ = CASES["row_max"]
     p = mica.compile_affine(src, mesh=(4, 4), target="wse2", params=params)
     assert "fmax" in p.meshir and "k_accx_m" in p.meshir
@@ -203,8 +206,15 @@ def test_max_reduction_is_emitted_in_csl_and_refused_by_name_in_metalium(tmp_pat
     files = p.emit("csl", tmp_path / "csl")
     pe = next(f for f in files if f.name == "pe_program.csl").read_text()
     assert "@bitcast(f32, @as(u32, 4286578688))" in pe and "mica_fmax_f32(" in pe
-    with pytest.raises(mica.errors.EmitError, match=r"call of fmax: neither a tile routine nor the generic path"):
-        p.emit("metalium", tmp_path / "metalium")
+    # Metalium: -INFINITY through GCC's builtin, fmaxf on the generic path; the functional model computes the
+    # reference (skipped without g++, as tests/emit_metalium is)
+    from mica.emit_metalium import render
+    files = render(p)
+    assert "-__builtin_inff()" in "".join(files.values()) and "mica_fmaxf(" in "".join(files.values())
+    if shutil.which("g++"):
+        from emit_metalium.test_functional import run_emitted
+        rc, out = run_emitted(files, tmp_path)
+        assert rc == 0 and re.search(r"^m: max \|device - reference\| = 0 ", out, re.M), out
 
 
 @pytest.mark.slow

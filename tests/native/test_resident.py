@@ -3,6 +3,8 @@ position), arrays kept on the mesh between runs (weights loaded once, a KV cache
 traffic of a step, and the errors that leave the kept state intact. Every output is compared with numpy and
 with the C compiled natively."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -178,18 +180,30 @@ def test_resident_names_must_be_inputs_or_outputs():
         mica.compile_affine(mica.ops.matmul(4, 4, 4), mesh=(2, 2), resident=("Q",))
 
 
-def test_hardware_back_ends_pass_runtime_parameters_and_name_what_else_is_missing(decode, tmp_path):
+def test_hardware_back_ends_pass_runtime_parameters(decode, tmp_path):
     """CSL and Metalium take runtime parameters (tests/emit_csl/test_csl_runtime.py and
     tests/emit_metalium/test_runtime_params.py run them). The decode step emits as CSL, its softmax included
     (``-INFINITY`` as a bit cast, ``expf`` from ``<math>``, ``fmaxf`` as the PE program's helper), with ``pos``
-    in ``rparams``; the Metalium back end still stops at what it lacks for the softmax, named, and not at the
-    runtime parameter."""
+    in ``rparams``; and as Metalium (``fmaxf``/``expf`` on the generic path, ``pos`` a runtime arg) on 2x7,
+    whose host.cpp checks it against the reference in the functional model (when g++ is here). On 4x4 and 3x5
+    the searched plan's communication needs 16 semaphores per core, and Metalium's 8 are named as what is
+    missing (never the runtime parameter)."""
     files = decode.emit("csl", tmp_path / "csl")
     pe = next(f for f in files if f.name == "pe_program.csl").read_text()
     assert "rparams" in pe and "math_lib.exp_f32(" in pe and "mica_fmax_f32(" in pe
-    with pytest.raises(EmitError, match="call of fmax") as exc:
-        decode.emit("metalium", tmp_path / "metalium")
-    assert "runtime param" not in str(exc.value)
+    from mica.emit_metalium import render
+    if decode.mesh != (2, 7):
+        with pytest.raises(EmitError, match=r"need \d+ semaphores per core") as exc:
+            render(decode)
+        assert "runtime param" not in str(exc.value)
+        return
+    files = render(decode)
+    text = "".join(files.values())
+    assert "rp_pos" in text and "mica_fmaxf(" in text and "mica_expf(" in text
+    if shutil.which("g++"):
+        from emit_metalium.test_functional import run_emitted
+        rc, out = run_emitted(files, tmp_path)
+        assert rc == 0 and "MISMATCH" not in out, out
 
 
 ROPE = samples.RUNTIME_ROPE
