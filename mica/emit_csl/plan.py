@@ -313,10 +313,7 @@ def _steps(mp: ir.MeshProgram, double: DoubleBuffering) -> tuple[list[Step], lis
             if isinstance(op, ir.Loop):
                 if len(slots) >= LOOP_SLOTS:
                     raise EmitError(f"CSL back end: loop {op.var} nests deeper than {LOOP_SLOTS} loops")
-                # Slots as in the emulator (mica.native_sim.lower): a phase loop (around whole operators) takes
-                # the last free slot, the others their depth among the loops that are not phase loops, so the
-                # kernels inside a phase loop read its outermost step loop as t (lv[0]).
-                depth = LOOP_SLOTS - 1 - phases if op.phase else len(slots) - phases
+                depth = ir.loop_slot(op, len(slots), phases, LOOP_SLOTS)      # the emulator's slots
                 steps.append(Step(pc, "loop", f"for {op.var} in 0..{op.count}", op, op.var, op.count, depth,
                                   0, tuple(slots.items())))
                 inner = {**slots, op.var: depth}

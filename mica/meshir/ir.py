@@ -632,6 +632,14 @@ def walk_ops(ops, scope: tuple = ()):
             yield from walk_ops(op.body, scope + ((op.var, op.count),))
 
 
+def loop_slot(loop: Loop, enclosing: int, phases: int, slots: int) -> int:
+    """The variable slot of ``loop`` when ``enclosing`` loops surround it, ``phases`` of them phase loops, out of
+    ``slots``: a loop that is not a phase loop takes its depth among the enclosing loops that are not, a phase
+    loop the last free slot counting down -- so the kernels inside a phase loop read its outermost step loop
+    as ``t`` (slot 0). The one rule of every runner of MeshIR (the emulator's op code, CSL's ``lv``). Pure."""
+    return slots - 1 - phases if loop.phase else enclosing - phases
+
+
 def phase_loops(mp: MeshProgram) -> tuple[Loop, ...]:
     """The loops of ``mp`` around whole operators (:attr:`Loop.phase`), outermost first. Changes nothing."""
     return tuple(op for op, _ in mp.walk() if isinstance(op, Loop) and op.phase)

@@ -114,10 +114,7 @@ def lower(mp: ir.MeshProgram, km: KernelModule) -> Lowered:
         out = []
         for op in ops:
             if isinstance(op, ir.Loop):
-                # A phase loop takes the last free slot: kernels read ``t`` from slot 0, the innermost
-                # step loop's when loops nest inside phase loops.
-                inner = len(slots) - phases
-                slot = oc.MAX_VARS - 1 - phases if op.phase else inner
+                slot = ir.loop_slot(op, len(slots), phases, oc.MAX_VARS)
                 if len(slots) >= oc.MAX_VARS:
                     raise MeshIRError(f"{mp.name}: loops nest deeper than {oc.MAX_VARS}")
                 out.append(oc.Loop(slot, op.count, tuple(go(op.body, {**slots, op.var: slot}, phases + op.phase)),

@@ -44,16 +44,25 @@ CSL_TOLERANCE = {"f32": 1e-4, "f16": 2e-2}
 F16_MAX = 65504.0
 
 
+def _emitted(seed: int, dtype: str, target: str, render):
+    """(case, compiled program, emitted files) of fuzz program ``seed`` compiled for ``target`` and rendered by
+    ``render``, or the refusal's text when the back end refuses it."""
+    case, prog = _program(seed, dtype)
+    cp = mica.compile_affine(prog, mesh=case.mesh, target=target)
+    try:
+        return case, cp, render(cp)
+    except EmitError as exc:
+        return str(exc)
+
+
 def _csl(seed: int, dtype: str = "f32") -> str:
     """'ok' when the emitted CSL of fuzz program ``seed`` computes what run.py's reference does, the
     refusal's text when the back end refuses it; AssertionError on a mismatch."""
     from mica.emit_csl import render
-    case, prog = _program(seed, dtype)
-    cp = mica.compile_affine(prog, mesh=case.mesh, target="wse2")
-    try:
-        files = render(cp)
-    except EmitError as exc:
-        return str(exc)
+    emitted = _emitted(seed, dtype, "wse2", render)
+    if isinstance(emitted, str):
+        return emitted
+    case, cp, files = emitted
     ins = make_inputs(case.source, case.params, 0, case.data)
     scalars = {n: float(ins[n]) for n, _ in cp.program.scalars}
     got, want = execute(cp, files, scalars=scalars or None)
@@ -73,12 +82,10 @@ def _metalium(seed: int, tmp_path, dtype: str = "f32") -> str:
     output within 1e-4 of the largest reference value: the model computes in fp32; bf16 within host.cpp's
     bf16 tolerance, :data:`mica.emit_metalium.api.CHECK_TOLERANCE`)."""
     from mica.emit_metalium import render
-    case, prog = _program(seed, dtype)
-    cp = mica.compile_affine(prog, mesh=case.mesh, target="wormhole")
-    try:
-        files = render(cp)
-    except EmitError as exc:
-        return str(exc)
+    emitted = _emitted(seed, dtype, "wormhole", render)
+    if isinstance(emitted, str):
+        return emitted
+    case, cp, files = emitted
     rc, out = run_emitted(files, tmp_path)
     assert rc == 0, f"seed {seed} ({case.header()}):\n{out[-2000:]}"
     lines = re.findall(r"^(\w+): max \|device - reference\| = (\S+) \(scale (\S+)\) ok$", out, re.M)
