@@ -56,15 +56,34 @@ def multicast_routes(axis: str, root: Lin, span: tuple[int, int], across: tuple[
 def shift_routes(direction: str, senders: Rect, receivers: Rect, colour: int,
                  distance: int = 1) -> tuple[Route, ...]:
     """Routes of a shift ``distance`` hops towards ``direction`` from ``senders`` to ``receivers``; for
-    longer shifts from a single line position, the routers strictly between pass the message on (the
-    receivers' routers take it off the fabric: no route ever forwards past them)."""
+    longer shifts, the routers strictly between pass the message on (the receivers' routers take it off the
+    fabric: no route ever forwards past them). Senders every ``stride``-th core along the shift's axis
+    (``distance < stride``, so paths never share a link) get one pass-through route per router between, each
+    on the senders' stride; otherwise the senders are one position per line."""
     if direction not in OPPOSITE:
         raise CommError(f"unknown shift direction {direction!r}")
     routes = [Route(colour, ("RAMP",), (direction,), senders)]
-    if distance > 1:
-        if (direction in ("E", "W") and senders.xs != 1) or (direction in ("N", "S") and senders.ys != 1):
-            raise CommError("multi-hop shifts are supported from one position per line")
-        sign = 1 if direction in ("E", "S") else -1
+    sign = 1 if direction in ("E", "S") else -1
+    stride = senders.xs if direction in ("E", "W") else senders.ys
+    if distance > 1 and stride != 1:
+        if distance >= stride:
+            raise CommError(f"a {distance}-hop shift from every {stride}-th core would make paths share links")
+        for k in range(1, distance):
+            off = sign * k
+            # The senders' rectangle moved k hops on, kept on the mesh (a router between lies between a
+            # sender and its receiver).
+            if direction in ("E", "W"):
+                lo = tuple(v.shifted(off) for v in senders.x0) + ((Lin(0),) if sign < 0 else ())
+                hi = tuple(v.shifted(off) for v in senders.x1) + (receivers.x1 if sign > 0 else ())
+                mid = Rect(lo, hi, senders.y0, senders.y1, senders.xs, senders.xp.shifted(off), senders.ys,
+                           senders.yp)
+            else:
+                lo = tuple(v.shifted(off) for v in senders.y0) + ((Lin(0),) if sign < 0 else ())
+                hi = tuple(v.shifted(off) for v in senders.y1) + (receivers.y1 if sign > 0 else ())
+                mid = Rect(senders.x0, senders.x1, lo, hi, senders.xs, senders.xp, senders.ys,
+                           senders.yp.shifted(off))
+            routes.append(Route(colour, (OPPOSITE[direction],), (direction,), mid))
+    elif distance > 1:
         if direction in ("E", "W"):
             lo = tuple(v.shifted(sign) for v in senders.x0) if sign > 0 else tuple(v.shifted(-distance + 1) for v in senders.x0)
             hi = tuple(v.shifted(distance - 1) for v in senders.x1) if sign > 0 else tuple(v.shifted(-1) for v in senders.x1)

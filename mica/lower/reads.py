@@ -28,7 +28,7 @@ from .dram import stream_buffer
 from .refusals import remember
 from .relayout import transpose
 from .rings import ring_buffer
-from .routed import stage_routed_write
+from .routed import stage_routed_write, stage_shifted_write
 
 
 def plan_reads(b: _Builder, stmt: Statement):
@@ -296,7 +296,7 @@ def check_writes(b: _Builder, stmt: Statement) -> str | None:
         final = imap("{ M[t, x, y] -> core[x, y] }")
     held = final.apply_range(own)
     if not writes.is_subset(held):
-        routed = stage_routed_write(b, stmt, writes)
+        routed = stage_routed_write(b, stmt, writes) or stage_shifted_write(b, stmt, writes)
         if routed is not None:
             return routed
         raise ScheduleError(

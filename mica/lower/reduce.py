@@ -4,7 +4,7 @@ When the main statement is a reduction whose write does not index a spatial loop
 every core of those axes accumulates a partial result in the array's home (role ``partial``). The partials
 start at the reduction's identity everywhere but the root (:func:`fill_partials`) and are combined after
 the statements by chains of one-hop shifts towards coordinate 0 (:func:`reduction_chains`), in groups
-first for a ``tree`` reduction. A (value, index) pair combines both halves together
+first for a ``tree`` reduction, level by level for a ``levels`` one (:func:`_level_stages`). A (value, index) pair combines both halves together
 (:func:`reduction_chains`).
 """
 
@@ -118,8 +118,11 @@ def reduction_chains(b: _Builder) -> list:
                     b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
                                  Select(wins, Read("r1"), Read("w")), (parts[0], inbufs[0]), within=written[0])]
         colours = assign_colours(len(parts), b.target.colours, f"reduction of {', '.join(b.reduced_arrays)}")
-        g = min(b.sched.group, n) if b.sched.reduce == "tree" else 1
-        for stage in _reduction_stages(axis, n, g, across):
+        if b.sched.reduce == "levels":
+            stages = _level_stages(axis, n, b.sched.group, across)
+        else:
+            stages = _reduction_stages(axis, n, min(b.sched.group, n) if b.sched.reduce == "tree" else 1, across)
+        for stage in stages:
             senders, receivers, distance, count, what = stage
             direction = "W" if axis == "x" else "N"
             shifts = tuple(
@@ -150,4 +153,31 @@ def _reduction_stages(axis: str, n: int, g: int, across: tuple[int, int]):
         out.append((line_rect(axis, across, (src,), (src.shifted(1),)),
                     line_rect(axis, across, (dst,), (dst.shifted(1),)), g, m - 1,
                     "along the chain" if g == 1 else "across group roots"))
+    return out
+
+
+def _level_stages(axis: str, n: int, g: int, across: tuple[int, int]):
+    """(senders, receivers, distance, stages, label) of each level of a ``g``-ary tree over ``n`` cores of
+    ``axis`` towards 0: level ``j`` combines the roots of level ``j - 1`` (every ``g**j``-th core) by chains
+    inside groups of ``g`` of them, all groups at once: at stage ``s`` the root at group position
+    ``c - 1 - s`` sends ``g**j`` hops to position ``c - 2 - s`` (``c`` the positions the level's groups
+    have, ``g`` but at the last level). The receiver always holds the lower, contiguous block of the line
+    and the sender the block right above it, as in a chain; ``ceil(log_g n)`` levels of at most ``g - 1``
+    stages each, in which every core but the first sends once."""
+    out = []
+    span, level = 1, 0
+    while span < n:
+        c = min(g, -(-n // span))             # positions of the level's groups (fewer at the last level)
+        stride = span * g
+        src = Lin(span * (c - 1), (("s", -span),))
+        dst = Lin(span * (c - 2), (("s", -span),))
+        if stride >= n:
+            # The last level: one group, so one sender per stage (the chain over the last roots).
+            senders = line_rect(axis, across, (src,), (src.shifted(1),))
+            receivers = line_rect(axis, across, (dst,), (dst.shifted(1),))
+        else:
+            senders = line_rect(axis, across, 0, n, stride, src)
+            receivers = line_rect(axis, across, 0, n - span, stride, dst)
+        out.append((senders, receivers, span, c - 1, f"level {level} in groups of {g}"))
+        span, level = stride, level + 1
     return out

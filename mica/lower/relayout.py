@@ -36,15 +36,15 @@ from math import ceil
 
 from ..affine.expr import Aff, Read
 from ..affine.isl_names import imap, iset
-from ..comm.routes import shift_routes
+from ..comm.routes import multicast_routes, shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
 from ..tiling.cost import estimate
 from ..tiling.schedule import OTHER_AXIS as OTHER, Home
 from ..tiling.homes import home_box
 from .regather import layout_change_program, regather, regather_program
-from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram, Rect,
-                 Region, RegionTensor, Shift)
+from ..meshir.ir import (BoxDim, Compute, Exchange, KAccess, Kernel, KernelClass, Lin, Loop, MeshProgram,
+                         Multicast, Rect, Region, RegionTensor, Shift)
 
 T = Lin(0, (("t", 1),))
 
@@ -167,6 +167,8 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     if bool(sg) != bool(dg):
         raise ScheduleError(f"changing the layout of {src.array}: a vector held by one line of cores goes to "
                             f"one line of the other axis, one held by every line to every line")
+    if sg:
+        return turn(src, dst, prefix, n)
     # The lanes that carry blocks: below the diagonal (x < y) E then N, above it W then S. A vector on row 0
     # has only blocks with x >= y (and moves along row 0 and column 0 only), one on column 0 only x <= y.
     used = {"E", "N"} if sg == "__x = 0" else {"W", "S"} if sg == "__y = 0" else {"E", "W", "N", "S"}
@@ -232,6 +234,68 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
         ops.append(Loop("t", n - 1, (Exchange(f"{name}_cols_b", vertical),
                                      *(Compute(k.name, square.rect) for k in b))))
     return list(lanes.values()), kernels, ops
+
+
+def turn(src: RegionTensor, dst: RegionTensor, prefix: str, n: int) -> tuple[list[RegionTensor], list[Kernel], list]:
+    """The buffers, kernels and ops that move a vector's ``n`` blocks from one line of cores to the other
+    axis's line at 0 (row 0 to column 0, or column 0 to row 0): block ``i`` goes from core ``(i, 0)`` to core
+    ``(0, i)`` (transposed for a vector on column 0).
+
+    One multicast copies every block over its whole column (``bc``: core ``(x, y)`` holds block ``x``), so
+    the diagonal core ``(i, i)`` holds block ``i``; it seeds ``pick`` there. Then a binary tree along every
+    row brings each row's block to column 0: at level ``j`` (``S = 2**j``) the cores ``x = S (mod 2S)`` send
+    their ``pick`` ``S`` hops west to ``x - S``, which takes it (``y >= x + S``: the block of row ``y`` lies in
+    the sender's half) or keeps its own. After the levels, core ``(x, y)`` with ``x = 0 (mod 2S)`` holds
+    ``pick`` = block ``y`` whenever ``x <= y < x + 2S``; column 0 copies it into ``dst``. ``n - 1`` hops of
+    multicast and ``n - 1`` hops of tree, ``ceil(log2 n)`` stages, instead of the ``2n - 2`` one-hop steps of
+    the conveyor. Every element is copied, never combined: bit for bit; ``src`` is left as it was."""
+    along = src.box[0].coord                        # the axis the vector lies along now
+    across = OTHER[along]                           # the axis it is turned to
+    square = Region(f"{prefix}square", 0, n, 0, n)
+
+    def lane(tag: str, like: RegionTensor) -> RegionTensor:
+        box = tuple(BoxDim(d.coord, d.tile, d.extent, padded=True) for d in like.box)
+        return RegionTensor(f"{prefix}lane_{tag}", src.array, src.dtype, src.elem_bytes, square, box, "recv",
+                            f"{{ core[x, y] -> {src.array}[a0] : x = y }}")
+    # bc has the blocks' own shapes (a multicast delivers the sender's block as it is); the tree's lanes are
+    # padded to whole tiles (every shift moves one tile).
+    bc = RegionTensor(f"{prefix}lane_bc", src.array, src.dtype, src.elem_bytes, square, src.box, "recv",
+                      f"{{ core[x, y] -> {src.array}[a0] : x = y }}")
+    pick, inc = lane("pick", dst), lane("in", dst)
+    name = f"{prefix}turn"
+    on_line = (Lin(0),), (Lin(1),)
+    whole = (Lin(0),), (Lin(n),)
+    # The multicast runs along the axis the blocks are turned to: every line across takes its block along.
+    senders = Rect(*whole, *on_line) if along == "x" else Rect(*on_line, *whole)
+    everyone = Rect(*whole, *whole)
+    cast = Multicast(f"{src.array} over the square", src.array, src.name, bc.name, across, Lin(0), senders,
+                     everyone, 0, multicast_routes(across, Lin(0), (0, n), (0, n), 0), n - 1,
+                     relation=f"{{ [core_src[{across}' = 0] -> core_dst[{across}']] }} along {across}")
+    kernels = [copy_kernel(f"{name}_seed", pick, bc, dst.box, True, "__x = __y", square)]
+    ops: list = [Exchange(f"{name}_cast", (cast,)), Compute(kernels[0].name, square.rect)]
+    direction = "W" if along == "x" else "N"
+    span, level = 1, 0
+    while span < n:
+        lo, hi, step = (Lin(span),), (Lin(n),), 2 * span
+        rlo, rhi = (Lin(0),), (Lin(n - span),)
+        if along == "x":
+            snd = Rect(lo, hi, *whole, step, Lin(span), 1, Lin(0))
+            rcv = Rect(rlo, rhi, *whole, step, Lin(0), 1, Lin(0))
+        else:
+            snd = Rect(*whole, lo, hi, 1, Lin(0), step, Lin(span))
+            rcv = Rect(*whole, rlo, rhi, 1, Lin(0), step, Lin(0))
+        shift = Shift(f"{src.array} turn level {level}", src.array, pick.name, inc.name, direction, snd, rcv, 0,
+                      shift_routes(direction, snd, rcv, 0, span), span,
+                      f"{{ [core_src[{along}'] -> core_dst[{along}' - {span}]] }} along {along}", span)
+        take = copy_kernel(f"{name}_take{level}", pick, inc, dst.box, False,
+                           f"__{across} >= __{along} + {span}", square)
+        kernels.append(take)
+        ops += [Exchange(f"{name}_level{level}", (shift,)), Compute(take.name, rcv)]
+        span, level = step, level + 1
+    land = copy_kernel(f"{name}_land", dst, pick, dst.box, True, held_guard(dst), square)
+    kernels.append(land)
+    ops.append(Compute(land.name, square.rect))
+    return [bc, pick, inc], kernels, ops
 
 
 def via_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region, target: Target) -> list[tuple]:

@@ -17,6 +17,8 @@ array), so two instances writing one element run on one core, in an order legali
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 
 from ..affine.isl_names import imap, iset
@@ -24,7 +26,8 @@ from ..affine.program import Statement
 from ..comm.sets import ownership_map
 from ..errors import ScheduleError
 from ..affine.expr import Aff, Read
-from ..meshir.ir import Compute, KAccess, Kernel, KernelClass, Region, RegionTensor
+from ..comm.routes import shift_routes
+from ..meshir.ir import Compute, Exchange, KAccess, Kernel, KernelClass, Rect, Region, RegionTensor, Shift
 from ..tiling.homes import home_box, swap_home
 from .builder import _Builder
 from .relayout import transpose
@@ -76,6 +79,76 @@ def stage_routed_write(b: _Builder, stmt: Statement, writes: isl.Map) -> str | N
     return name
 
 
+def stage_shifted_write(b: _Builder, stmt: Statement, writes: isl.Map) -> str | None:
+    """The staging buffer ``stmt`` writes into when every element it writes ``{ M[t, x, y] -> A[a...] }`` is
+    owned by the core a constant distance ``d`` away along one mesh axis (a KV cache's new row, written by the
+    cores that hold the new token's vector and owned ``d`` rows down their columns), after adding the staging and
+    landing buffers and the delivery to ``b.deliveries``: at the end of the operator, one shift of ``d`` hops
+    carries each writing core's staged block to its owner, where a copy kernel moves exactly the written
+    elements into the home.
+
+    The staging box is the home's box moved by ``d`` along the axis (:attr:`BoxDim.origin`): a writing core
+    stages the block its owner holds. None (changing nothing) when the statement is guarded, combines partial
+    results, reads the element it writes or runs in a step loop; when the owners are not one translation of
+    the writing cores along one axis, the writing cores are not a rectangle, or a shift longer than one hop
+    would leave more than one of them on a line; or when a later instance touches a routed element."""
+    arr = b.prog.array(stmt.write.array)
+    if stmt.guard or stmt.name in b.reds or b.reduced_array is not None or b.step is not None:
+        return None
+    if any(a.array == arr.name and a.index == stmt.write.index for a in stmt.reads):
+        return None
+    box, pins = b.home_box(arr.name)
+    home_region = b.home_region(arr.name)
+    own = ownership_map(arr, box, home_region, pins)
+    lands = writes.apply_range(own.reverse())                        # { M[t, x, y] -> core[x', y'] }
+    if not lands.is_single_valued():
+        return None
+    moves = lands.project_out(isl.dim_type.in_, 0, 1).set_tuple_name(isl.dim_type.in_, "c") \
+        .set_tuple_name(isl.dim_type.out, "c").deltas()
+    if not moves.is_singleton():
+        return None
+    point = moves.sample_point()
+    dx, dy = (int(point.get_coordinate_val(isl.dim_type.set, i).to_python()) for i in range(2))
+    if (dx == 0) == (dy == 0):
+        return None
+    axis, d = ("x", dx) if dx else ("y", dy)
+    writers = lands.domain().project_out(isl.dim_type.set, 0, 1).set_tuple_name("M")  # the cores that write
+    lo = [writers.dim_min_val(i).to_python() for i in range(2)]
+    hi = [writers.dim_max_val(i).to_python() + 1 for i in range(2)]
+    rect = iset(f"{{ M[x, y] : {lo[0]} <= x < {hi[0]} and {lo[1]} <= y < {hi[1]} }}")
+    if not rect.is_subset(writers):
+        return None
+    k = 0 if axis == "x" else 1
+    if abs(d) > 1 and hi[k] - lo[k] > 1:
+        return None
+    if not _nothing_follows(b, stmt):
+        return None
+    sbox = tuple(replace(dim, origin=dim.origin - d) if dim.coord == axis else dim for dim in box)
+    name = f"{arr.name}_routed"
+    while name in b.tensors or any(a.name == name for a in b.prog.arrays):
+        name += "_"
+    staged = writes.range().apply(own.reverse()).apply(own)      # the owners' blocks, as the writers stage them
+    stage = RegionTensor(name, arr.name, arr.dtype, arr.elem_bytes, b.region, sbox, "recv",
+                         str(imap(f"{{ core[x, y] -> core[x + {dx}, y + {dy}] }}").apply_range(own)))
+    landed = RegionTensor(f"{name}_landed", arr.name, arr.dtype, arr.elem_bytes, b.region, box, "recv",
+                          b.tensors[arr.name].ownership)
+    del staged
+    senders = Rect.of(lo[0], hi[0], lo[1], hi[1])
+    receivers = Rect.of(lo[0] + dx, hi[0] + dx, lo[1] + dy, hi[1] + dy)
+    direction = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}[(axis, d > 0)]
+    shift = Shift(f"{arr.name} writes to their owners", arr.name, stage.name, landed.name, direction, senders,
+                  receivers, 0, shift_routes(direction, senders, receivers, 0, abs(d)), abs(d),
+                  f"{{ [core_src[{axis}'] -> core_dst[{axis}' + {d}]] }} along {axis}", abs(d))
+    for t in (stage, landed):
+        b.tensors[t.name] = t
+    deliver = _deliver_kernel(f"k_{stmt.name}_deliver", b.tensors[arr.name], landed, stmt, b,
+                              Region(f"k_{stmt.name}_deliver_0", receivers.x0[0].const, receivers.x1[0].const,
+                                     receivers.y0[0].const, receivers.y1[0].const))
+    b.kernels.append(deliver)
+    b.deliveries.extend([Exchange(f"{name}_deliver", (shift,)), Compute(deliver.name, receivers)])
+    return name
+
+
 def _nothing_follows(b: _Builder, stmt: Statement) -> bool:
     """No instance after a write of ``stmt`` in the original order reads or writes the element it wrote (other
     than a later instance of ``stmt`` writing it again)."""
@@ -92,15 +165,18 @@ def _nothing_follows(b: _Builder, stmt: Statement) -> bool:
     return True
 
 
-def _deliver_kernel(name: str, home: RegionTensor, landed: RegionTensor, stmt: Statement, b: _Builder) -> Kernel:
-    """``home[a0, a1] = landed[a0, a1]`` for the elements of the core's home block that ``stmt`` writes."""
-    cons = " and ".join(f"{d.tile}*__{d.coord} <= a{i} < {d.tile}*__{d.coord} + {d.tile} and a{i} < {d.extent}"
-                        for i, d in enumerate(landed.box))
-    box = iset(f"[__x, __y, __t] -> {{ {name}[a0, a1] : {cons} }}")
+def _deliver_kernel(name: str, home: RegionTensor, landed: RegionTensor, stmt: Statement, b: _Builder,
+                    where: Region | None = None) -> Kernel:
+    """``home[a...] = landed[a...]`` for the elements of the core's home block that ``stmt`` writes, on the
+    cores of ``where`` (default: the work region)."""
+    loops = tuple(f"a{i}" for i in range(len(landed.box)))
+    cons = " and ".join([f"{d.tile}*(__{d.coord} - {d.origin}) <= a{i} < {d.tile}*(__{d.coord} - {d.origin}) + "
+                         f"{d.tile} and a{i} < {d.extent}" if d.coord else f"0 <= a{i} < {d.extent}"
+                         for i, d in enumerate(landed.box)])
+    box = iset(f"[__x, __y, __t] -> {{ {name}[{', '.join(loops)}] : {cons} }}")
     written = stmt.access_map(stmt.write).range().set_tuple_name(name).align_params(box.get_space())
-    loops = ("a0", "a1")
-    index = (Aff.var("a0"), Aff.var("a1"))
-    r = b.region
+    index = tuple(Aff.var(a) for a in loops)
+    r = where or b.region
     return Kernel(name, "", loops, str(box.intersect(written).coalesce()), loops, KAccess("w", home.name, index),
                   (KAccess("r0", landed.name, index),), Read("r0"),
                   (KernelClass(f"{name}_0", Region(f"{name}_0", r.x0, r.x1, r.y0, r.y1)),))

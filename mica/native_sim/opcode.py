@@ -270,7 +270,8 @@ class BoxDim:
 
     At a core, ``lo = tile * coord(axis)`` and ``ext = clamp(extent - lo, 0, tile)``, where the coordinate
     is 0 (AXIS_WHOLE: the leading ``tile <= extent`` elements), the core's x or y minus ``origin`` (the core
-    holding block 0), or a loop variable.
+    holding block 0: negative for a staging box, whose core holds the block of a core further on), or a loop
+    variable.
     """
 
     axis: int
@@ -281,8 +282,8 @@ class BoxDim:
     def __post_init__(self) -> None:
         for name in ("axis", "tile", "extent", "origin"):
             _set(self, name, _int(getattr(self, name), f"box {name}"))
-        if self.origin < 0 or (self.origin and self.axis not in (AXIS_X, AXIS_Y)):
-            raise SimError(f"box origin {self.origin}: must be >= 0, and only on the x or y axis")
+        if self.origin and self.axis not in (AXIS_X, AXIS_Y):
+            raise SimError(f"box origin {self.origin}: only on the x or y axis")
         if not 0 <= self.axis < N_AXES:
             raise SimError(f"box axis {self.axis} not in 0..{N_AXES - 1}")
         if self.tile < 0 or self.extent < 0:

@@ -125,8 +125,8 @@ static const char *check_box(const int64_t *w) {
     for (int64_t d = 0; d < rank; ++d) {
         int64_t axis = w[3 + 4 * d], tile = w[4 + 4 * d], extent = w[5 + 4 * d], origin = w[6 + 4 * d];
         if (axis < 0 || axis >= N_AXES) return "box axis not in 0..6";
-        if (origin < 0 || origin > BOX_LIMIT || (origin && axis != 1 && axis != 2))
-            return "box origin negative, too large, or on an axis other than x and y";
+        if (origin < -BOX_LIMIT || origin > BOX_LIMIT || (origin && axis != 1 && axis != 2))
+            return "box origin too large, or on an axis other than x and y";
         if (tile < 0 || extent < 0 || tile > BOX_LIMIT || extent > BOX_LIMIT)
             return "box tile or extent negative or too large";
         if (axis == 0 && tile > extent) return "box dim without a coordinate has tile > extent";

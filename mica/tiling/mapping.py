@@ -321,6 +321,9 @@ def derive_schedule(prog: Program, mesh: tuple[int, int], *, like: Schedule | No
                                     f"operator left unskewed on the mesh")
     if reduce == "tree":
         reasons.append(f"reductions across cores: chains in groups of {group}, then a chain over the groups")
+    elif reduce == "levels":
+        reasons.append(f"reductions across cores: a {group}-ary tree (chains in groups of {group}, then in groups "
+                       f"of {group} of their roots, level by level)")
     dram = tuple(dram)
     if dram:
         _check_streamed(prog, main, step, dram, fixed_homes)

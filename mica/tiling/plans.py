@@ -10,6 +10,7 @@ benchmarked against the search's choice.
 * :func:`interleaved` — Cannon on an interleaved ring, every shift at most 2 hops (WaferLLM MeshGEMM);
 * :func:`chain` — partial sums combined by a chain of one-hop shifts (csl-examples GEMV);
 * :func:`ktree` — a two-level tree: chains inside groups, then across the group roots (WaferLLM MeshGEMV);
+* :func:`levels` — a multi-level tree of a fan-in (binary by default: log-depth, ``ceil(log2 n)`` stages);
 * :func:`halo` — a stencil's grid blocked over the mesh, its time loop in lock-step sweeps, and
   neighbours' edges exchanged into ghost zones before every statement that reads them.
 
@@ -59,6 +60,13 @@ def ktree(prog: Program, mesh: tuple[int, int], group: int | None = None) -> Sch
     return derive_schedule(prog, mesh, reduce="tree", group=group, family="ktree")
 
 
+def levels(prog: Program, mesh: tuple[int, int], fanin: int = 2) -> Schedule:
+    """A ``fanin``-ary tree reduction of as many levels as the reduced cores need: chains inside groups of
+    ``fanin`` cores, then inside groups of ``fanin`` of their roots, and so on (``fanin = 2``: a binary tree,
+    one stage per level, the fewest stages of any way of combining)."""
+    return derive_schedule(prog, mesh, reduce="levels", group=fanin, family="levels")
+
+
 def halo(prog: Program, mesh: tuple[int, int]) -> Schedule:
     """Two parallel loops of the grid blocked over the mesh (one for a 1-D grid) and the time loop in
     lock-step sweeps with halo exchanges. Raises :class:`ScheduleError` for a program that is not a
@@ -69,4 +77,5 @@ def halo(prog: Program, mesh: tuple[int, int]) -> Schedule:
     raise ScheduleError(f"{prog.name} has no loop that can be spread over the mesh: no halo plan")
 
 
-REFERENCE_PLANS = {"summa": summa, "cannon": cannon, "interleaved": interleaved, "chain": chain, "ktree": ktree, "halo": halo}
+REFERENCE_PLANS = {"summa": summa, "cannon": cannon, "interleaved": interleaved, "chain": chain, "ktree": ktree, "levels": levels,
+                   "halo": halo}

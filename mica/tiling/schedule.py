@@ -12,10 +12,12 @@ A :class:`Schedule` says, for a program on a mesh of ``mesh = (width, height)`` 
   with the given tile) or ``None`` (whole dimension on one core), plus ``pin``: the coordinate on mesh
   axes the array does not span (``{"x": 0}``: the array lives in column 0);
 * ``reduce``: how a reduction loop mapped to an axis is combined across cores: ``"chain"`` (one-hop
-  shifts towards coordinate 0, each core adding its partial) or ``"tree"`` (chains inside groups of
-  ``group`` cores in parallel, then a chain over the group roots: MeshGEMV's two-level K-tree);
+  shifts towards coordinate 0, each core adding its partial), ``"tree"`` (chains inside groups of
+  ``group`` cores in parallel, then a chain over the group roots: MeshGEMV's two-level K-tree) or
+  ``"levels"`` (a ``group``-ary tree of as many levels as it takes: chains inside groups of ``group`` cores,
+  then inside groups of ``group`` of their roots, and so on; ``group = 2`` is a binary tree of log2 depth);
 * ``family``: the plan family, one of :data:`PLAN_FAMILIES` (``derived`` when nothing was asked for;
-  ``summa``, ``cannon``, ``interleaved``, ``chain``, ``ktree``, ``halo`` for the reference plans of
+  ``summa``, ``cannon``, ``interleaved``, ``chain``, ``ktree``, ``levels``, ``halo`` for the reference plans of
   :mod:`mica.tiling.plans`; ``one-core``; ``operators`` for a phased schedule; ``slices`` when each core runs
   its slice of the spatial loops in the original order, without a step loop; ``wavefront`` when loops that
   carry dependences of bounded distance are spread and each core runs its block at a step skewed by its
@@ -55,9 +57,9 @@ from ..errors import ScheduleError
 
 AXES = ("x", "y")
 OTHER_AXIS = {"x": "y", "y": "x"}      # each mesh axis to the other
-REDUCES = ("chain", "tree")
+REDUCES = ("chain", "tree", "levels")
 SCHEDULE_VERSION = 1
-PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "halo", "operators",
+PLAN_FAMILIES = ("derived", "one-core", "summa", "cannon", "interleaved", "chain", "ktree", "levels", "halo", "operators",
                  "slices", "wavefront")
 OPERATOR_ORDERS = ("program", "heaviest-first")
 #: Families whose label says when the step loop's panels are double-buffered (``summa+db``).
@@ -261,8 +263,8 @@ class Schedule:
             raise ScheduleError(f"a loop is mapped twice: {loops}")
         if self.reduce not in REDUCES:
             raise ScheduleError(f"unknown cross-core reduction {self.reduce!r}; known: {', '.join(REDUCES)}")
-        if self.reduce == "tree" and self.group < 2:
-            raise ScheduleError(f"a tree reduction needs a group size >= 2, got {self.group}")
+        if self.reduce in ("tree", "levels") and self.group < 2:
+            raise ScheduleError(f"a {self.reduce} reduction needs a group size >= 2, got {self.group}")
         if self.family not in PLAN_FAMILIES:
             raise ScheduleError(f"unknown plan family {self.family!r}; known: {', '.join(PLAN_FAMILIES)}")
         if self.order not in OPERATOR_ORDERS:
@@ -275,13 +277,14 @@ class Schedule:
         way reductions combine (``interleaved+db/chain``). Code reads the fields, never this label."""
         if self.family == "operators":
             return "operators" if self.order == "program" else f"operators-{self.order}"
-        if self.family == "ktree":
-            return f"ktree{self.group}"
+        if self.family in ("ktree", "levels"):
+            return f"{self.family}{self.group}"
         if self.family not in _STEPPED:
             return self.family
         label = self.family + ("+db" if self.buffers == 2 else "") + ("+dram" if self.dram else "")
         if self.searched:
-            label += "/" + ("chain" if self.reduce == "chain" else f"ktree{self.group}")
+            label += "/" + {"chain": "chain", "tree": f"ktree{self.group}",
+                            "levels": f"levels{self.group}"}[self.reduce]
         return label
 
     # -- lookups -------------------------------------------------------------------------------------
@@ -409,6 +412,8 @@ class Schedule:
                 lines.append(f"  loop {self.step.loop} -> time, {self.step.steps} steps of {self.step.tile}{skew}")
         if self.reduce == "tree":
             lines.append(f"  cross-core reductions: two-level tree, groups of {self.group}")
+        elif self.reduce == "levels":
+            lines.append(f"  cross-core reductions: {self.group}-ary tree, groups of {self.group} at every level")
         for st, order in self.local_order:
             lines.append(f"  {st}: local loops ({', '.join(order)})")
         for h in self.homes:
@@ -450,8 +455,9 @@ def _legacy_label(name: str, phased: bool) -> dict:
         return {"family": "operators", "order": "heaviest-first" if name.endswith("heaviest-first") else "program"}
     base, _, _ = name.partition("/")
     family = base.removesuffix("+db")
-    if family.startswith("ktree"):
-        family = "ktree"
+    for known in ("ktree", "levels"):
+        if family.startswith(known):
+            family = known
     return {"family": family, "searched": "/" in name}
 
 

@@ -6,7 +6,7 @@ Three small pieces, in the spirit of TVM's meta-schedule protocols:
   many cores to use along each (sub-rectangles; square grids on a rectangular mesh), how a step loop's
   panels move (SUMMA multicasts, Cannon ring shifts, interleaved ≤2-hop ring shifts), whether they are double-buffered (the next step's panels
   travel while this step computes, at the price of a second receive slot in SRAM) and how reductions
-  across cores combine (chain, or a two-level tree with a group size);
+  across cores combine (chain, a two-level tree with a group size, or a multi-level tree of a fan-in);
 * :func:`evaluate` (the runner) turns decisions into a schedule, builds its MeshIR — which is where the
   SRAM budget, the colour budget and the legality of the communication are checked — and costs it;
 * :func:`search` (the strategy) tries every candidate, records why each loser lost or was rejected, and
@@ -94,6 +94,8 @@ class Decisions:
             out += f" {self.skew} rings"
         if self.reduce == "tree":
             out += f" tree/{self.group}"
+        elif self.reduce == "levels":
+            out += f" {self.group}-ary tree"
         if self.buffers == 2:
             out += " double-buffered"
         if not self.steps:
@@ -195,6 +197,11 @@ def _blocks_of(extent: int, cores: int) -> int:
     return -(-extent // -(-extent // cores))
 
 
+#: The fan-ins of the multi-level trees the search tries (:func:`reduction_levels`): a binary tree has the
+#: fewest stages, wider groups fewer levels; a fan-in whose square reaches ``n`` would be a two-level tree.
+LEVEL_FANINS = (2, 4, 8)
+
+
 def _group_options(n: int) -> list[int]:
     opts = {g for g in (2, 4, 8, 16, 32, 64) if g < n} | ({max(2, isqrt(n))} if n > 2 else set())
     return sorted(opts)
@@ -243,6 +250,7 @@ def space(prog: Program, mesh: tuple[int, int], rings: bool = True,
                 if reduced:
                     n = max(blocks[ax] for ax in reduced)
                     reductions += [("tree", g) for g in _group_options(n)]
+                    reductions += [("levels", g) for g in LEVEL_FANINS if g * g < n]
                 for reduce, group in reductions:
                     base = Decisions(tuple(assignment), tuple(sorted(blocks.items())), skew, reduce, group)
                     out.append(base)
@@ -304,6 +312,36 @@ def compute_bound(prog: Program, mesh: tuple[int, int], target: Target, d: Decis
             + _latency_bound(prog, target, d, cores))
 
 
+def reduction_levels(reduce: str, group: int, n: int) -> list[tuple[int, int]]:
+    """(hops per shift, stages) of each level of a reduction across ``n`` cores of one axis combined as
+    ``reduce`` with ``group`` (:attr:`Schedule.reduce`; what :mod:`mica.lower.reduce` builds): a chain is one
+    level of ``n - 1`` one-hop stages, a two-level tree ``g - 1`` one-hop stages then ``ceil(n / g) - 1``
+    stages of ``g`` hops, a ``g``-ary tree a level per power of ``g`` below ``n``."""
+    if n <= 1:
+        return []
+    if reduce == "chain":
+        return [(1, n - 1)]
+    g = min(group, n)
+    if reduce == "tree":
+        return [(1, g - 1)] + ([(g, ceil(n / g) - 1)] if ceil(n / g) > 1 else [])
+    out, span = [], 1
+    while span < n:
+        out.append((span, min(g, ceil(n / span)) - 1))
+        span *= g
+    return out
+
+
+def reduction_stages(reduce: str, group: int, n: int) -> int:
+    """The stages, one after another, of a reduction across ``n`` cores (:func:`reduction_levels`)."""
+    return sum(k for _, k in reduction_levels(reduce, group, n))
+
+
+def reduction_hops(reduce: str, group: int, n: int) -> int:
+    """The hops its stages' shifts travel one after another: at least ``n - 1`` (the last core's partial
+    reaches coordinate 0), exactly that for a chain, or for a tree whose groups are all full."""
+    return sum(h * k for h, k in reduction_levels(reduce, group, n))
+
+
 def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str, int]) -> float:
     """Hop latency no plan of these decisions can avoid, as the cost model charges it: the first step of
     a stepped loop waits for its farthest panel (later steps only for what a dependence chain carries,
@@ -325,7 +363,8 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
         else:
             bound += min(2, bx - 1) * lat
     # Each reduction stage, one after another: the hop (hardware-routed, no software relay), the partial
-    # (the output tile) at link bandwidth, and its accumulate (one operation per element).
+    # (the output tile) at link bandwidth, and its accumulate (one operation per element); a shift longer than
+    # a hop adds its other hops.
     axis_of = dict(d.assignment)
     tile = 1
     for lp in main.loops:
@@ -337,9 +376,8 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
     for lp, ax in d.assignment:
         if kinds[lp] == REDUCTION:
             n = cores[ax]
-            g = min(d.group, n) if d.reduce == "tree" else 1
-            stages = (g - 1) + ceil(n / g) - 1 if n > 1 else 0
-            bound += stages * stage
+            bound += reduction_stages(d.reduce, d.group, n) * stage
+            bound += (reduction_hops(d.reduce, d.group, n) - reduction_stages(d.reduce, d.group, n)) * lat
     return bound
 
 

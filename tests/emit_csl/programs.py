@@ -30,6 +30,17 @@ void gs(float A[24][40], float x[40], float t[24], float y[24]) {
   for (int i = 0; i < 24; i++) y[i] = t[i] * t[i] + 1.0f;
 }"""
 
+#: a KV cache's new row appended by the cores that computed it (k along row 0) and owned 7 rows down the
+#: columns (K laid out as the heavier scores operator reads it): a routed write of one shift per column; the
+#: scores' reduction combines as a binary tree, and s is turned to the other axis for nothing here
+KV_APPEND = """
+void kv(float W[64][64], float h[64], float K[64][64], float q[64], float s[64]) {
+  float k[64];
+  for (int d = 0; d < 64; d++) { k[d] = 0.0f; for (int j = 0; j < 64; j++) k[d] += W[d][j] * h[j]; }
+  for (int d = 0; d < 64; d++) K[63][d] = k[d];
+  for (int l = 0; l < 64; l++) { s[l] = 0.0f; for (int d = 0; d < 64; d++) s[l] += q[d] * K[l][d]; }
+}"""
+
 #: the two slabs of GEMV_THEN_MAP on an 8x6 mesh: side by side along x (t moves 5 hops east) or along y
 LINE_MOVES = {"E": [((0, 0), (5, 6)), ((5, 0), (3, 6))], "S": [((0, 0), (8, 3)), ((0, 3), (8, 3))]}
 
@@ -75,6 +86,14 @@ def program(name: str, target: str):
         return mica.compile_affine(mm, mesh=mesh, target=target, schedule=mica.plans.summa(mm, mesh))
     if name == "gemv_ktree":
         return mica.compile_affine(gv, mesh=(4, 4), target=target, schedule=mica.plans.ktree(gv, (4, 4)))
+    if name == "gemv_levels":
+        # a binary tree over 8 cores: its second level shifts 2 hops from every 4th core (pass-through routes)
+        g8 = mica.ops.gemv(16, 64)
+        return mica.compile_affine(g8, mesh=(8, 2), target=target, schedule=mica.plans.levels(g8, (8, 2)))
+    if name == "kv_append":
+        # (WSE-3: 4x4, whose colours fit the fabric queues it binds one colour each)
+        mesh = (8, 8) if target == "wse2" else (4, 4)
+        return mica.compile_affine(mica.affine.from_c(KV_APPEND), mesh=mesh, target=target)
     if name == "gemv_chain":
         return mica.compile_affine(gv, mesh=(4, 4), target=target, schedule=mica.plans.chain(gv, (4, 4)))
     if name == "two_ops":
@@ -129,7 +148,7 @@ GOLDEN = ("matmul_interleaved", "matmul_summa", "matmul_summa_double", "gemv_ktr
           "gramschmidt_step_owner")
 ALL = GOLDEN + ("gemv_chain", "matmul_cannon_partial", "jacobi_halo_5x4", "matmul_interleaved_single",
                 "symmetrise_mirror", "symmetric_routed", "mvt_side_by_side", "line_move_east", "line_move_south", "chain_streamed",
-                "sweeps_phase")
+                "sweeps_phase", "gemv_levels", "kv_append")
 
 
 @lru_cache(maxsize=None)

@@ -223,7 +223,25 @@ def _phase_gemv():
 #: the programs whose plans run a phase loop (a loop around whole operators)
 PHASE = ("sweeps_phase_wormhole", "sweeps_phase_blackhole", "gemv_phase_wormhole")
 
+def _gemv_levels():
+    # a binary tree over 8 cores of a row: its second level shifts 2 hops from every 4th core
+    op = mica.ops.gemv(64, 256)
+    return mica.compile_affine(op, mesh=(8, 2), target="wormhole", schedule=mica.plans.levels(op, (8, 2)))
+
+
+def _kv_append():
+    # a KV cache's new row written 3 rows down the columns that computed it (a routed write) and s turned to the
+    # other axis (the search's plan for WSE-2 on 4x4, emitted for Wormhole: on 8x8 its binary trees need 11
+    # semaphores per core, more than tt-metal's 8)
+    from emit_csl.programs import KV_APPEND
+    op = mica.affine.from_c(KV_APPEND)
+    plan = mica.compile_affine(op, mesh=(4, 4), target="wse2").schedule
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=plan)
+
+
 PROGRAMS = {
+    "gemv_levels_wormhole": _gemv_levels,
+    "kv_append_wormhole": _kv_append,
     "sweeps_phase_wormhole": lambda: samples.phase_sweeps("wormhole", (4, 4)),
     "sweeps_phase_blackhole": lambda: samples.phase_sweeps("blackhole", (5, 3), n=30, steps=2),
     "gemv_phase_wormhole": _phase_gemv,

@@ -82,11 +82,12 @@ def test_fused_decode_layer_matches_the_c_and_spreads_on_wormhole():
 
 def test_fused_decode_layer_spreads_on_wse2():
     # 48 KB per core: the layer (185 KB) fits only spread; consecutive operators want vectors on different
-    # mesh axes, which are turned on the mesh (mica.lower.relayout) -- h is re-laid out once here.
+    # mesh axes, which are turned on the mesh (mica.lower.relayout.turn: a multicast over the square, then a
+    # binary tree of shifts to the other axis's line) -- h is re-laid out once here.
     prog = mica.affine.from_c(LAYER)
     compiled = mica.compile_affine(prog, mesh=(8, 8), target="wse2")
     assert "turned to the other mesh axis" in compiled.explain()
-    assert "_transpose_diag" in compiled.meshir
+    assert "_turn_seed" in compiled.meshir and "_turn_land" in compiled.meshir
     ins = _inputs(prog)
     want = run_c(LAYER, "layer", ins, {})
     res = compiled.run(ins)

@@ -1,6 +1,7 @@
 """Layout changes on the mesh: produced data transposed block by block between operators."""
 
 from dataclasses import replace
+from math import ceil, log2
 
 import numpy as np
 import pytest
@@ -306,7 +307,7 @@ void vcopy(double v[%d], double w[%d]) {
 @pytest.mark.parametrize("axis, held", [("x", "line"), ("y", "line"), ("x", "every"), ("y", "every")])
 def test_a_vector_is_turned_to_the_other_axis(n, tile, side, axis, held):
     """The bare turn: v loaded along one axis (on its line at 0, or by every line), stored from the other
-    axis (from the far line when every line holds it): every element arrives, by one-hop shifts only."""
+    axis (from the far line when every line holds it): every element arrives, bit for bit."""
     prog = replace(mica.affine.from_c(VCOPY % (n, n, n)), outputs=("v",))
     tgt = get_target("wse2")
     other = "y" if axis == "x" else "x"
@@ -324,11 +325,19 @@ def test_a_vector_is_turned_to_the_other_axis(n, tile, side, axis, held):
     store = line(other, 0 if pin else side - 1)
     mp = replace(mp, body=(HostLoad("v", "v", load), *mp.body, HostStore("v_t", "v", store)))
     verify(mp, tgt)
-    shifts = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
-    assert all(isinstance(c, Shift) and c.max_hops == 1 for c in shifts) and (len(shifts) > 0) == (side > 1)
+    moves = [c for op, _ in mp.walk() if hasattr(op, "ops") for c in op.ops]
     lanes = {t.name for t in mp.tensors if t.name.startswith("lane_")}
-    if pin:           # a line's blocks ride two lanes only: west then south, or east then north
-        assert lanes == ({"lane_W", "lane_S"} if axis == "x" else {"lane_E", "lane_N"})
+    if pin:
+        # A line's blocks: one multicast over the square along the other axis, then a binary tree of shifts
+        # towards the line at 0 (2**j hops at level j), ceil(log2 side) levels.
+        casts = [c for c in moves if isinstance(c, Multicast)]
+        shifts = [c for c in moves if isinstance(c, Shift)]
+        assert len(casts) == 1 and casts[0].axis == other and len(moves) == 1 + len(shifts)
+        assert [c.distance for c in shifts] == [2 ** j for j in range(ceil(log2(side)))]
+        assert all(c.direction == ("W" if axis == "x" else "N") for c in shifts)
+        assert lanes == {"lane_bc", "lane_pick", "lane_in"}
+    else:             # every line's blocks: the conveyor of one-hop shifts
+        assert all(isinstance(c, Shift) and c.max_hops == 1 for c in moves) and (len(moves) > 0) == (side > 1)
     sched = derive_schedule(prog, mp.mesh, assignment=[], family="one-core")
     compiled = CompiledProgram(prog, tgt, sched, mp, estimate(mp, tgt))
     v = np.random.default_rng(n).standard_normal(n)

@@ -240,13 +240,14 @@ def _jacobi_2d_reference(a, b, steps):
 #: timing) lets every stream of a core run at full rate at once. Cannon and interleaved shift A and B out
 #: of and into every core, SUMMA's cores take in both panels (its diagonal roots also send both), a halo
 #: exchange moves four strips per core: their communication costs about twice the closed form's. Chain and
-#: K-tree move one stream per core per step and agree exactly. bench/test_wavelet.py has the 64x64 figures.
+#: K-tree (and the binary tree of ``levels``) move one stream per core per step and agree exactly. bench/test_wavelet.py has the 64x64 figures.
 CASES = {
     "summa": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "summa"), 0.89),
     "cannon": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "cannon"), 0.90),
     "interleaved": (lambda: _plan(mica.ops.matmul(64, 64, 64), (8, 8), "interleaved"), 0.90),
     "chain": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "chain"), 0.995),
     "ktree": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "ktree"), 0.995),
+    "levels": (lambda: _plan(mica.ops.gemv(256, 256), (8, 8), "levels"), 0.995),
     "halo": (lambda: _halo((4, 4)), 0.90),
 }
 
@@ -265,7 +266,7 @@ def test_plans_agree_with_numpy_and_the_closed_form(name):
         want = _jacobi_2d_reference(ins["A"], ins["B"], 3)
         np.testing.assert_allclose(wave.outputs["A"], want[0], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(wave.outputs["B"], want[1], rtol=1e-4, atol=1e-5)
-    elif name in ("chain", "ktree"):
+    elif name in ("chain", "ktree", "levels"):
         np.testing.assert_allclose(wave.outputs["y"], ins["A"].astype(np.float64) @ ins["x"], rtol=1e-4, atol=1e-3)
     else:
         np.testing.assert_allclose(wave.outputs["C"], ins["A"].astype(np.float64) @ ins["B"], rtol=1e-4, atol=1e-3)
