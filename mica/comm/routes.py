@@ -14,6 +14,8 @@ senders ``RAMP -> d``, receivers ``opposite(d) -> RAMP``.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..errors import CommError
 from ..meshir.ir import Lin, Rect, Route, ShiftGroup, lin
 
@@ -53,13 +55,15 @@ def multicast_routes(axis: str, root: Lin, span: tuple[int, int], across: tuple[
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
 def shift_routes(direction: str, senders: Rect, receivers: Rect, colour: int,
                  distance: int = 1) -> tuple[Route, ...]:
     """Routes of a shift ``distance`` hops towards ``direction`` from ``senders`` to ``receivers``; for
     longer shifts, the routers strictly between pass the message on (the receivers' routers take it off the
     fabric: no route ever forwards past them). Senders every ``stride``-th core along the shift's axis
     (``distance < stride``, so paths never share a link) get one pass-through route per router between, each
-    on the senders' stride; otherwise the senders are one position per line."""
+    on the senders' stride; otherwise the senders are one position per line. Memoised: the same stages recur
+    in every candidate plan a search builds."""
     if direction not in OPPOSITE:
         raise CommError(f"unknown shift direction {direction!r}")
     routes = [Route(colour, ("RAMP",), (direction,), senders)]

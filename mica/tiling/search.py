@@ -199,7 +199,7 @@ def _blocks_of(extent: int, cores: int) -> int:
 
 #: The fan-ins of the multi-level trees the search tries (:func:`reduction_levels`): a binary tree has the
 #: fewest stages, wider groups fewer levels; a fan-in whose square reaches ``n`` would be a two-level tree.
-LEVEL_FANINS = (2, 4, 8)
+LEVEL_FANINS = (2,)
 
 
 def _group_options(n: int) -> list[int]:
