@@ -19,6 +19,7 @@ from ..affine.isl_names import iset
 from ..comm.routes import assign_colours, shift_routes
 from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
 from ..targets import INT_DTYPES
+from ..tiling.search import reduction_levels
 from .builder import _Builder, line_rect, line_region
 
 INT_NP = {"i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
@@ -165,9 +166,8 @@ def _level_stages(axis: str, n: int, g: int, across: tuple[int, int]):
     and the sender the block right above it, as in a chain; ``ceil(log_g n)`` levels of at most ``g - 1``
     stages each, in which every core but the first sends once."""
     out = []
-    span, level = 1, 0
-    while span < n:
-        c = min(g, -(-n // span))             # positions of the level's groups (fewer at the last level)
+    for level, (span, stages) in enumerate(reduction_levels("levels", g, n)):
+        c = stages + 1                        # positions of the level's groups (fewer at the last level)
         stride = span * g
         src = Lin(span * (c - 1), (("s", -span),))
         dst = Lin(span * (c - 2), (("s", -span),))
@@ -178,6 +178,5 @@ def _level_stages(axis: str, n: int, g: int, across: tuple[int, int]):
         else:
             senders = line_rect(axis, across, 0, n, stride, src)
             receivers = line_rect(axis, across, 0, n - span, stride, dst)
-        out.append((senders, receivers, span, c - 1, f"level {level} in groups of {g}"))
-        span, level = stride, level + 1
+        out.append((senders, receivers, span, stages, f"level {level} in groups of {g}"))
     return out

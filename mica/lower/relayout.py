@@ -247,8 +247,10 @@ def turn(src: RegionTensor, dst: RegionTensor, prefix: str, n: int) -> tuple[lis
     their ``pick`` ``S`` hops west to ``x - S``, which takes it (``y >= x + S``: the block of row ``y`` lies in
     the sender's half) or keeps its own. After the levels, core ``(x, y)`` with ``x = 0 (mod 2S)`` holds
     ``pick`` = block ``y`` whenever ``x <= y < x + 2S``; column 0 copies it into ``dst``. ``n - 1`` hops of
-    multicast and ``n - 1`` hops of tree, ``ceil(log2 n)`` stages, instead of the ``2n - 2`` one-hop steps of
-    the conveyor. Every element is copied, never combined: bit for bit; ``src`` is left as it was."""
+    multicast and fewer than ``2n`` of tree in ``ceil(log2 n)`` stages, instead of the ``2n - 2`` one-hop steps
+    of the conveyor. Every element is copied, never combined: bit for bit; ``src`` is left as it was. (Cores
+    off the diagonal send whatever their ``pick`` holds; a core takes it only where it can be its row's block,
+    and column 0 takes the valid one at the last level that reaches its row.)"""
     along = src.box[0].coord                        # the axis the vector lies along now
     across = OTHER[along]                           # the axis it is turned to
     square = Region(f"{prefix}square", 0, n, 0, n)

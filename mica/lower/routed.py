@@ -127,12 +127,11 @@ def stage_shifted_write(b: _Builder, stmt: Statement, writes: isl.Map) -> str | 
     name = f"{arr.name}_routed"
     while name in b.tensors or any(a.name == name for a in b.prog.arrays):
         name += "_"
-    staged = writes.range().apply(own.reverse()).apply(own)      # the owners' blocks, as the writers stage them
+    # A writing core stages (and owns while staged) the block of the core d away.
     stage = RegionTensor(name, arr.name, arr.dtype, arr.elem_bytes, b.region, sbox, "recv",
                          str(imap(f"{{ core[x, y] -> core[x + {dx}, y + {dy}] }}").apply_range(own)))
     landed = RegionTensor(f"{name}_landed", arr.name, arr.dtype, arr.elem_bytes, b.region, box, "recv",
                           b.tensors[arr.name].ownership)
-    del staged
     senders = Rect.of(lo[0], hi[0], lo[1], hi[1])
     receivers = Rect.of(lo[0] + dx, hi[0] + dx, lo[1] + dy, hi[1] + dy)
     direction = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}[(axis, d > 0)]
