@@ -20,6 +20,8 @@ from ..errors import CommError
 from ..meshir.ir import Lin, Rect, Route, ShiftGroup, lin
 
 OPPOSITE = {"N": "S", "S": "N", "E": "W", "W": "E"}
+#: The direction of a move along mesh ``axis`` towards larger (True) or smaller (False) coordinates.
+TOWARDS = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}
 
 
 def _line_rect(axis: str, lo: tuple, hi: tuple, across: tuple[int, int]) -> Rect:

@@ -42,11 +42,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..affine.expr import Aff, Read
-from ..comm.routes import shift_routes
+from ..comm.routes import TOWARDS, shift_routes
 from ..meshir import ir
 
 #: The direction of a hop along ``axis`` towards larger (True) or smaller (False) coordinates.
-_TOWARDS = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}
 
 
 def _fixed(bounds: tuple[ir.Lin, ...]) -> int | None:
@@ -134,7 +133,7 @@ def _hops(c: ir.Multicast, hop: str, colour: int) -> tuple[list[ir.Shift], int]:
         else:
             senders = ir.Rect(r.x0, r.x1, s0, s1)
             receivers = ir.Rect(r.x0, r.x1, d0, d1)
-        direction = _TOWARDS[(c.axis, up)]
+        direction = TOWARDS[(c.axis, up)]
         out.append(ir.Shift(f"{c.name} relay {direction}", c.array, c.dst, c.dst, direction, senders, receivers,
                             colour + k, shift_routes(direction, senders, receivers, colour + k)))
     return out, hi - lo - 1

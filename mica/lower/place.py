@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from ..affine.expr import Aff, Read
 from ..affine.isl_names import imap, shift_cores, shift_params
-from ..comm.routes import shift_routes
+from ..comm.routes import TOWARDS, shift_routes
 from ..errors import ScheduleError
 from ..targets import Target
 from ..meshir.ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess, Kernel, KernelClass, Lin, Loop,
@@ -35,7 +35,6 @@ from ..meshir.ir import (BoxDim, Compute, Exchange, HostLoad, HostStore, KAccess
 
 
 #: The direction of a move along ``axis`` towards larger (True) or smaller (False) coordinates.
-_TOWARDS = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}
 
 
 def _region(r: Region, ox: int, oy: int) -> Region:
@@ -195,7 +194,7 @@ def move_blocks(src: RegionTensor, dst: RegionTensor, prefix: str, target: Targe
     name = f"{prefix}move"
     load = _copy(f"{name}_load", lane, src, src.box, tuple(-k for k in step), s)
     deliver = _copy(f"{name}_deliver", dst, lane, dst.box, (0,) * len(dst.box), e)
-    direction = _TOWARDS[(axis, d > 0)]
+    direction = TOWARDS[(axis, d > 0)]
     one = 1 if d > 0 else -1
     t = Lin(0, (("t", one),))
     shifts = []
@@ -242,7 +241,7 @@ def _move_line(src: RegionTensor, dst: RegionTensor, axis: str, what: str
     if (d[1] if axis == "x" else d[0]) or (b.x1 - b.x0, b.y1 - b.y0) != (a.x1 - a.x0, a.y1 - a.y0):
         raise ScheduleError(f"{what}: its lines of cores {a} and {b} are not {axis}-translates of each other")
     dist = d[0] if axis == "x" else d[1]
-    direction = _TOWARDS[(axis, dist > 0)]
+    direction = TOWARDS[(axis, dist > 0)]
     senders, receivers = a.rect, b.rect
     shift = Shift(f"{src.array} {direction} {abs(dist)} hops", src.array, src.name, dst.name, direction,
                   senders, receivers, 0, shift_routes(direction, senders, receivers, 0, abs(dist)), abs(dist),

@@ -76,6 +76,15 @@ def transpose_blocks(src: RegionTensor, dst: RegionTensor) -> int:
     return counts[0]
 
 
+def _lane(name: str, src: RegionTensor, square: Region, like: RegionTensor, padded: bool = True) -> RegionTensor:
+    """A buffer ``name`` of ``src``'s array on the cores of ``square`` with ``like``'s box (each dimension padded to
+    whole tiles unless ``padded`` is false): what a core of a transposition or a turn holds on the way."""
+    box = tuple(BoxDim(d.coord, d.tile, d.extent, padded=True) for d in like.box) if padded else like.box
+    idx = ", ".join(f"a{i}" for i in range(len(src.box)))
+    return RegionTensor(name, src.array, src.dtype, src.elem_bytes, square, box, "recv",
+                        f"{{ core[x, y] -> {src.array}[{idx}] : x = y }}")
+
+
 def held_guard(t: RegionTensor) -> str:
     """For a vector's buffer (rank 1): ``"__y = 0"`` (``"__x = 0"``) when only the cores of row (column) 0
     hold its blocks, ``""`` when every row (column) holds a copy; ``""`` for a 2D buffer. Read from the
@@ -174,13 +183,8 @@ def transpose(src: RegionTensor, dst: RegionTensor, prefix: str, region: Region,
     used = {"E", "N"} if sg == "__x = 0" else {"W", "S"} if sg == "__y = 0" else {"E", "W", "N", "S"}
     lines = 1 if sg == "__y = 0" else None
     square = Region(f"{prefix}square", 0, n, 0, n)
-    idx = ", ".join(f"a{i}" for i in range(len(src.box)))
-
-    def lane(tag: str, like: RegionTensor) -> RegionTensor:
-        box = tuple(BoxDim(d.coord, d.tile, d.extent, padded=True) for d in like.box)
-        return RegionTensor(f"{prefix}lane_{tag}", src.array, src.dtype, src.elem_bytes, square, box, "recv",
-                            f"{{ core[x, y] -> {src.array}[{idx}] : x = y }}")
-    lanes = {tag: lane(tag, src if tag in "EW" else dst) for tag in "EWNS" if tag in used}
+    lanes = {tag: _lane(f"{prefix}lane_{tag}", src, square, src if tag in "EW" else dst)
+             for tag in "EWNS" if tag in used}
     name = f"{prefix}transpose"
     kernels = [copy_kernel(f"{name}_diag", dst, src, dst.box, True, _and("__x = __y", sg, dg), square)]
     if "E" in used:
@@ -255,15 +259,10 @@ def turn(src: RegionTensor, dst: RegionTensor, prefix: str, n: int) -> tuple[lis
     across = OTHER[along]                           # the axis it is turned to
     square = Region(f"{prefix}square", 0, n, 0, n)
 
-    def lane(tag: str, like: RegionTensor) -> RegionTensor:
-        box = tuple(BoxDim(d.coord, d.tile, d.extent, padded=True) for d in like.box)
-        return RegionTensor(f"{prefix}lane_{tag}", src.array, src.dtype, src.elem_bytes, square, box, "recv",
-                            f"{{ core[x, y] -> {src.array}[a0] : x = y }}")
     # bc has the blocks' own shapes (a multicast delivers the sender's block as it is); the tree's lanes are
     # padded to whole tiles (every shift moves one tile).
-    bc = RegionTensor(f"{prefix}lane_bc", src.array, src.dtype, src.elem_bytes, square, src.box, "recv",
-                      f"{{ core[x, y] -> {src.array}[a0] : x = y }}")
-    pick, inc = lane("pick", dst), lane("in", dst)
+    bc = _lane(f"{prefix}lane_bc", src, square, src, padded=False)
+    pick, inc = _lane(f"{prefix}lane_pick", src, square, dst), _lane(f"{prefix}lane_in", src, square, dst)
     name = f"{prefix}turn"
     on_line = (Lin(0),), (Lin(1),)
     whole = (Lin(0),), (Lin(n),)

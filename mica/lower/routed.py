@@ -26,7 +26,7 @@ from ..affine.program import Statement
 from ..comm.sets import ownership_map
 from ..errors import ScheduleError
 from ..affine.expr import Aff, Read
-from ..comm.routes import shift_routes
+from ..comm.routes import TOWARDS, shift_routes
 from ..meshir.ir import Compute, Exchange, KAccess, Kernel, KernelClass, Rect, Region, RegionTensor, Shift
 from ..tiling.homes import home_box, swap_home
 from .builder import _Builder
@@ -134,7 +134,7 @@ def stage_shifted_write(b: _Builder, stmt: Statement, writes: isl.Map) -> str | 
                           b.tensors[arr.name].ownership)
     senders = Rect.of(lo[0], hi[0], lo[1], hi[1])
     receivers = Rect.of(lo[0] + dx, hi[0] + dx, lo[1] + dy, hi[1] + dy)
-    direction = {("x", True): "E", ("x", False): "W", ("y", True): "S", ("y", False): "N"}[(axis, d > 0)]
+    direction = TOWARDS[(axis, d > 0)]
     shift = Shift(f"{arr.name} writes to their owners", arr.name, stage.name, landed.name, direction, senders,
                   receivers, 0, shift_routes(direction, senders, receivers, 0, abs(d)), abs(d),
                   f"{{ [core_src[{axis}'] -> core_dst[{axis}' + {d}]] }} along {axis}", abs(d))
@@ -169,9 +169,7 @@ def _deliver_kernel(name: str, home: RegionTensor, landed: RegionTensor, stmt: S
     """``home[a...] = landed[a...]`` for the elements of the core's home block that ``stmt`` writes, on the
     cores of ``where`` (default: the work region)."""
     loops = tuple(f"a{i}" for i in range(len(landed.box)))
-    cons = " and ".join([f"{d.tile}*(__{d.coord} - {d.origin}) <= a{i} < {d.tile}*(__{d.coord} - {d.origin}) + "
-                         f"{d.tile} and a{i} < {d.extent}" if d.coord else f"0 <= a{i} < {d.extent}"
-                         for i, d in enumerate(landed.box)])
+    cons = " and ".join(d.isl(a, "__") for d, a in zip(landed.box, loops))
     box = iset(f"[__x, __y, __t] -> {{ {name}[{', '.join(loops)}] : {cons} }}")
     written = stmt.access_map(stmt.write).range().set_tuple_name(name).align_params(box.get_space())
     index = tuple(Aff.var(a) for a in loops)

@@ -376,8 +376,9 @@ def _latency_bound(prog: Program, target: Target, d: Decisions, cores: dict[str,
     for lp, ax in d.assignment:
         if kinds[lp] == REDUCTION:
             n = cores[ax]
-            bound += reduction_stages(d.reduce, d.group, n) * stage
-            bound += (reduction_hops(d.reduce, d.group, n) - reduction_stages(d.reduce, d.group, n)) * lat
+            levels = reduction_levels(d.reduce, d.group, n)
+            stages = sum(k for _, k in levels)
+            bound += stages * stage + (sum(h * k for h, k in levels) - stages) * lat
     return bound
 
 
