@@ -23,6 +23,7 @@ from ..meshir.on_mesh import on_mesh_caps
 from ..meshir.verify import verify
 from ..targets import Target
 from .cost import estimate, one_core_cycles
+from .forked import MIN_FORKED_OPERATORS, run_tasks
 from .homes import relaid_home
 from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
@@ -144,10 +145,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     for k, grid in enumerate(fallback_grids(mesh, deep=True)):
         if grid != mesh and not _another_grid(ways, alone, deeper=k >= shallow):
             break
-        for split_name, ops in splits:
-            _one_after_another(ways, ops, split_name, mesh, grid, memo)
-            if grid == mesh and side_by_side:
-                _side_by_side(ways, ops, split_name, mesh, memo)
+        _each_split(ways, splits, mesh, grid, memo, side_by_side)
         if side_by_side:
             _phase_loops(ways, mesh, grid, memo)
         if grid == mesh and mesh[0] != mesh[1] and not _settled(ways):
@@ -163,6 +161,26 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
             else:
                 ways.consider(how, lambda phased=phased: (phased, None), how)
     return _cheapest(ways, one, mesh)
+
+
+def _each_split(ways: "_Ways", splits: list[tuple[str, list]], mesh, grid, memo: dict, side_by_side: bool) -> None:
+    """Maps every split of ``splits`` on ``grid`` one after another (:func:`_one_after_another`) and, on the
+    whole mesh with ``side_by_side``, with runs of its operators side by side (:func:`_side_by_side`); adds the
+    ways tried to ``ways`` in split order. The splits are independent, so when the later ones map enough
+    operators they run in a forked worker (:mod:`mica.tiling.forked`) while this process maps the first: the
+    ways and the plan chosen are the same, in about half the time on two cores."""
+    def mapped(split_name, ops):
+        def task():
+            own = _Ways(ways.op, ways.tgt, ways.lowering, ways.progress)
+            _one_after_another(own, ops, split_name, mesh, grid, memo)
+            if grid == mesh and side_by_side:
+                _side_by_side(own, ops, split_name, mesh, memo)
+            return own.tried
+        return task
+    later = sum(len(ops) for _, ops in splits[1:])
+    for tried in run_tasks([mapped(name, ops) for name, ops in splits], cache=memo,
+                           fork=later >= MIN_FORKED_OPERATORS):
+        ways.tried.extend(tried)
 
 
 #: The largest share of a core's SRAM the buffers of a gather-and-broadcast layout change may take
