@@ -3,6 +3,8 @@
 * ``tests/`` is put on ``sys.path``, so any test imports the shared helpers as top-level modules:
   :mod:`samples` (the sample C programs) and :mod:`golden_files` (golden-file comparison). (pytest's default
   import mode already prepends ``tests/`` for this conftest; doing it here keeps it true under any mode.)
+* Under pytest-xdist the workers already keep every core busy, so a compile does not fork a search worker
+  (``MICA_JOBS=1`` unless set; :mod:`mica.tiling.forked` — its own tests force the fork on).
 * ``--update-golden`` (or ``MICA_UPDATE_GOLDEN=1``) makes the golden tests rewrite their files instead of
   failing; the :func:`golden` fixture hands the tests a checker bound to that choice.
 """
@@ -20,6 +22,9 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from golden_files import check_golden  # noqa: E402 - needs tests/ on sys.path
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("MICA_JOBS", "1")
 
 
 def pytest_addoption(parser):
