@@ -128,10 +128,12 @@ def test_llama3_8b_layer_step_in_the_emulator(benchmark):
            "computing_cores": stats["computing_cores"], "numpy_gemv_s": numpy_s,
            "emulator_weight_bytes_per_s": f16_bytes / emu_s,
            "numpy_weight_bytes_per_s": 2 * f16_bytes / numpy_s}
+    want = _reference_layer(LLAMA3_8B, ins, x, LLAMA3_8B.context - 1)
+    row["max_error"] = float(np.max(np.abs(last["res"].outputs["y"] - want)) / np.max(np.abs(want)))
     benchmark.extra_info.update(row)
     ROWS["emulated"] = row
     assert stats["computing_cores"] == layer.cost.cores
-    assert np.isfinite(last["res"].outputs["y"]).all()
+    assert row["max_error"] < 1e-4, f"the emulated layer differs from numpy by {row['max_error']:.2e} of the largest output"
 
 
 def _gemv_source(rows: int, cols: int) -> str:
@@ -303,7 +305,8 @@ def teardown_module():
         print(f"\none emulated layer step (wse2, pos 4095): {r['emulated_step_s']:.2f} s, "
               f"{r['emulated_cycles']:,.0f} cycles on {r['computing_cores']:,} computing cores; weights "
               f"streamed at {r['emulator_weight_bytes_per_s'] / 1e9:.2f} GB/s (f16) against numpy's "
-              f"{r['numpy_weight_bytes_per_s'] / 1e9:.2f} GB/s (f32 GEMVs, {r['numpy_gemv_s'] * 1e3:.1f} ms)")
+              f"{r['numpy_weight_bytes_per_s'] / 1e9:.2f} GB/s (f32 GEMVs, {r['numpy_gemv_s'] * 1e3:.1f} ms); "
+              f"largest difference from numpy {r['max_error']:.1e} of the largest output")
     if "gemv" in ROWS:
         r = ROWS["gemv"]
         print(f"w1's GEMV alone (14,336 x 4,096 f16 on {r['cores']:,} cores, {r['modelled_cycles']:,.0f} modelled "
