@@ -32,6 +32,7 @@ from mica.tiling.cost import one_core_cycles
 
 from frontend.frontend_util import MANIFEST, POLYBENCH_SMALL, kernel_function, kernel_source, sized_kernel
 from native.test_minmax_programs import ARGMIN, ATTENTION, PREFILL, SOFTMAX
+from native.test_online_softmax import ONLINE_ATTENTION
 
 ROPE = """
 void rope(int T, int H, int R, float q[T][H][2*R], float cs[T][R], float sn[T][R]) {
@@ -58,6 +59,7 @@ KERNELS.update({
     "softmax": (SOFTMAX, "softmax", {"N": 64, "M": 96}),
     "attention-decode-1": (ATTENTION, "attention", {"H": 1, "L": 256, "D": 32}),
     "attention-decode-32": (ATTENTION, "attention", {"H": 32, "L": 64, "D": 16}),
+    "attention-online-1": (ONLINE_ATTENTION, "attention", {"H": 1, "L": 256, "D": 32}),
     "attention-prefill-causal": (PREFILL, "prefill", {"H": 2, "T": 64, "D": 16}),
     "argmin-top1": (ARGMIN, "argmin", {"N": 2048, "D": 16}),
     "rope-in-place": (ROPE, "rope", {"T": 64, "H": 8, "R": 16}),
@@ -190,6 +192,9 @@ def teardown_module():
 REAL = {
     "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
     "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
+    # The same with the online softmax's (running max, rescaled sum) pair: one reduction across cores fewer.
+    "attention-online-1x4096x128": (ONLINE_ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
+    "attention-online-32x4096x128": (ONLINE_ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
     "attention-prefill-causal-32x4096x128": (PREFILL, "prefill", {"H": 32, "T": 4096, "D": 128}),
     "argmin-top1-2^20x128": (ARGMIN, "argmin", {"N": 1 << 20, "D": 128}),
     "rope-in-place-4096x32x128": (ROPE, "rope", {"T": 4096, "H": 32, "R": 64}),

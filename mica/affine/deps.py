@@ -220,7 +220,7 @@ def reductions(prog: Program) -> dict[str, Reduction]:
         if r is not None and not _truncates_each_step(prog, s):
             found[s.name] = r
     for a, b in zip(prog.statements, prog.statements[1:]):
-        pair = _pair_of(a, b, found.get(b.name))
+        pair = _pair_of(a, b, found.get(b.name)) or _softmax_pair_of(a, b, found.get(b.name))
         if pair is not None and a.name not in found:
             found[a.name], found[b.name] = pair
     return found
@@ -315,31 +315,92 @@ def _reduction_of(s: Statement) -> Reduction | None:
     return Reduction(s.name, kind, X, s.write.ref, tuple(mine), strict=strict)
 
 
-def _pair_of(a: Statement, b: Statement, red: Reduction | None):
-    """(index half, value half) when ``a`` is the index statement of a pair with the max/min ``b``."""
-    if red is None or red.op not in ("max", "min") or red.partner is not None:
-        return None
+def _same_nest(a: Statement, b: Statement) -> bool:
+    """Whether ``a`` and ``b`` run side by side in one loop body (same loops, same instances, adjacent) and
+    update one element each of two different arrays at the same indices: the shape of a pair."""
     if a.loops != b.loops or a.order[:-1] != b.order[:-1] or \
             not a.domain_set.set_tuple_name(b.name).is_equal(b.domain_set) or \
             (a.guard or b.guard) and not (a.guard and b.guard and
                                           a.instances().set_tuple_name(b.name).is_equal(b.instances())):
-        return None
+        return False
     if a.write.array == b.write.array:
+        return False
+    # (a scalar local and a one-element array are one element each)
+    return a.write.index == b.write.index or (_one_element(a) and _one_element(b))
+
+
+def _reads_element_of(a: Statement, b: Statement):
+    """A test of whether an expression of ``a`` is a read of the element ``b`` writes."""
+    def x_read(e):
+        if not isinstance(e, Read):
+            return False
+        acc = a.access(e.ref)
+        return acc.array == b.write.array and (acc.index == b.write.index or (
+            (not acc.index or not any(ix.names for ix in acc.index)) and _one_element(b)))
+    return x_read
+
+
+def _max_operand(b: Statement) -> Expr | None:
+    """``e`` of a max/min reduction ``X = fmax(X, e)`` (either order) or of its comparison-and-choice spelling."""
+    e = b.expr
+    if isinstance(e, Call) and e.fn in ("fmax", "fmin"):
+        accs = [_is_acc(b, arg) for arg in e.args]
+        return e.args[1] if accs[0] and not accs[1] else e.args[0] if accs[1] and not accs[0] else None
+    ch = _choice(e, lambda x: _is_acc(b, x))
+    return ch[2] if ch is not None else None
+
+
+def _softmax_pair_of(a: Statement, b: Statement, red: Reduction | None):
+    """(rescaled sum, running max) when ``a`` and the max ``b`` are the online softmax's pair::
+
+        z = z * expf(m - fmaxf(m, e)) + expf(e - fmaxf(m, e));     // a, before b
+        m = fmaxf(m, e);                                          // b
+
+    (the sum's terms and factors in either order, ``fmaxf(m, e)`` spelled in ``a`` as ``b`` spells it, ``e``
+    reading neither ``z`` nor ``m``). Partials ``(m1, z1)``, ``(m2, z2)`` combine as ``M = max(m1, m2)``,
+    ``z = z1 exp(m1 - M) + z2 exp(m2 - M)`` in any order, so no loop direction is required."""
+    if red is None or red.op != "max" or red.partner is not None or not _same_nest(a, b):
         return None
-    if a.write.index != b.write.index and not (_one_element(a) and _one_element(b)):
-        return None                     # (a scalar local and a one-element array are one element each)
+    new = _max_operand(b)
+    if new is None or _reads_array(b, new, a.write.array):
+        return None
+    m_read = _reads_element_of(a, b)
+    top = _shape(b, b.expr)
+
+    def is_top(e) -> bool:
+        return _shape(a, e) == top
+
+    def exp_arg(e):
+        return e.args[0] if isinstance(e, Call) and e.fn == "exp" else None
+
+    def difference(e, lhs_ok) -> bool:
+        return isinstance(e, Bin) and e.op == "-" and lhs_ok(e.lhs) and is_top(e.rhs)
+    e = a.expr
+    if not (isinstance(e, Bin) and e.op == "+"):
+        return None
+    for scaled, fresh in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+        if not difference(exp_arg(fresh), lambda x: _shape(a, x) == _shape(b, new)):
+            continue
+        if not (isinstance(scaled, Bin) and scaled.op == "*"):
+            continue
+        for z, factor in ((scaled.lhs, scaled.rhs), (scaled.rhs, scaled.lhs)):
+            if _is_acc(a, z) and difference(exp_arg(factor), m_read):
+                acc_reads = tuple(r for r in e.refs() if _is_acc(a, Read(r)) or m_read(Read(r)))
+                return (Reduction(a.name, "softmax", a.write.array, a.write.ref, acc_reads, partner=b.name),
+                        replace(red, partner=a.name))
+    return None
+
+
+def _pair_of(a: Statement, b: Statement, red: Reduction | None):
+    """(index half, value half) when ``a`` is the index statement of a pair with the max/min ``b``."""
+    if red is None or red.op not in ("max", "min") or red.partner is not None or not _same_nest(a, b):
+        return None
     X, Ia = b.write.array, a.write.array
     if any(str(o).startswith("-") for o in a.order[1::2]
            if o not in {v for ix in a.write.index for v in ix.names}):
         return None                     # the tie rule needs the reduced loops running upwards
     ch_b = _choice(b.expr, lambda x: _is_acc(b, x))
-
-    def x_read(e):
-        if not isinstance(e, Read):
-            return False
-        acc = a.access(e.ref)
-        return acc.array == X and (acc.index == b.write.index or (not acc.index or not any(ix.names for ix in acc.index))
-                                   and _one_element(b))
+    x_read = _reads_element_of(a, b)
     ch_a = _choice(a.expr, x_read, lambda x: _is_acc(a, x))
     if ch_b is None or ch_a is None:
         return None

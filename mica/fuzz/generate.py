@@ -249,7 +249,7 @@ class _Gen:
         """One of the shapes of :mod:`mica.fuzz.shapes` (or none), as top-level items."""
         items = None
         for make in NESTS:              # one coin each (steadier under hypothesis than one draw among them)
-            if self.ch.coin(0.12):
+            if self.ch.coin(0.12 if make is not NESTS[-1] else 0.2):     # (the last added: as often as the others)
                 items = make(self)
                 break
         self.avoid.clear()

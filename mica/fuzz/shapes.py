@@ -1,5 +1,5 @@
 """The program shapes the generator mixes into its random programs (issue 17): max/min reductions in
-every spelling, arg-min/arg-max (value, index) pairs, temporaries (C locals, scalar and array, rewritten
+every spelling, arg-min/arg-max (value, index) pairs, the online softmax's (running max, rescaled sum) pair, temporaries (C locals, scalar and array, rewritten
 in every iteration of an outer loop), writes to parts of an array another core owns (symmetric fill,
 transposed and strided writes), uniform dependences (wavefronts, Gauss-Seidel, recurrences,
 Floyd-Warshall, triangular solve) and time loops around nests that want opposite layouts (phase loops).
@@ -138,6 +138,50 @@ def minmax_nest(g):
     return [outer]
 
 
+def _pair_refs(g, names: tuple[str, str], outer: _Loop, full: bool) -> tuple[str, str]:
+    """The elements a pair's two statements update: element 0 of both arrays (``full``: every iteration
+    reduces into one element) or element ``[outer]``; their ranges marked."""
+    xs = "0" if full else outer.var
+    for a in names:
+        g.mark(a, [[0, 0] if full else [outer.lo, outer.hi]])
+    return f"{names[0]}[{xs}]", f"{names[1]}[{xs}]"
+
+
+def softmax_nest(g):
+    """The online softmax's pair over an inner loop (or every iteration into element 0): the rescaled sum
+    ``Y = Y * exp(X - max(X, e)) + exp(e - max(X, e))`` right before the running max ``X = max(X, e)`` (the max
+    in any spelling :func:`minmax` gives, the factors and terms in either order), optionally from
+    (``-INFINITY``, 0). Not for int programs (no ``exp``)."""
+    ch = g.ch
+    if g.dtype == "int":
+        return None
+    names = g.fresh(2)
+    if names is None or not _loops(g, 2):
+        return None
+    X, Y = names
+    outer = g.loop([])
+    inner = g.loop([outer])
+    full = ch.coin(0.25)
+    xref, yref = _pair_refs(g, (X, Y), outer, full)
+    e = g.expr([outer, inner])
+    top = minmax(g, "max", xref, e)
+    exp, m = "expf" if g.dtype == "float" else "exp", f"({top})"      # (a ternary max needs its parentheses)
+    scaled = f"{yref} * {exp}({xref} - {m})" if ch.coin(0.5) else f"{exp}({xref} - {m}) * {yref}"
+    fresh = f"{exp}({e} - {m})"
+    inner.body = [_Stmt(yref, "=", f"{scaled} + {fresh}" if ch.coin(0.5) else f"{fresh} + {scaled}"),
+                  _Stmt(xref, "=", top)]
+    init = []
+    if ch.coin(0.6):
+        zero = "0.0f" if g.dtype == "float" else "0.0"
+        init = [_Stmt(xref, "=", identity(g, "max")), _Stmt(yref, "=", zero)]
+    g.avoid -= {X, Y}
+    if full:
+        outer.body = [inner]
+        return init + [outer]
+    outer.body = init + [inner]
+    return [outer]
+
+
 def argmin_nest(g):
     """An arg-min/arg-max pair ``I = e < X ? v : I; X = e < X ? e : X;`` (every spelling of the condition,
     strict or not, ``v`` an iterator value), over an inner loop or all iterations, optionally from
@@ -153,10 +197,7 @@ def argmin_nest(g):
     outer = g.loop([], down)
     inner = g.loop([outer], down)
     full = ch.coin(0.3)
-    xs = "0" if full else outer.var
-    for a in (X, I):
-        g.mark(a, [[0, 0] if full else [outer.lo, outer.hi]])
-    xref, iref = f"{X}[{xs}]", f"{I}[{xs}]"
+    xref, iref = _pair_refs(g, (X, I), outer, full)
     e = g.expr([outer, inner])
     v = iterator_value(g, [outer, inner] if not full else [outer, inner])
     cond, first = condition(g, kind)
@@ -471,4 +512,4 @@ def time_loop_nest(g):
 
 
 NESTS = (contraction_nest, argmin_nest, temporary_nest, time_loop_nest, minmax_nest, remote_write_nest,
-         uniform_nest)
+         uniform_nest, softmax_nest)

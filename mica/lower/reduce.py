@@ -4,8 +4,8 @@ When the main statement is a reduction whose write does not index a spatial loop
 every core of those axes accumulates a partial result in the array's home (role ``partial``). The partials
 start at the reduction's identity everywhere but the root (:func:`fill_partials`) and are combined after
 the statements by chains of one-hop shifts towards coordinate 0 (:func:`reduction_chains`), in groups
-first for a ``tree`` reduction, level by level for a ``levels`` one (:func:`_level_stages`). A (value, index) pair combines both halves together
-(:func:`reduction_chains`).
+first for a ``tree`` reduction, level by level for a ``levels`` one (:func:`_level_stages`). A (value, index) pair,
+and an online softmax's (running max, rescaled sum), combines both halves together (:func:`reduction_chains`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import islpy as isl
 import numpy as np
 
 from ..affine.deps import combine
-from ..affine.expr import Cmp, Const, Read, Select
+from ..affine.expr import Bin, Call, Cmp, Const, Read, Select
 from ..affine.isl_names import iset
 from ..comm.routes import assign_colours, shift_routes
 from ..meshir.ir import Compute, Exchange, Lin, Loop, Region, Shift
@@ -42,6 +42,16 @@ def identity(op: str, dtype: str) -> float | int:
 #: What the index half of a (value, index) pair holds before its core sees a value (never read back for
 #: non-NaN data: see :func:`reduction_chains`).
 NO_INDEX = 0.0
+
+
+#: How an online softmax's rescaled sum ``w`` (the held partial, running max ``r0``) takes in an arriving
+#: partial (running max ``r1``, sum ``r2``): ``w exp(r0 - r1) + r2`` when the arriving max is larger, ``w + r2``
+#: when they are equal (two empty partials, both at -inf, stay 0 rather than ``0 * exp(NaN)``), else
+#: ``w + r2 exp(r1 - r0)``.
+SOFTMAX_SUM = Select(Cmp(">", Read("r1"), Read("r0")),
+                     Bin("+", Bin("*", Read("w"), Call("exp", (Bin("-", Read("r0"), Read("r1")),))), Read("r2")),
+                     Select(Cmp("==", Read("r1"), Read("r0")), Bin("+", Read("w"), Read("r2")),
+                            Bin("+", Read("w"), Bin("*", Read("r2"), Call("exp", (Bin("-", Read("r1"), Read("r0")),))))))
 
 
 def fill_partials(b: _Builder) -> list:
@@ -109,6 +119,11 @@ def reduction_chains(b: _Builder) -> list:
         if len(parts) == 1:
             accs = [b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
                                  combine(red.op, Read("w"), Read("r0")), (inbufs[0],), within=written[0])]
+        elif b.reds[b.partner.name].op == "softmax":
+            accs = [b.box_kernel(f"k_acc{axis}_{parts[1].name}", parts[1], line, SOFTMAX_SUM,
+                                 (parts[0], inbufs[0], inbufs[1]), within=written[1]),
+                    b.box_kernel(f"k_acc{axis}_{parts[0].name}", parts[0], line,
+                                 combine("max", Read("w"), Read("r0")), (inbufs[0],), within=written[0])]
         else:
             cmp = {("min", True): "<", ("min", False): "<=", ("max", True): ">", ("max", False): ">="}[
                 (red.op, red.strict)]

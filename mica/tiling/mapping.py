@@ -405,6 +405,18 @@ def _cores_used(mesh: tuple[int, int], blocks: dict[str, int] | None, skew: str,
 DRAM_TILE = 32
 
 
+
+def _reduction_words(reds: dict, name: str) -> str:
+    """What a schedule's account calls statement ``name``'s reduction: ``max-reduction of S3``, or for a pair
+    ``(max, argmax) pair of S3 and S2`` / ``online softmax's (running max, rescaled sum) pair of S3 and S2``."""
+    red = reds[name]
+    if not red.partner:
+        return f"{red.op}-reduction of {name}"
+    other = reds[red.partner].op
+    if other == "softmax":
+        return f"online softmax's (running max, rescaled sum) pair of {name} and {red.partner}"
+    return f"({red.op}, {other}) pair of {name} and {red.partner}"
+
 def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
                 cores: dict[str, int], reasons: list[str], align: int = 1) -> list[SpaceMap]:
     """Step 1: each assigned loop block-tiled over the cores used along its axis,
@@ -421,7 +433,7 @@ def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: 
         tile = ceil(tile / align) * align if align > 1 else tile
         space.append(SpaceMap(lp, axis, tile))
         why = "carries no dependence" if mk[lp] == PARALLEL else \
-            f"carries only the {reds[main.name].op}-reduction of {main.name} (combined across cores)" \
+            f"carries only the {_reduction_words(reds, main.name)} (combined across cores)" \
             if mk[lp] == REDUCTION else "carries a dependence: its blocks run as a wavefront" \
             if lp not in sweep_parallel(prog) else "carries dependences only from one sweep step to a later one"
         reasons.append(f"loop {lp} ({n} iterations) -> mesh {axis} in tiles of {tile}: {why}")

@@ -1,5 +1,5 @@
-"""Softmax with its max subtraction, decode attention over a KV cache and causal prefill attention, emitted as
-CSL and executed: ``-INFINITY`` (the running max's start, the causal mask) is a bit cast of its IEEE pattern,
+"""Softmax with its max subtraction, decode attention over a KV cache (also with the online softmax's pair
+combined across cores) and causal prefill attention, emitted as CSL and executed: ``-INFINITY`` (the running max's start, the causal mask) is a bit cast of its IEEE pattern,
 ``expf`` is ``<math>``'s ``exp_f32`` and ``fmaxf`` the PE program's own helper (C's NaN rule). The interpreter
 runs the emitted files on every core; the results must match run.py's reference and the emulator's."""
 
@@ -18,18 +18,20 @@ from .test_csl_execution import execute
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from native.test_minmax_programs import ATTENTION, PREFILL, SOFTMAX  # noqa: E402
+from native.test_online_softmax import ONLINE_ATTENTION  # noqa: E402
 
 PROGRAMS = {"softmax": (SOFTMAX, {"N": 6, "M": 12}), "attention": (ATTENTION, {"H": 2, "L": 12, "D": 4}),
-            "prefill": (PREFILL, {"H": 1, "T": 8, "D": 4})}
+            "prefill": (PREFILL, {"H": 1, "T": 8, "D": 4}), "online": (ONLINE_ATTENTION, {"H": 2, "L": 12, "D": 4})}
 
 
 @lru_cache(maxsize=None)
 def _compiled(name: str, mesh: tuple[int, int]):
     src, params = PROGRAMS[name]
-    return mica.compile_affine(from_c(src, name, params=params), mesh=mesh)
+    return mica.compile_affine(from_c(src, "attention" if name == "online" else name, params=params), mesh=mesh)
 
 
 @pytest.mark.parametrize("name, mesh", [("softmax", (4, 4)), ("attention", (3, 2)), ("prefill", (4, 4)),
+                                        ("online", (4, 4)),
                                         pytest.param("softmax", (3, 2), marks=pytest.mark.slow),
                                         pytest.param("attention", (4, 4), marks=pytest.mark.slow),
                                         pytest.param("prefill", (3, 2), marks=pytest.mark.slow)])
@@ -38,6 +40,8 @@ def test_softmax_and_attention_execute_as_csl(name, mesh):
     files = render(compiled)                        # validates and syntax-checks
     text, ir = files["pe_program.csl"], compiled.meshir
     assert "math_lib.exp_f32(" in text
+    if name == "online":        # the (running max, rescaled sum) partials combine across cores in the CSL
+        assert "online softmax's (running max, rescaled sum) pair" in compiled.explain()
     # INFINITY (0x7f800000, negated) or -INFINITY (0xff800000)
     assert ("@bitcast(f32, @as(u32, " in text) == ("inf" in ir)
     assert ("mica_fmax_f32(" in text) == ("fmax(" in ir)

@@ -200,6 +200,18 @@ def _attention(target: str, mesh: tuple[int, int], dtype: str = "f32", **sizes):
     return build
 
 
+def _online_attention():
+    """Decode attention with the online softmax's (running max, rescaled sum) pair, under the plan WSE-2's search
+    finds on 4x4 (the pair combined across the cores of each head's line; Wormhole's search keeps the pair's
+    loop on one core)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from native.test_online_softmax import ONLINE_ATTENTION
+    op = mica.affine.from_c(ONLINE_ATTENTION, "attention", params={"H": 3, "L": 50, "D": 12})
+    plan = mica.compile_affine(op, mesh=(4, 4), target="wse2").schedule
+    return mica.compile_affine(op, mesh=(4, 4), target="wormhole", schedule=plan)
+
+
 #: a GEMV then a scaling of its result into the next step's input, 3 times: a phase loop whose body reduces
 #: across cores and changes layouts both ways
 PHASE_GEMV = """
@@ -246,6 +258,7 @@ PROGRAMS = {
     "sweeps_phase_blackhole": lambda: samples.phase_sweeps("blackhole", (5, 3), n=30, steps=2),
     "gemv_phase_wormhole": _phase_gemv,
     "attention_wormhole": _attention("wormhole", (3, 5), H=4, L=100, D=24),
+    "online_attention_wormhole": _online_attention,
     "attention_8x8_wormhole": _attention("wormhole", (8, 8), H=8, L=200, D=40),
     "attention_blackhole": _attention("blackhole", (5, 3), H=3, L=70, D=36),
     "attention_bf16_wormhole": _attention("wormhole", (4, 4), "bf16", H=4, L=96, D=32),

@@ -11,7 +11,7 @@ from mica.affine.isplit import split_programs
 from mica.affine.privatise import temporaries
 from mica.affine.repeat import repeat_candidates
 
-SHAPES = ("max/min reduction", "arg pair", "iterator value", "temporary", "remote write", "uniform dependence",
+SHAPES = ("max/min reduction", "arg pair", "softmax pair", "iterator value", "temporary", "remote write", "uniform dependence",
           "small-int data", "int32 arrays", "contraction", "phase loop")
 
 
@@ -62,6 +62,8 @@ def shapes_of(case) -> set[str]:
             found.add("max/min reduction")
         if r.op in ("argmax", "argmin"):
             found.add("arg pair")
+        if r.op == "softmax":
+            found.add("softmax pair")
         if r.op == "+" and _contracts(s, set(s.loops) - _loop_names(s)):
             found.add("contraction")
     if re.search(r"\((double|float|int)\)", case.source):

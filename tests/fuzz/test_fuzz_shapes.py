@@ -1,8 +1,9 @@
-"""The program generator produces the shapes of issue 17 -- max/min reductions, arg-min/arg-max pairs,
-loop iterators as values, temporaries (C locals), writes to disjoint parts of one array in one nest
-(remote writes), uniform dependences and time loops around several nests (phase loops) -- each many times over 300 derandomized hypothesis cases, as
-MICA's own analyses see them (tests/fuzz/shapes_util.py), and the programs with arg pairs run on
-small-integer data so that ties happen. Generation only: test_fuzz_programs.py compiles and runs them."""
+"""The program generator produces the shapes of issue 17 -- max/min reductions, arg-min/arg-max pairs, the
+online softmax's (running max, rescaled sum) pair, loop iterators as values, temporaries (C locals), writes
+to disjoint parts of one array in one nest (remote writes), uniform dependences and time loops around
+several nests (phase loops) -- each many times over 500 derandomized hypothesis cases, as MICA's own
+analyses see them (tests/fuzz/shapes_util.py), and the programs with arg pairs run on small-integer data so
+that ties happen. Generation only: test_fuzz_programs.py compiles and runs 300 programs of its own."""
 
 from collections import Counter
 
@@ -13,7 +14,7 @@ from mica.affine.deps import reductions
 from mica.affine.from_c import from_c
 from mica.fuzz import cases
 
-EXAMPLES = 300
+EXAMPLES = 500
 seen: Counter = Counter()
 
 
