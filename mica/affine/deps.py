@@ -48,8 +48,9 @@ class Reduction:
     """Statement ``stmt`` updates ``array[f]`` associatively through accesses ``write_ref`` / ``read_refs``.
 
     ``op`` is ``+``, ``*`` (``X = X op e``), ``max`` or ``min`` (``X = fmax(X, e)``, ``fmin``, or a
-    comparison and a ternary choosing between ``X`` and ``e``: ``X = e > X ? e : X``), or ``argmax`` /
-    ``argmin`` for the index half of a (value, index) pair (see :func:`reductions`). ``read_refs`` are the
+    comparison and a ternary choosing between ``X`` and ``e``: ``X = e > X ? e : X``), ``argmax`` /
+    ``argmin`` for the index half of a (value, index) pair, or ``softmax`` for the rescaled sum of an online
+    softmax, the partner of its running max (see :func:`reductions`). ``read_refs`` are the
     statement's reads of the accumulator ``array[f]`` (one for ``+``, two or three for a ternary).
 
     A pair is two statements of one loop nest, the index first (``I = e < X ? v : I; X = e < X ? e : X``):
@@ -211,7 +212,8 @@ def reductions(prog: Program) -> dict[str, Reduction]:
     max or min (operands of the comparison swapped, branches swapped with the comparison reversed). Then
     (value, index) pairs: a statement ``I[f] = e CMP X[f] ? v : I[f]`` (or its swapped spellings) right
     before the max/min ``X[f] = ...`` with the same condition, both in the same loops over the same domain,
-    ``v`` reading neither ``I`` nor ``X``, every loop ``f`` does not index running upwards.
+    ``v`` reading neither ``I`` nor ``X``, every loop ``f`` does not index running upwards; and the online
+    softmax's (running max, rescaled sum) pair (:func:`_softmax_pair_of`).
 
     Cached per program (programs are frozen values); do not modify the returned dict."""
     found = {}

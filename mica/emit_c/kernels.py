@@ -710,7 +710,6 @@ def _matvec_rows_c(dt: str, da: str, db: str) -> list[str]:
 MATVEC_F16C_C = """\
 #include <immintrin.h>
 #include <string.h>
-/* columns k..k+7 of the eight rows a, a + asi, ..., a + 7 asi: col[j] holds A[r][k + j] for r = 0..7 */
 /* the 8x8 transpose of 16-bit lanes: col[j] holds lane j of r[0..7] */
 static inline __attribute__((always_inline)) void mica_f16_tr8_regs(const __m128i r[8], __m128i col[8]) {
   __m128i t[8], u[8];
@@ -729,6 +728,8 @@ static inline __attribute__((always_inline)) void mica_f16_tr8_regs(const __m128
     col[2 * q + 1] = _mm_unpackhi_epi64(u[q], u[q + 4]);
   }
 }
+/* columns k..k+7 of the eight rows a, a + asi, ..., a + 7 asi (a pointing at column k): col[j] holds
+   A[r][k + j] for r = 0..7 */
 static inline __attribute__((always_inline)) void mica_f16_tr8(const _Float16 *a, int64_t asi, __m128i col[8]) {
   __m128i r[8];
   for (int q = 0; q < 8; ++q) r[q] = _mm_loadu_si128((const __m128i *)(a + q * asi));

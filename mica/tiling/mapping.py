@@ -405,7 +405,6 @@ def _cores_used(mesh: tuple[int, int], blocks: dict[str, int] | None, skew: str,
 DRAM_TILE = 32
 
 
-
 def _reduction_words(reds: dict, name: str) -> str:
     """What a schedule's account calls statement ``name``'s reduction: ``max-reduction of S3``, or for a pair
     ``(max, argmax) pair of S3 and S2`` / ``online softmax's (running max, rescaled sum) pair of S3 and S2``."""
@@ -416,6 +415,7 @@ def _reduction_words(reds: dict, name: str) -> str:
     if other == "softmax":
         return f"online softmax's (running max, rescaled sum) pair of {name} and {red.partner}"
     return f"({red.op}, {other}) pair of {name} and {red.partner}"
+
 
 def _space_maps(prog: Program, main: Statement, mk: dict[str, str], assignment: list[tuple[str, str]],
                 cores: dict[str, int], reasons: list[str], align: int = 1) -> list[SpaceMap]:
