@@ -204,8 +204,6 @@ def _online_attention():
     """Decode attention with the online softmax's (running max, rescaled sum) pair, under the plan WSE-2's search
     finds on 4x4 (the pair combined across the cores of each head's line; Wormhole's search keeps the pair's
     loop on one core)."""
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from native.test_online_softmax import ONLINE_ATTENTION
     op = mica.affine.from_c(ONLINE_ATTENTION, "attention", params={"H": 3, "L": 50, "D": 12})
     plan = mica.compile_affine(op, mesh=(4, 4), target="wse2").schedule
