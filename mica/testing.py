@@ -101,7 +101,7 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
             arr = _array_arg(p.name, inputs[p.name], shape, NP_DTYPE[p.dtype]) if p.name in inputs \
                 else np.zeros(shape, NP_DTYPE[p.dtype])
             arrays[p.name] = arr
-            decls.append(f"void *{p.name}")
+            decls.append(f"void *mica_arg_{p.name}")
             values.append(arr)
         elif p.kind == "int":
             if p.name in params:
@@ -112,16 +112,16 @@ def run_c(source: str, function: str | None, inputs: dict, params: dict | None =
                 raise InputError(f"run_c: int parameter {p.name!r} of {fname} needs a value in params")
             if int(v) != v:
                 raise InputError(f"run_c: int parameter {p.name!r} must be an integer, got {v!r}")
-            decls.append(f"{p.ctype} {p.name}")
+            decls.append(f"{p.ctype} mica_arg_{p.name}")
             values.append(int(v))
         elif p.kind in ("double", "float"):
             if p.name not in inputs:
                 raise InputError(f"run_c: scalar {p.name!r} of {fname} is missing from inputs")
-            decls.append(f"{p.kind} {p.name}")
+            decls.append(f"{p.kind} mica_arg_{p.name}")
             values.append(_number(p.name, inputs[p.name]))
         else:
             raise InputError(f"run_c: parameter {p.name!r} of {fname} has a type run_c cannot pass")
-        call_args.append(p.name)
+        call_args.append(f"mica_arg_{p.name}")     # prefixed: a parameter named as the function would hide it
     entry = f"mica_ref_entry_{fname}"
     proto = f"void {entry}({', '.join(decls) or 'void'})"
     text = f"{_math_prelude(source)}\n{source}\n\n{proto} {{ {fname}({', '.join(call_args)}); }}\n"

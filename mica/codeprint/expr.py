@@ -4,6 +4,10 @@ The language decides the syntax; the caller decides where data live: ``read(ref)
 array read (its buffer and offset in the caller's layout), ``scalar(name)`` that of a scalar argument, and
 ``env`` the text of each loop iterator's GLOBAL index (what an :class:`~mica.affine.expr.Index` reads).
 
+A language with ``explicit_conv`` (CSL) spells every conversion C makes implicitly between integer and float
+operands: an integer subtree in float arithmetic, or a float one in an integer context, is wrapped in the
+language's ``conv`` to the context's type (``elem``, or ``i32``).
+
 Types (:func:`mica.affine.expr.int_typed`): a caller that passes ``dtype_of`` (the dtype of a read or scalar
 leaf) and the written array's ``dtype`` gets C's integer arithmetic where the tree has integer operands:
 integer literals there print as the language's integer literals, :class:`~mica.affine.expr.Conv` as its cast;
@@ -46,6 +50,16 @@ def print_expr(e: Expr, lang: Language, read: Callable[[str], str],
         return ctx if k is None else k
 
     def go(e: Expr, ctx: bool) -> str:
+        if lang.explicit_conv and dtype_of is not None and not isinstance(e, (Cmp, Index, Const)):
+            own = int_typed(e, dtype_of)
+            if own is not None and own != ctx:     # C converts implicitly here; the language needs it spelled
+                to = lang.types.get("i32" if ctx else elem)
+                if lang.conv is None or to is None:
+                    refuse(lang.no_int, e)
+                return lang.conv.format(to, node(e, own))
+        return node(e, ctx)
+
+    def node(e: Expr, ctx: bool) -> str:
         if isinstance(e, Const):
             if ctx and isinstance(e.value, int) and not isinstance(e.value, bool):
                 if lang.int_const is None:

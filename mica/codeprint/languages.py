@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from ..errors import EmitError
 from .half import ROUND_C, STORAGE_CTYPES
 
 # -- literals ---------------------------------------------------------------------------------------------
@@ -122,6 +123,8 @@ class Language:
     conv_round: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # a conversion to a
     #                                              16-bit float dtype by dtype (one operand), before ``conv``
     no_int: str = "integer arithmetic ({e}) is not supported in this language"
+    explicit_conv: bool = False                  # an integer value in float arithmetic (and a float one stored
+    #                                              to an integer) needs ``conv`` (CSL has no implicit conversions)
     # affine index expressions (mica.affine.expr.Aff) and other integer text
     int_lit: str = "{}"
     aff_var: str = "{}"                          # a variable with coefficient 1
@@ -173,8 +176,19 @@ C_KERNEL = Language("C", const=_c_kernel_const, call=_c_call, int_lit="{}LL", af
 #: C of a Program's sequential reference (:func:`mica.codeprint.reference.program_c`).
 REFERENCE_C = replace(C_KERNEL, name="reference C", const=_reference_c_const, int_div=None)
 
-#: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``.
+def _csl_int(value: int) -> str:
+    """A CSL ``i32`` literal (C's ``int``); a value outside 32 bits has no CSL integer type MICA uses."""
+    if not -2**31 <= value < 2**31:
+        raise EmitError(f"CSL back end: integer constant {value} does not fit CSL's i32")
+    return f"@as(i32, {value})"
+
+
+#: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``;
+#: integer arrays' arithmetic in ``i32`` with C's truncating ``/`` and ``%`` through ``cdiv``/``cmod``
+#: (:data:`mica.emit_csl.csltext.INT_HELPERS`), every conversion between integer and float an explicit ``@as``.
 CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})", index="@as({1}, {0})",
+               int_const=_csl_int, int_div="c{}({}, {})", conv="@as({}, {})", explicit_conv=True,
+               types=MappingProxyType({"i32": "i32", "f32": "f32", "f16": "f16"}),
                no_const="constant {v} has no CSL literal",
                no_call="math function {fn}() is not mapped to CSL's <math> library yet",
                aff_var="({})", aff_term="{} * ({})",
@@ -185,7 +199,9 @@ CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})"
 
 #: Python over numpy (the CSL host script's sequential reference).
 PYTHON = Language("Python", const=_python_const, call=_python_call,
-                  index="float({0})",
+                  index="{1}({0})", int_const=repr, int_div="mica_i{}({}, {})", conv="{}({})",
+                  types=MappingProxyType({"i32": "int", "i16": "int", "i8": "int", "u8": "int", "f64": "float",
+                                          "f32": "float"}),
                   select="({1} if {0} else {2})", aff_var="({})", aff_term="{} * ({})",
                   isl_exact_div="({} // {})", isl_floor_div="({} // {})", isl_and="({} and {})",
                   isl_or="({} or {})", isl_max="max", isl_min="min", isl_nary=True,

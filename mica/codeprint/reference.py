@@ -118,9 +118,23 @@ def program_c(prog: Program) -> str:
     return "\n".join(head + lines + ["}", ""])
 
 
+#: C's truncating integer ``/`` and ``%`` in Python (whose own ``//`` and ``%`` floor), for :func:`program_py`.
+PY_INT_HELPERS = ("def mica_idiv(a, b):",
+                  "    q = abs(int(a)) // abs(int(b))",
+                  "    return q if (a < 0) == (b < 0) else -q",
+                  "",
+                  "",
+                  "def mica_imod(a, b):",
+                  "    return int(a) - mica_idiv(a, b) * int(b)",
+                  "",
+                  "")
+
+
 def program_py(prog: Program) -> list[str]:
     """Python lines of ``reference(arrays, scalars)``: ``prog`` in its original order over numpy arrays
-    (``arrays`` by name, changed in place and returned; ``scalars`` by name)."""
+    (``arrays`` by name, changed in place and returned; ``scalars`` by name). Float arithmetic is Python's
+    (double); an integer array's statements compute with Python ints, truncating ``/`` and ``%`` through
+    ``mica_idiv``/``mica_imod`` (:data:`PY_INT_HELPERS`, which the caller defines when the lines use them)."""
     lines = ["def reference(arrays, scalars):",
              '    """The original program, sequentially, in its textual order (isl AST of its schedule)."""']
     for a in prog.arrays:
@@ -139,9 +153,13 @@ def program_py(prog: Program) -> list[str]:
             return f"{acc.array}_[{ix}]" if acc.index else f"{acc.array}_[()]"
         w = st.write
         ix = ", ".join(print_aff(i, env, PYTHON) for i in w.index) or "()"
-        # (double)i: Python's float(i) of the integer affine value, as PYTHON prints an iterator
+        # (double)i: Python's float(i) of the integer affine value, as PYTHON prints an iterator; integer
+        # arrays compute with C's integer arithmetic (Python ints, / and % truncating through mica_idiv/imod)
+        def dtype_of(leaf) -> str:
+            return prog.array(st.access(leaf.ref).array).dtype if isinstance(leaf, Read) else "f64"
         rhs = print_expr(iterator_casts_dropped(st.expr, "f64"), PYTHON_REFERENCE, read, lambda n: f"scalars[{n!r}]",
-                         where="CSL back end: host reference", env=env)
+                         elem="float", where="CSL back end: host reference", env=env, dtype_of=dtype_of,
+                         dtype=prog.array(w.array).dtype)
         lines.append(f"{indent}{w.array}_[{ix}] = {rhs}  # {st.name}")
     walk(_ast(original_order(prog)), lines, "    ", PYTHON, user)
     lines.append("    return arrays")

@@ -2,7 +2,7 @@
 expressions, direction names, and the arithmetic helpers every generated file defines.
 
 Public API: :func:`lin_csl`, :func:`rect_test`, :func:`box_test`, :data:`DIR`, :data:`HELPERS`,
-:data:`FLOAT_HELPERS`.
+:data:`FLOAT_HELPERS`, :data:`INT_HELPERS`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,15 @@ fn pmod(a: i32, m: i32) i32 { if (a >= 0) { return urem(a, m); } const r: i32 = 
 fn in_box(x: i32, y: i32, x0: i32, x1: i32, xs: i32, y0: i32, y1: i32, ys: i32) bool {
   return x >= x0 and x < x1 and pmod(x - x0, xs) == 0 and y >= y0 and y < y1 and pmod(y - y0, ys) == 0;
 }"""
+
+
+#: C's truncating ``/`` and ``%`` on ``i32`` (the quotient rounded toward zero, the remainder taking the
+#: dividend's sign), defined by a PE program whose kernels divide integers (:data:`mica.codeprint.CSL`'s
+#: ``int_div``). A zero divisor is the caller's undefined behaviour, as in C.
+INT_HELPERS = """\
+fn iabs(a: i32) i32 { if (a < 0) { return -a; } return a; }
+fn cdiv(a: i32, b: i32) i32 { const q: i32 = udiv(iabs(a), iabs(b)); if ((a < 0 and b > 0) or (a >= 0 and b < 0)) { return -q; } return q; }
+fn cmod(a: i32, b: i32) i32 { return a - cdiv(a, b) * b; }"""
 
 
 #: C's ``fmaxf`` / ``fminf`` per CSL float type (the other operand when one is a NaN) and ``fabsf`` (the sign

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from ..affine.program import Program
 from ..codeprint import program_py
+from ..codeprint.reference import PY_INT_HELPERS
 from ..errors import EmitError
 from ..meshir import ir
 from .plan import CslPlan
 
-NP = {"f32": "np.float32", "f16": "np.float16"}
+NP = {"f32": "np.float32", "f16": "np.float16", "i32": "np.int32"}
 
 
 #: The layout helpers of ``run.py``: each core's box of an array, and the per-PE arrays memcpy moves.
@@ -91,12 +92,18 @@ _PES_PY = ("",
 #: The end of ``run.py``'s ``main``: the comparison with the reference, and the script's entry point.
 _COMPARE_PY = ("    runner.stop()",
                "",
-               "    want = reference({k: v.astype(np.float64) for k, v in arrays.items()}, scalars)",
+               "    # the reference computes floats in double, integer arrays (exactly) in Python ints",
+               "    want = reference({k: v.astype(np.float64 if v.dtype.kind == 'f' else object) "
+               "for k, v in arrays.items()}, scalars)",
                "    ok = True",
                "    for name, value in got.items():",
                "        ref = want[name]",
-               "        tol = 1e-2 if value.dtype == np.float16 else 1e-4",
-               "        good = np.allclose(value, ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max())))",
+               "        if value.dtype.kind == 'i':",
+               "            good = np.array_equal(value, ref.astype(value.dtype))",
+               "            ref = ref.astype(np.float64)",
+               "        else:",
+               "            tol = 1e-2 if value.dtype == np.float16 else 1e-4",
+               "            good = np.allclose(value, ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max())))",
                "        print(f'{name}: max |device - reference| = {float(np.abs(value - ref).max()):.3g}', "
                "'OK' if good else 'MISMATCH')",
                "        ok = ok and good",
@@ -129,7 +136,10 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
     L = _run_py_head(mp, plan)
     L += _PES_PY
     L += _runtime_py(mp)
-    L += program_py(prog)
+    ref = program_py(prog)
+    if any("mica_idiv(" in line or "mica_imod(" in line for line in ref):
+        L += PY_INT_HELPERS
+    L += ref
     L += _main_setup(prog, plan, mp.runtime)
     L += _host_loads(mp, plan, sources)
     L += _host_stores(prog, plan, sources)
@@ -217,8 +227,13 @@ def _main_setup(prog: Program, plan: CslPlan, runtime=()) -> list[str]:
           "    arrays = {}"]
     for a in prog.arrays:
         if a.dtype not in NP:
-            raise EmitError(f"CSL back end: array {a.name} has dtype {a.dtype}; CSL has f32 and f16 only")
-        if a.name in prog.inputs:
+            raise EmitError(f"CSL back end: array {a.name} has dtype {a.dtype}; MICA emits CSL for f32, f16 and "
+                            f"i32 arrays only")
+        if a.name in prog.inputs and a.dtype == "i32":
+            # signed and never 0 (C leaves a division by zero undefined; the array may be a divisor)
+            L.append(f"    arrays[{a.name!r}] = (rng.integers(1, 100, {a.shape}) * rng.choice([-1, 1], {a.shape}))"
+                     f".astype(np.int32)")
+        elif a.name in prog.inputs:
             L.append(f"    arrays[{a.name!r}] = rng.standard_normal({a.shape}).astype({NP[a.dtype]})")
         else:
             L.append(f"    arrays[{a.name!r}] = np.zeros({a.shape}, dtype={NP[a.dtype]})")

@@ -29,7 +29,8 @@ import islpy as isl
 from ..affine.expr import Aff, Call, Cmp, Conv, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..codeprint import CSL, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
+from ..affine.expr import INT_DTYPES, int_typed
+from ..codeprint import CSL, ast_expr, float_dtype, iterator_casts_dropped, print_aff, print_expr, walk
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
@@ -116,13 +117,29 @@ class KernelPrinter:
         return p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
 
     def expr(self, e, env) -> str:
+        """``e`` of the current part as CSL: float parts in the written array's type (an integer array's in
+        the type C's conversions give, :func:`mica.codeprint.float_dtype`, which must be ``f32``: the WSE
+        has no double), integer parts in ``i32``, every conversion between them an ``@as``."""
         def read(ref):
             a = self._acc(ref)
             return f"buf_{a.buffer}[@as(u16, {self.offset(self.mp.tensor(a.buffer), a.index, env)})]"
+
+        def dtype_of(leaf) -> str:
+            return self.mp.tensor(self._acc(leaf.ref).buffer).dtype if isinstance(leaf, Read) else "f32"
         ty = self.mp.tensor(self.part.write.buffer).dtype
-        return print_expr(iterator_casts_dropped(e, ty), self.lang, read,
-                          lambda n: f"@as({ty}, scalars[{self.mp.scalars.index(n)}])", elem=ty,
-                          where=f"CSL back end: kernel {self.k.name}", env=env)
+        elem = ty
+        if ty in INT_DTYPES:       # f32 where the tree has no float part at all (it is not printed then)
+            floats = any(int_typed(x, dtype_of) is False for x in e.walk())
+            elem = float_dtype(e, dtype_of, ty) if floats else "f32"
+            if elem not in SUFFIX:
+                what = self.part.statement or self.part.name
+                raise EmitError(f"CSL back end: kernel {self.k.name}: statement {what} stores a {elem} value to an "
+                                f"integer array: C computes its float part in double (MICA reads a floating literal "
+                                f"there as C's double), and the WSE has no {elem} arithmetic; compute the float part "
+                                f"into a float array first")
+        return print_expr(iterator_casts_dropped(e, elem), self.lang, read,
+                          lambda n: f"@as({elem}, scalars[{self.mp.scalars.index(n)}])", elem=elem,
+                          where=f"CSL back end: kernel {self.k.name}", env=env, dtype_of=dtype_of, dtype=ty)
 
     # -- statements ----------------------------------------------------------------------------------------
     def _env(self, call: isl.AstExpr):

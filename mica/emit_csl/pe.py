@@ -26,7 +26,7 @@ from math import prod
 
 from ..meshir import ir
 from . import boxes
-from .csltext import FLOAT_HELPERS, HELPERS, rect_test
+from .csltext import FLOAT_HELPERS, HELPERS, INT_HELPERS, rect_test
 from .kernels import MATH_MODULE, kernel_functions
 from .plan import LOOP_SLOTS, CslPlan, families, parts_of, use_ranges
 
@@ -126,6 +126,8 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt / exp (_f32, _f16) of the kernels')
     if any("mica_fm" in text or "mica_fabs" in text for _, text in funcs):
         decl.insert(-1, "// C's fmaxf / fminf (the other operand when one is a NaN) and fabsf\n" + FLOAT_HELPERS)
+    if any("cdiv(" in text or "cmod(" in text for _, text in funcs):
+        decl.insert(-1, "// C's integer / and % (truncating toward zero)\n" + INT_HELPERS)
     L = (decl + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
          + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported, bool(mp.runtime)))
     return "\n".join(L) + "\n"

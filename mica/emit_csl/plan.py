@@ -49,7 +49,7 @@ RESERVED_IDS = frozenset({21, 22, 23, 27, 28, 29, 30, 31})
 MIN_CHUNK = 16
 #: Routable colour IDs.
 ROUTABLE = 24
-DTYPES = {"f32": ("f32", 4), "f16": ("f16", 2)}
+DTYPES = {"f32": ("f32", 4), "f16": ("f16", 2), "i32": ("i32", 4)}
 
 
 @dataclass(frozen=True)
@@ -260,10 +260,10 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int,
     elements, :class:`~mica.emit_csl.kernels.KernelSet`), all within ``sram_bytes``."""
     out = []
     for t in mp.tensors:
-        if t.dtype in INT_DTYPES:
+        if t.dtype in INT_DTYPES and t.dtype not in DTYPES:
             raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype {t.dtype}; MICA emits CSL "
-                            f"for f32 and f16 arrays only, not CSL's integer types yet (integer programs run on "
-                            f"the C emulator)")
+                            f"for f32, f16 and i32 arrays, not CSL's narrower integer types yet (programs with "
+                            f"{t.dtype} arrays run on the C emulator)")
         if t.dtype == "bf16":
             raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype bf16, which the WSE cannot "
                             f"compute with: its DSD arithmetic is f32 (@fmacs, @fadds) and f16 (@fmach, @faddh), "

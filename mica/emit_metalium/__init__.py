@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..meshir.ir import distinct_exchange_names
 from .host import render_host
 from .kernels import render_kernels
 from .plan import build_plan
@@ -61,7 +62,7 @@ def render(compiled) -> dict[str, str]:
     """Every file of the Metalium output as {relative path: text} (validated). A phase loop (a loop around
     whole operators, :attr:`mica.meshir.ir.Loop.phase`) is a loop in every kernel around its operators'
     turns, as any MeshIR loop is."""
-    mp = compiled.mesh_program
+    mp = distinct_exchange_names(compiled.mesh_program)      # transfers and semaphores go by exchange name
     plan = build_plan(mp)
     files = render_kernels(plan, mp)
     files["host.cpp"] = render_host(plan, mp, compiled)

@@ -24,9 +24,13 @@ FACE = 16
 #: MICA dtype -> (tt::DataFormat, C++ element type in L1, bytes per element). Tenstorrent has no f64 format.
 #: bf16 tiles are Float16_b (bfloat16, the matrix FPU's native input format), held in L1 and in the kernels'
 #: scalar loops as ``uint16_t`` bit patterns (the upper half of an f32; :mod:`mica.codeprint.half`).
+#: i32 tiles are Int32 (the same 4096 B as Float32): integer arrays are computed by the generic path's scalar
+#: loops only (C++ integer arithmetic on the RISC-V), never by the FPU or SFPU tile routines, and share a
+#: program with f32 arrays (one tile size), not with bf16 ones.
 DATA_FORMATS = MappingProxyType({
     "f32": ("tt::DataFormat::Float32", "float", 4),
     "bf16": ("tt::DataFormat::Float16_b", "uint16_t", 2),
+    "i32": ("tt::DataFormat::Int32", "int32_t", 4),
 })
 
 #: The 16-bit tile formats (tt-metal's tt::DataFormat: Float16_b is bfloat16, Float16 IEEE half). bf16 is
@@ -54,7 +58,7 @@ DEVICE_GRIDS = MappingProxyType({"wormhole": (8, 8), "blackhole": (11, 10)})
 
 
 def tile_bytes(dtype: str) -> int:
-    """Bytes of one 32x32 tile of ``dtype`` (4096 for Float32, 2048 for Float16_b)."""
+    """Bytes of one 32x32 tile of ``dtype`` (4096 for Float32 and Int32, 2048 for Float16_b)."""
     return TILE * TILE * DATA_FORMATS[dtype][2]
 
 

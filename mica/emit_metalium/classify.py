@@ -36,7 +36,7 @@ from math import ceil, prod
 
 import islpy as isl
 
-from ..affine.expr import Bin, Call, Const, Neg, Read
+from ..affine.expr import INT_DTYPES, Bin, Call, Const, Neg, Read
 from ..affine.isl_names import iset
 from ..affine.runtime import kernel_param
 from ..codeprint import C_KERNEL, ast_expr
@@ -132,6 +132,12 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
                       text=f"{len(k.parts)} statements in their original order {k.schedule}",
                       reason=f"a sequence of {len(k.parts)} statements whose instances interleave in their original "
                              f"order (one tile routine runs one statement over whole boxes)")
+    ints = sorted({a.buffer for a in (k.write, *k.reads) if mp.tensor(a.buffer).dtype in INT_DTYPES})
+    if ints:
+        check_generic(mp, k)
+        return TileOp(k.name, "generic", k.write.buffer, text=statement_text(k),
+                      reason=f"integer arithmetic on {', '.join(ints)} (the FPU and SFPU tile routines MICA emits "
+                             f"are float ones)")
     reads = {a.ref: a for a in k.reads}
 
     def acc(e) -> KAccess | None:

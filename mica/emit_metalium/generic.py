@@ -23,7 +23,8 @@ import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..codeprint import METALIUM, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
+from ..affine.expr import Read
+from ..codeprint import C_KERNEL, C_TYPES, METALIUM, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
 from ..codeprint.half import ROUND_C, load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
@@ -39,15 +40,17 @@ def _soft_call(fn: str, elem: str) -> str:
     return SOFT_CALLS[fn]
 
 
-#: the generic path's language: Metalium C++ with the calls of :data:`.classify.SOFT_CALLS`
-GENERIC = replace(METALIUM, call=_soft_call)
+#: the generic path's language: Metalium C++ with the calls of :data:`.classify.SOFT_CALLS`, and C's integer
+#: arithmetic for i32 arrays (the RISC-V's own: C++'s ``/`` and ``%`` truncate as C's do)
+GENERIC = replace(METALIUM, call=_soft_call, index="(({1})({0}))", int_const=C_KERNEL.int_const,
+                  conv="(({})({}))", int_div=None, types=C_TYPES)
 #: ... in a bf16 program, whose kernels also have the bf16 conversions (:mod:`mica.codeprint.half`): a C
 #: conversion to bf16 (``(__bf16)i``) rounds the float value to bf16 as the reference does
 GENERIC_BF16 = replace(GENERIC, conv_round=MappingProxyType({"bf16": ROUND_C["bf16"]}))
 
 
 #: the integer type moving an element's bits, per dtype (the data-movement copies of :mod:`.stencil`)
-BITS = {"f32": "uint32_t", "bf16": "uint16_t"}
+BITS = {"f32": "uint32_t", "bf16": "uint16_t", "i32": "uint32_t"}
 
 #: what each mode's loop nest does per instance (the head comment of its block)
 MODES = {
@@ -106,9 +109,16 @@ class _Printer:
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
             return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
-        lang = GENERIC_BF16 if self.dtype(p.write.buffer) == "bf16" else GENERIC
-        return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar,
-                          where=f"kernel {self.k.name}", env=env)
+        def dtype_of(leaf) -> str:        # a scalar argument is a float (its f32 bits in a runtime arg)
+            if not isinstance(leaf, Read):
+                return "f32"
+            acc = p.write if leaf.ref == p.write.ref else next(a for a in p.reads if a.ref == leaf.ref)
+            return self.dtype(acc.buffer)
+        wdt = self.dtype(p.write.buffer)
+        lang = GENERIC_BF16 if wdt == "bf16" else GENERIC
+        # float parts in f32 (bf16 values are read as f32), integer parts in C's int arithmetic
+        return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar, elem="float",
+                          where=f"kernel {self.k.name}", env=env, dtype_of=dtype_of, dtype=wdt)
 
     def scalar(self, name: str) -> str:
         """A scalar argument's value: a runtime parameter's (an int runtime arg) or a float's (its f32 bits
@@ -159,8 +169,10 @@ class _Printer:
         allp = sorted(set(params) | {"__x", "__y"})
         ctx = iset(f"[{', '.join(allp)}] -> {{ : {' and '.join(ctx_cons)} }}", EmitError)
         dom = dom.intersect_params(ctx)
-        dtype = self.mp.tensor(self.part.write.buffer).dtype
-        ctype = DATA_FORMATS[dtype][1] if self.mode == "generic" else BITS[dtype]
+        def ctype(buffer: str) -> str:      # each buffer's element type (a kernel may read f32, write i32)
+            dtype = self.dtype(buffer)
+            return DATA_FORMATS[dtype][1] if self.mode == "generic" else BITS[dtype]
+        wtype = ctype(self.part.write.buffer)
         what = "generic path" if self.mode == "generic" else self.mode
         out = [f"{indent}// {what}, kernel class {self.cls.name}: {MODES[self.mode]}",
                f"{indent}{{",
@@ -171,12 +183,12 @@ class _Printer:
             cb = self.plan.tensor_cb(b).name
             if self.mode == "scatter" and b != self.k.write.buffer:
                 continue
-            out.append(f"{indent}    {ctype}* const {self.ptr(b)} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));"
-                       f"  // {b}")
+            ty = ctype(b)
+            out.append(f"{indent}    {ty}* const {self.ptr(b)} = reinterpret_cast<{ty}*>(get_write_ptr({cb}));  // {b}")
         scratch = ([(f"sv{n}", f"cb_sv{n}", f"view {view_text(v)}") for n, v in enumerate(self.op.views)]
                    if self.mode == "gather" else [("sacc", "cb_sacc", "the result")] if self.mode == "scatter" else [])
         for ptr, cb, what in scratch:
-            out.append(f"{indent}    {ctype}* const {ptr} = reinterpret_cast<{ctype}*>(get_write_ptr({cb}));  // {what}")
+            out.append(f"{indent}    {wtype}* const {ptr} = reinterpret_cast<{wtype}*>(get_write_ptr({cb}));  // {what}")
         self.lines = []
         if not dom.is_empty():
             if k.parts:

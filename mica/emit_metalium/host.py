@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from math import prod
 from types import MappingProxyType
 
+from ..affine.expr import INT_DTYPES
 from ..errors import EmitError
 from ..meshir.ir import HostLoad, HostStore, MeshProgram
 from ..codeprint import program_c
@@ -53,6 +54,8 @@ HOST_TYPES = MappingProxyType({
     "bf16": HostType("uint16_t", "bfloat16", "(uint16_t)0", "(uint16_t)0x7fc0u", "bfloat16(0.0f)",  # 0x7fc0: a NaN
                      "reference::mica_bf16_to_f32({})", "reference::mica_f32_to_bf16({})",
                      "bfloat16(reference::mica_bf16_to_f32({}))", "reference::mica_f32_to_bf16((float)({}))"),
+    # Int32 tiles hold the values themselves; an output starts at INT32_MIN (the marker of "never stored")
+    "i32": HostType("int32_t", "int32_t", "0", "INT32_MIN", "0", "(float)({})"),
 })
 
 
@@ -149,17 +152,28 @@ static uint32_t mica_f32_bits(float f) {
 """
 
 
-def staging_c(dtype: str) -> str:
-    """:data:`STAGING` for ``dtype``'s host types (the f32 text unchanged)."""
+def stage_fn(plan: MetalPlan, dtype: str) -> str:
+    """The staging function of arrays of ``dtype``: ``stage`` for the program's float dtype, ``stage_i32`` for
+    its integer arrays (:func:`staging_c`)."""
+    return "stage" if dtype == plan.dtype else f"stage_{dtype}"
+
+
+def staging_c(dtype: str, name: str = "stage") -> str:
+    """:data:`STAGING` for ``dtype``'s host types (the f32 text unchanged); under another ``name`` (a second
+    dtype of the program) only its staging function, the helpers it shares being defined once already."""
     h = host_type(dtype)
     if h == HOST_TYPES["f32"]:
         return STAGING
     out = STAGING
+    if name != "stage":
+        out = out[out.index("// Copies core (x, y)'s box"):].replace("static void stage(", f"static void {name}(")
     for old, new in (("std::vector<float>& a", f"std::vector<{h.ref}>& a"), ("float* tiles", f"{h.staged}* tiles"),
                      ("inside ? a[at] : 0.0f", f"inside ? {h.to_staged.format('a[at]')} : {h.staged_zero}"),
                      ("a[at] = tiles[tile_index(b, row, col)]",
                       f"a[at] = {h.from_staged.format('tiles[tile_index(b, row, col)]')}"),
                      ("-> float index", "-> element index")):
+        if old == "-> float index" and name != "stage":
+            continue                    # (in the shared helpers)
         assert old in out, old
         out = out.replace(old, new)
     return out
@@ -233,6 +247,7 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
          "}  // namespace reference", "", _skew_c(mp), staging_c(plan.dtype),
+         *(staging_c(d, stage_fn(plan, d)) for d in sorted({a.dtype for a in program.arrays} - {plan.dtype})),
          *([SCALAR_BITS] if float_scalars(mp) else []),
          *(_runtime_values(mp) if mp.runtime else ["int main() {"]),
          "    // Device 0 as a 1x1 mesh: programs run as mesh workloads and buffers are mesh buffers.",
@@ -362,14 +377,15 @@ def _dram_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
 
 def _staged_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
     """Each array streamed from DRAM written to its buffer as its tile image (zero padding past its edges)."""
-    h = host_type(plan.dtype)
     L = []
     for a in mp.dram:
         box, pages = _image_box(program, a)
+        dt = program.array(a).dtype
+        h = host_type(dt)
         L += [f"    {{  // {a} lives in device DRAM: its tile image, read by the readers step by step",
               f"        const Box box = {box};",
               f"        std::vector<{h.staged}> staged({pages} * 1024, {h.staged_zero});",
-              f"        stage(arr_{ident(a)}, box, 0, 0, staged.data(), true);",
+              f"        {stage_fn(plan, dt)}(arr_{ident(a)}, box, 0, 0, staged.data(), true);",
               f"        distributed::EnqueueWriteMeshBuffer(cq, {dram_stream_arg(a)}, staged, true);",
               "    }"]
     return L
@@ -482,10 +498,13 @@ def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list, source
         n = prod(a.shape) if a.shape else 1
         h = host_type(a.dtype)
         init = f"for ({h.ref}& v : arr_{{0}}) v = {h.from_float.format('dist(rng)')};" if a.name in program.inputs else ""
+        if a.dtype == "i32" and a.name in program.inputs:
+            # signed and never 0 (C leaves a division by zero undefined; the array may be a divisor)
+            init = "for (int32_t& v : arr_{0}) {{ const int32_t m = 1 + (int32_t)(rng() % 99u); v = rng() % 2u ? m : -m; }}"
         L.append(f"    std::vector<{h.ref}> arr_{ident(a.name)}({n}, {h.zero});  {init.format(ident(a.name))}".rstrip())
-    h = host_type(plan.dtype)
     for op in loads:
         t = mp.tensor(op.buffer)
+        h = host_type(t.dtype)
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages
         b = ident(op.buffer)
@@ -495,7 +514,7 @@ def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list, source
               f"        std::vector<{h.staged}> staged({pages * r.cores} * 1024, {h.staged_zero});",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
-              f"                stage({vec}, box, x, y, staged.data() + "
+              f"                {stage_fn(plan, t.dtype)}({vec}, box, x, y, staged.data() + "
               f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, true);",
               f"        distributed::EnqueueWriteMeshBuffer(cq, dram_{b}, staged, true);  // blocking: staged is local",
               "    }"]
@@ -518,9 +537,9 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list, sou
             L.append(f"    std::vector<{h.ref}> dev_{ident(a.name)}(arr_{ident(a.name)}.size(), {h.nan});")
         else:
             L.append(f"    std::vector<{h.ref}> dev_{ident(a.name)} = arr_{ident(a.name)};")
-    h = host_type(plan.dtype)
     for op in stores:
         t = mp.tensor(op.buffer)
+        h = host_type(t.dtype)
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages
         vec, before, after = _piece(sources, program, op.array, "dev", False, h)
@@ -530,7 +549,7 @@ def _run_and_stores(plan: MetalPlan, mp: MeshProgram, program, stores: list, sou
               f"        distributed::EnqueueReadMeshBuffer(cq, staged, dram_{ident(op.buffer)}, true);",
               f"        for (int y = {r.y0}; y < {r.y1}; ++y)",
               f"            for (int x = {r.x0}; x < {r.x1}; ++x)",
-              f"                stage({vec}, box, x, y, staged.data() + "
+              f"                {stage_fn(plan, t.dtype)}({vec}, box, x, y, staged.data() + "
               f"((size_t)((y - {r.y0}) * {r.x1 - r.x0} + (x - {r.x0})) * {pages}) * 1024, false);", *after, "    }"]
     return L
 
@@ -556,6 +575,15 @@ def _check(program, runtime=(), dtype: str = "f32") -> list[str]:
     for name in program.outputs:
         i = ident(name)
         h = host_type(program.array(name).dtype)
+        if program.array(name).dtype in INT_DTYPES:       # integers: exactly
+            L += ["    {",
+                  "        size_t wrong = 0;",
+                  f"        for (size_t k = 0; k < arr_{i}.size(); ++k) wrong += dev_{i}[k] != arr_{i}[k];",
+                  f"        std::printf(\"{name}: %zu of %zu elements differ from the reference (exact) %s\\n\", wrong, "
+                  f"arr_{i}.size(), wrong ? \"MISMATCH\" : \"ok\");",
+                  "        bad += wrong ? 1 : 0;",
+                  "    }"]
+            continue
         ref, dev = h.to_float.format(f"arr_{i}[k]"), h.to_float.format(f"dev_{i}[k]")
         if h.ref == "float":
             scan = [f"        for (float v : arr_{i}) scale = std::fmax(scale, std::fabs(v));"]

@@ -409,6 +409,8 @@ def _phases(mp: MeshProgram) -> list[int]:
 
 def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozenset = frozenset(),
          tile_ops: tuple = ()) -> tuple[CB, ...]:
+    """The circular buffers (see the module text): a tensor's CB and its landing CB in the tensor's data
+    format (Int32 for an i32 tensor), the scratch and token CBs in the program's float ``dtype``."""
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
     loaded = [op.buffer for op, _ in mp.walk() if isinstance(op, HostLoad)]
@@ -437,10 +439,11 @@ def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozens
         start = 0 if t.name in loaded else 16 if t.name in stored else 24
         r, c = tile_grid(t)
         k = 2 if t.name in double.buffers or t.name in dram_two else 1
-        out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, k * r * c, fmt, k))
+        out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, k * r * c, DATA_FORMATS[t.dtype][0], k))
     for name in landing:
-        r, c = tile_grid(mp.tensor(name))
-        out.append(CB(take(24), cb_name(name, "landing"), "landing", name, tb, r * c, fmt))
+        t = mp.tensor(name)
+        r, c = tile_grid(t)
+        out.append(CB(take(24), cb_name(name, "landing"), "landing", name, tb, r * c, DATA_FORMATS[t.dtype][0]))
     scratch = scratch_names(tile_ops)
     if scratch:
         pages = max(o.mt for o in tile_ops if o.kind == "stencil")
@@ -676,10 +679,11 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     arch = _arch(mp)
     dtypes = {t.dtype for t in mp.tensors}
     for t in mp.tensors:
-        if t.dtype in INT_DTYPES:
+        if t.dtype in INT_DTYPES and t.dtype not in DATA_FORMATS:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; the Metalium back end "
-                            f"takes {', '.join(DATA_FORMATS)} only (tt-metal's integer data formats, Int32 and "
-                            f"UInt8 among them, are not generated yet; integer programs run on the C emulator)")
+                            f"takes {', '.join(DATA_FORMATS)} only (tt-metal's narrower integer data formats, Int8 "
+                            f"and UInt8 among them, are not generated yet; programs with {t.dtype} arrays run on "
+                            f"the C emulator)")
         if t.dtype in HALF_FORMATS and t.dtype not in DATA_FORMATS:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; its tile format would be "
                             f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), which the Metalium back end "
@@ -693,9 +697,11 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if any(d.per != 1 for d in t.box):
             raise EmitError(f"tensor {t.name} of {mp.name}: a box holding block floor(t / per) of a step loop has no "
                             f"Metalium layout (plans send the step's panel instead, mica.lower.reads.step_panel)")
-    if len(dtypes) > 1:
-        raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one")
-    dtype = dtypes.pop() if dtypes else "f32"
+    floats = dtypes - {"i32"}
+    if len(floats) > 1 or ("i32" in dtypes and floats and tile_bytes(next(iter(floats))) != tile_bytes("i32")):
+        raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one "
+                        f"float dtype, with i32 arrays beside f32 ones only (tiles of one size)")
+    dtype = floats.pop() if floats else "f32"       # the float dtype (i32 tensors are Int32 CBs beside it)
     for op, _ in mp.walk():
         if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop, DramLoad)):
             raise EmitError(f"{mp.name}: no Metalium rendering for MeshIR op {type(op).__name__}")
@@ -715,11 +721,14 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if op.kind != "generic":
             try:
                 guards += [(cls.name, box_domain_guard(mp, k, cls.region, steps[k.name]) or "") for cls in k.classes]
-            except EmitError as exc:
-                if "not whole boxes" not in str(exc):
+            except EmitError as exc:        # instances a tile routine cannot cover: the generic path runs them
+                if "not whole boxes" in str(exc):
+                    why = "whose instances are part of its boxes"
+                elif "indexes no array directly" in str(exc):
+                    why = "over a loop that indexes no array directly (an element of a row, say)"
+                else:
                     raise
-                op = TileOp(k.name, "generic", op.out, text=op.text,
-                            reason=f"a {op.kind} routine whose instances are part of its boxes")
+                op = TileOp(k.name, "generic", op.out, text=op.text, reason=f"a {op.kind} routine {why}")
         if op.kind == "generic":
             op = reader_op(mp, k, op.reason)
         tile_ops.append(op)

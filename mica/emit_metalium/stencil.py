@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..affine.expr import Bin, Call, Const, Neg, Read
+from ..affine.expr import INT_DTYPES, Bin, Call, Const, Neg, Read
 from ..affine.isl_names import iset, umap
 from ..codeprint import expr_text
 from ..errors import EmitError
@@ -189,6 +189,8 @@ def reader_op(mp: MeshProgram, k: Kernel, why: str) -> TileOp:
         (src,) = [a for a in k.reads if a.ref == k.expr.ref] or [w]
         if mp.tensor(src.buffer).dtype == mp.tensor(w.buffer).dtype:
             return TileOp(k.name, "copy", w.buffer, (src.buffer,), mt=_tiles(mp, w.buffer), text=text)
+    if any(mp.tensor(a.buffer).dtype in INT_DTYPES for a in (w, *k.reads)):
+        return TileOp(k.name, "generic", w.buffer, text=text, reason=why)      # the tile routines are float ones
     try:
         views: dict = {}
         for a in k.reads:

@@ -40,7 +40,7 @@ def identity(op: str, dtype: str) -> float | int:
 
 
 #: What the index half of a (value, index) pair holds before its core sees a value (never read back for
-#: non-NaN data: see :func:`reduction_chains`).
+#: non-NaN data: see :func:`reduction_chains`); an integer index array holds it as an integer.
 NO_INDEX = 0.0
 
 
@@ -71,7 +71,7 @@ def fill_partials(b: _Builder) -> list:
     out = []
     for k, array in enumerate(b.reduced_arrays[:2]):
         part = b.tensors[array]
-        ident = identity(red.op, part.dtype) if k == 0 else NO_INDEX
+        ident = identity(red.op, part.dtype) if k == 0 else int(NO_INDEX) if part.dtype in INT_DTYPES else NO_INDEX
         for i, rg in enumerate(rects):
             if rg.cores:
                 k = b.box_kernel(f"k_fill{i}_{part.name}", part, rg, Const(ident))

@@ -21,7 +21,7 @@ loop variables (:class:`Lin`), so a root that moves with ``t`` and clipping at r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Union
 
@@ -630,6 +630,28 @@ def walk_ops(ops, scope: tuple = ()):
         yield op, scope
         if isinstance(op, Loop):
             yield from walk_ops(op.body, scope + ((op.var, op.count),))
+
+
+def distinct_exchange_names(mp: MeshProgram) -> MeshProgram:
+    """``mp`` with every exchange named once: the second and later exchanges of a name repeated in program
+    order (the reductions of two operators combining partials of the same arrays, say) get the suffix
+    ``#2``, ``#3``, ... For a back end that keys its transfers and semaphores by exchange name. Preserves
+    everything else: ops, order, loops, tensors and kernels; ``mp`` itself when no name repeats."""
+    seen: dict[str, int] = {}
+
+    def rename(ops):
+        out = []
+        for op in ops:
+            if isinstance(op, Exchange):
+                seen[op.name] = seen.get(op.name, 0) + 1
+                if seen[op.name] > 1:
+                    op = replace(op, name=f"{op.name}#{seen[op.name]}")
+            elif isinstance(op, Loop):
+                op = replace(op, body=rename(op.body))
+            out.append(op)
+        return tuple(out)
+    body = rename(mp.body)
+    return mp if all(n == 1 for n in seen.values()) else replace(mp, body=body)
 
 
 def loop_slot(loop: Loop, enclosing: int, phases: int, slots: int) -> int:

@@ -59,7 +59,9 @@ def execute(compiled, files, values=None, arrays=None, scalars=None):
             for k, name in enumerate(mp.scalars):
                 m.globals["scalars"][k] = np.float32(scalars[name])
     fab.run()
-    want = ns["reference"]({k: v.astype(np.float64) for k, v in arrays.items()}, {**(scalars or {}), **(values or {})})
+    # as run.py calls it: floats in double, integer arrays in Python ints
+    want = ns["reference"]({k: v.astype(np.float64 if v.dtype.kind == "f" else object) for k, v in arrays.items()},
+                           {**(scalars or {}), **(values or {})})
     got = {}
     for st in plan["host"]["stores"]:
         b = bufs[st["buffer"]]
@@ -67,7 +69,7 @@ def execute(compiled, files, values=None, arrays=None, scalars=None):
         flat = np.stack([np.stack([fab.cores[(x, y)].globals["buf_" + st["buffer"]][:b["elems"]] for x in range(x0, x1)])
                          for y in range(y0, y1)])
         name = st["piece_of"][0] if "piece_of" in st else st["array"]
-        got.setdefault(name, np.zeros(want[name].shape, np.float32))
+        got.setdefault(name, np.zeros(want[name].shape, np.int32 if b["dtype"] == "i32" else np.float32))
         ns["from_pes"](flat.reshape(-1), view(st, got), [tuple(d) for d in b["dims"]], x0, x1, y0, y1, b["elems"])
     return got, want
 

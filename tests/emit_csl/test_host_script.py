@@ -75,7 +75,8 @@ class FakeRuntime:
                 rg = st.region
                 self.out[st.buffer] = mesh.host_store(self._box(t, rg.x1, rg.y1, elems),
                                                       oc.Rect(rg.x0, rg.x1, rg.y0, rg.y1),
-                                                      (rg.y1, rg.x1, elems), np.float32)
+                                                      (rg.y1, rg.x1, elems),
+                                                      np.int32 if t.dtype == "i32" else np.float32)
 
     def memcpy_d2h(self, out, sym, x0, y0, w, h, elems, **kw):
         out[:] = self.out[sym][y0:y0 + h, x0:x0 + w, :elems].reshape(-1)

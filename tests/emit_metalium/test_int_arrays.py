@@ -1,0 +1,120 @@
+"""Integer (i32) arrays in the Metalium back end: Int32 circular buffers and DRAM staging beside the f32 ones,
+every kernel that touches an integer array on the generic path (C++ integer arithmetic on the RISC-V, C's
+truncating ``/`` and ``%``), and host.cpp comparing integer outputs with the reference exactly. The emitted
+programs are built against the functional model and run (as test_functional.py does): exact k-NN search
+(its ``int idx`` answers), int32 division, an int32 matmul reduced across cores, nussinov over an ``int``
+table. Narrower integer arrays, and i32 beside bf16, are refused by name."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import mica
+from mica.affine.from_c import from_c
+from mica.emit_metalium import render
+from mica.errors import EmitError
+from mica.models.knn import KnnConfig, knn_source
+
+from .test_functional import GXX, run_emitted
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
+from test_int_end_to_end import _case  # noqa: E402
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
+
+
+def _outputs(out: str) -> dict[str, str]:
+    """output name -> its comparison line of host.cpp's report."""
+    return {ln.split(":")[0]: ln for ln in out.splitlines()
+            if "max |device - reference|" in ln or "differ from the reference (exact)" in ln}
+
+
+def _check_run(compiled, tmp_path):
+    files = render(compiled)
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 0, out
+    lines = _outputs(out)
+    assert sorted(lines) == sorted(compiled.program.outputs), out
+    for name, ln in lines.items():
+        if compiled.program.array(name).dtype == "i32":
+            assert re.search(r": 0 of \d+ elements differ from the reference \(exact\) ok$", ln), ln
+        else:
+            m = re.search(r"= (\S+) \(scale (\S+)\) (\w+)", ln)
+            assert m.group(3) == "ok" and float(m.group(1)) <= 1e-5 * float(m.group(2)), ln
+    return files
+
+
+@pytest.mark.parametrize("metric, k, mesh", [("l2", 3, (3, 2)), ("ip", 2, (5, 1)), ("l2", 1, (4, 4))])
+def test_knn_runs_on_the_functional_model(metric, k, mesh, tmp_path):
+    cfg = KnnConfig(n=40, dim=6, batch=3, k=k, metric=metric, dtype="f32")
+    # WSE-2's plan, placed on a Wormhole (the back end takes any plan whose mesh fits its grid): Wormhole's own
+    # model keeps so small a search on one core
+    compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=mesh)
+    assert compiled.cost.cores > 1
+    pair = "(min, argmin) pair" if metric == "l2" else "(max, argmax) pair"
+    assert f"carries only the {pair}" in compiled.explain()       # each round's pick combined across cores
+    files = _check_run(compiled, tmp_path)
+    plan = json.loads(files["plan.json"])
+    formats = {c["tensor"]: c["data_format"] for c in plan["circular_buffers"] if c["kind"] == "tensor"}
+    assert formats["idx"] == "tt::DataFormat::Int32" and formats["d"] == "tt::DataFormat::Float32"
+    assert "static void stage_i32(std::vector<int32_t>& a" in files["host.cpp"]
+    assert "int32_t* const" in "".join(t for p, t in files.items() if p.startswith("kernels/reader_"))
+    if k > 1:       # every round reduces dist and idx under the same exchange names: told apart (they deadlocked)
+        assert "along the chain#2" in files["plan.json"]
+
+
+@pytest.mark.parametrize("name, params, mesh", [("intdiv", {"n": 13, "m": 11}, (3, 2)),
+                                                ("imatmul", {"ni": 11, "nj": 10, "nk": 7}, (4, 4))])
+def test_int32_programs_run_on_the_functional_model(name, params, mesh, tmp_path):
+    prog, _, _ = _case(name, params)
+    compiled = mica.compile_affine(prog, mesh=mesh, target="wormhole")
+    assert compiled.cost.cores > 1
+    files = _check_run(compiled, tmp_path)
+    if name == "intdiv":                  # C++'s own truncating / and %, on int32_t
+        readers = "".join(t for p, t in files.items() if p.startswith("kernels/reader_"))
+        assert " / " in readers and " % " in readers and "mica_idiv" not in readers
+
+
+def test_nussinov_with_an_int_sequence_runs_on_the_functional_model(tmp_path):
+    src = (Path(__file__).resolve().parents[1] / "frontend" / "kernels_int" / "nussinov-int.c").read_text()
+    prog = from_c(src.replace("typedef char base;", "typedef int base;"), None, params={"n": 12})
+    _check_run(mica.compile_affine(prog, mesh=(2, 2), target="wormhole"), tmp_path)
+
+
+def test_mixed_int_and_float_statements(tmp_path):
+    """``g = x / 2`` (integer division, then float), ``h = (float)x / 2``, ``r = f * x`` (a float product
+    truncated into an int): C's conversions, on the generic path."""
+    src = ("void f(int x[40], float f[40], float g[40], float h[40], int r[40]) {\n"
+           "  for (int i = 0; i < 40; i++) {\n    g[i] = x[i] / 2;\n    h[i] = (float)x[i] / 2;\n"
+           "    r[i] = f[i] * x[i];\n  }\n}\n")
+    _check_run(mica.compile_affine(from_c(src), mesh=(2, 2), target="wormhole"), tmp_path)
+
+
+def test_narrow_integer_arrays_are_refused_by_name(tmp_path):
+    prog, _, _ = _case("widen-sum", {"n": 8, "m": 2})
+    with pytest.raises(EmitError, match=r"array \w+ \(tensor \w+\) of \w+ is i8; the Metalium back end takes "
+                                        r"f32, bf16, i32 only"):
+        mica.compile_affine(prog, mesh=(2, 2), target="wormhole").emit("metalium", tmp_path / "tt")
+
+
+def test_i32_beside_bf16_is_refused():
+    """Int32 tiles are 4096 B, Float16_b tiles 2048 B: one program's CBs and DRAM pages take one tile size."""
+    src = "void f(__bf16 a[8], int n[8], __bf16 b[8]) {\n  for (int i = 0; i < 8; i++) b[i] = a[i] * n[i];\n}\n"
+    compiled = mica.compile_affine(from_c(src), mesh=(2, 1), target="wormhole")
+    with pytest.raises(EmitError, match=r"tensors of several dtypes \['bf16', 'i32'\]; the Metalium back end takes "
+                                        r"one float dtype, with i32 arrays beside f32 ones only"):
+        render(compiled)
+
+
+def test_knn_past_the_semaphore_budget_is_refused_by_name():
+    """k = 2 on 4x4 combines each round in two tree levels and multicasts the pick for the next round's
+    knock-out: five transfer geometries, ten semaphores, more than a Tensix core has."""
+    cfg = KnnConfig(n=40, dim=6, batch=3, k=2, metric="l2", dtype="f32")
+    compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=(4, 4))
+    with pytest.raises(EmitError, match=r"knn: its communication ops need 10 semaphores per core; .* has 8"):
+        render(compiled)
