@@ -244,6 +244,7 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "#include <tt-metalium/mesh_workload.hpp>",
          *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime or float_scalars(mp) else []),
          *(["#include <tt-metalium/bfloat16.hpp>"] if host_type(plan.dtype).staged == "bfloat16" else []),
+         *(["#include <tt-metalium/global_semaphore.hpp>"] if any(s.kind == "global" for s in plan.sems) else []),
          "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
          "}  // namespace reference", "", _skew_c(mp), staging_c(plan.dtype),
@@ -322,7 +323,12 @@ def _cbs_and_semaphores(plan: MetalPlan) -> list[str]:
     L += ["", "    // Semaphores: a ready counter and a valid flag per communication pattern (one for both where no core",
           "    // both sends and receives; ops of the same geometry share)."]
     for s in plan.sems:
-        L.append(f"    const uint32_t {s.name} = CreateSemaphore(program, work, 0);  // id {s.index}: {s.role} of {s.op}")
+        if s.kind == "global":      # past the eight a core has: a word of L1 at one address on every core
+            L.append(f"    const GlobalSemaphore {s.name} = CreateGlobalSemaphore(mesh_device.get(), work, 0, "
+                     f"BufferType::L1);  // {s.role} of {s.op}")
+        else:
+            L.append(f"    const uint32_t {s.name} = CreateSemaphore(program, work, 0);  // id {s.index}: {s.role} of "
+                     f"{s.op}")
     return L
 
 
@@ -424,6 +430,8 @@ def _arg_value(name: str) -> str:
         return f"(uint32_t){name}"       # a runtime parameter's value (int32_t; the kernel casts it back)
     if name.startswith("sc_"):
         return f"mica_f32_bits({name})"  # a scalar argument's f32 bits (the kernel reads them back)
+    if name.startswith("sem_"):
+        return f"(uint32_t){name}.address()"  # a global semaphore's L1 address
     return f"(uint32_t){name}->address()"
 
 

@@ -33,7 +33,7 @@ from ..codeprint import METALIUM, skew_block
 from ..codeprint.half import support_c
 from ..meshir.ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
-from .api import TT_METAL_VERSION, float_c, tile_bytes
+from .api import NUM_SEMAPHORES, TT_METAL_VERSION, float_c, tile_bytes
 from .classify import tile_grid
 from .generic import render_generic
 from .stencil import READER_KINDS, render_passes
@@ -173,13 +173,19 @@ DATAFLOW_H = """\
 #include <stdint.h>
 #include "api/dataflow/dataflow_api.h"
 
-static inline volatile tt_l1_ptr uint32_t* mica_sem_ptr(uint32_t sem_id) {
-    return reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(sem_id));
+// A semaphore is an id of the program's own (CreateSemaphore: 0 .. 7) or the L1 address of a global one
+// (CreateGlobalSemaphore, past the eight a core has: the same address on every core, never below 8).
+static inline uint32_t mica_sem_addr(uint32_t sem) {
+    return sem < 8 ? (uint32_t)get_semaphore(sem) : sem;
+}
+
+static inline volatile tt_l1_ptr uint32_t* mica_sem_ptr(uint32_t sem) {
+    return reinterpret_cast<volatile tt_l1_ptr uint32_t*>(mica_sem_addr(sem));
 }
 
 static inline void mica_recv_ready(uint32_t sem_ready, uint32_t sem_valid, uint32_t src_noc_x, uint32_t src_noc_y) {
     noc_semaphore_set(mica_sem_ptr(sem_valid), 0);
-    noc_semaphore_inc(get_noc_addr(src_noc_x, src_noc_y, get_semaphore(sem_ready)), 1);
+    noc_semaphore_inc(get_noc_addr(src_noc_x, src_noc_y, mica_sem_addr(sem_ready)), 1);
 }
 
 static inline void mica_wait_valid(uint32_t sem_valid) {
@@ -193,7 +199,7 @@ static inline void mica_send_unicast(uint32_t src_l1, uint32_t dst_l1, uint32_t 
     noc_semaphore_set(ready, 0);
     noc_async_write(src_l1, get_noc_addr(dst_noc_x, dst_noc_y, dst_l1), bytes);
     noc_async_write_barrier();
-    noc_semaphore_inc(get_noc_addr(dst_noc_x, dst_noc_y, get_semaphore(sem_valid)), 1);
+    noc_semaphore_inc(get_noc_addr(dst_noc_x, dst_noc_y, mica_sem_addr(sem_valid)), 1);
     noc_async_atomic_barrier();
 }
 
@@ -216,8 +222,8 @@ static inline void mica_send_multicast(uint32_t src_l1, uint32_t dst_l1, uint32_
     noc_semaphore_set(valid, 1);  // the sender's own flag, also the source of the flag multicast
     const uint32_t others = self_included ? n_dests - 1 : n_dests;
     if (others > 0) {
-        noc_semaphore_set_multicast(get_semaphore(sem_valid),
-                                    get_noc_multicast_addr(x0, y0, x1, y1, get_semaphore(sem_valid)), others);
+        noc_semaphore_set_multicast(mica_sem_addr(sem_valid),
+                                    get_noc_multicast_addr(x0, y0, x1, y1, mica_sem_addr(sem_valid)), others);
     }
     noc_async_write_barrier();
 }
@@ -340,7 +346,11 @@ def _reader_head(plan: MetalPlan, cc: CoreClass) -> list[str]:
     lines += ["", "// Compile-time args: the semaphore ids (a ready counter and a valid flag per communication pattern;",
               "// one semaphore for both where no core is ever sender and receiver)."]
     for s in plan.sems:
-        lines.append(f"constexpr uint32_t {s.name} = get_compile_time_arg_val({s.index});  // {s.role} of {s.op}")
+        if s.kind == "program":
+            lines.append(f"constexpr uint32_t {s.name} = get_compile_time_arg_val({s.index});  // {s.role} of {s.op}")
+    if any(s.kind == "global" for s in plan.sems):
+        lines.append(f"// (the semaphores past the {NUM_SEMAPHORES} a core has are global ones: their L1 addresses are "
+                     f"runtime args)")
     lines += ["", "// The compute kernel's turn: hand it the token, wait until it hands it back.",
               "static inline void mica_compute_turn() {",
               "    cb_reserve_back(cb_tok_r2c, 1);", "    cb_push_back(cb_tok_r2c, 1);",
@@ -357,6 +367,8 @@ def _reader_args(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
     names = list(plan.args(f"kernels/reader_{cc.name}.cpp").runtime)
     lines = _arg_lines(names, {**{f"dram_{ident(b)}": f"DRAM address of the staged {loads[b].array} "
                                   f"(host_load {loads[b].array} -> {b})" for b in cc.loads},
+                               **{s.name: f"L1 address of a global semaphore: {s.role} of {s.op}"
+                                  for s in plan.sems if s.kind == "global"},
                                **{dram_stream_arg(a): f"DRAM address of {a}, streamed (its row-major tile image)"
                                   for a in plan_dram(plan, cc)}})
     lines += ["    const uint32_t my_noc_x = noc_x[my_x];", "    const uint32_t my_noc_y = noc_y[my_y];",

@@ -101,12 +101,16 @@ class CB:
 class Sem:
     """Semaphore ``index`` (creation order) named ``name``, first used by op ``op``; ``role`` ready (the
     sender counts receivers that freed their buffer), valid (the receiver's flag: the data has landed), or
-    ready+valid (both, for ops where no core is ever both sender and receiver)."""
+    ready+valid (both, for ops where no core is ever both sender and receiver). ``kind``: ``program`` (one of
+    the :data:`~.api.NUM_SEMAPHORES` a core has, ``CreateSemaphore``; the reader gets its id as a compile-time
+    arg) or ``global`` (past those: ``CreateGlobalSemaphore``, a word of L1 at one address on every core of
+    the work region, starting at 0; the reader gets the address as a runtime arg)."""
 
     index: int
     name: str
     op: str
     role: str
+    kind: str = "program"
 
 
 @dataclass(frozen=True)
@@ -179,17 +183,18 @@ def _kernel_args(classes, sems, mesh, runtime=(), dram=(), scalars=()) -> tuple[
     (``rp_<name>``) come last, for the reader (the generic path's loops) and the compute kernel (the guards
     of tile routines), after the reader's float ``scalars`` (``sc_<name>``, f32 bits: only the generic path
     reads them). The addresses of the arrays streamed from device DRAM (``dram``) follow the reader's host
-    loads."""
+    loads; those of the global semaphores (``sems`` past the program's own) follow the NoC coordinates."""
     out = []
     rps = tuple(runtime_arg(n) for n, _, _ in runtime)
     scs = tuple(scalar_arg(n) for n in scalars)
     streams = tuple(dram_stream_arg(a) for a in dram)
+    gsems = tuple(s.name for s in sems if s.kind == "global")     # their L1 addresses
     for cc in classes:
         noc = tuple(f"noc_x{i}" for i in range(mesh[0])) + tuple(f"noc_y{j}" for j in range(mesh[1]))
         out.append(KernelArgs(f"kernels/reader_{cc.name}.cpp",
-                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + streams + noc + scs
-                              + rps,
-                              tuple(s.name for s in sems)))
+                              ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.loads) + streams + noc + gsems
+                              + scs + rps,
+                              tuple(s.name for s in sems if s.kind == "program")))
         out.append(KernelArgs(f"kernels/compute_{cc.name}.cpp", ("my_x", "my_y") + rps, ()))
         out.append(KernelArgs(f"kernels/writer_{cc.name}.cpp",
                               ("my_x", "my_y") + tuple(f"dram_{ident(b)}" for b in cc.stores), ()))
@@ -259,7 +264,8 @@ class MetalPlan:
                                   "page_bytes": c.page_bytes, "pages": c.pages, "data_format": c.data_format,
                                   **({"slots": c.slots, "slot_pages": c.slot_pages} if c.slots != 1 else {})}
                                  for c in self.cbs],
-            "semaphores": [{"id": s.index, "name": s.name, "op": s.op, "role": s.role} for s in self.sems],
+            "semaphores": [{"id": s.index, "name": s.name, "op": s.op, "role": s.role,
+                            **({"kind": "global"} if s.kind == "global" else {})} for s in self.sems],
             "kernels": {k.path: {"runtime_args": len(k.runtime), "runtime_arg_names": list(k.runtime),
                                  "compile_args": len(k.compile), "compile_arg_names": list(k.compile)}
                         for k in self.kernel_args},
@@ -506,7 +512,7 @@ def _static_roles(mp: MeshProgram, parts: list[Transfer], scope) -> bool:
     return not (senders & receivers)
 
 
-def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = False
+def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = False, spill: bool = False
           ) -> tuple[tuple[Sem, ...], tuple[Transfer, ...]]:
     """Semaphores, and the transfers with their names filled in.
 
@@ -521,7 +527,10 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = 
     of different phases (top-level ops of the body, which never overlap on a core) share their valid flags: a receiver clears its flag and signals ready before any
     sender of the later op can raise the flag, and it has seen the earlier op's flag before that. (Ready
     counters are not shared so: a core outside the earlier op could count towards a sender still waiting
-    in it.)"""
+    in it.)
+
+    More than :data:`~.api.NUM_SEMAPHORES` is an :class:`EmitError` unless ``spill``: then the ones past them
+    are global semaphores (:class:`Sem` ``kind``), which the handshake uses alike."""
     by_op: dict[tuple[str, str], list[Transfer]] = {}
     for t in transfers:
         by_op.setdefault((t.exchange, t.op), []).append(t)
@@ -558,10 +567,12 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = 
             if names[key][0] != names[key][1]:
                 valid_phases.setdefault(names[key][1], set()).add(phase_of[i])
         chosen[(ex.name, c.name)] = names[key]
-    if len(sems) > NUM_SEMAPHORES:
-        raise EmitError(f"{mp.name}: its communication ops need {len(sems)} semaphores per core; "
-                        f"{TT_METAL_VERSION} has {NUM_SEMAPHORES}")
     from dataclasses import replace
+    if len(sems) > NUM_SEMAPHORES:
+        if not spill:
+            raise EmitError(f"{mp.name}: its communication ops need {len(sems)} semaphores per core; "
+                            f"{TT_METAL_VERSION} has {NUM_SEMAPHORES}")
+        sems[NUM_SEMAPHORES:] = [replace(x, kind="global") for x in sems[NUM_SEMAPHORES:]]
     out = tuple(replace(t, ready=chosen[(t.exchange, t.op)][0], valid=chosen[(t.exchange, t.op)][1])
                 for t in transfers)
     return tuple(sems), out
@@ -746,11 +757,8 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
     transfers = _transfers(mp, cbs, dtype, double)
     try:
         sems, transfers = _sems(mp, transfers)
-    except EmitError as exc:
-        try:
-            sems, transfers = _sems(mp, transfers, share_valid=True)
-        except EmitError:
-            raise exc from None
+    except EmitError:           # fewer by sharing valid flags across phases; past eight, global semaphores
+        sems, transfers = _sems(mp, transfers, share_valid=True, spill=True)
     hosts = []
     for i, (ex, scope) in enumerate(_exchanges(mp)):
         if i in double.exchanges:

@@ -336,6 +336,27 @@ public:
     mutable std::vector<KernelSpec> kernels;
 };
 inline Program CreateProgram() { return Program{}; }
+
+// Global semaphores: the k-th is the word at L1 offset 16 * (16 + k) of every core of its set (above the
+// program semaphores, below the CBs), set to its initial value when a program starts. Its address() is a
+// token, 0xF0000000 + offset, that mica_sim_run relocates in every kernel's runtime args to the word of that
+// core (the device gives one L1 address on every core; the model's cores are separate host allocations).
+class IDevice {};
+class GlobalSemaphore {
+public:
+    std::uint32_t offset = 0;
+    std::uint64_t address() const { return 0xF0000000u + offset; }
+};
+struct GlobalSemSpec { std::uint32_t offset; std::uint32_t init; CoreRangeSet cores; };
+inline std::vector<GlobalSemSpec>& global_sems() { static std::vector<GlobalSemSpec> g; return g; }
+inline GlobalSemaphore CreateGlobalSemaphore(IDevice*, const CoreRangeSet& cores, std::uint32_t init,
+                                             BufferType = BufferType::L1) {
+    GlobalSemaphore g;
+    g.offset = 16 * (16 + (std::uint32_t)global_sems().size());
+    if (g.offset + 16 > 4096) { std::fprintf(stderr, "too many global semaphores for the model\n"); std::abort(); }
+    global_sems().push_back({g.offset, init, cores});
+    return g;
+}
 inline std::uintptr_t CreateCircularBuffer(Program& p, const CoreSpec& s, const CircularBufferConfig& c) { p.cbs.emplace_back(as_set(s), c); return p.cbs.size(); }
 inline std::uint32_t CreateSemaphore(Program& p, const std::variant<CoreRange, CoreRangeSet>&, std::uint32_t) { return p.sems++; }
 inline KernelHandle CreateKernel(Program& p, const std::string& f, const CoreSpec& s, const std::variant<DataMovementConfig, ComputeConfig>&) {
@@ -371,11 +392,16 @@ inline void mica_sim_run(Program& p) {
         next += (cfg.total + 31) & ~31u;
     }
     if (next > L1_BYTES) { std::fprintf(stderr, "CBs exceed the model's L1\n"); std::abort(); }
+    for (const auto& g : global_sems())
+        for (const auto& cc : corerange_to_cores(g.cores))
+            *(std::uint32_t*)(at(cc.x, cc.y)->l1 + g.offset) = g.init;
     std::vector<std::thread> threads;
     for (auto& k : p.kernels)
         for (const auto& cc : corerange_to_cores(k.cores)) {
             Core* core = at(cc.x, cc.y);
             std::vector<std::uint32_t> rt = k.rt[{cc.x, cc.y}];
+            for (std::uint32_t& v : rt)          // a global semaphore's token -> its word on this core
+                if ((v & 0xFFFFF000u) == 0xF0000000u) v = addr(core->l1 + (v & 0xFFFu));
             void (*fn)() = registry().at(k.path);
             threads.emplace_back([core, rt, fn] {
                 auto* c = new Ctx;
@@ -394,7 +420,7 @@ namespace distributed {
 class MeshShape { public: std::uint32_t rows = 1, cols = 1; };
 class MeshCoordinateRange { public: explicit MeshCoordinateRange(const MeshShape&) {} };
 class MeshCommandQueue {};
-class MeshDevice {
+class MeshDevice : public IDevice {
 public:
     MeshCommandQueue q;
     MeshShape shape_;

@@ -21,4 +21,7 @@ using CoreType = tt::umd::CoreType;
 
 namespace tt::tt_metal {
 using DeviceAddr = std::uint64_t;  // STAND-IN: tt-metal's DeviceAddr (hal_types.hpp, not read), a uint64_t
+// STAND-IN: tt-metal's IDevice (device.hpp, not read), the abstract device MeshDevice derives from; only
+// CreateGlobalSemaphore's parameter names it.
+class IDevice {};
 }  // namespace tt::tt_metal

@@ -13,6 +13,7 @@
 #include <tt-metalium/buffer_types.hpp>
 #include <tt-metalium/circular_buffer_config.hpp>
 #include <tt-metalium/core_coord.hpp>
+#include <tt-metalium/global_semaphore.hpp>
 #include <tt-metalium/kernel_types.hpp>
 #include <tt-metalium/program.hpp>
 #include <tt-metalium/tt_backend_api_types.hpp>
@@ -41,6 +42,11 @@ MICA_API uint32_t CreateSemaphore(
     const std::variant<CoreRange, CoreRangeSet>& core_spec,
     uint32_t initial_value,
     CoreType core_type = CoreType::WORKER);
+
+// tt_metal/api/tt-metalium/host_api.hpp @ 001b6f94042c1ccd567a085cd75c1efbbf05d8c3
+// ("Initializes a global semaphore on all cores within the specified CoreRangeSet"; L1 buffer types only)
+MICA_API GlobalSemaphore CreateGlobalSemaphore(
+    IDevice* device, const CoreRangeSet& cores, uint32_t initial_value, BufferType buffer_type = BufferType::L1);
 
 // tt_metal/api/tt-metalium/host_api.hpp @ 001b6f94042c1ccd567a085cd75c1efbbf05d8c3
 MICA_API void SetRuntimeArgs(

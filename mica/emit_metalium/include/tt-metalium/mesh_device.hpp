@@ -21,7 +21,7 @@ struct UInt32SpanStandIn {};  // STAND-IN for tt::stl::Span<const std::uint32_t>
 // tt_metal/api/tt-metalium/mesh_device.hpp @ 001b6f94042c1ccd567a085cd75c1efbbf05d8c3
 // (an IDevice; the defaults DEFAULT_L1_SMALL_SIZE, DEFAULT_TRACE_REGION_SIZE, DEFAULT_WORKER_L1_SIZE are
 // simplified to 0 and the DispatchCoreConfig / Span parameter types to STAND-INs)
-class MICA_API MeshDevice {
+class MICA_API MeshDevice : public IDevice {
 public:
     MICA_API static std::shared_ptr<MeshDevice> create_unit_mesh(
         int device_id,

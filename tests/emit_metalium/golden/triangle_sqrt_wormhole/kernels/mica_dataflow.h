@@ -12,13 +12,19 @@
 #include <stdint.h>
 #include "api/dataflow/dataflow_api.h"
 
-static inline volatile tt_l1_ptr uint32_t* mica_sem_ptr(uint32_t sem_id) {
-    return reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(sem_id));
+// A semaphore is an id of the program's own (CreateSemaphore: 0 .. 7) or the L1 address of a global one
+// (CreateGlobalSemaphore, past the eight a core has: the same address on every core, never below 8).
+static inline uint32_t mica_sem_addr(uint32_t sem) {
+    return sem < 8 ? (uint32_t)get_semaphore(sem) : sem;
+}
+
+static inline volatile tt_l1_ptr uint32_t* mica_sem_ptr(uint32_t sem) {
+    return reinterpret_cast<volatile tt_l1_ptr uint32_t*>(mica_sem_addr(sem));
 }
 
 static inline void mica_recv_ready(uint32_t sem_ready, uint32_t sem_valid, uint32_t src_noc_x, uint32_t src_noc_y) {
     noc_semaphore_set(mica_sem_ptr(sem_valid), 0);
-    noc_semaphore_inc(get_noc_addr(src_noc_x, src_noc_y, get_semaphore(sem_ready)), 1);
+    noc_semaphore_inc(get_noc_addr(src_noc_x, src_noc_y, mica_sem_addr(sem_ready)), 1);
 }
 
 static inline void mica_wait_valid(uint32_t sem_valid) {
@@ -32,7 +38,7 @@ static inline void mica_send_unicast(uint32_t src_l1, uint32_t dst_l1, uint32_t 
     noc_semaphore_set(ready, 0);
     noc_async_write(src_l1, get_noc_addr(dst_noc_x, dst_noc_y, dst_l1), bytes);
     noc_async_write_barrier();
-    noc_semaphore_inc(get_noc_addr(dst_noc_x, dst_noc_y, get_semaphore(sem_valid)), 1);
+    noc_semaphore_inc(get_noc_addr(dst_noc_x, dst_noc_y, mica_sem_addr(sem_valid)), 1);
     noc_async_atomic_barrier();
 }
 
@@ -55,8 +61,8 @@ static inline void mica_send_multicast(uint32_t src_l1, uint32_t dst_l1, uint32_
     noc_semaphore_set(valid, 1);  // the sender's own flag, also the source of the flag multicast
     const uint32_t others = self_included ? n_dests - 1 : n_dests;
     if (others > 0) {
-        noc_semaphore_set_multicast(get_semaphore(sem_valid),
-                                    get_noc_multicast_addr(x0, y0, x1, y1, get_semaphore(sem_valid)), others);
+        noc_semaphore_set_multicast(mica_sem_addr(sem_valid),
+                                    get_noc_multicast_addr(x0, y0, x1, y1, mica_sem_addr(sem_valid)), others);
     }
     noc_async_write_barrier();
 }

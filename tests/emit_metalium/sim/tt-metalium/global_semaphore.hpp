@@ -1,0 +1,2 @@
+#pragma once
+#include "mica_tt_sim.hpp"
