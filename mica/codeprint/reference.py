@@ -18,7 +18,7 @@ from ..affine.program import Program
 from ..affine.runtime import guarded, kernel_param
 from ..errors import EmitError
 from .aff import print_aff
-from ..affine.expr import Read
+from ..affine.expr import INT_DTYPES, Read, int_typed
 from .expr import float_dtype, iterator_casts_dropped, print_expr
 from .half import HALF_DTYPES, load_c, store_c, support_c
 from .isl_ast import ast_expr, walk
@@ -29,7 +29,9 @@ CTYPE = C_TYPES
 #: Python of the host script's reference: C's conversions to f32 and f16 (``(float)x``, ``(_Float16)i``) round
 #: through numpy's types, as C rounds them.
 PYTHON_REFERENCE = replace(PYTHON, conv_round=MappingProxyType({"f32": "float(np.float32({}))",
-                                                                 "f16": "float(np.float16({}))"}))
+                                                                 "f16": "float(np.float16({}))",
+                                                                 "i8": "mica_i8({})", "u8": "mica_u8({})",
+                                                                 "i16": "mica_i16({})"}))
 
 
 def original_order(prog: Program) -> isl.UnionMap:
@@ -118,8 +120,21 @@ def program_c(prog: Program) -> str:
     return "\n".join(head + lines + ["}", ""])
 
 
-#: C's truncating integer ``/`` and ``%`` in Python (whose own ``//`` and ``%`` floor), for :func:`program_py`.
-PY_INT_HELPERS = ("def mica_idiv(a, b):",
+#: C's truncating integer ``/`` and ``%`` in Python (whose own ``//`` and ``%`` floor) and its conversions to the
+#: narrow integer types (two's complement wrap), for :func:`program_py`.
+PY_INT_HELPERS = ("def mica_i8(a):",
+                  "    return ((int(a) + 128) & 255) - 128",
+                  "",
+                  "",
+                  "def mica_u8(a):",
+                  "    return int(a) & 255",
+                  "",
+                  "",
+                  "def mica_i16(a):",
+                  "    return ((int(a) + 32768) & 65535) - 32768",
+                  "",
+                  "",
+                  "def mica_idiv(a, b):",
                   "    q = abs(int(a)) // abs(int(b))",
                   "    return q if (a < 0) == (b < 0) else -q",
                   "",
@@ -134,7 +149,8 @@ def program_py(prog: Program) -> list[str]:
     """Python lines of ``reference(arrays, scalars)``: ``prog`` in its original order over numpy arrays
     (``arrays`` by name, changed in place and returned; ``scalars`` by name). Float arithmetic is Python's
     (double); an integer array's statements compute with Python ints, truncating ``/`` and ``%`` through
-    ``mica_idiv``/``mica_imod`` (:data:`PY_INT_HELPERS`, which the caller defines when the lines use them)."""
+    ``mica_idiv``/``mica_imod`` and wrapping stores and casts to ``i8``/``u8``/``i16`` through ``mica_i8``, ...
+    (:data:`PY_INT_HELPERS`, which the caller defines when the lines use them)."""
     lines = ["def reference(arrays, scalars):",
              '    """The original program, sequentially, in its textual order (isl AST of its schedule)."""']
     for a in prog.arrays:
@@ -160,6 +176,11 @@ def program_py(prog: Program) -> list[str]:
         rhs = print_expr(iterator_casts_dropped(st.expr, "f64"), PYTHON_REFERENCE, read, lambda n: f"scalars[{n!r}]",
                          elem="float", where="CSL back end: host reference", env=env, dtype_of=dtype_of,
                          dtype=prog.array(w.array).dtype)
+        wdt = prog.array(w.array).dtype
+        if wdt in ("i8", "u8", "i16"):         # C's conversion on the store (truncating a float first)
+            rhs = f"mica_{wdt}({rhs})"
+        elif wdt in INT_DTYPES and int_typed(st.expr, dtype_of) is False:
+            rhs = f"int({rhs})"                # a float value stored to an int truncates toward zero
         lines.append(f"{indent}{w.array}_[{ix}] = {rhs}  # {st.name}")
     walk(_ast(original_order(prog)), lines, "    ", PYTHON, user)
     lines.append("    return arrays")

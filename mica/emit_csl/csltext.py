@@ -28,11 +28,16 @@ fn in_box(x: i32, y: i32, x0: i32, x1: i32, xs: i32, y0: i32, y1: i32, ys: i32) 
 
 #: C's truncating ``/`` and ``%`` on ``i32`` (the quotient rounded toward zero, the remainder taking the
 #: dividend's sign), defined by a PE program whose kernels divide integers (:data:`mica.codeprint.CSL`'s
-#: ``int_div``). A zero divisor is the caller's undefined behaviour, as in C.
+#: ``int_div``; a zero divisor is the caller's undefined behaviour, as in C), and C's conversions to ``i8``,
+#: ``u8`` and ``i16`` (two's complement wrap), whose arrays CSL holds widened in ``i32`` words.
 INT_HELPERS = """\
 fn iabs(a: i32) i32 { if (a < 0) { return -a; } return a; }
 fn cdiv(a: i32, b: i32) i32 { const q: i32 = udiv(iabs(a), iabs(b)); if ((a < 0 and b > 0) or (a >= 0 and b < 0)) { return -q; } return q; }
-fn cmod(a: i32, b: i32) i32 { return a - cdiv(a, b) * b; }"""
+fn cmod(a: i32, b: i32) i32 { return a - cdiv(a, b) * b; }
+// C's conversion of an int to the narrow integer types, whose arrays are held widened in i32 words
+fn wrap_i8(a: i32) i32 { return ((a + 128) & 255) - 128; }
+fn wrap_u8(a: i32) i32 { return a & 255; }
+fn wrap_i16(a: i32) i32 { return ((a + 32768) & 65535) - 32768; }"""
 
 
 #: C's ``fmaxf`` / ``fminf`` per CSL float type (the other operand when one is a NaN) and ``fabsf`` (the sign

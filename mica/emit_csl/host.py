@@ -22,7 +22,8 @@ from ..errors import EmitError
 from ..meshir import ir
 from .plan import CslPlan
 
-NP = {"f32": "np.float32", "f16": "np.float16", "i32": "np.int32"}
+NP = {"f32": "np.float32", "f16": "np.float16", "i32": "np.int32", "i16": "np.int16", "i8": "np.int8",
+      "u8": "np.uint8"}
 
 
 #: The layout helpers of ``run.py``: each core's box of an array, and the per-PE arrays memcpy moves.
@@ -98,7 +99,7 @@ _COMPARE_PY = ("    runner.stop()",
                "    ok = True",
                "    for name, value in got.items():",
                "        ref = want[name]",
-               "        if value.dtype.kind == 'i':",
+               "        if value.dtype.kind in 'iu':",
                "            good = np.array_equal(value, ref.astype(value.dtype))",
                "            ref = ref.astype(np.float64)",
                "        else:",
@@ -137,7 +138,7 @@ def render_run_py(compiled, mp: ir.MeshProgram, plan: CslPlan) -> str:
     L += _PES_PY
     L += _runtime_py(mp)
     ref = program_py(prog)
-    if any("mica_idiv(" in line or "mica_imod(" in line for line in ref):
+    if any("mica_i" in line or "mica_u8(" in line for line in ref):
         L += PY_INT_HELPERS
     L += ref
     L += _main_setup(prog, plan, mp.runtime)
@@ -228,11 +229,13 @@ def _main_setup(prog: Program, plan: CslPlan, runtime=()) -> list[str]:
     for a in prog.arrays:
         if a.dtype not in NP:
             raise EmitError(f"CSL back end: array {a.name} has dtype {a.dtype}; MICA emits CSL for f32, f16 and "
-                            f"i32 arrays only")
-        if a.name in prog.inputs and a.dtype == "i32":
+                            f"integer arrays only")
+        if a.name in prog.inputs and a.dtype == "u8":
+            L.append(f"    arrays[{a.name!r}] = rng.integers(1, 100, {a.shape}).astype(np.uint8)")
+        elif a.name in prog.inputs and a.dtype in NP and a.dtype.startswith("i"):
             # signed and never 0 (C leaves a division by zero undefined; the array may be a divisor)
             L.append(f"    arrays[{a.name!r}] = (rng.integers(1, 100, {a.shape}) * rng.choice([-1, 1], {a.shape}))"
-                     f".astype(np.int32)")
+                     f".astype({NP[a.dtype]})")
         elif a.name in prog.inputs:
             L.append(f"    arrays[{a.name!r}] = rng.standard_normal({a.shape}).astype({NP[a.dtype]})")
         else:
@@ -276,6 +279,8 @@ def _host_loads(mp: ir.MeshProgram, plan: CslPlan, sources: dict) -> list[str]:
         data = f"to_pes(arrays[{a!r}]{index}, {b.dims!r}, {r.x0}, {r.x1}, {r.y0}, {r.y1}, {b.elems})"
         if b.dtype == "f16":
             data = f"widen16({data})"
+        elif mp.tensor(ld.buffer).dtype != b.dtype:       # a narrow integer array: i32 words
+            data = f"{data}.astype({NP[b.dtype]})"
         L.append(f"    runner.memcpy_h2d(sym_{ld.buffer}, {data}, {r.x0}, {r.y0}, {r.x1 - r.x0}, {r.y1 - r.y0}, "
                  f"{b.elems}, streaming=False, data_type={_memcpy_type(b)}, order=MemcpyOrder.ROW_MAJOR, "
                  f"nonblock=False)")

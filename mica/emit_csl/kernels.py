@@ -152,7 +152,10 @@ class KernelPrinter:
         w = p.write
         wt = self.mp.tensor(w.buffer)
         self.lines.append(f"{indent}// {p.statement or p.name}")
-        self.lines.append(f"{indent}buf_{w.buffer}[@as(u16, {self.offset(wt, w.index, env)})] = {self.expr(p.expr, env)};")
+        value = self.expr(p.expr, env)
+        if wt.dtype in ("i8", "u8", "i16"):     # held widened in i32: C's conversion on the store
+            value = f"wrap_{wt.dtype}({value})"
+        self.lines.append(f"{indent}buf_{w.buffer}[@as(u16, {self.offset(wt, w.index, env)})] = {value};")
 
     def vector_loop(self, nd: isl.AstNode, indent: str) -> bool:
         """Prints ``nd`` (a ``for``) as DSD operations when its body is one statement whose right-hand side

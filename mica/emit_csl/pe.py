@@ -28,7 +28,7 @@ from ..meshir import ir
 from . import boxes
 from .csltext import FLOAT_HELPERS, HELPERS, INT_HELPERS, rect_test
 from .kernels import MATH_MODULE, kernel_functions
-from .plan import LOOP_SLOTS, CslPlan, families, parts_of, use_ranges
+from .plan import LOOP_SLOTS, CslPlan, families, parts_of, storage_type, use_ranges
 
 
 def _len_expr(t: ir.RegionTensor, slots: dict[str, int]) -> str:
@@ -126,8 +126,8 @@ def render_pe(mp: ir.MeshProgram, plan: CslPlan, exported: list[str]) -> str:
         decl.insert(-1, f'const {MATH_MODULE} = @import_module("<math>");  // sqrt / exp (_f32, _f16) of the kernels')
     if any("mica_fm" in text or "mica_fabs" in text for _, text in funcs):
         decl.insert(-1, "// C's fmaxf / fminf (the other operand when one is a NaN) and fabsf\n" + FLOAT_HELPERS)
-    if any("cdiv(" in text or "cmod(" in text for _, text in funcs):
-        decl.insert(-1, "// C's integer / and % (truncating toward zero)\n" + INT_HELPERS)
+    if any("cdiv(" in text or "cmod(" in text or "wrap_" in text for _, text in funcs):
+        decl.insert(-1, "// C's integer / and % (truncating toward zero) and narrow conversions\n" + INT_HELPERS)
     L = (decl + _buffers(mp, plan, exported) + _state(mp, plan) + _dsds(plan, dsds)
          + _kernels(funcs) + _exchanges(mp, plan) + _machine(mp, plan) + _main(plan, exported, bool(mp.runtime)))
     return "\n".join(L) + "\n"
@@ -389,10 +389,10 @@ def _mem_source(mp: ir.MeshProgram, plan: CslPlan, fam: _Family, role: str, buf:
     itself (sends), or this iteration's slot of a double buffer."""
     memsrc = f"mem_{buf}"
     if fam.chunked and role == "send":
-        ty = mp.tensor(buf).dtype
+        ty = storage_type(mp.tensor(buf).dtype)
         memsrc = f"@increment_dsd_offset(mem_{buf}, @as(i16, lround * {plan.landing_chunk[buf]}), {ty})"
     if fam.dbl is not None and plan.double.buffers.get(buf) == fam.xi:
-        ty = mp.tensor(buf).dtype
+        ty = storage_type(mp.tensor(buf).dtype)
         e = next(x.elems for x in plan.buffers if x.name == buf)
         rel = _rel(fam.dbl, 1 if role == "recv" else 0)
         memsrc = f"@increment_dsd_offset(mem_{buf}, @as(i16, pmod({rel}, 2) * {e}), {ty})"
@@ -474,7 +474,7 @@ def _land_step(mp: ir.MeshProgram, plan: CslPlan, st) -> list[str]:
     add = L.append
     for c in sorted({c.dst for c in st.op.ops if c.src == c.dst}):
         land = plan.landing[c]
-        ty = mp.tensor(c).dtype
+        ty = storage_type(mp.tensor(c).dtype)
         mov = "mov16" if ty == "f16" else "mov32"
         dstm = f"mem_{c}"
         if plan.rounds > 1:

@@ -35,7 +35,6 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import EmitError
-from ..targets import INT_DTYPES
 from ..meshir import ir
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from . import boxes
@@ -50,6 +49,16 @@ MIN_CHUNK = 16
 #: Routable colour IDs.
 ROUTABLE = 24
 DTYPES = {"f32": ("f32", 4), "f16": ("f16", 2), "i32": ("i32", 4)}
+
+#: The CSL type a buffer of each MICA dtype is declared with: the narrower integers are held widened in
+#: ``i32`` words (memcpy moves 32-bit words; a store wraps the value as C's conversion to the narrow type
+#: does, :data:`mica.emit_csl.csltext.INT_HELPERS`).
+STORAGE = {"f32": "f32", "f16": "f16", "i32": "i32", "i16": "i32", "i8": "i32", "u8": "i32"}
+
+
+def storage_type(dtype: str) -> str:
+    """The CSL type of a buffer holding an array of ``dtype`` (:data:`STORAGE`)."""
+    return STORAGE.get(dtype, dtype)
 
 
 @dataclass(frozen=True)
@@ -260,20 +269,17 @@ def _buffers(mp: ir.MeshProgram, double: DoubleBuffering, sram_bytes: int,
     elements, :class:`~mica.emit_csl.kernels.KernelSet`), all within ``sram_bytes``."""
     out = []
     for t in mp.tensors:
-        if t.dtype in INT_DTYPES and t.dtype not in DTYPES:
-            raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype {t.dtype}; MICA emits CSL "
-                            f"for f32, f16 and i32 arrays, not CSL's narrower integer types yet (programs with "
-                            f"{t.dtype} arrays run on the C emulator)")
         if t.dtype == "bf16":
             raise EmitError(f"CSL back end: array {t.array} (tensor {t.name}) has dtype bf16, which the WSE cannot "
                             f"compute with: its DSD arithmetic is f32 (@fmacs, @fadds) and f16 (@fmach, @faddh), "
                             f"with no bf16 form; compile the program with f16 or f32 arrays (mica compile --dtype "
                             f"f16)")
-        if t.dtype not in DTYPES:
+        ty = storage_type(t.dtype)
+        if ty not in DTYPES:
             raise EmitError(f"CSL back end: tensor {t.name} has dtype {t.dtype}; CSL has f32 and f16 only "
                             f"(compile the program with f32 arrays)")
         elems = t.elems
-        out.append(Buffer(t.name, t.array, t.dtype, elems, elems * t.elem_bytes, t.role, boxes.dims(t),
+        out.append(Buffer(t.name, t.array, ty, elems, elems * DTYPES[ty][1], t.role, boxes.dims(t),
                           2 if t.name in double.buffers else 1))
     for ty, elems in sorted((scratch or {}).items()):
         out.append(Buffer(f"scratch_{ty}", "", ty, elems, elems * DTYPES[ty][1], "scratch", ()))

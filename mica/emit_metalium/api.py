@@ -31,6 +31,11 @@ DATA_FORMATS = MappingProxyType({
     "f32": ("tt::DataFormat::Float32", "float", 4),
     "bf16": ("tt::DataFormat::Float16_b", "uint16_t", 2),
     "i32": ("tt::DataFormat::Int32", "int32_t", 4),
+    # the narrower integers, held widened in Int32 tiles (one tile size with f32; a store wraps the value as
+    # C's conversion does, and host.cpp stages the arrays' values as int32)
+    "i16": ("tt::DataFormat::Int32", "int32_t", 4),
+    "i8": ("tt::DataFormat::Int32", "int32_t", 4),
+    "u8": ("tt::DataFormat::Int32", "int32_t", 4),
 })
 
 #: The 16-bit tile formats (tt-metal's tt::DataFormat: Float16_b is bfloat16, Float16 IEEE half). bf16 is

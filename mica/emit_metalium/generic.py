@@ -23,8 +23,9 @@ import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..affine.expr import Read
-from ..codeprint import C_KERNEL, C_TYPES, METALIUM, ast_expr, iterator_casts_dropped, print_aff, print_expr, walk
+from ..affine.expr import INT_DTYPES, Read, int_typed
+from ..codeprint import (C_KERNEL, C_TYPES, METALIUM, ast_expr, float_dtype, iterator_casts_dropped, print_aff,
+                         print_expr, walk)
 from ..codeprint.half import ROUND_C, load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
@@ -50,7 +51,11 @@ GENERIC_BF16 = replace(GENERIC, conv_round=MappingProxyType({"bf16": ROUND_C["bf
 
 
 #: the integer type moving an element's bits, per dtype (the data-movement copies of :mod:`.stencil`)
-BITS = {"f32": "uint32_t", "bf16": "uint16_t", "i32": "uint32_t"}
+BITS = {"f32": "uint32_t", "bf16": "uint16_t", "i32": "uint32_t", "i16": "uint32_t", "i8": "uint32_t",
+        "u8": "uint32_t"}
+
+#: the narrow integer dtypes (held widened in Int32 tiles) and their C types
+NARROW = {"i16": "int16_t", "i8": "int8_t", "u8": "uint8_t"}
 
 #: what each mode's loop nest does per instance (the head comment of its block)
 MODES = {
@@ -115,6 +120,12 @@ class _Printer:
             acc = p.write if leaf.ref == p.write.ref else next(a for a in p.reads if a.ref == leaf.ref)
             return self.dtype(acc.buffer)
         wdt = self.dtype(p.write.buffer)
+        if wdt in INT_DTYPES and any(int_typed(x, dtype_of) is False for x in e.walk()) \
+                and float_dtype(e, dtype_of, wdt) == "f64":
+            raise EmitError(f"kernel {self.k.name}: statement {p.statement or p.name} stores a double value to an "
+                            f"integer array (C computes its float part in double: MICA reads a floating literal "
+                            f"there as C's double), and Tenstorrent has no double arithmetic; compute the float "
+                            f"part into a float array first")
         lang = GENERIC_BF16 if wdt == "bf16" else GENERIC
         # float parts in f32 (bf16 values are read as f32), integer parts in C's int arithmetic
         return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar, elem="float",
@@ -143,7 +154,11 @@ class _Printer:
         w = p.write
         wo = self.offset(w.buffer, w.index, env)
         if self.mode == "generic":
-            return [f"{self.ptr(w.buffer)}[{wo}] = {store_c(self.dtype(w.buffer), self.expr(p.expr, env))};"]
+            wdt = self.dtype(w.buffer)
+            value = self.expr(p.expr, env)
+            if wdt in NARROW:           # held widened in an Int32 tile: C's conversion on the store
+                value = f"(int32_t)({NARROW[wdt]})({value})"
+            return [f"{self.ptr(w.buffer)}[{wo}] = {store_c(wdt, value)};"]
         if self.mode == "copy":
             (r,) = [a for a in p.reads if a.ref == p.expr.ref] or [w]
             return [f"{self.ptr(w.buffer)}[{wo}] = {self.ptr(r.buffer)}[{self.offset(r.buffer, r.index, env)}];"]

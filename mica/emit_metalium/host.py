@@ -56,6 +56,9 @@ HOST_TYPES = MappingProxyType({
                      "bfloat16(reference::mica_bf16_to_f32({}))", "reference::mica_f32_to_bf16((float)({}))"),
     # Int32 tiles hold the values themselves; an output starts at INT32_MIN (the marker of "never stored")
     "i32": HostType("int32_t", "int32_t", "0", "INT32_MIN", "0", "(float)({})"),
+    # the narrower integers: the host's arrays in their own type, staged widened in Int32 tiles
+    **{d: HostType(c, "int32_t", "0", lo, "0", "(float)({})", "{}", "(int32_t)({})", f"({c})({{}})")
+       for d, c, lo in (("i16", "int16_t", "INT16_MIN"), ("i8", "int8_t", "INT8_MIN"), ("u8", "uint8_t", "UINT8_MAX"))},
 })
 
 
@@ -506,9 +509,12 @@ def _staged_loads(plan: MetalPlan, mp: MeshProgram, program, loads: list, source
         n = prod(a.shape) if a.shape else 1
         h = host_type(a.dtype)
         init = f"for ({h.ref}& v : arr_{{0}}) v = {h.from_float.format('dist(rng)')};" if a.name in program.inputs else ""
-        if a.dtype == "i32" and a.name in program.inputs:
+        if a.dtype == "u8" and a.name in program.inputs:
+            init = "for (uint8_t& v : arr_{0}) v = (uint8_t)(1 + rng() % 99u);"
+        elif a.dtype in INT_DTYPES and a.name in program.inputs:
             # signed and never 0 (C leaves a division by zero undefined; the array may be a divisor)
-            init = "for (int32_t& v : arr_{0}) {{ const int32_t m = 1 + (int32_t)(rng() % 99u); v = rng() % 2u ? m : -m; }}"
+            init = (f"for ({h.ref}& v : arr_{{0}}) {{{{ const int32_t m = 1 + (int32_t)(rng() % 99u); "
+                    f"v = ({h.ref})(rng() % 2u ? m : -m); }}}}")
         L.append(f"    std::vector<{h.ref}> arr_{ident(a.name)}({n}, {h.zero});  {init.format(ident(a.name))}".rstrip())
     for op in loads:
         t = mp.tensor(op.buffer)

@@ -708,10 +708,10 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if any(d.per != 1 for d in t.box):
             raise EmitError(f"tensor {t.name} of {mp.name}: a box holding block floor(t / per) of a step loop has no "
                             f"Metalium layout (plans send the step's panel instead, mica.lower.reads.step_panel)")
-    floats = dtypes - {"i32"}
-    if len(floats) > 1 or ("i32" in dtypes and floats and tile_bytes(next(iter(floats))) != tile_bytes("i32")):
+    floats = dtypes - set(INT_DTYPES)
+    if len(floats) > 1 or (dtypes & set(INT_DTYPES) and floats and tile_bytes(next(iter(floats))) != tile_bytes("i32")):
         raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one "
-                        f"float dtype, with i32 arrays beside f32 ones only (tiles of one size)")
+                        f"float dtype, with integer arrays (Int32 tiles) beside f32 ones only (tiles of one size)")
     dtype = floats.pop() if floats else "f32"       # the float dtype (i32 tensors are Int32 CBs beside it)
     for op, _ in mp.walk():
         if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop, DramLoad)):

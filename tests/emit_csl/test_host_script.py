@@ -18,6 +18,10 @@ from mica.native_sim.runtime import NativeMesh, load_kernels
 from .programs import program
 
 
+#: the narrow integer dtypes, which the PEs hold widened in 32-bit words
+NARROW = {"i16": np.int16, "i8": np.int8, "u8": np.uint8}
+
+
 class FakeRuntime:
     """SdkRuntime's host API over the emulator (one compiled program)."""
 
@@ -65,7 +69,8 @@ class FakeRuntime:
             for sym, (arr, x0, y0) in self.h2d.items():
                 t = mp.tensor(sym)
                 hh, ww, elems = arr.shape
-                full = np.zeros((y0 + hh, x0 + ww, elems), dtype=arr.dtype)
+                # the PEs hold a narrow integer array widened in 32-bit words; the emulator's arena in its own type
+                full = np.zeros((y0 + hh, x0 + ww, elems), dtype=NARROW.get(t.dtype, arr.dtype))
                 full[y0:, x0:] = arr
                 mesh.host_load(full, self._box(t, x0 + ww, y0 + hh, elems), oc.Rect(x0, x0 + ww, y0, y0 + hh))
             mesh.run(low.code, lib, scalars, 1)
@@ -73,10 +78,10 @@ class FakeRuntime:
                 t = mp.tensor(st.buffer)
                 elems = t.max_bytes // t.elem_bytes
                 rg = st.region
-                self.out[st.buffer] = mesh.host_store(self._box(t, rg.x1, rg.y1, elems),
-                                                      oc.Rect(rg.x0, rg.x1, rg.y0, rg.y1),
-                                                      (rg.y1, rg.x1, elems),
-                                                      np.int32 if t.dtype == "i32" else np.float32)
+                out = mesh.host_store(self._box(t, rg.x1, rg.y1, elems), oc.Rect(rg.x0, rg.x1, rg.y0, rg.y1),
+                                      (rg.y1, rg.x1, elems),
+                                      NARROW.get(t.dtype, np.int32 if t.dtype == "i32" else np.float32))
+                self.out[st.buffer] = out.astype(np.int32) if t.dtype in NARROW else out
 
     def memcpy_d2h(self, out, sym, x0, y0, w, h, elems, **kw):
         out[:] = self.out[sym][y0:y0 + h, x0:x0 + w, :elems].reshape(-1)

@@ -1,9 +1,10 @@
 """Integer (i32) arrays in the CSL back end: exact k-NN search (its ``int idx[Q][K]`` answers, each round's
 (distance, index) arg-min combined across cores), int32 division and remainder with C's truncation
 (``cdiv``/``cmod``), an int32 matmul whose partials are summed across cores, and the nussinov DP over an
-``int`` table. The interpreter runs the emitted files on every core; the integer results must equal the
-emulator's and the natively compiled C's exactly (run.py's reference too, which computes integer arrays in
-Python ints), the float ones as before. Narrower integer arrays are refused by name."""
+``int`` table, and the ``i8``/``u8``/``i16`` arrays of C's integer semantics (held widened in i32 words, each
+store wrapped as C converts). The interpreter runs the emitted files on every core; the integer results must
+equal the emulator's and the natively compiled C's exactly (run.py's reference too, which computes integer
+arrays in Python ints), the float ones as before."""
 
 import sys
 from pathlib import Path
@@ -20,13 +21,16 @@ from mica.models.knn import KnnConfig, knn_source
 from .test_csl_execution import execute
 from .test_host_script import _with_fake_sdk
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))  # test_int_end_to_end, frontend_util
 from test_int_end_to_end import _case  # noqa: E402
+
+
+NP = {"i32": np.int32, "i16": np.int16, "i8": np.int8, "u8": np.uint8}
 
 
 def _arrays(compiled, given):
     return {a.name: np.asarray(given[a.name]) if a.name in given
-            else np.zeros(a.shape, np.int32 if a.dtype == "i32" else np.float32) for a in compiled.program.arrays}
+            else np.zeros(a.shape, NP.get(a.dtype, np.float32)) for a in compiled.program.arrays}
 
 
 @pytest.mark.parametrize("metric, dtype, mesh", [("l2", "f32", (4, 4)), ("ip", "f32", (3, 2)),
@@ -97,11 +101,50 @@ def test_nussinov_with_an_int_sequence_runs_as_csl():
     assert got["table"].max() > 0
 
 
-def test_narrow_integer_arrays_are_refused_by_name(tmp_path):
-    prog, _, _ = _case("widen-sum", {"n": 8, "m": 2})
-    with pytest.raises(EmitError, match=r"CSL back end: array \w+ \(tensor \w+\) has dtype i8; MICA emits CSL "
-                                        r"for f32, f16 and i32 arrays"):
-        mica.compile_affine(prog, mesh=(2, 2)).emit("csl", tmp_path / "csl")
+INT_SEMANTICS = ((Path(__file__).resolve().parents[1] / "frontend" / "kernels_int" / "int-semantics.c").read_text()
+                 .replace("double d[n]", "float d[n]").replace("d[i] * 3.5", "d[i] * f[i]"))
+
+
+@pytest.mark.parametrize("name, params, mesh", [("widen-sum", {"n": 17, "m": 10}, (3, 2)),
+                                                ("nussinov-int", {"n": 12}, (2, 2))])
+def test_narrow_integer_programs_run_as_csl(name, params, mesh):
+    """int8 (``signed char``, ``char``) arrays, held widened in i32 words: widen-sum's int8 products summed
+    into int32 across cores, and nussinov in its PolyBench form (``char seq[]``)."""
+    prog, ins, native = _case(name, params)
+    compiled = mica.compile_affine(prog, mesh=mesh)
+    files = render(compiled)
+    assert "var buf_" in files["pe_program.csl"] and "]i8" not in files["pe_program.csl"]
+    got, want = execute(compiled, files, arrays=_arrays(compiled, ins))
+    emulated = compiled.run({k: v for k, v in ins.items() if k in prog.inputs}, threads=1).outputs
+    for k, v in got.items():
+        np.testing.assert_array_equal(v, native[k])
+        np.testing.assert_array_equal(v, emulated[k])
+        np.testing.assert_array_equal(v, want[k].astype(np.int64))
+
+
+def test_c_integer_semantics_run_as_csl():
+    """tests/frontend's int-semantics kernel (its double array made float, its double literal an operand:
+    the WSE has no double): promotions of char / short / unsigned char, wrap on narrowing stores and casts
+    (``wrap_i8``, ``wrap_u8``, ``wrap_i16``), truncating / and %, float <-> int conversions, an int select and
+    temporary; every integer output equals the native C's, bit for bit."""
+    import json
+    from frontend_util import make_inputs
+    from mica.testing import run_c
+    spec = json.loads((Path(__file__).resolve().parents[1] / "frontend" / "kernels_int" / "manifest.json")
+                      .read_text())["int-semantics"]
+    params = {"n": 23}
+    prog = from_c(INT_SEMANTICS, None, params=params)
+    ins = make_inputs(INT_SEMANTICS, None, params, spec, seed=7)
+    native = run_c(INT_SEMANTICS, None, ins, params)
+    compiled = mica.compile_affine(prog, mesh=(3, 2))
+    files = render(compiled)
+    text = files["pe_program.csl"]
+    assert all(f"wrap_{d}(" in text for d in ("i8", "u8", "i16"))
+    got, want = execute(compiled, files, arrays=_arrays(compiled, ins))
+    for k in ("c8", "s16", "uc", "r"):
+        np.testing.assert_array_equal(got[k], native[k])
+        np.testing.assert_array_equal(got[k], want[k].astype(np.int64))   # run.py's reference: Python ints
+    np.testing.assert_array_equal(got["g"], native["g"])
 
 
 def test_a_double_value_stored_to_an_int_array_is_refused():
@@ -132,17 +175,17 @@ def test_float_and_int_mixed_statements_convert_explicitly():
         np.testing.assert_array_equal(got[k], native[k])
 
 
-@pytest.mark.parametrize("which", ["knn", "intdiv"])
+@pytest.mark.parametrize("which", ["knn", "intdiv", "widen-sum"])
 def test_run_py_checks_integer_outputs_exactly(which, monkeypatch, capsys):
     """run.py's own main (random int32 inputs from rng.integers, the reference in Python ints, an exact
     comparison) against the SDK stand-in that runs the same MeshIR in the emulator."""
     if which == "knn":
         prog = from_c(knn_source(KnnConfig(n=30, dim=4, batch=2, k=2, metric="l2", dtype="f32")), "knn")
     else:
-        prog = _case("intdiv", {"n": 7, "m": 5})[0]
+        prog = _case(which, {"n": 7, "m": 5})[0]
     compiled = mica.compile_affine(prog, mesh=(3, 2))
     text = _with_fake_sdk(compiled, monkeypatch)
-    if which == "intdiv":
+    if which != "knn":
         assert "rng.integers(1, 100, " in text
     ns = {"__name__": "run_py"}
     exec(compile(text, "run.py", "exec"), ns)

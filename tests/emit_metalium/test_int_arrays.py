@@ -3,7 +3,8 @@ every kernel that touches an integer array on the generic path (C++ integer arit
 truncating ``/`` and ``%``), and host.cpp comparing integer outputs with the reference exactly. The emitted
 programs are built against the functional model and run (as test_functional.py does): exact k-NN search
 (its ``int idx`` answers), int32 division, an int32 matmul reduced across cores, nussinov over an ``int``
-table. Narrower integer arrays, and i32 beside bf16, are refused by name."""
+table, and int8 / uint8 / int16 arrays (held widened in Int32 tiles, each store wrapped as C converts); integer
+arrays beside bf16 ones are refused by name."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _check_run(compiled, tmp_path):
     lines = _outputs(out)
     assert sorted(lines) == sorted(compiled.program.outputs), out
     for name, ln in lines.items():
-        if compiled.program.array(name).dtype == "i32":
+        if compiled.program.array(name).dtype in ("i32", "i16", "i8", "u8"):
             assert re.search(r": 0 of \d+ elements differ from the reference \(exact\) ok$", ln), ln
         else:
             m = re.search(r"= (\S+) \(scale (\S+)\) (\w+)", ln)
@@ -99,11 +100,27 @@ def test_mixed_int_and_float_statements(tmp_path):
     _check_run(mica.compile_affine(from_c(src), mesh=(2, 2), target="wormhole"), tmp_path)
 
 
-def test_narrow_integer_arrays_are_refused_by_name(tmp_path):
-    prog, _, _ = _case("widen-sum", {"n": 8, "m": 2})
-    with pytest.raises(EmitError, match=r"array \w+ \(tensor \w+\) of \w+ is i8; the Metalium back end takes "
-                                        r"f32, bf16, i32 only"):
-        mica.compile_affine(prog, mesh=(2, 2), target="wormhole").emit("metalium", tmp_path / "tt")
+@pytest.mark.parametrize("name, params, mesh", [("widen-sum", {"n": 17, "m": 10}, (3, 2)),
+                                                ("nussinov-int", {"n": 12}, (2, 2))])
+def test_narrow_integer_programs_run_on_the_functional_model(name, params, mesh, tmp_path):
+    """int8 arrays held widened in Int32 tiles (host.cpp stages their values as int32 and back)."""
+    prog, _, _ = _case(name, params)
+    files = _check_run(mica.compile_affine(prog, mesh=mesh), tmp_path)        # WSE-2's plan, placed
+    assert "static void stage_i8(std::vector<int8_t>& a" in files["host.cpp"]
+
+
+def test_c_integer_semantics_run_on_the_functional_model(tmp_path):
+    """tests/frontend's int-semantics kernel (its double array made float and its double literal an operand:
+    Tenstorrent has no f64): promotions, wrapping stores and casts to int8 / uint8 / int16, truncating / and
+    %, conversions. With the double literal the statement is refused, naming it."""
+    src = ((Path(__file__).resolve().parents[1] / "frontend" / "kernels_int" / "int-semantics.c").read_text()
+           .replace("double d[n]", "float d[n]"))
+    with pytest.raises(EmitError, match=r"statement S6 stores a double value to an integer array"):
+        render(mica.compile_affine(from_c(src, None, params={"n": 23}), mesh=(3, 2)))
+    src = src.replace("d[i] * 3.5", "d[i] * f[i]")
+    files = _check_run(mica.compile_affine(from_c(src, None, params={"n": 23}), mesh=(3, 2)), tmp_path)
+    readers = "".join(t for p, t in files.items() if p.startswith("kernels/reader_"))
+    assert "(int32_t)(int8_t)(" in readers and "(int32_t)(uint8_t)(" in readers and "(int32_t)(int16_t)(" in readers
 
 
 def test_i32_beside_bf16_is_refused():
@@ -111,7 +128,7 @@ def test_i32_beside_bf16_is_refused():
     src = "void f(__bf16 a[8], int n[8], __bf16 b[8]) {\n  for (int i = 0; i < 8; i++) b[i] = a[i] * n[i];\n}\n"
     compiled = mica.compile_affine(from_c(src), mesh=(2, 1), target="wormhole")
     with pytest.raises(EmitError, match=r"tensors of several dtypes \['bf16', 'i32'\]; the Metalium back end takes "
-                                        r"one float dtype, with i32 arrays beside f32 ones only"):
+                                        r"one float dtype, with integer arrays \(Int32 tiles\) beside f32 ones only"):
         render(compiled)
 
 

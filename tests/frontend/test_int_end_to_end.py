@@ -81,18 +81,19 @@ def test_run_round_trips_int_arrays_and_refuses_floats():
         cp.run({"A": A.astype(np.int64)})
 
 
-def test_csl_and_metalium_emit_int32_and_refuse_narrower_integers_by_name(tmp_path):
-    """i32 arrays are emitted by both back ends (run in tests/emit_csl and tests/emit_metalium
-    test_int_arrays.py); an int8 array is refused, naming it."""
-    prog, _, _ = _case("imatmul", {"ni": 4, "nj": 4, "nk": 4})
-    cp = mica.compile_affine(prog, mesh=(2, 2))
-    assert cp.emit("csl", tmp_path / "csl") and cp.emit("metalium", tmp_path / "tt")
-    prog, _, _ = _case("widen-sum", {"n": 8, "m": 2})
-    cp = mica.compile_affine(prog, mesh=(2, 2))
-    with pytest.raises(EmitError, match=r"CSL back end: array [xw] \(tensor \w+\) has dtype i8"):
-        cp.emit("csl", tmp_path / "csl8")
-    with pytest.raises(EmitError, match=r"array [xw] \(tensor \w+\) of kernel_widen_sum is i8"):
-        cp.emit("metalium", tmp_path / "tt8")
+def test_csl_and_metalium_emit_integer_programs(tmp_path):
+    """int32 and int8 arrays are emitted by both back ends (run in tests/emit_csl and tests/emit_metalium
+    test_int_arrays.py); a double array is still refused, naming it."""
+    for name, params in (("imatmul", {"ni": 4, "nj": 4, "nk": 4}), ("widen-sum", {"n": 8, "m": 2})):
+        prog, _, _ = _case(name, params)
+        cp = mica.compile_affine(prog, mesh=(2, 2))
+        assert cp.emit("csl", tmp_path / f"csl_{name}") and cp.emit("metalium", tmp_path / f"tt_{name}")
+    cp = mica.compile_affine(from_c("void f(double a[4], int b[4]) {\n  for (int i = 0; i < 4; i++) b[i] = a[i];\n}\n"),
+                             mesh=(2, 1))
+    with pytest.raises(EmitError, match=r"f64"):
+        cp.emit("csl", tmp_path / "csl_f64")
+    with pytest.raises(EmitError, match=r"f64"):
+        cp.emit("metalium", tmp_path / "tt_f64")
 
 
 def test_int_kernels_use_plain_loops_not_the_float_contraction():

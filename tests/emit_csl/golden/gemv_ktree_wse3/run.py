@@ -129,7 +129,7 @@ def main():
     ok = True
     for name, value in got.items():
         ref = want[name]
-        if value.dtype.kind == 'i':
+        if value.dtype.kind in 'iu':
             good = np.array_equal(value, ref.astype(value.dtype))
             ref = ref.astype(np.float64)
         else:
