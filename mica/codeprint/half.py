@@ -34,7 +34,7 @@ holding the bit pattern, converted by :data:`SUPPORT_C`'s ``mica_bf16_to_f32`` (
 ``mica_f32_to_bf16`` (round to nearest, ties to even; a NaN stays a quiet NaN of the same sign).
 
 Public API: :data:`HALF_DTYPES`, :data:`STORAGE_CTYPES`, :func:`compute_dtype`, :func:`load_c`,
-:func:`store_c`, :data:`ROUND_C`, :data:`SUPPORT_C`, :func:`support_c`.
+:func:`store_c`, :data:`ROUND_C`, :data:`SUPPORT_C`, :func:`support_c`, :data:`F16_BITS_C`.
 """
 
 from __future__ import annotations
@@ -65,6 +65,45 @@ static inline uint16_t mica_f32_to_bf16(float f) {
   v.f = f;
   if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x0040u);
   return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+}
+"""
+
+
+#: IEEE half conversions in integer arithmetic, for a processor without ``_Float16`` (the data-movement
+#: RISC-Vs of Tenstorrent, :mod:`mica.emit_metalium`): an f16 element stored as its ``uint16_t`` bits,
+#: ``mica_f16_to_f32`` exact, ``mica_f32_to_f16`` rounded to nearest with ties to even (as ``(_Float16)f``):
+#: overflow to infinity from 65520 on, subnormal results, a NaN a quiet NaN of the same sign.
+F16_BITS_C = """\
+/* f16 <-> f32 on the bits (IEEE binary16 stored as uint16_t). */
+static inline float mica_f16_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (uint32_t)(h >> 10) & 0x1fu, m = (uint32_t)h & 0x3ffu, u;
+  if (e == 0x1fu) {
+    u = s | 0x7f800000u | (m << 13);
+  } else if (e != 0) {
+    u = s | ((e + 112u) << 23) | (m << 13);
+  } else if (m == 0) {
+    u = s;
+  } else {
+    e = 113u;
+    while (!(m & 0x400u)) { m <<= 1; --e; }
+    u = s | (e << 23) | ((m & 0x3ffu) << 13);
+  }
+  union { uint32_t u; float f; } v;
+  v.u = u;
+  return v.f;
+}
+static inline uint16_t mica_f32_to_f16(float f) {
+  union { float f; uint32_t u; } v;
+  v.f = f;
+  uint32_t s = (v.u >> 16) & 0x8000u, a = v.u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
+  if (a >= 0x38800000u) return (uint16_t)(s | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13));
+  if (a < 0x33000000u) return (uint16_t)s;
+  uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, shift = 126u - e;
+  uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (q & 1u))) ++q;
+  return (uint16_t)(s | q);
 }
 """
 

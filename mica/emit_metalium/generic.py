@@ -48,10 +48,25 @@ GENERIC = replace(METALIUM, call=_soft_call, index="(({1})({0}))", int_const=C_K
 #: ... in a bf16 program, whose kernels also have the bf16 conversions (:mod:`mica.codeprint.half`): a C
 #: conversion to bf16 (``(__bf16)i``) rounds the float value to bf16 as the reference does
 GENERIC_BF16 = replace(GENERIC, conv_round=MappingProxyType({"bf16": ROUND_C["bf16"]}))
+#: ... in an f16 program: f16 elements are their uint16_t bits (no ``_Float16`` on the RISC-V), converted by
+#: ``mica_f16_to_f32`` / ``mica_f32_to_f16`` (:data:`mica.codeprint.half.F16_BITS_C`)
+GENERIC_F16 = replace(GENERIC, conv_round=MappingProxyType({"f16": "mica_f16_to_f32(mica_f32_to_f16({}))"}))
+
+
+def _load(dtype: str, text: str) -> str:
+    """An element of an array of ``dtype`` as the value the arithmetic uses (:func:`~mica.codeprint.half.load_c`,
+    an f16 element from its bits)."""
+    return f"mica_f16_to_f32({text})" if dtype == "f16" else load_c(dtype, text)
+
+
+def _store(dtype: str, text: str) -> str:
+    """A value converted for a store to an array of ``dtype`` (:func:`~mica.codeprint.half.store_c`, an f16
+    one to its bits)."""
+    return f"mica_f32_to_f16({text})" if dtype == "f16" else store_c(dtype, text)
 
 
 #: the integer type moving an element's bits, per dtype (the data-movement copies of :mod:`.stencil`)
-BITS = {"f32": "uint32_t", "bf16": "uint16_t", "i32": "uint32_t", "i16": "uint32_t", "i8": "uint32_t",
+BITS = {"f32": "uint32_t", "bf16": "uint16_t", "f16": "uint16_t", "i32": "uint32_t", "i16": "uint32_t", "i8": "uint32_t",
         "u8": "uint32_t"}
 
 #: the narrow integer dtypes (held widened in Int32 tiles) and their C types
@@ -113,7 +128,7 @@ class _Printer:
 
         def read(ref):
             acc = p.write if ref == p.write.ref else next(a for a in p.reads if a.ref == ref)
-            return load_c(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
+            return _load(self.dtype(acc.buffer), f"{self.ptr(acc.buffer)}[{self.offset(acc.buffer, acc.index, env)}]")
         def dtype_of(leaf) -> str:        # a scalar argument is a float (its f32 bits in a runtime arg)
             if not isinstance(leaf, Read):
                 return "f32"
@@ -126,7 +141,7 @@ class _Printer:
                             f"integer array (C computes its float part in double: MICA reads a floating literal "
                             f"there as C's double), and Tenstorrent has no double arithmetic; compute the float "
                             f"part into a float array first")
-        lang = GENERIC_BF16 if wdt == "bf16" else GENERIC
+        lang = GENERIC_BF16 if wdt == "bf16" else GENERIC_F16 if wdt == "f16" else GENERIC
         # float parts in f32 (bf16 values are read as f32), integer parts in C's int arithmetic
         return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar, elem="float",
                           where=f"kernel {self.k.name}", env=env, dtype_of=dtype_of, dtype=wdt)
@@ -158,7 +173,7 @@ class _Printer:
             value = self.expr(p.expr, env)
             if wdt in NARROW:           # held widened in an Int32 tile: C's conversion on the store
                 value = f"(int32_t)({NARROW[wdt]})({value})"
-            return [f"{self.ptr(w.buffer)}[{wo}] = {store_c(wdt, value)};"]
+            return [f"{self.ptr(w.buffer)}[{wo}] = {_store(wdt, value)};"]
         if self.mode == "copy":
             (r,) = [a for a in p.reads if a.ref == p.expr.ref] or [w]
             return [f"{self.ptr(w.buffer)}[{wo}] = {self.ptr(r.buffer)}[{self.offset(r.buffer, r.index, env)}];"]

@@ -55,6 +55,9 @@ HOST_TYPES = MappingProxyType({
                      "reference::mica_bf16_to_f32({})", "reference::mica_f32_to_bf16({})",
                      "bfloat16(reference::mica_bf16_to_f32({}))", "reference::mica_f32_to_bf16((float)({}))"),
     # Int32 tiles hold the values themselves; an output starts at INT32_MIN (the marker of "never stored")
+    # f16: the reference's arrays are _Float16 (as the emulator's); Float16 tiles are staged as their bits
+    "f16": HostType("_Float16", "uint16_t", "(_Float16)0.0f", "(_Float16)NAN", "(uint16_t)0",
+                    "(float)({})", "(_Float16)({})", "mica_f16_bits({})", "mica_f16_value({})"),
     "i32": HostType("int32_t", "int32_t", "0", "INT32_MIN", "0", "(float)({})"),
     # the narrower integers: the host's arrays in their own type, staged widened in Int32 tiles
     **{d: HostType(c, "int32_t", "0", lo, "0", "(float)({})", "{}", "(int32_t)({})", f"({c})({{}})")
@@ -145,6 +148,21 @@ assert f"MICA_BOX_RANK = {MAX_RANK};" in STAGING
 
 
 #: The host's helper giving a float scalar argument's bits for a runtime arg.
+#: The host's helpers staging f16 values as the bits of Float16 tiles.
+F16_HOST = """\
+// An f16 value's bits (a Float16 tile element) and back.
+static uint16_t mica_f16_bits(_Float16 h) {
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+}
+static _Float16 mica_f16_value(uint16_t u) {
+    _Float16 h;
+    std::memcpy(&h, &u, 2);
+    return h;
+}
+"""
+
 SCALAR_BITS = """\
 // A float's bits, for a runtime arg (the kernel reads them back with mica_bits_f32).
 static uint32_t mica_f32_bits(float f) {
@@ -245,12 +263,14 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "#include <tt-metalium/mesh_buffer.hpp>", "#include <tt-metalium/mesh_command_queue.hpp>",
          "#include <tt-metalium/mesh_coord.hpp>", "#include <tt-metalium/mesh_device.hpp>",
          "#include <tt-metalium/mesh_workload.hpp>",
-         *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime or float_scalars(mp) else []),
+         *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime or float_scalars(mp) or plan.dtype == "f16"
+           else []),
          *(["#include <tt-metalium/bfloat16.hpp>"] if host_type(plan.dtype).staged == "bfloat16" else []),
          *(["#include <tt-metalium/global_semaphore.hpp>"] if any(s.kind == "global" for s in plan.sems) else []),
          "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
-         "}  // namespace reference", "", _skew_c(mp), staging_c(plan.dtype),
+         "}  // namespace reference", "", _skew_c(mp), *([F16_HOST] if plan.dtype == "f16" else []),
+         staging_c(plan.dtype),
          *(staging_c(d, stage_fn(plan, d)) for d in sorted({a.dtype for a in program.arrays} - {plan.dtype})),
          *([SCALAR_BITS] if float_scalars(mp) else []),
          *(_runtime_values(mp) if mp.runtime else ["int main() {"]),
@@ -450,7 +470,8 @@ def _scalar_values(mp: MeshProgram, program) -> list[str]:
          "    std::mt19937 scalar_rng(1);", "    std::uniform_real_distribution<float> scalar_dist(0.5f, 1.5f);"]
     for n in names:
         draw = ("reference::mica_bf16_to_f32(reference::mica_f32_to_bf16(scalar_dist(scalar_rng)))"
-                if dtypes.get(n) == "bf16" else "scalar_dist(scalar_rng)")
+                if dtypes.get(n) == "bf16" else "(float)(_Float16)scalar_dist(scalar_rng)" if dtypes.get(n) == "f16"
+                else "scalar_dist(scalar_rng)")
         L.append(f"    const float {scalar_arg(n)} = {draw};  // {n} ({dtypes.get(n, 'f32')})")
     return L
 
@@ -579,7 +600,8 @@ def _check(program, runtime=(), dtype: str = "f32") -> list[str]:
     else:
         scalars = "    const double scalars[1] = {0.0};"
     why = {"f32": "the FPU multiplies with 19-bit inputs",
-           "bf16": "bf16 tiles round each step's partial sums when packed, the reference after every update"}[dtype]
+           "bf16": "bf16 tiles round each step's partial sums when packed, the reference after every update",
+           "f16": "f16 tiles round each step's partial sums when packed, the reference after every update"}[dtype]
     L = ["", "    // The reference: the original loop nests, in order, on the host.",
          f"    void* arrays[] = {{{', '.join(f'arr_{ident(a.name)}.data()' for a in program.arrays)}}};",
          scalars, "    reference::mica_program(arrays, scalars);", "",

@@ -30,7 +30,7 @@ import re
 import struct
 
 from ..codeprint import METALIUM, skew_block
-from ..codeprint.half import support_c
+from ..codeprint.half import F16_BITS_C, support_c
 from ..meshir.ir import Compute, DramLoad, Exchange, HostLoad, HostStore, Loop, MeshProgram
 from . import cexpr
 from .api import NUM_SEMAPHORES, TT_METAL_VERSION, float_c, tile_bytes
@@ -871,8 +871,10 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
 
 
 def render_kernels(plan: MetalPlan, mp: MeshProgram) -> dict[str, str]:
-    # a bf16 program's kernels also get the bf16 <-> f32 conversions of its scalar loops (mica.codeprint.half)
-    out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H + support_c([plan.dtype]),
+    # a bf16 (f16) program's kernels also get the bf16 (f16) <-> f32 conversions of its scalar loops
+    # (mica.codeprint.half; f16 on the bits: the RISC-V has no _Float16)
+    half = F16_BITS_C if plan.dtype == "f16" else support_c([plan.dtype])
+    out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H + half,
            "kernels/mica_dataflow.h": header("Shared helpers of the data-movement kernels.", plan) + DATAFLOW_H}
     for cc in plan.classes:
         out[f"kernels/reader_{cc.name}.cpp"] = render_reader(plan, mp, cc)

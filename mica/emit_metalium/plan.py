@@ -35,7 +35,7 @@ from ..meshir.ir import (Compute, DramLoad, Exchange, HostLoad, HostStore, Loop,
 from ..meshir.prefetch import DoubleBuffering, double_buffering
 from ..targets import INT_DTYPES, get_target
 from . import cexpr
-from .api import (DATA_FORMATS, DEVICE_GRIDS, HALF_FORMATS, TILE, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
+from .api import (DATA_FORMATS, DEVICE_GRIDS, TILE, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
                   tile_bytes)
 from .classify import TileOp, box_domain_guard, classify, tile_grid
 from .stencil import READER_KINDS, reader_op, scratch_names
@@ -695,12 +695,6 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
                             f"takes {', '.join(DATA_FORMATS)} only (tt-metal's narrower integer data formats, Int8 "
                             f"and UInt8 among them, are not generated yet; programs with {t.dtype} arrays run on "
                             f"the C emulator)")
-        if t.dtype in HALF_FORMATS and t.dtype not in DATA_FORMATS:
-            raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; its tile format would be "
-                            f"{HALF_FORMATS[t.dtype]} ({2 * TILE * TILE} B per tile), which the Metalium back end "
-                            f"does not generate yet (it generates {', '.join(DATA_FORMATS)}: the host staging of "
-                            f"IEEE half values and the scalar loops' f16 conversions on the RISC-Vs are missing); "
-                            f"compile with bf16 or f32 arrays -- the C emulator runs {t.dtype} programs")
         if t.dtype not in DATA_FORMATS:
             raise EmitError(f"tensor {t.name} of {mp.name} is {t.dtype}; Tenstorrent has no such data format "
                             f"(the Metalium back end takes {', '.join(DATA_FORMATS)})")

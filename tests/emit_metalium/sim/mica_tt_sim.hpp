@@ -86,8 +86,14 @@ inline const float* front_tile(std::uint32_t cb, std::uint32_t i) {
     const CB& c = ctx->core->cb[cb];
     const std::uint8_t* p = l1() + ctx->rd[cb] + i * c.page;
     if (c.fmt == tt::DataFormat::Float32) return (const float*)p;
-    if (c.fmt != tt::DataFormat::Float16_b) { std::fprintf(stderr, "CB %u: data format not modelled\n", cb); std::abort(); }
+    if (c.fmt != tt::DataFormat::Float16_b && c.fmt != tt::DataFormat::Float16) {
+        std::fprintf(stderr, "CB %u: data format not modelled\n", cb); std::abort();
+    }
     float* out = t[next++ % 4];
+    if (c.fmt == tt::DataFormat::Float16) {     // IEEE half: unpacked exactly
+        for (int k = 0; k < 1024; ++k) { _Float16 h; std::memcpy(&h, (const std::uint16_t*)p + k, 2); out[k] = (float)h; }
+        return out;
+    }
     for (int k = 0; k < 1024; ++k) out[k] = bf16_to_f32(((const std::uint16_t*)p)[k]);
     return out;
 }
@@ -271,6 +277,10 @@ inline void pack_tile(std::uint32_t d, std::uint32_t cb, std::uint32_t idx = 0) 
     if (c.fmt == tt::DataFormat::Float32) { mica_sim::from_rm(mica_sim::ctx->dst[d], (float*)p); return; }
     float t[1024];
     mica_sim::from_rm(mica_sim::ctx->dst[d], t);
+    if (c.fmt == tt::DataFormat::Float16) {     // IEEE half: rounded to nearest even
+        for (int k = 0; k < 1024; ++k) { _Float16 h = (_Float16)t[k]; std::memcpy((std::uint16_t*)p + k, &h, 2); }
+        return;
+    }
     for (int k = 0; k < 1024; ++k) ((std::uint16_t*)p)[k] = mica_sim::f32_to_bf16(t[k]);   // Float16_b
 }
 

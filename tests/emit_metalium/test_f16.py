@@ -1,0 +1,116 @@
+"""f16 (IEEE half) programs in the Metalium back end: Float16 tiles for the tile routines (the FPU unpacks them
+exactly, packs rounded to nearest even), their uint16_t bits on the generic path's RISC-V converted in
+software (``mica_f16_to_f32`` / ``mica_f32_to_f16``, :data:`mica.codeprint.half.F16_BITS_C`: the RISC-V has
+no ``_Float16``), and ``host.cpp`` staging ``_Float16`` values as those bits. The conversions are checked
+against GCC's ``_Float16`` on a sweep of every 97th f32 and every f16; the programs are built against the
+functional model and run, each output within host.cpp's tolerance of the sequential reference; a program
+mixing f16 with f32 arrays (tiles of two sizes) is refused by name."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import mica
+from mica.affine.from_c import from_c
+from mica.codeprint.half import F16_BITS_C
+from mica.emit_metalium import render
+from mica.errors import EmitError
+from mica.models.knn import KnnConfig, knn_source
+
+from .test_functional import GXX, run_emitted
+from .test_syntax import syntax_errors
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
+
+SWEEP = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  long bad = 0, n = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    _Float16 x; uint16_t hb = (uint16_t)h; memcpy(&x, &hb, 2);
+    float want = (float)x, got = mica_f16_to_f32(hb);
+    uint32_t a, b; memcpy(&a, &want, 4); memcpy(&b, &got, 4);
+    bad += want == want ? a != b : got == got;
+    ++n;
+  }
+  for (uint64_t i = 0; i < (1ull << 32); i += 97) {
+    uint32_t u = (uint32_t)i; float f; memcpy(&f, &u, 4);
+    _Float16 w = (_Float16)f; uint16_t wb; memcpy(&wb, &w, 2);
+    uint16_t g = mica_f32_to_f16(f);
+    bad += f == f ? wb != g : (g & 0x7fffu) <= 0x7c00u;
+    ++n;
+  }
+  printf("%ld values, %ld wrong\n", n, bad);
+  return bad != 0;
+}
+"""
+
+
+def test_software_conversions_match_float16(tmp_path):
+    """Every f16 to f32 exactly, and every 97th f32 to f16 rounded as ``(_Float16)f`` rounds it: subnormal
+    results, overflow to infinity, ties to even; a NaN stays a NaN."""
+    (tmp_path / "sweep.cpp").write_text("#include <stdint.h>\n" + F16_BITS_C + SWEEP)
+    exe = tmp_path / "sweep"
+    r = subprocess.run([GXX, "-O2", "-std=c++17", str(tmp_path / "sweep.cpp"), "-o", str(exe)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:2000]
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and re.search(r"^(\d+) values, 0 wrong", r.stdout), r.stdout
+    assert int(r.stdout.split()[0]) > 44_000_000
+
+
+GENERIC = """
+void f16gen(_Float16 x[40][24], _Float16 m[40], _Float16 y[40][24]) {
+  for (int i = 0; i < 40; i++) {
+    m[i] = -INFINITY;
+    for (int j = 0; j < 24; j++)
+      m[i] = fmaxf(m[i], x[i][j]);
+  }
+  for (int i = 0; i < 40; i++)
+    for (int j = 0; j < 24; j++)
+      y[i][j] = expf(x[i][j] - m[i]) + (_Float16)(j * 0.1f);
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["matmul", "gemv", "generic"])
+def test_f16_programs_run_on_the_functional_model(name, tmp_path):
+    """A matmul and a GEMV on the FPU's Float16 tiles, and a row max, exponentials and ``(_Float16)``
+    conversions on the generic path; WSE-2's 4x4 plans, placed on a Wormhole."""
+    prog = {"matmul": lambda: mica.ops.matmul(64, 48, 40, "f16"), "gemv": lambda: mica.ops.gemv(64, 96, "f16"),
+            "generic": lambda: from_c(GENERIC)}[name]()
+    compiled = mica.compile_affine(prog, mesh=(4, 4))
+    assert compiled.cost.cores > 1
+    files = render(compiled)
+    assert syntax_errors(files, tmp_path / "syntax") == {}
+    assert re.search(r"DataFormat::Float16\b", files["host.cpp"])      # IEEE half tiles (not Float16_b)
+    if name == "generic":
+        readers = "".join(t for p, t in files.items() if p.startswith("kernels/reader_"))
+        assert "mica_f32_to_f16(" in readers and "mica_f16_to_f32(" in readers
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 0, out
+    lines = re.findall(r"^(\w+): max \|device - reference\| = (\S+) \(scale (\S+)\) ok$", out, re.M)
+    assert sorted(n for n, _, _ in lines) == sorted(compiled.program.outputs), out
+
+
+def test_f16_beside_f32_is_refused_by_name():
+    """k-NN over an f16 database: f16 rows, f32 queries and distances, int32 answers -- tiles of 2048 and
+    4096 bytes in one program, which the Metalium back end does not generate."""
+    cfg = KnnConfig(n=40, dim=6, batch=3, k=1, metric="l2", dtype="f16")
+    compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=(2, 2))
+    with pytest.raises(EmitError, match=r"tensors of several dtypes \['f16', 'f32', 'i32'\]"):
+        render(compiled)
+
+
+def test_gelu_example_is_refused_naming_tanh():
+    """examples/gelu_f16.c calls tanhf, which has no software form on the data-movement RISC-V."""
+    src = (Path(__file__).resolve().parents[2] / "examples" / "gelu_f16.c").read_text()
+    compiled = mica.compile_affine(from_c(src), mesh=(2, 2))
+    with pytest.raises(EmitError, match=r"call of tanh"):
+        render(compiled)
