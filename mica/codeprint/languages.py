@@ -186,7 +186,8 @@ def _csl_int(value: int) -> str:
 #: CSL (Cerebras): i32 index arithmetic through the helpers ``imin``/``imax``/``floord``/``pmod``/``sel``;
 #: integer arrays' arithmetic in ``i32`` with C's truncating ``/`` and ``%`` through ``cdiv``/``cmod``
 #: (:data:`mica.emit_csl.csltext.INT_HELPERS`), every conversion between integer and float an explicit ``@as``,
-#: a conversion to a narrower integer ``wrap_<dtype>`` of the ``i32`` value.
+#: a conversion to a narrower integer ``wrap_<dtype>`` of the ``i32`` value. (CSL's ``@as`` from a float to an
+#: integer "rounds the value towards zero" -- sdk.cerebras.ai, CSL builtins, ``@as`` -- as C's conversion does.)
 CSL = Language("CSL", const=_csl_const, call=None, select="(if ({}) {} else {})", index="@as({1}, {0})",
                int_const=_csl_int, int_div="c{}({}, {})", conv="@as({}, {})", explicit_conv=True,
                types=MappingProxyType({"i32": "i32", "f32": "f32", "f16": "f16"}),

@@ -173,10 +173,9 @@ def program_py(prog: Program) -> list[str]:
         # arrays compute with C's integer arithmetic (Python ints, / and % truncating through mica_idiv/imod)
         def dtype_of(leaf) -> str:
             return prog.array(st.access(leaf.ref).array).dtype if isinstance(leaf, Read) else "f64"
-        rhs = print_expr(iterator_casts_dropped(st.expr, "f64"), PYTHON_REFERENCE, read, lambda n: f"scalars[{n!r}]",
-                         elem="float", where="CSL back end: host reference", env=env, dtype_of=dtype_of,
-                         dtype=prog.array(w.array).dtype)
         wdt = prog.array(w.array).dtype
+        rhs = print_expr(iterator_casts_dropped(st.expr, "f64"), PYTHON_REFERENCE, read, lambda n: f"scalars[{n!r}]",
+                         elem="float", where="CSL back end: host reference", env=env, dtype_of=dtype_of, dtype=wdt)
         if wdt in ("i8", "u8", "i16"):         # C's conversion on the store (truncating a float first)
             rhs = f"mica_{wdt}({rhs})"
         elif wdt in INT_DTYPES and int_typed(st.expr, dtype_of) is False:

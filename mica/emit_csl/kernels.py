@@ -13,7 +13,9 @@ moves the destination (a gemv's dot products) is first interchanged with that lo
 it in SRAM). A loop that stays scalar -- a division, a math function, a reduction that cannot be
 interchanged, a loop-carried dependence -- carries a ``// scalar loop: <reason>`` comment and is named in
 plan.json's ``scalar_loops`` with that reason. Math functions map to CSL's ``<math>`` library
-(:data:`MATH`).
+(:data:`MATH`). Integer arrays (``i32`` buffers; ``i16``/``i8``/``u8`` held widened in them, each store wrapped
+as C converts) compute in scalar loops with C's integer arithmetic, every conversion C makes implicitly an
+``@as`` (:data:`mica.codeprint.CSL`); a float part C computes in double is refused (the WSE has no double).
 
 Public API: :func:`kernel_functions` -> :class:`KernelSet`; :class:`KernelPrinter`; :func:`csl_language`.
 """

@@ -26,7 +26,12 @@ Data formats: f32 arrays become Float32 tiles, bf16 arrays Float16_b tiles (2048
 through tt-metal's host ``bfloat16`` (the reference keeps bf16 bit patterns, :mod:`mica.codeprint.half`), the
 generic path's scalar loops read each element as an f32 and round what they store, and the check allows
 :data:`.api.CHECK_TOLERANCE` (the device rounds each step's partial tiles when packing, the reference every
-update). f16 (Float16) is refused by name.
+update). f16 arrays become Float16 tiles, staged as their bits, the generic path converting them in integer
+arithmetic (:data:`mica.codeprint.half.F16_BITS_C`: the RISC-V has no ``_Float16``). Integer arrays become
+Int32 tiles (``i16``/``i8``/``u8`` held widened, each store wrapped as C converts), computed by the generic
+path only, and checked exactly. The tile routines compute on one float format per program (f32 when it has f32
+arrays, :func:`.classify.float_dtype_of`); tensors of another dtype live in circular buffers and DRAM pages of
+their own tile size and are computed by the generic path. Semaphores past a core's eight are global semaphores (:class:`.plan.Sem`).
 
 Runtime parameters (``runtime=``): ``host.cpp`` takes each value as an argument ``<name>=<value>``,
 checks it against the declared range and passes it as the last runtime arg of every reader and compute

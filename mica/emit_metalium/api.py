@@ -24,17 +24,16 @@ FACE = 16
 #: MICA dtype -> (tt::DataFormat, C++ element type in L1, bytes per element). Tenstorrent has no f64 format.
 #: bf16 tiles are Float16_b (bfloat16, the matrix FPU's native input format), held in L1 and in the kernels'
 #: scalar loops as ``uint16_t`` bit patterns (the upper half of an f32; :mod:`mica.codeprint.half`).
-#: i32 tiles are Int32 (the same 4096 B as Float32): integer arrays are computed by the generic path's scalar
-#: loops only (C++ integer arithmetic on the RISC-V), never by the FPU or SFPU tile routines, and share a
-#: program with f32 arrays (one tile size), not with bf16 ones.
+#: i32 tiles are Int32 (4096 B): integer arrays are computed by the generic path's scalar loops only (C++
+#: integer arithmetic on the RISC-V), never by the FPU or SFPU tile routines.
 DATA_FORMATS = MappingProxyType({
     "f32": ("tt::DataFormat::Float32", "float", 4),
     "bf16": ("tt::DataFormat::Float16_b", "uint16_t", 2),
     # f16 tiles are Float16 (IEEE half), held as uint16_t bits in the scalar loops (mica_f16_to_f32 / back)
     "f16": ("tt::DataFormat::Float16", "uint16_t", 2),
     "i32": ("tt::DataFormat::Int32", "int32_t", 4),
-    # the narrower integers, held widened in Int32 tiles (one tile size with f32; a store wraps the value as
-    # C's conversion does, and host.cpp stages the arrays' values as int32)
+    # the narrower integers, held widened in Int32 tiles (a store wraps the value as C's conversion does, and
+    # host.cpp stages the arrays' values as int32)
     "i16": ("tt::DataFormat::Int32", "int32_t", 4),
     "i8": ("tt::DataFormat::Int32", "int32_t", 4),
     "u8": ("tt::DataFormat::Int32", "int32_t", 4),

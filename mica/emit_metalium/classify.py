@@ -125,6 +125,20 @@ def _pure(acc: KAccess) -> tuple[str, ...] | None:
     return tuple(out)
 
 
+def float_dtype_of(mp: MeshProgram) -> str:
+    """The float dtype of ``mp``'s tile routines: f32 when an array is f32, else its one 16-bit float dtype (f32
+    when it has none). Tensors of another dtype (an f16 database beside f32 queries, integers) are computed by
+    the generic path only; so the FPU and packer keep one data format for the whole program."""
+    floats = sorted({t.dtype for t in mp.tensors} - set(INT_DTYPES))
+    return "f32" if "f32" in floats or not floats else floats[0]
+
+
+def off_format(mp: MeshProgram, k: Kernel) -> list[str]:
+    """The buffers ``k`` reads or writes whose dtype is not the tile routines' (:func:`float_dtype_of`)."""
+    fmt = float_dtype_of(mp)
+    return sorted({a.buffer for p in k.statements for a in (p.write, *p.reads) if mp.tensor(a.buffer).dtype != fmt})
+
+
 def classify(mp: MeshProgram, k: Kernel) -> TileOp:
     if k.parts:
         check_generic(mp, k)
@@ -132,12 +146,13 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
                       text=f"{len(k.parts)} statements in their original order {k.schedule}",
                       reason=f"a sequence of {len(k.parts)} statements whose instances interleave in their original "
                              f"order (one tile routine runs one statement over whole boxes)")
-    ints = sorted({a.buffer for a in (k.write, *k.reads) if mp.tensor(a.buffer).dtype in INT_DTYPES})
-    if ints:
+    other = off_format(mp, k)
+    if other:
         check_generic(mp, k)
         return TileOp(k.name, "generic", k.write.buffer, text=statement_text(k),
-                      reason=f"integer arithmetic on {', '.join(ints)} (the FPU and SFPU tile routines MICA emits "
-                             f"are float ones)")
+                      reason=f"{', '.join(other)} not {float_dtype_of(mp)} (the tile routines MICA emits compute on "
+                             f"one float data format per program: integers and other float types take the scalar "
+                             f"loops)")
     reads = {a.ref: a for a in k.reads}
 
     def acc(e) -> KAccess | None:

@@ -44,13 +44,13 @@ def _soft_call(fn: str, elem: str) -> str:
 #: the generic path's language: Metalium C++ with the calls of :data:`.classify.SOFT_CALLS`, and C's integer
 #: arithmetic for i32 arrays (the RISC-V's own: C++'s ``/`` and ``%`` truncate as C's do)
 GENERIC = replace(METALIUM, call=_soft_call, index="(({1})({0}))", int_const=C_KERNEL.int_const,
-                  conv="(({})({}))", int_div=None, types=C_TYPES)
-#: ... in a bf16 program, whose kernels also have the bf16 conversions (:mod:`mica.codeprint.half`): a C
-#: conversion to bf16 (``(__bf16)i``) rounds the float value to bf16 as the reference does
-GENERIC_BF16 = replace(GENERIC, conv_round=MappingProxyType({"bf16": ROUND_C["bf16"]}))
-#: ... in an f16 program: f16 elements are their uint16_t bits (no ``_Float16`` on the RISC-V), converted by
-#: ``mica_f16_to_f32`` / ``mica_f32_to_f16`` (:data:`mica.codeprint.half.F16_BITS_C`)
-GENERIC_F16 = replace(GENERIC, conv_round=MappingProxyType({"f16": "mica_f16_to_f32(mica_f32_to_f16({}))"}))
+                  conv="(({})({}))", int_div=None,
+                  types=MappingProxyType({d: C_TYPES[d] for d in ("f32", "i32", "i16", "i8", "u8")}))
+#: A C conversion to a 16-bit type in a program holding that type, whose kernels have its conversions
+#: (:mod:`mica.codeprint.half`): ``(__bf16)i`` rounds the float value to bf16 as the reference does, ``(_Float16)i``
+#: to f16 through ``mica_f32_to_f16`` (f16 elements are their uint16_t bits: no ``_Float16`` on the RISC-V,
+#: :data:`mica.codeprint.half.F16_BITS_C`).
+HALF_ROUND = {"bf16": ROUND_C["bf16"], "f16": "mica_f16_to_f32(mica_f32_to_f16({}))"}
 
 
 def _load(dtype: str, text: str) -> str:
@@ -135,13 +135,15 @@ class _Printer:
             acc = p.write if leaf.ref == p.write.ref else next(a for a in p.reads if a.ref == leaf.ref)
             return self.dtype(acc.buffer)
         wdt = self.dtype(p.write.buffer)
+        dtypes = {t.dtype for t in self.mp.tensors}
         if wdt in INT_DTYPES and any(int_typed(x, dtype_of) is False for x in e.walk()) \
                 and float_dtype(e, dtype_of, wdt) == "f64":
             raise EmitError(f"kernel {self.k.name}: statement {p.statement or p.name} stores a double value to an "
                             f"integer array (C computes its float part in double: MICA reads a floating literal "
                             f"there as C's double), and Tenstorrent has no double arithmetic; compute the float "
                             f"part into a float array first")
-        lang = GENERIC_BF16 if wdt == "bf16" else GENERIC_F16 if wdt == "f16" else GENERIC
+        # a conversion to a 16-bit type the program holds rounds through its helpers (mica_mesh.h has them)
+        lang = replace(GENERIC, conv_round=MappingProxyType({d: r for d, r in HALF_ROUND.items() if d in dtypes}))
         # float parts in f32 (bf16 values are read as f32), integer parts in C's int arithmetic
         return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar, elem="float",
                           where=f"kernel {self.k.name}", env=env, dtype_of=dtype_of, dtype=wdt)

@@ -251,6 +251,7 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
     ``main``: the unit mesh device, its command queue, the program, the grid check, and the core ranges of
     the work region and classes."""
     ref = "\n".join(line for line in program_c(program).splitlines() if not line.startswith("#include"))
+    dtypes = {a.dtype for a in program.arrays}
     L = [header("host.cpp: opens the device, builds the program (CBs, semaphores, kernels per core class, "
                 "runtime args), stages the inputs, runs, and checks the outputs against the sequential "
                 "reference.", plan),
@@ -263,13 +264,13 @@ def _host_head(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
          "#include <tt-metalium/mesh_buffer.hpp>", "#include <tt-metalium/mesh_command_queue.hpp>",
          "#include <tt-metalium/mesh_coord.hpp>", "#include <tt-metalium/mesh_device.hpp>",
          "#include <tt-metalium/mesh_workload.hpp>",
-         *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime or float_scalars(mp) or plan.dtype == "f16"
+         *(["#include <cstdlib>", "#include <cstring>"] if mp.runtime or float_scalars(mp) or "f16" in dtypes
            else []),
-         *(["#include <tt-metalium/bfloat16.hpp>"] if host_type(plan.dtype).staged == "bfloat16" else []),
+         *(["#include <tt-metalium/bfloat16.hpp>"] if "bf16" in dtypes else []),
          *(["#include <tt-metalium/global_semaphore.hpp>"] if any(s.kind == "global" for s in plan.sems) else []),
          "", "using namespace tt;", "using namespace tt::tt_metal;", "",
          "namespace reference {", "// The program in its original order, on full row-major arrays.", ref,
-         "}  // namespace reference", "", _skew_c(mp), *([F16_HOST] if plan.dtype == "f16" else []),
+         "}  // namespace reference", "", _skew_c(mp), *([F16_HOST] if "f16" in dtypes else []),
          staging_c(plan.dtype),
          *(staging_c(d, stage_fn(plan, d)) for d in sorted({a.dtype for a in program.arrays} - {plan.dtype})),
          *([SCALAR_BITS] if float_scalars(mp) else []),
@@ -363,6 +364,9 @@ def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
          "    // on a unit mesh a replicated mesh buffer is one device buffer.",
          f"    const distributed::DeviceLocalBufferConfig dram_config{{.page_size = {tb}, "
          f".buffer_type = BufferType::DRAM}};"]
+    for size in sorted({plan.tensor_cb(op.buffer).page_bytes for op in ops} - {tb}):   # another tile size
+        L.append(f"    const distributed::DeviceLocalBufferConfig dram_config_{size}{{.page_size = {size}, "
+                 f".buffer_type = BufferType::DRAM}};")
     seen: dict[str, object] = {}
     for op in ops:
         if op.buffer in seen:
@@ -375,8 +379,10 @@ def _dram_buffers(plan: MetalPlan, mp: MeshProgram, ops: list) -> list[str]:
         r = op.region
         pages = plan.tensor_cb(op.buffer).slot_pages * r.cores
         b = ident(op.buffer)
+        size = plan.tensor_cb(op.buffer).page_bytes
+        config = "dram_config" if size == tb else f"dram_config_{size}"
         L.append(f"    std::shared_ptr<distributed::MeshBuffer> dram_{b} = distributed::MeshBuffer::create("
-                 f"distributed::ReplicatedBufferConfig{{.size = {pages * tb}}}, dram_config, mesh_device.get());  "
+                 f"distributed::ReplicatedBufferConfig{{.size = {pages * size}}}, {config}, mesh_device.get());  "
                  f"// {op.array} <-> {t.name} on {r}")
     return L
 
@@ -396,10 +402,15 @@ def _dram_streams(plan: MetalPlan, mp: MeshProgram, program) -> list[str]:
     tb = tile_bytes(plan.dtype)
     L = ["", "    // Arrays streamed from DRAM: the whole array as row-major 32x32 tiles (page = tile row * tile columns",
          "    // + tile column); every core's reader reads its panel's pages at each step."]
+    for size in sorted({tile_bytes(program.array(a).dtype) for a in mp.dram} - {tb}):    # another tile size
+        L.append(f"    const distributed::DeviceLocalBufferConfig dram_stream_config_{size}{{.page_size = {size}, "
+                 f".buffer_type = BufferType::DRAM}};")
     for a in mp.dram:
         _, pages = _image_box(program, a)
+        size = tile_bytes(program.array(a).dtype)
+        config = "dram_config" if size == tb else f"dram_stream_config_{size}"
         L.append(f"    std::shared_ptr<distributed::MeshBuffer> {dram_stream_arg(a)} = distributed::MeshBuffer::create("
-                 f"distributed::ReplicatedBufferConfig{{.size = {pages * tb}}}, dram_config, mesh_device.get());  "
+                 f"distributed::ReplicatedBufferConfig{{.size = {pages * size}}}, {config}, mesh_device.get());  "
                  f"// {a}, {pages} tiles")
     return L
 
@@ -611,7 +622,9 @@ def _check(program, runtime=(), dtype: str = "f32") -> list[str]:
     for name in program.outputs:
         i = ident(name)
         h = host_type(program.array(name).dtype)
-        if program.array(name).dtype in INT_DTYPES:       # integers: exactly
+        odt = program.array(name).dtype            # an output of another float type: its own tolerance
+        out_tol = tol if odt == dtype or odt not in CHECK_TOLERANCE else f"{CHECK_TOLERANCE[odt]!r}f"
+        if odt in INT_DTYPES:       # integers: exactly
             L += ["    {",
                   "        size_t wrong = 0;",
                   f"        for (size_t k = 0; k < arr_{i}.size(); ++k) wrong += dev_{i}[k] != arr_{i}[k];",
@@ -633,7 +646,7 @@ def _check(program, runtime=(), dtype: str = "f32") -> list[str]:
               f"            if (std::isnan({dev}) && !std::isnan({ref})) ++missing;",
               f"            else worst = std::fmax(worst, std::fabs({dev} - {ref}));",
               "        }",
-              f"        const bool ok = missing == 0 && worst <= {tol} * scale;",
+              f"        const bool ok = missing == 0 && worst <= {out_tol} * scale;",
               f"        if (missing) std::printf(\"{name}: %zu element(s) never stored by the device\\n\", missing);",
               f"        std::printf(\"{name}: max |device - reference| = %g (scale %g) %s\\n\", worst, scale, ok ? \"ok\" : \"MISMATCH\");",
               "        bad += ok ? 0 : 1;",

@@ -275,6 +275,12 @@ def _arg_lines(names: list[str], what: dict[str, str]) -> list[str]:
     return out
 
 
+def _tb(plan: MetalPlan, c) -> str:
+    """C of circular buffer ``c``'s page size: ``tile_bytes`` (the program's float tiles), or its own size for a
+    tensor of another tile size (an f16 array in an f32 program)."""
+    return "tile_bytes" if c.page_bytes == tile_bytes(plan.dtype) else str(c.page_bytes)
+
+
 def _core_index_c(region) -> str:
     return f"(uint32_t)((my_y - {region.y0}) * {region.x1 - region.x0} + (my_x - {region.x0}))"
 
@@ -382,7 +388,7 @@ def _reader_loads(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
     lines = ["    // Zero every tensor (tile padding must be zero: contractions run over whole tiles)."]
     for c in plan.cbs:
         if c.kind in ("tensor", "scratch"):
-            lines.append(f"    mica_zero_l1(get_write_ptr({c.name}), {c.pages} * tile_bytes);")
+            lines.append(f"    mica_zero_l1(get_write_ptr({c.name}), {c.pages} * {_tb(plan, c)});")
     for b in cc.loads:
         ld = loads[b]
         c = plan.tensor_cb(b)
@@ -391,10 +397,10 @@ def _reader_loads(plan: MetalPlan, cc: CoreClass, loads: dict) -> list[str]:
                   f"index" + (" (into the first slot)." if c.slots > 1 else "."),
                   "    {",
                   f"        const InterleavedAddrGenFast<true> gen = {{.bank_base_address = dram_{ident(b)}, "
-                  f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
+                  f".page_size = {_tb(plan, c)}, .data_format = get_dataformat({c.name})}};",
                   f"        const uint32_t first = {_core_index_c(ld.region)} * {c.slot_pages};",
                   f"        for (uint32_t i = 0; i < {c.slot_pages}; ++i) {{",
-                  f"            noc_async_read_page(first + i, gen, get_write_ptr({c.name}) + i * tile_bytes);",
+                  f"            noc_async_read_page(first + i, gen, get_write_ptr({c.name}) + i * {_tb(plan, c)});",
                   "        }", "        noc_async_read_barrier();", "    }"]
     return lines
 
@@ -563,15 +569,16 @@ class _Reader:
             out.append(f"{ind}    cb_reserve_back({c.name}, {c.slot_pages});  // the next slot: free once compute "
                        f"popped it")
         out += [f"{ind}    const InterleavedAddrGenFast<true> gen = {{.bank_base_address = {dram_stream_arg(op.array)}, "
-                f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
+                f".page_size = {_tb(self.plan, c)}, .data_format = get_dataformat({c.name})}};",
                 f"{ind}    const int32_t r0 = {first[0]}, c0 = {first[1]};  // the panel's first tile row and column",
                 f"{ind}    for (int32_t r = 0; r < {tr}; ++r) {{",
                 f"{ind}        for (int32_t c = 0; c < {tc}; ++c) {{",
-                f"{ind}            const uint32_t l1 = get_write_ptr({c.name}) + (uint32_t)(r * {tc} + c) * tile_bytes;",
+                f"{ind}            const uint32_t l1 = get_write_ptr({c.name}) + (uint32_t)(r * {tc} + c) * "
+                f"{_tb(self.plan, c)};",
                 f"{ind}            if (r0 + r < {rows} && c0 + c < {cols}) {{",
                 f"{ind}                noc_async_read_page((uint32_t)((r0 + r) * {cols} + (c0 + c)), gen, l1);",
                 f"{ind}            }} else {{",
-                f"{ind}                mica_zero_l1(l1, tile_bytes);  // past the array's edge: zero padding",
+                f"{ind}                mica_zero_l1(l1, {_tb(self.plan, c)});  // past the array's edge: zero padding",
                 f"{ind}            }}",
                 f"{ind}        }}",
                 f"{ind}    }}",
@@ -861,19 +868,20 @@ def render_writer(plan: MetalPlan, mp: MeshProgram, cc: CoreClass) -> str:
         lines += ["", f"    // MeshIR: host_store {st.array} <- {b} from {st.region}", "    {",
                   f"        cb_wait_front({c.name}, {c.pages});",
                   f"        const InterleavedAddrGenFast<true> gen = {{.bank_base_address = dram_{ident(b)}, "
-                  f".page_size = tile_bytes, .data_format = get_dataformat({c.name})}};",
+                  f".page_size = {_tb(plan, c)}, .data_format = get_dataformat({c.name})}};",
                   f"        const uint32_t first = {_core_index_c(st.region)} * {c.pages};",
                   f"        for (uint32_t i = 0; i < {c.pages}; ++i) {{",
-                  f"            noc_async_write_page(first + i, gen, get_read_ptr({c.name}) + i * tile_bytes);",
+                  f"            noc_async_write_page(first + i, gen, get_read_ptr({c.name}) + i * {_tb(plan, c)});",
                   "        }", "        noc_async_write_barrier();", "    }"]
     lines += ["}", ""]
     return "\n".join(lines)
 
 
 def render_kernels(plan: MetalPlan, mp: MeshProgram) -> dict[str, str]:
-    # a bf16 (f16) program's kernels also get the bf16 (f16) <-> f32 conversions of its scalar loops
+    # a program with bf16 (f16) arrays has the bf16 (f16) <-> f32 conversions of its scalar loops in its kernels
     # (mica.codeprint.half; f16 on the bits: the RISC-V has no _Float16)
-    half = F16_BITS_C if plan.dtype == "f16" else support_c([plan.dtype])
+    dtypes = {t.dtype for t in mp.tensors}
+    half = support_c(dtypes) + (F16_BITS_C if "f16" in dtypes else "")
     out = {"kernels/mica_mesh.h": header("Shared helpers of every kernel.", plan) + MESH_H + half,
            "kernels/mica_dataflow.h": header("Shared helpers of the data-movement kernels.", plan) + DATAFLOW_H}
     for cc in plan.classes:

@@ -37,7 +37,7 @@ from ..targets import INT_DTYPES, get_target
 from . import cexpr
 from .api import (DATA_FORMATS, DEVICE_GRIDS, TILE, L1_RESERVED_BYTES, MAX_CBS, NUM_SEMAPHORES, TT_METAL_VERSION,
                   tile_bytes)
-from .classify import TileOp, box_domain_guard, classify, tile_grid
+from .classify import TileOp, box_domain_guard, classify, float_dtype_of, tile_grid
 from .stencil import READER_KINDS, reader_op, scratch_names
 
 STEP = {"E": (1, 0), "W": (-1, 0), "S": (0, 1), "N": (0, -1)}
@@ -416,7 +416,8 @@ def _phases(mp: MeshProgram) -> list[int]:
 def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozenset = frozenset(),
          tile_ops: tuple = ()) -> tuple[CB, ...]:
     """The circular buffers (see the module text): a tensor's CB and its landing CB in the tensor's data
-    format (Int32 for an i32 tensor), the scratch and token CBs in the program's float ``dtype``."""
+    format and tile size (Int32 for an integer tensor, Float16 for an f16 one), the scratch and token CBs in the
+    program's float ``dtype``."""
     fmt = DATA_FORMATS[dtype][0]
     tb = tile_bytes(dtype)
     loaded = [op.buffer for op, _ in mp.walk() if isinstance(op, HostLoad)]
@@ -445,11 +446,13 @@ def _cbs(mp: MeshProgram, dtype: str, double: DoubleBuffering, dram_two: frozens
         start = 0 if t.name in loaded else 16 if t.name in stored else 24
         r, c = tile_grid(t)
         k = 2 if t.name in double.buffers or t.name in dram_two else 1
-        out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tb, k * r * c, DATA_FORMATS[t.dtype][0], k))
+        out.append(CB(take(start), cb_name(t.name), "tensor", t.name, tile_bytes(t.dtype), k * r * c,
+                      DATA_FORMATS[t.dtype][0], k))
     for name in landing:
         t = mp.tensor(name)
         r, c = tile_grid(t)
-        out.append(CB(take(24), cb_name(name, "landing"), "landing", name, tb, r * c, DATA_FORMATS[t.dtype][0]))
+        out.append(CB(take(24), cb_name(name, "landing"), "landing", name, tile_bytes(t.dtype), r * c,
+                      DATA_FORMATS[t.dtype][0]))
     scratch = scratch_names(tile_ops)
     if scratch:
         pages = max(o.mt for o in tile_ops if o.kind == "stencil")
@@ -636,7 +639,7 @@ def _transfers(mp: MeshProgram, cbs: tuple[CB, ...], dtype: str, double: DoubleB
         src_cb = by_name[cb_name(c.src)]
         tiles = src_cb.slot_pages
         common = dict(exchange=ex.name, op=c.name, src_buffer=c.src, dst_buffer=c.dst, src_cb=src_cb.index,
-                      dst_cb=dst_cb.index, tiles=tiles, noc_bytes=tiles * tile_bytes(dtype),
+                      dst_cb=dst_cb.index, tiles=tiles, noc_bytes=tiles * src_cb.page_bytes,
                       ready="", valid="",
                       guard=cexpr.lin_c(ex.guard) if ex.guard is not None else "")
         if isinstance(c, Multicast):
@@ -688,7 +691,6 @@ def _off(v: str, d: int) -> str:
 
 def build_plan(mp: MeshProgram) -> MetalPlan:
     arch = _arch(mp)
-    dtypes = {t.dtype for t in mp.tensors}
     for t in mp.tensors:
         if t.dtype in INT_DTYPES and t.dtype not in DATA_FORMATS:
             raise EmitError(f"array {t.array} (tensor {t.name}) of {mp.name} is {t.dtype}; the Metalium back end "
@@ -702,11 +704,7 @@ def build_plan(mp: MeshProgram) -> MetalPlan:
         if any(d.per != 1 for d in t.box):
             raise EmitError(f"tensor {t.name} of {mp.name}: a box holding block floor(t / per) of a step loop has no "
                             f"Metalium layout (plans send the step's panel instead, mica.lower.reads.step_panel)")
-    floats = dtypes - set(INT_DTYPES)
-    if len(floats) > 1 or (dtypes & set(INT_DTYPES) and floats and tile_bytes(next(iter(floats))) != tile_bytes("i32")):
-        raise EmitError(f"{mp.name}: tensors of several dtypes {sorted(dtypes)}; the Metalium back end takes one "
-                        f"float dtype, with integer arrays (Int32 tiles) beside f32 ones only (tiles of one size)")
-    dtype = floats.pop() if floats else "f32"       # the float dtype (i32 tensors are Int32 CBs beside it)
+    dtype = float_dtype_of(mp)      # the tile routines' format; tensors of other dtypes: generic path only
     for op, _ in mp.walk():
         if not isinstance(op, (HostLoad, HostStore, Exchange, Compute, Loop, DramLoad)):
             raise EmitError(f"{mp.name}: no Metalium rendering for MeshIR op {type(op).__name__}")

@@ -37,14 +37,14 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..affine.expr import INT_DTYPES, Bin, Call, Const, Neg, Read
+from ..affine.expr import Bin, Call, Const, Neg, Read
 from ..affine.isl_names import iset, umap
 from ..codeprint import expr_text
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KAccess, MeshProgram
 from ..meshir.printer import statement_text
 from .api import float_c
-from .classify import TileOp, tile_grid
+from .classify import TileOp, off_format, tile_grid
 
 #: kinds whose elements the reader touches (so the reader is busy while they run)
 READER_KINDS = frozenset({"generic", "copy", "stencil"})
@@ -189,8 +189,8 @@ def reader_op(mp: MeshProgram, k: Kernel, why: str) -> TileOp:
         (src,) = [a for a in k.reads if a.ref == k.expr.ref] or [w]
         if mp.tensor(src.buffer).dtype == mp.tensor(w.buffer).dtype:
             return TileOp(k.name, "copy", w.buffer, (src.buffer,), mt=_tiles(mp, w.buffer), text=text)
-    if any(mp.tensor(a.buffer).dtype in INT_DTYPES for a in (w, *k.reads)):
-        return TileOp(k.name, "generic", w.buffer, text=text, reason=why)      # the tile routines are float ones
+    if off_format(mp, k):       # the tile routines compute on the program's one float format
+        return TileOp(k.name, "generic", w.buffer, text=text, reason=why)
     try:
         views: dict = {}
         for a in k.reads:

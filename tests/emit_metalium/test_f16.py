@@ -3,11 +3,12 @@ exactly, packs rounded to nearest even), their uint16_t bits on the generic path
 software (``mica_f16_to_f32`` / ``mica_f32_to_f16``, :data:`mica.codeprint.half.F16_BITS_C`: the RISC-V has
 no ``_Float16``), and ``host.cpp`` staging ``_Float16`` values as those bits. The conversions are checked
 against GCC's ``_Float16`` on a sweep of every 97th f32 and every f16; the programs are built against the
-functional model and run, each output within host.cpp's tolerance of the sequential reference; a program
-mixing f16 with f32 arrays (tiles of two sizes) is refused by name."""
+functional model and run, each output within host.cpp's tolerance of the sequential reference, an f16 k-NN
+database beside f32 queries (tiles of two sizes) included."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -99,13 +100,25 @@ def test_f16_programs_run_on_the_functional_model(name, tmp_path):
     assert sorted(n for n, _, _ in lines) == sorted(compiled.program.outputs), out
 
 
-def test_f16_beside_f32_is_refused_by_name():
-    """k-NN over an f16 database: f16 rows, f32 queries and distances, int32 answers -- tiles of 2048 and
-    4096 bytes in one program, which the Metalium back end does not generate."""
-    cfg = KnnConfig(n=40, dim=6, batch=3, k=1, metric="l2", dtype="f16")
-    compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=(2, 2))
-    with pytest.raises(EmitError, match=r"tensors of several dtypes \['f16', 'f32', 'i32'\]"):
-        render(compiled)
+@pytest.mark.parametrize("metric, k, mesh", [("l2", 2, (3, 2)), ("ip", 1, (4, 4))])
+def test_knn_over_an_f16_database_runs(metric, k, mesh, tmp_path):
+    """k-NN with the database stored as f16 beside f32 queries and distances and int32 answers: the f16 rows in
+    Float16 circular buffers and DRAM pages of 2048 B (the f32 tiles 4096 B), every kernel touching them on the
+    generic path (the tile routines keep the program's one f32 format)."""
+    cfg = KnnConfig(n=40, dim=6, batch=3, k=k, metric=metric, dtype="f16")
+    compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=mesh)
+    assert compiled.cost.cores > 1
+    files = render(compiled)
+    assert syntax_errors(files, tmp_path / "syntax") == {}
+    plan = json.loads(files["plan.json"])
+    cbs = {c["tensor"]: c for c in plan["circular_buffers"] if c["kind"] == "tensor"}
+    assert cbs["db"]["data_format"] == "tt::DataFormat::Float16" and cbs["db"]["page_bytes"] == 2048
+    assert cbs["d"]["data_format"] == "tt::DataFormat::Float32" and cbs["d"]["page_bytes"] == 4096
+    assert "dram_config_2048" in files["host.cpp"] and "static void stage_f16(std::vector<_Float16>& a" in files["host.cpp"]
+    rc, out = run_emitted(files, tmp_path)
+    assert rc == 0, out
+    assert re.search(r"^idx: 0 of \d+ elements differ from the reference \(exact\) ok$", out, re.M), out
+    assert re.search(r"^dist: max \|device - reference\| = \S+ \(scale \S+\) ok$", out, re.M), out
 
 
 def test_gelu_example_is_refused_naming_tanh():

@@ -3,8 +3,8 @@ every kernel that touches an integer array on the generic path (C++ integer arit
 truncating ``/`` and ``%``), and host.cpp comparing integer outputs with the reference exactly. The emitted
 programs are built against the functional model and run (as test_functional.py does): exact k-NN search
 (its ``int idx`` answers), int32 division, an int32 matmul reduced across cores, nussinov over an ``int``
-table, and int8 / uint8 / int16 arrays (held widened in Int32 tiles, each store wrapped as C converts); integer
-arrays beside bf16 ones are refused by name."""
+table, and int8 / uint8 / int16 arrays (held widened in Int32 tiles, each store wrapped as C converts), beside
+f32 or bf16 arrays."""
 
 from __future__ import annotations
 
@@ -123,28 +123,10 @@ def test_c_integer_semantics_run_on_the_functional_model(tmp_path):
     assert "(int32_t)(int8_t)(" in readers and "(int32_t)(uint8_t)(" in readers and "(int32_t)(int16_t)(" in readers
 
 
-def test_i32_beside_bf16_is_refused():
-    """Int32 tiles are 4096 B, Float16_b tiles 2048 B: one program's CBs and DRAM pages take one tile size."""
-    src = "void f(__bf16 a[8], int n[8], __bf16 b[8]) {\n  for (int i = 0; i < 8; i++) b[i] = a[i] * n[i];\n}\n"
-    compiled = mica.compile_affine(from_c(src), mesh=(2, 1), target="wormhole")
-    with pytest.raises(EmitError, match=r"tensors of several dtypes \['bf16', 'i32'\]; the Metalium back end takes "
-                                        r"one float dtype, with integer arrays \(Int32 tiles\) beside f32 ones only"):
-        render(compiled)
-
-
-def test_knn_past_eight_semaphores_takes_global_ones(tmp_path):
-    """k = 2 on 4x4 combines each round in two tree levels and multicasts the pick for the next round's
-    knock-out: nine semaphores with valid flags shared across phases, one more than a Tensix core has. The
-    ninth is a global semaphore (CreateGlobalSemaphore; the reader gets its L1 address as a runtime arg), and
-    the program runs on the functional model."""
-    cfg = KnnConfig(n=40, dim=6, batch=3, k=2, metric="l2", dtype="f32")
-    compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=(4, 4))
-    files = _check_run(compiled, tmp_path)
-    sems = json.loads(files["plan.json"])["semaphores"]
-    assert len(sems) > 8 and [s.get("kind") for s in sems[8:]] == ["global"] * (len(sems) - 8)
-    assert all("kind" not in s for s in sems[:8])
-    host = files["host.cpp"]
-    assert host.count("CreateSemaphore(program, work, 0)") == 8
-    assert host.count("CreateGlobalSemaphore(mesh_device.get(), work, 0, BufferType::L1)") == len(sems) - 8
-    reader = next(t for p, t in files.items() if p.startswith("kernels/reader_"))
-    assert f"const uint32_t {sems[8]['name']} = get_arg_val<uint32_t>(" in reader
+def test_int_beside_bf16_runs(tmp_path):
+    """Int32 tiles (4096 B) beside bf16 ones (2048 B): the bf16 product of a bf16 array and an int one on the
+    generic path, each CB and DRAM buffer with its own page size."""
+    src = "void f(__bf16 a[40], int n[40], __bf16 b[40]) {\n  for (int i = 0; i < 40; i++) b[i] = a[i] * n[i];\n}\n"
+    files = _check_run(mica.compile_affine(from_c(src), mesh=(2, 2), target="wormhole"), tmp_path)
+    cbs = {c["tensor"]: c for c in json.loads(files["plan.json"])["circular_buffers"] if c["kind"] == "tensor"}
+    assert cbs["n"]["page_bytes"] == 4096 and cbs["a"]["page_bytes"] == 2048
