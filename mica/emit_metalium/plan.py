@@ -527,7 +527,9 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = 
     exchange never share. Ops that never touch a common core (operators placed side by side on disjoint
     rectangles) share too: a semaphore is a word of each core's own L1, and only an op's senders and
     receivers ever read or write it. With ``share_valid`` (when the semaphores do not fit otherwise), ops
-    of different phases (top-level ops of the body, which never overlap on a core) share their valid flags: a receiver clears its flag and signals ready before any
+    of geometries whose phases (top-level ops of the body, which never overlap on a core) are all different
+    share their valid flags -- every phase a geometry runs in counts, so two geometries sharing a flag never
+    meet in one exchange: a receiver clears its flag and signals ready before any
     sender of the later op can raise the flag, and it has seen the earlier op's flag before that. (Ready
     counters are not shared so: a core outside the earlier op could count towards a sender still waiting
     in it.)
@@ -543,15 +545,22 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = 
     touched: dict[tuple[str, str], set] = {}        # semaphore names -> every core any op using them touches
     phase_of = _phases(mp)
     valid_phases: dict[str, set[int]] = {}          # valid flag -> the phases of the ops using it
-    for i, ex, j, c, scope in _comm_ops(mp):
+    valid_cores: dict[str, set] = {}                # valid flag -> every core any op using it touches
+
+    def key_of(ex, j, c):
         base = _geometry_key(c)
-        occurrence = sum(1 for o in ex.ops[:j] if _geometry_key(o) == base)
-        key = (base, occurrence)
+        return base, sum(1 for o in ex.ops[:j] if _geometry_key(o) == base)
+    key_phases: dict[tuple, set[int]] = {}          # every phase an op of each geometry runs in, known up front:
+    for i, ex, j, c, _ in _comm_ops(mp):            # a valid flag is shared only by geometries of disjoint phases
+        key_phases.setdefault(key_of(ex, j, c), set()).add(phase_of[i])
+    for i, ex, j, c, scope in _comm_ops(mp):
+        key = key_of(ex, j, c)
         if key not in names:
             oid = op_ident(i, j, c)
             single = _static_roles(mp, by_op[(ex.name, c.name)], scope)
             cores = _op_cores(c, scope)
-            free = next((n for n, seen in touched.items() if (n[0] == n[1]) == single and not seen & cores), None)
+            free = next((n for n, seen in touched.items() if (n[0] == n[1]) == single and not seen & cores
+                         and not valid_cores.get(n[1], set()) & cores), None)
             if free is not None:
                 names[key] = free
             elif single:
@@ -560,7 +569,7 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = 
             else:
                 sems.append(Sem(len(sems), f"sem_{oid}_ready", c.name, "ready"))
                 ready = sems[-1].name
-                valid = next((v for v, ph in valid_phases.items() if phase_of[i] not in ph), None) \
+                valid = next((v for v, ph in valid_phases.items() if not ph & key_phases[key]), None) \
                     if share_valid else None
                 if valid is None:
                     sems.append(Sem(len(sems), f"sem_{oid}_valid", c.name, "valid"))
@@ -568,7 +577,8 @@ def _sems(mp: MeshProgram, transfers: tuple[Transfer, ...], share_valid: bool = 
                 names[key] = (ready, valid)
             touched[names[key]] = touched.get(names[key], set()) | cores
             if names[key][0] != names[key][1]:
-                valid_phases.setdefault(names[key][1], set()).add(phase_of[i])
+                valid_phases.setdefault(names[key][1], set()).update(key_phases[key])
+                valid_cores.setdefault(names[key][1], set()).update(cores)
         chosen[(ex.name, c.name)] = names[key]
     from dataclasses import replace
     if len(sems) > NUM_SEMAPHORES:
