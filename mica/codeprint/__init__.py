@@ -12,10 +12,10 @@ records are passed in as plain text callbacks (``read(ref)``, ``env``).
 """
 
 from .aff import print_aff, skew_block
-from .expr import expr_text, float_dtype, iterator_casts_dropped, print_expr
+from .expr import expr_text, float_dtype, int_store_float_dtype, iterator_casts_dropped, print_expr
 from .isl_ast import ast_expr, walk
 from .languages import C_KERNEL, C_TYPES, CSL, METALIUM, PYTHON, REFERENCE_C, TEXT, Language
 from .reference import program_c, program_py
 
 __all__ = ["Language", "TEXT", "C_KERNEL", "REFERENCE_C", "CSL", "PYTHON", "METALIUM", "print_expr",
-           "expr_text", "float_dtype", "iterator_casts_dropped", "C_TYPES", "print_aff", "skew_block", "ast_expr", "walk", "program_c", "program_py"]
+           "expr_text", "float_dtype", "int_store_float_dtype", "iterator_casts_dropped", "C_TYPES", "print_aff", "skew_block", "ast_expr", "walk", "program_c", "program_py"]

@@ -132,6 +132,15 @@ def float_dtype(e: Expr, dtype_of: Callable[[Expr], str], dtype: str) -> str:
     return "f64" if "f64" in kinds or "f32" not in kinds else "f32"
 
 
+def int_store_float_dtype(e: Expr, dtype_of: Callable[[Expr], str], dtype: str) -> str | None:
+    """For ``e`` stored to an array of integer ``dtype``: the float dtype its float parts compute in
+    (:func:`float_dtype`; ``f64`` where C computes in double), or None when ``dtype`` is not an integer one or
+    ``e`` has no float part. Changes nothing."""
+    if dtype not in INT_DTYPES or not any(int_typed(x, dtype_of) is False for x in e.walk()):
+        return None
+    return float_dtype(e, dtype_of, dtype)
+
+
 def expr_text(e: Expr, ref_text: Callable[[str], str]) -> str:
     """Readable text of ``e`` (the MeshIR text form); ``ref_text(ref)`` gives that of an array read."""
     return print_expr(e, TEXT, ref_text, lambda name: name, env=_Names())

@@ -31,8 +31,8 @@ import islpy as isl
 from ..affine.expr import Aff, Call, Cmp, Conv, Index, Read, Select
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..affine.expr import INT_DTYPES, int_typed
-from ..codeprint import CSL, ast_expr, float_dtype, iterator_casts_dropped, print_aff, print_expr, walk
+from ..affine.expr import INT_DTYPES
+from ..codeprint import CSL, ast_expr, int_store_float_dtype, iterator_casts_dropped, print_aff, print_expr, walk
 from ..errors import EmitError
 from ..meshir.ir import BoxDim, Kernel, KernelClass, MeshProgram, RegionTensor
 from ..meshir.printer import statement_text
@@ -131,8 +131,7 @@ class KernelPrinter:
         ty = self.mp.tensor(self.part.write.buffer).dtype
         elem = ty
         if ty in INT_DTYPES:       # f32 where the tree has no float part at all (it is not printed then)
-            floats = any(int_typed(x, dtype_of) is False for x in e.walk())
-            elem = float_dtype(e, dtype_of, ty) if floats else "f32"
+            elem = int_store_float_dtype(e, dtype_of, ty) or "f32"
             if elem not in SUFFIX:
                 what = self.part.statement or self.part.name
                 raise EmitError(f"CSL back end: kernel {self.k.name}: statement {what} stores a {elem} value to an "

@@ -23,9 +23,9 @@ import islpy as isl
 
 from ..affine.isl_names import iset, umap, uset
 from ..affine.runtime import kernel_param
-from ..affine.expr import INT_DTYPES, Read, int_typed
-from ..codeprint import (C_KERNEL, C_TYPES, METALIUM, ast_expr, float_dtype, iterator_casts_dropped, print_aff,
-                         print_expr, walk)
+from ..affine.expr import Read
+from ..codeprint import (C_KERNEL, C_TYPES, METALIUM, ast_expr, int_store_float_dtype, iterator_casts_dropped,
+                         print_aff, print_expr, walk)
 from ..codeprint.half import ROUND_C, load_c, store_c
 from ..errors import EmitError
 from ..meshir.ir import Kernel, KernelClass, MeshProgram
@@ -94,6 +94,9 @@ class _Printer:
                     self.buffers.append(a.buffer)
         self.lines: list[str] = []
         self.part = k.statements[0]
+        # a conversion to a 16-bit type the program holds rounds through its helpers (mica_mesh.h has them)
+        dtypes = {t.dtype for t in mp.tensors}
+        self.lang = replace(GENERIC, conv_round=MappingProxyType({d: r for d, r in HALF_ROUND.items() if d in dtypes}))
 
     def ptr(self, buffer: str) -> str:
         return f"e{self.buffers.index(buffer)}"
@@ -135,17 +138,13 @@ class _Printer:
             acc = p.write if leaf.ref == p.write.ref else next(a for a in p.reads if a.ref == leaf.ref)
             return self.dtype(acc.buffer)
         wdt = self.dtype(p.write.buffer)
-        dtypes = {t.dtype for t in self.mp.tensors}
-        if wdt in INT_DTYPES and any(int_typed(x, dtype_of) is False for x in e.walk()) \
-                and float_dtype(e, dtype_of, wdt) == "f64":
+        if int_store_float_dtype(e, dtype_of, wdt) == "f64":
             raise EmitError(f"kernel {self.k.name}: statement {p.statement or p.name} stores a double value to an "
                             f"integer array (C computes its float part in double: MICA reads a floating literal "
                             f"there as C's double), and Tenstorrent has no double arithmetic; compute the float "
                             f"part into a float array first")
-        # a conversion to a 16-bit type the program holds rounds through its helpers (mica_mesh.h has them)
-        lang = replace(GENERIC, conv_round=MappingProxyType({d: r for d, r in HALF_ROUND.items() if d in dtypes}))
         # float parts in f32 (bf16 values are read as f32), integer parts in C's int arithmetic
-        return print_expr(iterator_casts_dropped(e, "f32"), lang, read, self.scalar, elem="float",
+        return print_expr(iterator_casts_dropped(e, "f32"), self.lang, read, self.scalar, elem="float",
                           where=f"kernel {self.k.name}", env=env, dtype_of=dtype_of, dtype=wdt)
 
     def scalar(self, name: str) -> str:
