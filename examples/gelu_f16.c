@@ -3,7 +3,8 @@
  *
  *   mica run examples/gelu_f16.c --mesh 3x3
  *
- * (--emit csl refuses it by name: tanh is not mapped to CSL's math library yet.)
+ * (--emit csl refuses it by name: tanh is not mapped to CSL's math library yet; --emit metalium computes
+ * tanhf in software on the data-movement RISC-V.)
  */
 #include <math.h>
 #ifndef M

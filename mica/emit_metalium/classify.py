@@ -15,8 +15,8 @@ A kernel's statement becomes one of:
 Anything else (stencils, copies between boxes of different shapes, triangular domains, sequence kernels of
 the one-core fallback) is ``generic`` here, with a reason; :func:`.stencil.reader_op` then turns copies and
 shifted-view stencils into reader copies and tile passes, and only the rest runs as scalar loops on the
-reader's RISC-V (:mod:`.generic`), which also reads scalar arguments (runtime args of the reader). Kernels
-with calls other than ``sqrt``, ``fabs``, ``fmax``, ``fmin`` and ``exp`` (:data:`SOFT_CALLS`) raise
+reader's RISC-V (:mod:`.generic`), which also reads scalar arguments (runtime args of the reader). Every math
+function the front end accepts has a software form there (:data:`SOFT_CALLS`); a call of any other raises
 :class:`EmitError` naming the kernel.
 
 Tile geometry: a rank-2 box ``[r, c]`` is ``ceil(r/32) x ceil(c/32)`` tiles in row-major tile order; a
@@ -201,11 +201,14 @@ def classify(mp: MeshProgram, k: Kernel) -> TileOp:
 
 #: the math functions the generic path computes, by their helper in ``kernels/mica_mesh.h``: ``sqrt`` and
 #: ``fabs`` in integer arithmetic on the IEEE bits, correctly rounded like the reference's; ``fmax`` / ``fmin``
-#: by IEEE comparisons, exact (NaN arguments too); ``exp`` by range reduction and a polynomial in software floating point, within
-#: 1 ulp of glibc's expf (tests/emit_metalium/test_generic.py sweeps every 1,024th float). The others
-#: (``log``, ``pow``, ``tanh``, ``erf``) have no software form there.
+#: by IEEE comparisons, exact (NaN arguments too); ``exp`` by range reduction and a polynomial in software
+#: floating point, within 1 ulp of glibc's expf; ``log``, ``pow``, ``tanh`` and ``erf`` in double precision
+#: (range reduction and series, erf's tail by its continued fraction) rounded once to float, with C99 Annex F's
+#: special values: correctly rounded on every float tests/emit_metalium/test_generic.py sweeps, so within 1 ulp of
+#: glibc's logf / powf / erff and 2 of its tanhf. Every math function the front end accepts
+#: (:data:`mica.affine.expr.CALLS`) has its helper here.
 SOFT_CALLS = {"sqrt": "mica_sqrtf", "fabs": "mica_fabsf", "fmax": "mica_fmaxf", "fmin": "mica_fminf",
-              "exp": "mica_expf"}
+              "exp": "mica_expf", "log": "mica_logf", "pow": "mica_powf", "tanh": "mica_tanhf", "erf": "mica_erff"}
 
 
 def check_generic(mp: MeshProgram, k: Kernel) -> None:

@@ -311,3 +311,32 @@ def compiled(name: str):
 def rendered(name: str) -> dict[str, str]:
     from mica.emit_metalium import render
     return render(compiled(name))
+
+
+#: every math function the front end accepts, on the generic path's software forms (GELU in its tanh and erf
+#: forms, a log, an RMSNorm-style powf(..., -0.5f), a power with a negative base and an integer exponent)
+MATH_CALLS = """
+void act(float x[40][36], float w[36], float g[40][36], float e[40][36], float l[40][36], float p[40][36],
+         float r[40]) {
+  for (int i = 0; i < 40; i++)
+    for (int j = 0; j < 36; j++) {
+      g[i][j] = 0.5f * x[i][j] * (1.0f + tanhf(0.7978845608f * (x[i][j] + 0.044715f * x[i][j] * x[i][j] * x[i][j])));
+      e[i][j] = 0.5f * x[i][j] * (1.0f + erff(x[i][j] * 0.70710678f));
+      l[i][j] = logf(fabsf(x[i][j]) + 0.25f) + sqrtf(fabsf(x[i][j])) - expf(-x[i][j]);
+      p[i][j] = powf(x[i][j] - 0.5f, 3.0f) + powf(fabsf(x[i][j]), w[j]);
+    }
+  for (int i = 0; i < 40; i++) {
+    r[i] = 0.0f;
+    for (int j = 0; j < 36; j++)
+      r[i] += x[i][j] * x[i][j];
+    r[i] = powf(r[i] / 36.0f + 1e-5f, -0.5f);
+  }
+}
+"""
+
+
+def _math_calls():
+    return mica.compile_affine(mica.affine.from_c(MATH_CALLS, "act"), mesh=(3, 2), target="wormhole")
+
+
+PROGRAMS["math_calls_wormhole"] = _math_calls

@@ -78,7 +78,7 @@ SLOW = pytest.mark.slow
                                   "stencil_forms_wormhole", "trisolv_step_owner_wormhole",
                                   pytest.param("triangle_sqrt_wormhole", marks=SLOW),
                                   "attention_wormhole", "sweeps_phase_wormhole", "gemv_levels_wormhole",
-                                  "kv_append_wormhole", "online_attention_wormhole",
+                                  "kv_append_wormhole", "online_attention_wormhole", "math_calls_wormhole",
                                   pytest.param("sweeps_phase_blackhole", marks=SLOW),
                                   pytest.param("gemv_phase_wormhole", marks=SLOW),
                                   pytest.param("attention_8x8_wormhole", marks=SLOW),

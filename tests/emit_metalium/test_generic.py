@@ -98,8 +98,15 @@ SOFT_MATH_CHECK = r"""
 static int64_t ordered(float f) { int32_t i; std::memcpy(&i, &f, 4); return i < 0 ? (int64_t)INT32_MIN - i : i; }
 static float bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 static bool same(float a, float b) { return (a != a && b != b) || std::memcmp(&a, &b, 4) == 0 || (a == b); }
+// ulps between two results; NaN against NaN is 0, NaN against a number far
+static int64_t ulps(float a, float b) {
+    if (a != a || b != b) return (a != a && b != b) ? 0 : (int64_t)1 << 40;
+    const int64_t d = ordered(a) - ordered(b);
+    return d < 0 ? -d : d;
+}
 int main() {
     int64_t worst = 0; float at = 0; long n = 0, bad_minmax = 0;
+    int64_t worst_exact[5] = {0}, worst_glibc[5] = {0};
     for (uint64_t u = 0; u <= 0xffffffffull; u += 1021) {
         const float a = bits((uint32_t)u), b = bits((uint32_t)(u * 2654435761ull));
         if (!same(mica_fmaxf(a, b), fmaxf(a, b)) || !same(mica_fminf(a, b), fminf(a, b))) ++bad_minmax;
@@ -108,6 +115,30 @@ int main() {
         if (d < 0) d = -d;
         if (d > worst) { worst = d; at = a; }
         ++n;
+        // log, tanh, erf, pow (two exponents: a spread float, and one of modest size with either sign)
+        const float y = bits((uint32_t)((u * 40503u) >> 7) | ((u & 1) ? 0x80000000u : 0) | 0x3c000000u);
+        const float mine[5] = {mica_logf(a), mica_tanhf(a), mica_erff(a), mica_powf(a, b), mica_powf(a, y)};
+        const float exact[5] = {(float)logl(a), (float)tanhl(a), (float)erfl(a), (float)powl(a, b), (float)powl(a, y)};
+        const float glibc[5] = {logf(a), tanhf(a), erff(a), powf(a, b), powf(a, y)};
+        for (int i = 0; i < 5; ++i) {
+            const int64_t e = ulps(mine[i], exact[i]), g = ulps(mine[i], glibc[i]);
+            if (e > worst_exact[i]) worst_exact[i] = e;
+            if (g > worst_glibc[i]) worst_glibc[i] = g;
+        }
+    }
+    const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, 2.0f, -2.0f, 3.0f, -3.0f, 1e-30f, -1e-30f,
+                              16777216.0f, -16777217.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+    for (float a : specials) {
+        const float one[4] = {mica_logf(a), mica_tanhf(a), mica_erff(a), 0.0f};
+        const float ref[4] = {logf(a), tanhf(a), erff(a), 0.0f};
+        for (int i = 0; i < 3; ++i) if (ulps(one[i], ref[i]) > 1 || (one[i] == 0 && std::signbit(one[i]) != std::signbit(ref[i]))) return 4;
+        for (float b : specials) {                 // C99 Annex F's special cases of pow, signed zeros included
+            const float m = mica_powf(a, b), r = powf(a, b);
+            if (ulps(m, r) > 1 || (m == 0 && std::signbit(m) != std::signbit(r))) {
+                std::printf("pow(%a, %a) = %a, libm %a\n", a, b, m, r);
+                return 5;
+            }
+        }
     }
     const float edges[] = {0.0f, -0.0f, 1.0f, -1.0f, 88.7228f, 88.72284f, -87.3365f, -100.0f, -103.9720f, -103.9721f,
                            -150.0f, 1e-30f, -1e-30f, INFINITY, -INFINITY};
@@ -117,6 +148,11 @@ int main() {
         if (d > worst) { worst = d; at = a; }
     }
     std::printf("%ld values, worst %lld ulp at %a, fmax/fmin differences %ld\n", n, (long long)worst, at, bad_minmax);
+    std::printf("log tanh erf pow pow': worst ulp against the exact value");
+    for (int i = 0; i < 5; ++i) std::printf(" %lld", (long long)worst_exact[i]);
+    std::printf(", against glibc");
+    for (int i = 0; i < 5; ++i) std::printf(" %lld", (long long)worst_glibc[i]);
+    std::printf("\n");
     return 0;
 }
 """
@@ -125,8 +161,12 @@ int main() {
 def test_soft_math_matches_the_host_libm(tmp_path):
     """``mica_expf`` (no libm on the data-movement RISC-V) is within 1 ulp of the host's expf on every 1,021st
     float and at the edges (overflow to inf, subnormal results, underflow to 0, NaN); ``mica_fmaxf`` /
-    ``mica_fminf`` give fmaxf / fminf's values, quiet and signaling NaN arguments included. Compiled without FMA contraction, as
-    the software floating point of the RISC-V computes."""
+    ``mica_fminf`` give fmaxf / fminf's values, quiet and signaling NaN arguments included. ``mica_logf``,
+    ``mica_tanhf``, ``mica_erff`` and ``mica_powf`` are correctly rounded (the long double value rounded to float)
+    on the same floats, pow against a second float spread over the whole range and against exponents of modest
+    size of both signs, and within 1 ulp of glibc (tanhf: 2, glibc's own error); C99's special values of pow
+    (zeros of both signs, infinities, NaN, 1, odd and even integer exponents) are libm's, signs of zero included.
+    Compiled without FMA contraction, as the software floating point of the RISC-V computes."""
     from mica.emit_metalium.kernels import MESH_H
     (tmp_path / "mica_mesh.h").write_text(MESH_H)
     (tmp_path / "check.cpp").write_text('#include "mica_mesh.h"\n' + SOFT_MATH_CHECK)
@@ -140,3 +180,9 @@ def test_soft_math_matches_the_host_libm(tmp_path):
     assert m and int(m.group(1)) > 4_000_000, r.stdout
     assert int(m.group(2)) <= 1, r.stdout
     assert int(m.group(4)) == 0, r.stdout
+    m = re.search(r"against the exact value (\d+) (\d+) (\d+) (\d+) (\d+), against glibc (\d+) (\d+) (\d+) (\d+) (\d+)",
+                  r.stdout)
+    assert m, r.stdout
+    exact, glibc = [int(v) for v in m.groups()[:5]], [int(v) for v in m.groups()[5:]]
+    assert exact == [0, 0, 0, 0, 0], r.stdout
+    assert glibc[1] <= 2 and max(glibc[0], *glibc[2:]) <= 1, r.stdout

@@ -94,6 +94,114 @@ static inline float mica_expf(float a) {
     const int32_t k1 = k / 2;
     return p * mica_pow2i(k1) * mica_pow2i(k - k1);
 }
+// log, pow, tanh and erf for the generic path, in double precision on the RISC-V's software floating point
+// (as its float arithmetic is: no FPU, no libm), rounded once to float at the end: within 1 ulp of glibc's
+// logf / powf / tanhf / erff (tests/emit_metalium/test_generic.py sweeps them). C99 Annex F's special values.
+static inline double mica_bits_f64(uint64_t u) {
+    double d;
+    __builtin_memcpy(&d, &u, 8);
+    return d;
+}
+static const double MICA_LN2_HI = 6.93147180369123816490e-01;   // ln 2 to 32 bits: k * LN2_HI is exact
+static const double MICA_LN2_LO = 1.90821492927058770002e-10;   // ln 2 - LN2_HI
+// e^a for |a| <= 700: a = k ln2 + r (|r| <= ln2 / 2), e^r by Taylor to degree 15, times 2^k through the bits.
+static inline double mica_exp_d(double a) {
+    const double kf = a * 1.4426950408889634;
+    const int32_t k = (int32_t)(kf >= 0.0 ? kf + 0.5 : kf - 0.5);
+    const double r = (a - (double)k * MICA_LN2_HI) - (double)k * MICA_LN2_LO;
+    double p = 1.0, t = 1.0;
+    for (int32_t n = 1; n <= 15; ++n) { t = t * r / (double)n; p = p + t; }
+    return p * mica_bits_f64((uint64_t)(k + 1023) << 52);
+}
+// e^a - 1 for |a| <= 700, without the cancellation of e^a - 1 near 0 (a Taylor sum below 1/2).
+static inline double mica_expm1_d(double a) {
+    if (a > 0.5 || a < -0.5) return mica_exp_d(a) - 1.0;
+    double p = 0.0, t = 1.0;
+    for (int32_t n = 1; n <= 22; ++n) { t = t * a / (double)n; p = p + t; }
+    return p;
+}
+// ln a for a positive, finite, normal double: a = m 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s) with
+// s = (m - 1) / (m + 1), |s| <= 0.1716, by its series to s^27.
+static inline double mica_log_d(double a) {
+    uint64_t u;
+    __builtin_memcpy(&u, &a, 8);
+    int32_t e = (int32_t)((u >> 52) & 0x7ffu) - 1023;
+    double m = mica_bits_f64((u & 0xfffffffffffffull) | 0x3ff0000000000000ull);
+    if (m > 1.4142135623730951) { m = m * 0.5; e += 1; }
+    const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+    double sum = 0.0;
+    for (int32_t n = 27; n >= 3; n -= 2) sum = (sum + 1.0 / (double)n) * s2;
+    const double lm = 2.0 * s + 2.0 * s * sum;
+    return (double)e * MICA_LN2_HI + ((double)e * MICA_LN2_LO + lm);
+}
+static inline float mica_inff(void) { return mica_pow2i(127) * 2.0f; }
+static inline float mica_nanf(void) { const float z = 0.0f * mica_inff(); return z; }
+static inline float mica_logf(float a) {
+    if (a != a) return a;
+    if (a < 0.0f) return mica_nanf();
+    if (a == 0.0f) return -mica_inff();
+    if (a == mica_inff()) return a;
+    return (float)mica_log_d((double)a);
+}
+static inline float mica_tanhf(float a) {
+    if (a != a || a == 0.0f) return a;                         // NaN, +-0
+    const float x = a < 0.0f ? -a : a;
+    float r;
+    if (x > 20.0f) r = 1.0f;                                   // 1 - tanh(20) is below half an ulp of 1
+    else { const double e = mica_expm1_d(2.0 * (double)x); r = (float)(e / (e + 2.0)); }
+    return a < 0.0f ? -r : r;
+}
+static inline float mica_erff(float a) {
+    if (a != a || a == 0.0f) return a;                         // NaN, +-0
+    const float x = a < 0.0f ? -a : a;
+    const double d = (double)x;
+    double r;
+    if (x >= 4.0f) r = 1.0;                                    // erfc(4) is below half an ulp of 1
+    else if (x < 2.5f) {                                       // 2/sqrt(pi) sum (-1)^n d^(2n+1) / (n! (2n+1))
+        const double d2 = d * d;
+        double t = d, sum = d;
+        for (int32_t n = 1; n <= 60; ++n) {
+            t = -t * d2 / (double)n;
+            const double term = t / (double)(2 * n + 1);
+            sum = sum + term;
+            if (term < 1e-18 * sum && term > -1e-18 * sum) break;
+        }
+        r = 1.1283791670955126 * sum;
+    } else {                                                   // 1 - erfc: its continued fraction, 40 levels
+        double f = d;
+        for (int32_t n = 40; n >= 1; --n) f = d + (0.5 * (double)n) / f;
+        r = 1.0 - mica_exp_d(-d * d) * 0.5641895835477563 / f;
+    }
+    return (float)(a < 0.0f ? -r : r);
+}
+// 0: y not an integer, 1: an odd integer, 2: an even integer (y finite)
+static inline int32_t mica_int_kind(float y) {
+    const float ay = y < 0.0f ? -y : y;
+    if (ay >= 16777216.0f) return 2;                           // 2^24 and beyond: even integers
+    const int32_t i = (int32_t)y;
+    if ((float)i != y) return 0;
+    return (i & 1) ? 1 : 2;
+}
+static inline float mica_powf(float x, float y) {
+    const float inf = mica_inff();
+    if (y == 0.0f || x == 1.0f) return 1.0f;
+    if (x != x || y != y) return x + y;
+    const float ax = x < 0.0f ? -x : x;
+    if (y == inf || y == -inf) {
+        if (ax == 1.0f) return 1.0f;                           // (-1)^(+-inf)
+        return (ax < 1.0f) == (y > 0.0f) ? 0.0f : inf;
+    }
+    const int32_t kind = mica_int_kind(y);
+    const bool neg = x < 0.0f || (x == 0.0f && 1.0f / x < 0.0f);
+    const float sign = neg && kind == 1 ? -1.0f : 1.0f;       // an odd power keeps x's sign
+    if (ax == 0.0f) return sign * (y < 0.0f ? inf : 0.0f);
+    if (ax == inf) return sign * (y < 0.0f ? 0.0f : inf);
+    if (x < 0.0f && kind == 0) return mica_nanf();
+    const double t = (double)y * mica_log_d((double)ax);
+    if (t > 200.0) return sign * inf;
+    if (t < -200.0) return sign * 0.0f;
+    return sign * (float)mica_exp_d(t);
+}
 // Element (row, col) of a box of `tile_cols` 32x32 tiles per tile row -> its index in the tile layout.
 static inline int64_t mica_tile_offset(int64_t row, int64_t col, int64_t tile_cols) {
     return ((row / 32) * tile_cols + col / 32) * 1024 + (((row % 32) / 16) * 2 + (col % 32) / 16) * 256
