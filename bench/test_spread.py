@@ -51,6 +51,13 @@ void gauss_seidel(int N, float A[N + 2][N + 2]) {
 }
 """
 
+#: A vector update over one long loop: spread over both mesh axes only folded (mica.tiling.folded).
+AXPY = """
+void axpy(int N, float a, float x[N], float y[N]) {
+  for (int i = 0; i < N; i++) y[i] = a * x[i] + y[i];
+}
+"""
+
 #: The LLM decode layer as one C function (examples/decode_layer.c; its sizes are macros).
 DECODE_LAYER = (Path(__file__).resolve().parents[1] / "examples" / "decode_layer.c").read_text()
 
@@ -65,6 +72,7 @@ KERNELS.update({
     "rope-in-place": (ROPE, "rope", {"T": 64, "H": 8, "R": 16}),
     "gauss-seidel-wavefront": (GAUSS_SEIDEL, "gauss_seidel", {"N": 64}),
     "decode-layer": (DECODE_LAYER, "layer", {}),
+    "axpy": (AXPY, "axpy", {"N": 4096}),
 })
 #: The PolyBench kernels at PolyBench/C's SMALL dataset sizes, named ``<kernel>@SMALL``.
 def _small(name: str) -> tuple[str, str, dict]:
@@ -77,7 +85,7 @@ KERNELS.update(SMALL)
 NAMES = sorted(KERNELS)
 
 # spread, triangular, aligned, stays on one core; a kernel whose data no core holds
-QUICK = ("gemm", "syrk", "trisolv", "floyd-warshall", "symm@SMALL")
+QUICK = ("gemm", "syrk", "trisolv", "floyd-warshall", "symm@SMALL", "axpy")
 MESHES = {"8x8": (8, 8), "750x994": (750, 994)}
 ROWS: dict[tuple[str, str], dict] = {}
 
@@ -142,6 +150,8 @@ def test_spread_quick(benchmark, name):
 def test_quick_rows_have_plans():
     """Every kernel of the quick run compiles (a SMALL row may record an error only in the full tables)."""
     assert all(ROWS[(name, "8x8")]["cores"] >= 1 for name in QUICK if (name, "8x8") in ROWS)
+    if ("axpy", "8x8") in ROWS:         # one long loop, folded over both axes: more cores than a line holds
+        assert ROWS[("axpy", "8x8")]["cores"] > 8
 
 
 @pytest.mark.slow
@@ -187,8 +197,8 @@ def teardown_module():
 #: The applications at the sizes people run them (decode attention over a 4096-token KV cache with head
 #: dimension 128; causal prefill attention over 4096 tokens, 32 heads; top-1 search over 2^20 vectors of
 #: 128 floats; RoPE in place over 4096 tokens, 32 heads of 128; a 4096x4096 Gauss-Seidel sweep as a
-#: wavefront; the LLM decode layer with model width 1024, a 1024-token cache and MLP width 2816), compiled
-#: for the whole WSE-2 rectangle.
+#: wavefront; the LLM decode layer with model width 1024, a 1024-token cache and MLP width 2816; a vector
+#: update over 2^20 elements), compiled for the whole WSE-2 rectangle.
 REAL = {
     "attention-decode-1x4096x128": (ATTENTION, "attention", {"H": 1, "L": 4096, "D": 128}),
     "attention-decode-32x4096x128": (ATTENTION, "attention", {"H": 32, "L": 4096, "D": 128}),
@@ -200,6 +210,7 @@ REAL = {
     "rope-in-place-4096x32x128": (ROPE, "rope", {"T": 4096, "H": 32, "R": 64}),
     "gauss-seidel-wavefront-4096x4096": (GAUSS_SEIDEL, "gauss_seidel", {"N": 4096}),
     "decode-layer-1024x1024x2816": (DECODE_LAYER, "layer", {}, {"D": 1024, "L": 1024, "F": 2816}),
+    "axpy-2^20": (AXPY, "axpy", {"N": 1 << 20}),
     # Recursive filters whose carried temporaries are expanded into wavefronts (mica.affine.recurrence).
     "deriche-1024x1024": (kernel_source("deriche").replace("24 + 0", "1024").replace("16 + 0", "1024"),
                           "kernel_deriche", {"w": 1024, "h": 1024}),

@@ -210,8 +210,9 @@ def _random_inputs(program, rng) -> dict:
     for name in program.inputs:
         a = program.array(name)
         dt = np.dtype(NP_DTYPE[a.dtype])
-        ins[name] = (rng.integers(1, 10, a.shape).astype(dt) if dt.kind in "iu"
-                     else rng.uniform(0.5, 1.5, a.shape).astype(dt))
+        shape = program.user_shape(name)          # as the C declares it (a folded loop's arrays too)
+        ins[name] = (rng.integers(1, 10, shape).astype(dt) if dt.kind in "iu"
+                     else rng.uniform(0.5, 1.5, shape).astype(dt))
     runtime = {n: lo for n, lo, _ in program.runtime}
     for name, _ in program.scalars:
         ins[name] = runtime[name] if name in runtime else float(rng.uniform(0.5, 1.5))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 from .affine.deps import loop_kinds, reductions
+from .affine.fold import refold
 from .affine.from_c import from_c
 from .affine.isl_names import isl_budget
 from .affine.pieces import Pieces
@@ -42,6 +43,7 @@ from .progress import search_reporter
 from .saved import load_file, save_file
 from .targets import Target, get_target
 from .tiling.expanded import search_expanded
+from .tiling.folded import search_folded
 from .tiling.cost import Cost, estimate
 from .tiling.mapping import derive_schedule
 from .tiling.operators import retarget_schedule
@@ -372,8 +374,9 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     if schedule is None and search:
         try:
             with isl_budget("schedule search"):
-                op, sched, report = _search_privatised(op, written, mesh, tgt, side_by_side,
-                                                       search_reporter(progress))
+                reporter = search_reporter(progress)
+                found = _search_privatised(op, written, mesh, tgt, side_by_side, reporter)
+                op, sched, report = search_folded(found, mesh, tgt, LOWERING, side_by_side, progress=reporter)
         except SramError as exc:
             _explain_sram(exc, op, mesh, tgt)
             raise
@@ -384,6 +387,13 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
             raise ScheduleError(f"the forced schedule is for mesh {schedule.mesh}, not {mesh}; "
                                 f"use mica.tiling.mapping.derive_schedule(program, mesh, like=schedule)")
         sched = schedule
+        if schedule.folds and _names_missing_loops(op, schedule):
+            # a plan searched for a folded program (saved, or taken from an earlier compile): fold alike
+            try:
+                op = refold(op, schedule.folds)
+            except AffineError as exc:
+                raise ScheduleError(f"the forced schedule was made for a folded program: {exc}") from None
+            _analysed(op)
     timings["schedule"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
@@ -402,6 +412,13 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
         cost = estimate(mp, tgt)
     timings["cost"] = time.perf_counter() - t0
     return CompiledProgram(op, tgt, sched, mp, cost, timings, report)
+
+
+def _names_missing_loops(op: Program, sched: Schedule) -> bool:
+    """Whether ``sched`` (or one of its operators) orders a loop that its statement in ``op`` does not have."""
+    loops = {s.name: set(s.loops) for s in op.statements}
+    return any(name in loops and not set(order) <= loops[name] for name, order in sched.local_order) or \
+        any(_names_missing_loops(op, p) for p in sched.phases)
 
 
 def _explain_sram(exc: SramError, op: Program, mesh, tgt: Target) -> None:

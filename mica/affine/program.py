@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
+from math import prod
 
 import islpy as isl
 
@@ -193,7 +194,9 @@ class Program:
     runtime parameters ``(name, lo, hi)``: ints given to every run, ``lo <= value < hi``, that statements'
     guards read; each is also a scalar (passed to the kernels with the others). ``on_mesh`` names the arrays
     that stay on the mesh between runs (weights loaded once, a cache updated in place): plans keep each in
-    one buffer that nothing else overwrites (:mod:`mica.meshir.on_mesh`).
+    one buffer that nothing else overwrites (:mod:`mica.meshir.on_mesh`). ``folded`` gives the shape in which
+    the user passes and gets back each array a loop fold reshaped (:mod:`mica.affine.fold`: the row-major
+    reshape of that shape to the array's).
     """
 
     name: str
@@ -205,6 +208,7 @@ class Program:
     source: str = field(default="", compare=False)
     runtime: tuple[tuple[str, int, int], ...] = ()
     on_mesh: tuple[str, ...] = ()
+    folded: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def __hash__(self) -> int:
         return _field_hash(self)
@@ -268,7 +272,15 @@ class Program:
             if n not in self.inputs and n not in self.outputs:
                 raise AffineError(f"program {self.name}: {n!r} cannot stay on the mesh: it is not an input or an "
                                   f"output (inputs {list(self.inputs)}, outputs {list(self.outputs)})")
+        for n, shape in self.folded:
+            if n not in names or prod(shape) != prod(self.array(n).shape):
+                raise AffineError(f"program {self.name}: folded array {n!r} has no reshape from {shape}")
         self.check_bounds()
+
+    def user_shape(self, name: str) -> tuple[int, ...]:
+        """The shape in which ``run()`` takes and gives back array ``name``: its own, or the shape a loop fold
+        reshaped (:attr:`folded`)."""
+        return dict(self.folded).get(name, self.array(name).shape)
 
     def array(self, name: str) -> Array:
         for a in self.arrays:

@@ -282,15 +282,23 @@ def check_array(program, name: str, val) -> np.ndarray:
     """``val`` as the C-contiguous value of ``program``'s array ``name``, or :class:`InputError` naming what
     is wrong with it (type, shape, dtype and how to convert it)."""
     arr = program.array(name)
+    user = user_shape(program, name)
     if not isinstance(val, np.ndarray):
         raise InputError(f"input {name!r} must be a numpy array, got {type(val).__name__}")
-    if val.shape != arr.shape:
-        raise InputError(f"input {name!r} has shape {val.shape}, expected {arr.shape}")
+    if val.shape != arr.shape and val.shape != user:
+        raise InputError(f"input {name!r} has shape {val.shape}, expected {user}")
     want = np.dtype(NP_DTYPE[arr.dtype])
     if val.dtype != want:
         raise InputError(f"input {name!r} has dtype {val.dtype}, expected {want} ({arr.dtype}); convert it "
                          f"with {CONVERT_HINT.get(arr.dtype, f'.astype(np.{want.name})')}")
-    return np.ascontiguousarray(val)
+    return np.ascontiguousarray(val).reshape(arr.shape)
+
+
+def user_shape(program, name: str) -> tuple[int, ...]:
+    """The shape ``run()`` takes and gives back array ``name`` in (:meth:`mica.affine.program.Program.user_shape`:
+    a folded loop's arrays in the program's source shape)."""
+    shape = getattr(program, "user_shape", None)
+    return shape(name) if shape is not None else program.array(name).shape
 
 
 def default_threads() -> int:
@@ -422,9 +430,10 @@ def host_stores(mesh, mp: MeshProgram, program, stores) -> dict[str, np.ndarray]
         t = mp.tensor(st.buffer)
         arr = program.array(st.array)
         if needs_staging(t):
-            outputs[st.array] = staged_store(mesh, t, st.region, arr.shape, NP_DTYPE[arr.dtype])
-            continue
-        outputs[st.array] = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape, NP_DTYPE[arr.dtype])
+            out = staged_store(mesh, t, st.region, arr.shape, NP_DTYPE[arr.dtype])
+        else:
+            out = mesh.host_store(box(t, {}), rect(st.region.rect, {}), arr.shape, NP_DTYPE[arr.dtype])
+        outputs[st.array] = out.reshape(user_shape(program, st.array))
     return outputs
 
 

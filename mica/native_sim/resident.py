@@ -32,7 +32,7 @@ from ..errors import InputError, SimError
 from ..meshir.ir import HostLoad
 from ..meshir.on_mesh import kept_buffers
 from .execute import (NP_DTYPE, TIMINGS, RunResult, RunStats, _prepared, check_array, check_inputs, default_threads,
-                      dram_binds, host_loads, host_stores, run_code)
+                      dram_binds, host_loads, host_stores, run_code, user_shape)
 from .lower import box, rect
 from .runtime import NativeMesh, load_kernels
 
@@ -127,7 +127,8 @@ class Resident:
         arr = self.program.array(name)
         t = self.mesh_program.tensor(self._buffers[name])
         region = self._region_of(name)
-        return self._mesh.host_store(box(t, {}), rect(region.rect, {}), arr.shape, NP_DTYPE[arr.dtype])
+        out = self._mesh.host_store(box(t, {}), rect(region.rect, {}), arr.shape, NP_DTYPE[arr.dtype])
+        return out.reshape(user_shape(self.program, name))
 
     def write(self, name: str, value: np.ndarray) -> None:
         """Loads ``value`` as on-mesh array ``name`` (every buffer the plan loads it into: its home, and a

@@ -229,6 +229,10 @@ class Schedule:
     #: (a square of it: :func:`mica.tiling.operators.fallback_grids`); () when they were mapped on the mesh.
     #: :func:`mica.tiling.operators.retarget_schedule` maps them on the same grid of the new mesh.
     grid: tuple = ()
+    #: The loop folds the plan's program was made with (:mod:`mica.affine.fold`), in order: ``(statement, loop,
+    #: factor)`` names one loop of the class folded (in the program before that fold) and its factor. A
+    #: forced schedule with folds is applied to the program folded the same way (:func:`refold`).
+    folds: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "origin", tuple(int(v) for v in self.origin))
@@ -238,6 +242,9 @@ class Schedule:
             raise ScheduleError(f"a schedule's grid is the (w, h) of the cores from (0, 0) its operators were "
                                 f"mapped on, within its {self.mesh[0]}x{self.mesh[1]} mesh, got {self.grid}")
         object.__setattr__(self, "dram", tuple(self.dram))
+        object.__setattr__(self, "folds", tuple(tuple(f) for f in self.folds))
+        if any(len(f) != 3 or not isinstance(f[2], int) or f[2] < 2 for f in self.folds):
+            raise ScheduleError(f"a schedule's folds are (statement, loop, factor >= 2), got {self.folds}")
         if self.dram and (self.step is None or self.step.skew != "none" or self.step.sweep or self.phases):
             raise ScheduleError(f"arrays streamed from DRAM ({', '.join(self.dram)}) need an unskewed step loop "
                                 f"whose panels they fill, in a plan of one operator")
@@ -360,6 +367,7 @@ class Schedule:
             dram=tuple(d.get("dram", ())),
             dram_roots=bool(d.get("dram_roots", False)),
             grid=tuple(d.get("grid", ())),
+            folds=tuple(tuple(f) for f in d.get("folds", ())),
         )
 
     def explain(self) -> str:
@@ -445,6 +453,8 @@ def _without_default_waves(d: dict) -> dict:
         d.pop("grid", None)         # only a plan mapped on a grid smaller than the mesh says so
     if not d.get("repeat"):
         d.pop("repeat", None)       # likewise only a plan with a phase loop
+    if not d.get("folds"):
+        d.pop("folds", None)        # and one of a folded program
     return d
 
 
@@ -473,7 +483,7 @@ def with_buffers(sched: Schedule, buffers: int) -> Schedule:
     if sched.step is None:
         if buffers == 1:
             return sched
-        raise ScheduleError(f"schedule '{sched.name}' has no step loop: there are no per-step panels to "
+        raise ScheduleError(f"schedule '{sched.family}' has no step loop: there are no per-step panels to "
                             f"double-buffer")
     if sched.step.buffers == buffers:
         return sched

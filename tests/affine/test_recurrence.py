@@ -107,8 +107,9 @@ def test_expanded_filter_matches_native_c(mesh):
     for arr, value in want.items():
         assert np.array_equal(res.outputs[arr], value), (arr, mesh)
     assert res.stats.summary()["computing_cores"] == compiled.cost.cores
-    if mesh in ((4, 4), (8, 8)):
-        # The bottom-to-top pass runs as a wavefront from the far end of the mesh.
+    if mesh in ((4, 4), (8, 8)) and not compiled.program.folded:
+        # The bottom-to-top pass runs as a wavefront from the far end of the mesh (on 8x8 the search folds
+        # the row loop instead: mica.tiling.folded).
         step = compiled.schedule.phases[-1].step
         assert step is not None and step.wavefront and min(step.wave) < 0 and step.start > 0
 

@@ -116,7 +116,7 @@ def test_the_program_computes_the_reference_at_each_value(case):
             assert m.group(3) == "ok" and float(m.group(1)) <= 1e-5 * float(m.group(2)), ln
         def dumped(kind, a):
             return np.array([float(ln.split()[2]) for ln in out.splitlines() if ln.startswith(f"{kind} {a} ")],
-                            np.float32).reshape(prog.program.array(a).shape)
+                            np.float32).reshape(prog.program.user_shape(a))
         got = {a: dumped("out", a) for a in prog.program.outputs}
         native = run_c(src, None, {a: dumped("in", a) for a in prog.program.inputs}, {"pos": v})
         for k, g in got.items():

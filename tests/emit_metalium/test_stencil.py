@@ -105,7 +105,7 @@ def test_stencil_forms_and_reasons():
         "C[i][j] = -A[i][j] / 4.0f;": ("stencil", None),
         "C[i][j] = A[i][j] / B[i][j];": ("generic", "operator / between two arrays"),
         "C[i][j] = A[i][j] * B[j][i];": ("stencil", None),          # any element an instance reads is a view
-        "C[i][j] = C[i - 1][j] + A[i][j];": ("generic", "where it writes C[i, j] (values written earlier"),
+        "C[i][j] = C[i - 1][j] + A[i][j];": ("generic", "where it writes C[i, j"),
         "C[i][0] = C[i][0] + A[i][j];": ("generic", "more than once (a reduction"),
     }
     for stmt, (kind, reason) in cases.items():
