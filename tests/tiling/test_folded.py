@@ -103,3 +103,24 @@ def test_plans_that_use_both_axes_are_not_refolded():
     """A matmul's plan already spreads over both axes: nothing to fold, the program is untouched."""
     prog = mica.compile_affine(mica.ops.matmul(64, 64, 64), mesh=(4, 4))
     assert not one_axis_loops(prog.program, prog.schedule) and not prog.program.folded
+
+
+def test_a_saved_plan_refolds_the_program_it_is_forced_on(tmp_path):
+    """The plan's JSON carries its folds: forced on the C as written, it folds the program alike and computes
+    the same; a saved compiled program loads and runs; a fold that does not apply is a ScheduleError."""
+    prog = mica.compile_affine(AXPY, mesh=(8, 8), params={"N": 4096})
+    assert prog.schedule.folds == (("S0", "i", 64),)
+    again = mica.Schedule.from_json(prog.schedule.to_json())
+    assert again.folds == prog.schedule.folds
+    forced = mica.compile_affine(AXPY, mesh=(8, 8), params={"N": 4096}, schedule=again)
+    assert forced.program == prog.program and forced.cost.total_cycles == prog.cost.total_cycles
+    rng = np.random.default_rng(4)
+    ins = {"x": rng.standard_normal(4096).astype(np.float32), "y": rng.standard_normal(4096).astype(np.float32),
+           "a": 0.5}
+    want = prog.run(ins).outputs
+    loaded = mica.load(prog.save(tmp_path / "axpy.mica"))
+    for got in (forced.run(ins).outputs, loaded.run(ins).outputs):
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
+    with pytest.raises(mica.errors.ScheduleError, match="does not fold by 64"):
+        mica.compile_affine(AXPY, mesh=(8, 8), params={"N": 4000}, schedule=again)
