@@ -159,7 +159,9 @@ def _preimage(text: str, stmt: Statement, loops: tuple[str, ...], subst, b: int)
 def fold_program(prog: Program, cls: FoldClass, b: int) -> Program:
     """``prog`` with the loops of ``cls`` folded by ``b`` (which must divide ``cls.n``) and its dimensions
     reshaped to ``n/b x b`` (see the module text: the same instances in the same order, reading and writing
-    the same elements). :attr:`Program.folded` gains the original shape of every reshaped array."""
+    the same elements). :attr:`Program.folded` gains the original shape of every reshaped input and output
+    (the arrays ``run()`` takes and gives; a temporary is nobody's to see, and privatisation may reshape it
+    again)."""
     if not 1 < b < cls.n or cls.n % b:
         raise AffineError(f"cannot fold a loop of extent {cls.n} by {b}")
     by_stmt: dict[str, list[str]] = {}
@@ -205,7 +207,8 @@ def fold_program(prog: Program, cls: FoldClass, b: int) -> Program:
         shape = []
         for d, n in enumerate(arr.shape):
             shape += [n // b, b] if d in dims_of[arr.name] else [n]
-        originals.setdefault(arr.name, arr.shape)
+        if arr.name in prog.inputs or arr.name in prog.outputs:
+            originals.setdefault(arr.name, arr.shape)     # a temporary's shape is nobody's to see
         arrays.append(Array(arr.name, tuple(shape), arr.dtype))
     return prog.replace(arrays=tuple(arrays), statements=tuple(statements),
                         folded=tuple(sorted(originals.items())))
