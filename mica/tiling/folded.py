@@ -10,7 +10,9 @@ plan models fewer than :data:`GAIN` times the cycles of the plan as written.
 
 Looked for only where the searched plan (or one of its operators) maps a loop to one axis in tiles of two
 or more iterations and no loop it maps spreads over the other axis: there the loop has more iterations than
-its axis has cores while the other axis is idle. At most :data:`MAX_FOLDS` classes are tried, each once,
+its axis has cores while the other axis is idle; a loop class that another operator already spreads over
+both axes is not folded (one head of decode attention: its scores' operator spreads positions and the head
+dimension; searched folded, it took 10 s more to compile for no cheaper plan). At most :data:`MAX_FOLDS` classes are tried, each once,
 folded near its square root, and only in programs of at most :data:`MAX_STATEMENTS` statements (a
 compile-time budget: each fold is a whole search again). Not on targets with a DRAM level (Tenstorrent's):
 their engines work on 32x32 tiles, which the cost model does not price (:mod:`mica.targets`), so a fold that
@@ -54,22 +56,32 @@ def _extent(prog: Program, loop: str, names) -> int:
     return 0 if lo is None else hi - lo + 1
 
 
-def one_axis_loops(prog: Program, sched: Schedule) -> set[tuple[str, str]]:
-    """(statement, loop) pairs that ``sched`` (or one of its operators) maps to a mesh axis in tiles of at least
-    two iterations while no loop it maps spreads over more than one core of the other axis."""
-    out: set[tuple[str, str]] = set()
+def mapped_loops(prog: Program, sched: Schedule) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """Two sets of (statement, loop) pairs: the loops ``sched`` (or one of its operators) maps to a mesh axis in
+    tiles of at least two iterations while no loop it maps spreads over more than one core of the other
+    axis, and the loops it maps where loops spread over both axes."""
+    one: set[tuple[str, str]] = set()
+    both: set[tuple[str, str]] = set()
     for s in (sched, *sched.phases):
         if s.phases and s is not sched:
-            out |= one_axis_loops(prog, s)
+            o, b = mapped_loops(prog, s)
+            one |= o
+            both |= b
             continue
         names = {name for name, _ in s.local_order}
         spread = {m.axis for m in s.space if -(-_extent(prog, m.loop, names) // m.tile) > 1}
-        if len(spread) != 1:
-            continue
         for m in s.space:
-            if m.tile >= 2 and m.axis in spread:
-                out |= {(name, m.loop) for name, loops in s.local_order if m.loop in loops}
-    return out
+            pairs = {(name, m.loop) for name, loops in s.local_order if m.loop in loops}
+            if len(spread) == 2:
+                both |= pairs
+            elif m.tile >= 2 and m.axis in spread:
+                one |= pairs
+    return one, both
+
+
+def one_axis_loops(prog: Program, sched: Schedule) -> set[tuple[str, str]]:
+    """The first set of :func:`mapped_loops`: loops spread along one axis while the other idles."""
+    return mapped_loops(prog, sched)[0]
 
 
 def search_folded(found: tuple[Program, Schedule, SearchReport | None], mesh, tgt: Target, lowering: Lowering,
@@ -81,10 +93,12 @@ def search_folded(found: tuple[Program, Schedule, SearchReport | None], mesh, tg
     prog, sched, _ = found
     if mesh[0] * mesh[1] == 1 or len(prog.statements) > MAX_STATEMENTS or tgt.has_dram:
         return found
-    wants = one_axis_loops(prog, sched)
+    wants, both = mapped_loops(prog, sched)
     if not wants:
         return found
-    classes = [c for c in fold_classes(prog) if c.loops & wants][:MAX_FOLDS]
+    # a class some operator already spreads over both axes is left as it is (its search again would cost a
+    # whole search of a larger space for what is mostly the same plan)
+    classes = [c for c in fold_classes(prog) if c.loops & wants and not c.loops & both][:MAX_FOLDS]
     if not classes:
         return found
     base = _cycles(prog, sched, tgt, lowering)

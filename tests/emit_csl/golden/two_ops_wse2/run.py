@@ -81,32 +81,23 @@ def reference(arrays, scalars):
     B_ = arrays['B']
     w_ = arrays['w']
     c1 = 0
-    while (c1 <= 3):
+    while (c1 <= 15):
+        y_[(c1)] = 0.0  # S0
         c3 = 0
-        while (c3 <= 3):
-            y_[(c1), (c3)] = 0.0  # S0
-            c5 = 0
-            while (c5 <= 15):
-                y_[(c1), (c3)] = (y_[(c1), (c3)] + (A_[(c1), (c3), (c5)] * x_[(c5)]))  # S1
-                c5 += 1
+        while (c3 <= 15):
+            y_[(c1)] = (y_[(c1)] + (A_[(c1), (c3)] * x_[(c3)]))  # S1
             c3 += 1
         c1 += 1
     c1 = 0
-    while (c1 <= 3):
-        c3 = 0
-        while (c3 <= 3):
-            z_[(c1), (c3)] = ((2.0 * y_[(c1), (c3)]) + 1.0)  # S2
-            c3 += 1
+    while (c1 <= 15):
+        z_[(c1)] = ((2.0 * y_[(c1)]) + 1.0)  # S2
         c1 += 1
     c1 = 0
     while (c1 <= 15):
         w_[(c1)] = 0.0  # S3
         c3 = 0
-        while (c3 <= 3):
-            c5 = 0
-            while (c5 <= 3):
-                w_[(c1)] = (w_[(c1)] + (B_[(c1), (c3), (c5)] * z_[(c3), (c5)]))  # S4
-                c5 += 1
+        while (c3 <= 15):
+            w_[(c1)] = (w_[(c1)] + (B_[(c1), (c3)] * z_[(c3)]))  # S4
             c3 += 1
         c1 += 1
     return arrays
@@ -120,11 +111,11 @@ def main():
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     arrays = {}
-    arrays['A'] = rng.standard_normal((4, 4, 16)).astype(np.float32)
+    arrays['A'] = rng.standard_normal((16, 16)).astype(np.float32)
     arrays['x'] = rng.standard_normal((16,)).astype(np.float32)
-    arrays['y'] = np.zeros((4, 4), dtype=np.float32)
-    arrays['z'] = np.zeros((4, 4), dtype=np.float32)
-    arrays['B'] = rng.standard_normal((16, 4, 4)).astype(np.float32)
+    arrays['y'] = np.zeros((16,), dtype=np.float32)
+    arrays['z'] = np.zeros((16,), dtype=np.float32)
+    arrays['B'] = rng.standard_normal((16, 16)).astype(np.float32)
     arrays['w'] = np.zeros((16,), dtype=np.float32)
     scalars = {}
 
@@ -139,31 +130,31 @@ def main():
     sym_scalars = runner.get_id('scalars')
     runner.load()
     runner.run()
-    # MeshIR host_load A -> A on home_A[0:4, 0:4]
-    runner.memcpy_h2d(sym_A, to_pes(arrays['A'], (('y', 1, 4, False, 0, 0, 0), ('x', 1, 4, False, 0, 0, 0), (None, 16, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
-    # MeshIR host_load x -> x on home_x[0:4, 0:4]
-    runner.memcpy_h2d(sym_x, to_pes(arrays['x'], ((None, 16, 16, False, 0, 0, 0),), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    # MeshIR host_load A -> A on home_A[0:2, 0:4]
+    runner.memcpy_h2d(sym_A, to_pes(arrays['A'], (('y', 4, 16, False, 0, 0, 0), ('x', 8, 16, False, 0, 0, 0)), 0, 2, 0, 4, 32), 0, 0, 2, 4, 32, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    # MeshIR host_load x -> x on home_x[0:2, 0:1]
+    runner.memcpy_h2d(sym_x, to_pes(arrays['x'], (('x', 8, 16, False, 0, 0, 0),), 0, 2, 0, 1, 8), 0, 0, 2, 1, 8, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # MeshIR host_load B -> B on home_B[0:4, 0:4]
-    runner.memcpy_h2d(sym_B, to_pes(arrays['B'], (('y', 4, 16, False, 0, 0, 0), (None, 4, 4, False, 0, 0, 0), ('x', 1, 4, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_h2d(sym_B, to_pes(arrays['B'], (('x', 4, 16, False, 0, 0, 0), ('y', 4, 16, False, 0, 0, 0)), 0, 4, 0, 4, 16), 0, 0, 4, 4, 16, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     # scalar arguments, on every PE of the program region work[0:4, 0:4]
     runner.memcpy_h2d(sym_scalars, np.tile(np.array([0.0], dtype=np.float32), 16), 0, 0, 4, 4, 1, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     runner.launch('main', nonblock=False)
     got = {}
-    # MeshIR host_store y <- y from home_y[0:4, 0:4]
+    # MeshIR host_store y <- y from home_y[0:1, 0:4]
     flat = np.zeros(16, dtype=np.float32)
-    runner.memcpy_d2h(flat, sym_y, 0, 0, 4, 4, 1, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
-    got['y'] = np.zeros((4, 4), dtype=np.float32)
-    from_pes(flat, got['y'], (('y', 1, 4, False, 0, 0, 0), ('x', 1, 4, False, 0, 0, 0)), 0, 4, 0, 4, 1)
-    # MeshIR host_store z <- z from home_z[0:4, 0:4]
+    runner.memcpy_d2h(flat, sym_y, 0, 0, 1, 4, 4, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    got['y'] = np.zeros((16,), dtype=np.float32)
+    from_pes(flat, got['y'], (('y', 4, 16, False, 0, 0, 0),), 0, 1, 0, 4, 4)
+    # MeshIR host_store z <- z from home_z[0:1, 0:4]
     flat = np.zeros(16, dtype=np.float32)
-    runner.memcpy_d2h(flat, sym_z, 0, 0, 4, 4, 1, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
-    got['z'] = np.zeros((4, 4), dtype=np.float32)
-    from_pes(flat, got['z'], (('y', 1, 4, False, 0, 0, 0), ('x', 1, 4, False, 0, 0, 0)), 0, 4, 0, 4, 1)
-    # MeshIR host_store w <- w from home_w[0:1, 0:4]
+    runner.memcpy_d2h(flat, sym_z, 0, 0, 1, 4, 4, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    got['z'] = np.zeros((16,), dtype=np.float32)
+    from_pes(flat, got['z'], (('y', 4, 16, False, 0, 0, 0),), 0, 1, 0, 4, 4)
+    # MeshIR host_store w <- w from home_w[0:4, 0:1]
     flat = np.zeros(16, dtype=np.float32)
-    runner.memcpy_d2h(flat, sym_w, 0, 0, 1, 4, 4, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
+    runner.memcpy_d2h(flat, sym_w, 0, 0, 4, 1, 4, streaming=False, data_type=MemcpyDataType.MEMCPY_32BIT, order=MemcpyOrder.ROW_MAJOR, nonblock=False)
     got['w'] = np.zeros((16,), dtype=np.float32)
-    from_pes(flat, got['w'], (('y', 4, 16, False, 0, 0, 0),), 0, 1, 0, 4, 4)
+    from_pes(flat, got['w'], (('x', 4, 16, False, 0, 0, 0),), 0, 4, 0, 1, 4)
     runner.stop()
 
     # the reference computes floats in double, integer arrays (exactly) in Python ints
