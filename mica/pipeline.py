@@ -344,7 +344,11 @@ def compile_affine(op: Program, mesh=None, target: str | Target = "wse2", *,
     schedule is always applied to the expanded program).
     When the searched plan runs on one core, the search also tries the program with its main nest aligned
     (:mod:`mica.tiling.aligned`: another loop of its deepest statement outermost, computing exactly the same
-    values); the compiled program's ``program`` is then the aligned one.
+    values); the compiled program's ``program`` is then the aligned one. When it spreads a long loop along one
+    mesh axis while the other idles, the search also tries that loop folded over both axes
+    (:mod:`mica.tiling.folded`); the compiled ``program`` is then the folded one, whose reshaped arrays
+    ``run()`` still takes and gives in the C's shapes (:attr:`Program.folded`), and a forced schedule whose
+    ``folds`` name loops the given program does not have yet is applied to the program folded alike.
     ``progress``: a line on stderr while a long search runs (default: only on a terminal, or as
     ``$MICA_PROGRESS`` says; see :mod:`mica.progress`), as ``run(progress=...)`` does for the emulator.
     """

@@ -32,11 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-import islpy as isl
-
 from ..errors import AffineError
 from .expr import Aff, Expr, Index
-from .isl_names import iset
+from .isl_names import imap, iset
 from .program import Access, Array, Program, Statement
 
 
@@ -148,7 +146,7 @@ def _preimage(text: str, stmt: Statement, loops: tuple[str, ...], subst, b: int)
     for lp in stmt.loops:
         exprs.append(f"{b}*{subst[lp][0]} + {subst[lp][1]}" if lp in subst else lp)
     cons = " and ".join(f"0 <= {subst[lp][1]} < {b}" for lp in subst)
-    m = isl.Map(f"{{ {stmt.name}[{', '.join(loops)}] -> {stmt.name}[{', '.join(exprs)}] : {cons} }}")
+    m = imap(f"{{ {stmt.name}[{', '.join(loops)}] -> {stmt.name}[{', '.join(exprs)}] : {cons} }}")
     params = old.get_space().params()
     m = m.align_params(params)
     old = old.align_params(m.get_space().params())

@@ -10,11 +10,11 @@ plan models fewer than :data:`GAIN` times the cycles of the plan as written.
 
 Looked for only where the searched plan (or one of its operators) maps a loop to one axis in tiles of two
 or more iterations and no loop it maps spreads over the other axis: there the loop has more iterations than
-its axis has cores while the other axis is idle; a loop class that another operator already spreads over
+its axis has cores while the other axis is idle. A loop class that another operator already spreads over
 both axes is not folded (one head of decode attention: its scores' operator spreads positions and the head
-dimension; searched folded, it took 10 s more to compile for no cheaper plan). At most :data:`MAX_FOLDS` classes are tried, each once,
-folded near its square root, and only in programs of at most :data:`MAX_STATEMENTS` statements (a
-compile-time budget: each fold is a whole search again). Not on targets with a DRAM level (Tenstorrent's):
+dimension; searched folded, it took 10 s more to compile for no cheaper plan). At most :data:`MAX_FOLDS`
+classes are tried, each once, folded near its square root, and only in programs of at most
+:data:`MAX_STATEMENTS` statements (a compile-time budget: each fold is a whole search again). Not on targets with a DRAM level (Tenstorrent's):
 their engines work on 32x32 tiles, which the cost model does not price (:mod:`mica.targets`), so a fold that
 cuts a vector into blocks smaller than a tile would look cheaper than it is.
 """
