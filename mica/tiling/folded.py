@@ -29,6 +29,7 @@ from ..errors import MicaError
 from ..targets import Target
 from .aligned import _cycles
 from .expanded import search_expanded
+from .mapping import loop_extent
 from .schedule import Schedule
 from .search import Lowering, SearchReport
 
@@ -42,18 +43,9 @@ MAX_STATEMENTS = 12
 
 
 def _extent(prog: Program, loop: str, names) -> int:
-    """The iterations of ``loop`` over the statements ``names`` that run it (its range's length)."""
-    lo, hi = None, None
-    for s in prog.statements:
-        if s.name in names and loop in s.loops:
-            dom = s.domain_set
-            k = s.loops.index(loop)
-            a, b = dom.dim_min_val(k), dom.dim_max_val(k)
-            if not (a.is_int() and b.is_int()):
-                return 0
-            lo = a.to_python() if lo is None else min(lo, a.to_python())
-            hi = b.to_python() if hi is None else max(hi, b.to_python())
-    return 0 if lo is None else hi - lo + 1
+    """The values ``loop`` takes from 0 over the statements ``names`` that run it (as the mapping counts its
+    blocks: :func:`mica.tiling.mapping.loop_extent`)."""
+    return max((loop_extent(s, loop) for s in prog.statements if s.name in names and loop in s.loops), default=0)
 
 
 def mapped_loops(prog: Program, sched: Schedule) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
