@@ -35,15 +35,17 @@ def spreads(sched: Schedule) -> bool:
 
 
 def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *,
-                   progress=None) -> tuple[Program, Schedule, SearchReport | None]:
+                   progress=None, incumbent: float = float("inf")) -> tuple[Program, Schedule, SearchReport | None]:
     """The program to map and its searched plan: ``op`` and :func:`search_program`'s plan, unless that plan
     runs on one core and an aligned program (:func:`mica.affine.align.alignments`) or a split one
     (:func:`mica.affine.isplit.split_programs`) has a plan of fewer modelled cycles — then that program, its
     plan (its reasons saying how it was rewritten) and the report of its search. Preserves what the program
-    computes (both rewrites do, bit for bit)."""
+    computes (both rewrites do, bit for bit). ``incumbent``: the modelled cycles of a plan the caller has for
+    another form of the computation (:func:`mica.tiling.operators.search_operators`)."""
     memo: dict = {}         # operator searches shared by the rewrites (most of their operators are the same)
     try:
-        sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress, memo=memo)
+        sched, report = search_program(op, mesh, tgt, lowering, side_by_side, progress=progress, memo=memo,
+                                       incumbent=incumbent)
     except MicaError as exc:
         # No plan in the source order (trisolv at n = 120 on 8x8: its matrix fits no core and no loop is
         # parallel as written): a rewrite may still have one, else this is the error.
@@ -93,7 +95,8 @@ def search_aligned(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
                 continue
             seen.add(prog)
             try:
-                s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress, memo=memo)
+                s, r = search_program(prog, mesh, tgt, lowering, side_by_side, progress=progress, memo=memo,
+                                      incumbent=incumbent)
                 # (without a plan in the source order, any plan of a rewrite is better than none)
                 cycles = _cycles(prog, s, tgt, lowering) if spreads(s) or error is not None else float("inf")
             except MicaError:

@@ -36,8 +36,11 @@ def search_expanded(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_
         if found is None:
             raise error
         return found
+    # The original's plan bounds the expanded form's search: its ladder of smaller grids (walked to beat the
+    # one-core plan) stops where the original's plan already beats one core.
+    incumbent = _cycles(found[0], found[1], tgt, lowering) if found is not None else float("inf")
     try:
-        alt = search_aligned(expanded, mesh, tgt, lowering, side_by_side, progress=progress)
+        alt = search_aligned(expanded, mesh, tgt, lowering, side_by_side, progress=progress, incumbent=incumbent)
     except MicaError:
         alt = None
     if alt is None or not spreads(alt[1]):
@@ -45,7 +48,7 @@ def search_expanded(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_
             raise error
         return found
     alt_cycles = _cycles(alt[0], alt[1], tgt, lowering)
-    if found is not None and _cycles(found[0], found[1], tgt, lowering) <= alt_cycles:
+    if found is not None and incumbent <= alt_cycles:
         return found
     why = (f"temporaries carried across iterations ({', '.join(_carried(op, expanded))}) expanded to one "
            f"element per iteration, so the blocks of their loop can run on different cores "

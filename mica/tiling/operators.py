@@ -34,13 +34,14 @@ from .split import (fixed_homes_after, loop_carried, mapped_program, operator_pr
 
 
 def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_side: bool = True, *, progress=None,
-                   memo: dict | None = None) -> tuple[Schedule, SearchReport | None]:
+                   memo: dict | None = None, incumbent: float = float("inf")) -> tuple[Schedule, SearchReport | None]:
     """The searched plan of ``op``: one operator searched directly; several (or one nest that only a
     fission, or a phase loop around its body's nests, lets spread over the mesh) through
     :func:`search_operators`. ``memo``: operator searches kept across calls for the same mesh, target and
-    lowering (rewrites of one program share most operators)."""
+    lowering (rewrites of one program share most operators); ``incumbent``: see :func:`search_operators`."""
     if len(split_operators(op)) > 1:
-        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress, memo=memo)
+        return search_operators(op, mesh, tgt, lowering, side_by_side=side_by_side, progress=progress, memo=memo,
+                                incumbent=incumbent)
     splits = operator_splits(op)
     looped = side_by_side and bool(repeat_candidates(op))
     try:
@@ -50,7 +51,7 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
             raise
         try:
             return search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side, progress=progress,
-                                    memo=memo)
+                                    memo=memo, incumbent=incumbent)
         except MicaError:
             pass
         raise
@@ -67,7 +68,7 @@ def search_program(op: Program, mesh, tgt: Target, lowering: Lowering, side_by_s
     # spread further; the cheaper plan wins.
     try:
         phased, phased_report = search_operators(op, mesh, tgt, lowering, splits, side_by_side=side_by_side,
-                                                 progress=progress, memo=memo)
+                                                 progress=progress, memo=memo, incumbent=incumbent)
     except MicaError:
         return sched, report
     if not phased.phases:
@@ -107,8 +108,8 @@ def on_grid(phased: Schedule, mesh, grid) -> Schedule:
 
 
 def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits: list[tuple[str, list]] | None = None, *,
-                     side_by_side: bool = True, progress=None, memo: dict | None = None
-                     ) -> tuple[Schedule, SearchReport | None]:
+                     side_by_side: bool = True, progress=None, memo: dict | None = None,
+                     incumbent: float = float("inf")) -> tuple[Schedule, SearchReport | None]:
     """A program of several operators, mapped one after another (each searched by
     :func:`mica.tiling.search.search`), compared with the whole program on one core; the cheapest wins.
 
@@ -127,6 +128,12 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     disjoint slabs of the mesh at the same time (:func:`slabs`), the others on the whole mesh; and a
     program that can be cut into independent pieces is tried streamed, each operator on a slab of its own
     working on one piece after another (:func:`stream_schedules`). Every way is recorded as a :class:`Way`.
+
+    ``incumbent``: the modelled cycles of a plan the caller already has for another form of the same
+    computation (:func:`mica.tiling.expanded.search_expanded`: the program before its temporaries were
+    expanded). The ladder of smaller grids that is walked while every way is slower than one core stops when
+    the incumbent is not: it only serves to beat the one-core plan, and the incumbent already does (deriche:
+    its expanded form's ladder down to 2x2 took 6 of a 34 s compile for plans the original's beat).
     """
     if splits is None:
         splits = operator_splits(op)
@@ -143,7 +150,7 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     # fewer, larger blocks avoid (the one-core plan is the last rung of that ladder).
     alone, shallow = one_core_cycles(op, tgt), len(fallback_grids(mesh))
     for k, grid in enumerate(fallback_grids(mesh, deep=True)):
-        if grid != mesh and not _another_grid(ways, alone, deeper=k >= shallow):
+        if grid != mesh and not _another_grid(ways, alone, deeper=k >= shallow, incumbent=incumbent):
             break
         _each_split(ways, splits, mesh, grid, memo, side_by_side)
         if side_by_side:
@@ -243,13 +250,14 @@ def _settled(ways: "_Ways") -> bool:
     return any(w.schedule is not None and not _relaid_freely(w) for w in ways.tried)
 
 
-def _another_grid(ways: "_Ways", alone: float, deeper: bool) -> bool:
+def _another_grid(ways: "_Ways", alone: float, deeper: bool, incumbent: float = float("inf")) -> bool:
     """Whether :func:`search_operators` maps the program onto the next of its fallback grids: while no way has
     worked (:func:`_settled`), the first halving only; while every way that works is slower than the whole
-    program on one core (``alone`` cycles), every rung (``deeper``: one past the first halving)."""
+    program on one core (``alone`` cycles) and so is the caller's ``incumbent``, every rung (``deeper``: one
+    past the first halving)."""
     if not _settled(ways):
         return not deeper
-    return min(w.cycles for w in ways.tried if w.schedule is not None) > alone
+    return min(min(w.cycles for w in ways.tried if w.schedule is not None), incumbent) > alone
 
 
 def fallback_grids(mesh, deep: bool = False) -> list[tuple[int, int]]:
