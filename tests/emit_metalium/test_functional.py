@@ -12,6 +12,8 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,29 @@ def unity_source(files: dict[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
+#: The flags every build against the model uses (the precompiled header must be built with the same ones).
+FLAGS = ["-std=c++17", "-O0", "-pthread"]
+
+
+@lru_cache(maxsize=None)
+def _precompiled() -> list[str]:
+    """Include flags that put a precompiled ``mica_tt_sim.hpp`` (built once per test process, in a directory
+    of its own beside a copy of the header) first in both translation units: the model's header and the
+    standard library it pulls in are most of a build's time (2.7 s -> 1.9 s for the K-tree GEMV). Empty when
+    the header does not precompile; g++ itself falls back to the header when the .gch does not match."""
+    where = Path(tempfile.mkdtemp(prefix="mica_tt_pch_"))
+    shutil.copy(SIM / "mica_tt_sim.hpp", where / "mica_tt_sim.hpp")
+    r = subprocess.run([GXX, *FLAGS, "-x", "c++-header", str(where / "mica_tt_sim.hpp"), "-o",
+                        str(where / "mica_tt_sim.hpp.gch")], capture_output=True, text=True)
+    return ["-I", str(where), "-include", "mica_tt_sim.hpp"] if r.returncode == 0 else []
+
+
+def build_against_model(out: Path, exe: Path) -> subprocess.CompletedProcess:
+    """g++ of ``out``'s unity.cpp and host.cpp against the model into ``exe``."""
+    return subprocess.run([GXX, *FLAGS, *_precompiled(), "-I", str(SIM), "-I", str(out), str(out / "unity.cpp"),
+                           str(out / "host.cpp"), "-o", str(exe)], capture_output=True, text=True)
+
+
 def run_emitted(files: dict[str, str], out: Path, timeout: float = 120) -> tuple[int, str]:
     """(exit code, stdout) of the emitted program built against the model."""
     for rel, text in files.items():
@@ -51,8 +76,7 @@ def run_emitted(files: dict[str, str], out: Path, timeout: float = 120) -> tuple
         (out / rel).write_text(text)
     (out / "unity.cpp").write_text(unity_source(files))
     exe = out / "program"
-    r = subprocess.run([GXX, "-std=c++17", "-O0", "-pthread", "-I", str(SIM), "-I", str(out), str(out / "unity.cpp"),
-                        str(out / "host.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    r = build_against_model(out, exe)
     assert r.returncode == 0, r.stderr[:4000]
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout, cwd=out)
     return r.returncode, r.stdout + r.stderr

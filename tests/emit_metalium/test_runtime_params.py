@@ -20,7 +20,7 @@ from mica.testing import run_c
 
 import samples
 
-from .test_functional import GXX, SIM, run_emitted, unity_source
+from .test_functional import build_against_model, run_emitted, unity_source
 from .test_syntax import syntax_errors
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -77,8 +77,7 @@ def case(request, tmp_path_factory):
         host = host.replace(anchor, extra + anchor)
     (out / "host.cpp").write_text(host)
     exe = out / "program"
-    r = subprocess.run([GXX, "-std=c++17", "-O0", "-pthread", "-I", str(SIM), "-I", str(out), str(out / "unity.cpp"),
-                        str(out / "host.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    r = build_against_model(out, exe)
     assert r.returncode == 0, r.stderr[:4000]
     return src, prog, files, exe, rng, values, reads
 
