@@ -33,8 +33,10 @@ def _arrays(compiled, given):
             else np.zeros(a.shape, NP.get(a.dtype, np.float32)) for a in compiled.program.arrays}
 
 
-@pytest.mark.parametrize("metric, dtype, mesh", [("l2", "f32", (4, 4)), ("ip", "f32", (3, 2)),
-                                                 ("l2", "f16", (5, 3)), ("ip", "f16", (2, 5))])
+# CI: each metric once and each dtype once; the other two with -m slow
+@pytest.mark.parametrize("metric, dtype, mesh", [("ip", "f32", (3, 2)), ("l2", "f16", (5, 3)),
+                                                 pytest.param("l2", "f32", (4, 4), marks=pytest.mark.slow),
+                                                 pytest.param("ip", "f16", (2, 5), marks=pytest.mark.slow)])
 def test_knn_runs_as_csl(metric, dtype, mesh):
     cfg = KnnConfig(n=40, dim=6, batch=3, k=3, metric=metric, dtype=dtype)
     compiled = mica.compile_affine(from_c(knn_source(cfg), "knn"), mesh=mesh)

@@ -54,7 +54,9 @@ def _check_run(compiled, tmp_path):
     return files
 
 
-@pytest.mark.parametrize("metric, k, mesh", [("l2", 3, (3, 2)), ("ip", 2, (5, 1)), ("l2", 1, (4, 4))])
+# CI: each metric once; l2 with k = 3 on 3x2 with -m slow
+@pytest.mark.parametrize("metric, k, mesh", [pytest.param("l2", 3, (3, 2), marks=pytest.mark.slow), ("ip", 2, (5, 1)),
+                                             ("l2", 1, (4, 4))])
 def test_knn_runs_on_the_functional_model(metric, k, mesh, tmp_path):
     cfg = KnnConfig(n=40, dim=6, batch=3, k=k, metric=metric, dtype="f32")
     # WSE-2's plan, placed on a Wormhole (the back end takes any plan whose mesh fits its grid): Wormhole's own
