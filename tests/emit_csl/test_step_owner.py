@@ -56,8 +56,11 @@ def _check(name: str, mesh: tuple[int, int], target: str):
     return plan
 
 
-@pytest.mark.parametrize("mesh", [(4, 3), (8, 8), (3, 7)])
-@pytest.mark.parametrize("name", KERNELS)
+# CI: every kernel on 4x3 and on 3x7 (which the sizes do not divide), trisolv and LU also on 8x8; cholesky and
+# gramschmidt on 8x8 with -m slow
+@pytest.mark.parametrize("name, mesh", [(k, m) for m in ((4, 3), (3, 7)) for k in KERNELS]
+                         + [("trisolv", (8, 8)), ("lu", (8, 8))]
+                         + [pytest.param(k, (8, 8), marks=pytest.mark.slow) for k in ("cholesky", "gramschmidt")])
 def test_step_owner_multicasts_execute_on_wse2(name, mesh):
     plan = _check(name, mesh, "wse2")
     assert len(plan["colours"]) <= plan["colour_budget"]
