@@ -99,7 +99,8 @@ def test_f16_programs_run_on_the_functional_model(name, tmp_path):
     assert sorted(n for n, _, _ in lines) == sorted(compiled.program.outputs), out
 
 
-@pytest.mark.parametrize("metric, k, mesh", [("l2", 2, (3, 2)), ("ip", 1, (4, 4))])
+# CI: l2 (inner products run on the functional model in test_int_arrays.py); ip with -m slow
+@pytest.mark.parametrize("metric, k, mesh", [("l2", 2, (3, 2)), pytest.param("ip", 1, (4, 4), marks=pytest.mark.slow)])
 def test_knn_over_an_f16_database_runs(metric, k, mesh, tmp_path):
     """k-NN with the database stored as f16 beside f32 queries and distances and int32 answers: the f16 rows in
     Float16 circular buffers and DRAM pages of 2048 B (the f32 tiles 4096 B), every kernel touching them on the

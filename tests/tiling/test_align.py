@@ -142,7 +142,7 @@ def test_both_priorities_are_tried_so_the_privatised_factorisation_runs_right_lo
     assert right["S0"] == right["S3"] == BEFORE and right["S4"] == "k"
 
 
-@pytest.mark.parametrize("n, mesh", [(12, (4, 4)), (13, (3, 5)), (10, (8, 8))])
+@pytest.mark.parametrize("n, mesh", [(12, (4, 4)), (13, (3, 5)), pytest.param(10, (8, 8), marks=pytest.mark.slow)])
 def test_the_privatised_factorisation_spreads_and_matches_native_c(n, mesh):
     prog = from_c(LUD, "lud", params={"n": n})
     compiled = mica.compile_affine(prog, mesh=mesh)

@@ -78,7 +78,8 @@ def test_mica_jobs_caps_the_processes(monkeypatch):
     assert forked.jobs() >= 1
 
 
-@pytest.mark.parametrize("mesh,target", [((8, 8), "wse2"), ((6, 5), "wse2")])
+# CI: 8x8; a mesh the sizes do not divide with -m slow
+@pytest.mark.parametrize("mesh,target", [((8, 8), "wse2"), pytest.param((6, 5), "wse2", marks=pytest.mark.slow)])
 def test_forked_search_chooses_the_plan_one_process_chooses(monkeypatch, mesh, target):
     """The decode layer has two splits (its 19 loop nests, and 30 operators distributed), so the second is
     mapped in a worker: the plan, every way's account and the run equal the one-process search's, and the run
