@@ -28,7 +28,7 @@ from .homes import relaid_home
 from .mapping import derive_schedule
 from .placement import packed_slabs, piece_phase, scaled_place, slab_places, slabs
 from .schedule import Home, Schedule, transposed
-from .search import Lowering, SearchReport, search
+from .search import Lowering, SearchReport, rejection, search
 from .split import (fixed_homes_after, loop_carried, mapped_program, operator_program, phase_operators,
                     split_operators)
 
@@ -280,13 +280,15 @@ def fallback_grids(mesh, deep: bool = False) -> list[tuple[int, int]]:
 class Way:
     """One way of mapping a program's operators that :func:`search_operators` tried: ``how`` it was mapped,
     its modelled ``cycles``, schedule and the report of its heaviest operator's search, or (``schedule`` None)
-    the first line of the error that rejected it."""
+    the first line of the error that rejected it and that error's cause (:func:`mica.tiling.search.rejection`:
+    ``sram``, ``colours``, ... or the error's class in lower case)."""
 
     how: str
     cycles: float = float("inf")
     schedule: Schedule | None = None
     report: SearchReport | None = None
     rejected: str = ""
+    cause: str = ""
 
     def line(self) -> str:
         """The way as one line of the account :func:`search_operators` gives."""
@@ -303,7 +305,7 @@ class _Ways:
         self.tried: list[Way] = []
 
     def reject(self, how: str, exc: MicaError) -> None:
-        self.tried.append(Way(how, rejected=str(exc).splitlines()[0][:200]))
+        self.tried.append(Way(how, rejected=str(exc).splitlines()[0][:200], cause=rejection(exc)[0]))
 
     def consider(self, how: str, make, reason: str) -> tuple[Schedule, SearchReport | None] | None:
         """Builds, verifies and costs the plan ``make()`` returns (with its search report), records it with
@@ -433,11 +435,26 @@ def _cheapest(ways: _Ways, one: Schedule, mesh) -> tuple[Schedule, SearchReport 
         except MicaError as exc:     # the plain reason (e.g. SRAM), with every way tried as detail
             exc.detail = "\n".join(["ways tried:"] + lines + ([exc.detail] if exc.detail else []))
             exc.args = (f"{exc.args[0]}; mapped operator by operator over the {mesh[0]}x{mesh[1]} mesh it "
-                        f"does not work either (the detail lists the ways tried)",)
+                        f"does not work either: {_rejections(ways.tried)} (the detail lists every way)",)
             raise
     return one.copy(reasons=one.reasons + (
         f"{op.name} has {len(split_operators(op))} top-level loop nest(s); chosen: one core "
         f"({one_cost:,.0f} modelled cycles), the cheapest of:",) + tuple(lines)), None
+
+
+def _rejections(tried: list[Way]) -> str:
+    """Why the ways ``tried`` (all rejected) failed, in a sentence: how many, by cause (most frequent first),
+    and the first way's own reason (the operators in program order on the whole mesh, the way a reader
+    expects first)."""
+    counts: dict[str, int] = {}
+    for w in tried:
+        counts[w.cause or "unknown"] = counts.get(w.cause or "unknown", 0) + 1
+    if not tried:
+        return "no way was tried"
+    tally = ", ".join(f"{n} for {cause}" for cause, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    first = tried[0]
+    return (f"{len(tried)} way(s) rejected ({tally}); the first, {first.how}: "
+            f"{first.rejected[:160]}")
 
 
 STREAM_PIECES = (2, 4)      # piece counts the search tries when it streams a program's operators

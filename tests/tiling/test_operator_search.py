@@ -296,3 +296,23 @@ def test_an_operator_whose_arrays_exceed_its_rectangles_sram_is_refused_before_a
     operators._check_rectangles_hold(prog, ops[:1], [((0, 0), (8, 1))], tiny)
     with pytest.raises(SramError, match=r"operator 0 of pm touches 524,288 bytes of arrays \(T 524,288 B\)"):
         operators._check_rectangles_hold(prog, ops[:1], [((0, 0), (3, 2))], tiny)
+
+
+def test_when_no_way_works_the_error_tallies_why_and_gives_the_first_ways_reason():
+    """Every way of mapping the operators fails (each array alone exceeds the two cores' SRAM) and so does one
+    core: the error is the one-core SramError, and it says how many ways were rejected, for what, and why the
+    first (the operators in program order) was."""
+    src = """void f(float A[200][200], float B[200][200], float C[200][200]) {
+      for (int i = 0; i < 200; i++) for (int j = 0; j < 200; j++) B[i][j] = A[i][j] * 2.0f;
+      for (int i = 0; i < 200; i++) for (int j = 0; j < 200; j++) C[i][j] = B[i][j] + A[i][j];
+    }"""
+    with pytest.raises(mica.SramError) as err:
+        mica.compile_affine(mica.affine.from_c(src), mesh=(2, 1))
+    text = str(err.value)
+    tally = re.search(r"does not work either: (\d+) way\(s\) rejected \((\d+) for sram\); the first, 2 operators "
+                      r"\(loop nests\), in program order: operator 0 of f touches 320,000 bytes", text)
+    assert tally and tally.group(1) == tally.group(2), text
+    detail = err.value.detail
+    assert detail.startswith("ways tried:")
+    ways = [line for line in detail.splitlines() if re.match(r"\s+rejected\s+(?!\s*one core:)", line)]
+    assert len(ways) == int(tally.group(1)), detail
