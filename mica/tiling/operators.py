@@ -132,8 +132,9 @@ def search_operators(op: Program, mesh, tgt: Target, lowering: Lowering, splits:
     ``incumbent``: the modelled cycles of a plan the caller already has for another form of the same
     computation (:func:`mica.tiling.expanded.search_expanded`: the program before its temporaries were
     expanded). The ladder of smaller grids that is walked while every way is slower than one core stops when
-    the incumbent is not: it only serves to beat the one-core plan, and the incumbent already does (deriche:
-    its expanded form's ladder down to 2x2 took 6 of a 34 s compile for plans the original's beat).
+    the incumbent is not: it only serves to beat the one-core plan, and the incumbent already does (deriche on
+    8x8: its expanded form's ladder, 4x4 then 2x2, took about 15 s of a 34 s compile for plans the original's
+    beat; 16.5 s with the incumbent, the same plan).
     """
     if splits is None:
         splits = operator_splits(op)
