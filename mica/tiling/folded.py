@@ -14,9 +14,10 @@ its axis has cores while the other axis is idle. A loop class that another opera
 both axes is not folded (one head of decode attention: its scores' operator spreads positions and the head
 dimension; searched folded, it took 10 s more to compile for no cheaper plan). At most :data:`MAX_FOLDS`
 classes are tried, each once, folded near its square root, and only in programs of at most
-:data:`MAX_STATEMENTS` statements (a compile-time budget: each fold is a whole search again). Not on targets with a DRAM level (Tenstorrent's):
-their engines work on 32x32 tiles, which the cost model does not price (:mod:`mica.targets`), so a fold that
-cuts a vector into blocks smaller than a tile would look cheaper than it is.
+:data:`MAX_STATEMENTS` statements (a compile-time budget: each fold is a whole search again). Not on targets
+with a DRAM level (Tenstorrent's): their engines work on 32x32 tiles, which the cost model does not price
+(:mod:`mica.targets`), so a fold that cuts a vector into blocks smaller than a tile would look cheaper than it
+is.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ by :func:`mica.meshir.verify.verify` and costed by :func:`mica.tiling.cost.estim
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, fields
 from itertools import chain, combinations
 from math import prod
@@ -447,11 +448,9 @@ def _rejections(tried: list[Way]) -> str:
     """Why the ways ``tried`` (all rejected) failed, in a sentence: how many, by cause (most frequent first),
     and the first way's own reason (the operators in program order on the whole mesh, the way a reader
     expects first)."""
-    counts: dict[str, int] = {}
-    for w in tried:
-        counts[w.cause or "unknown"] = counts.get(w.cause or "unknown", 0) + 1
     if not tried:
         return "no way was tried"
+    counts = Counter(w.cause or "unknown" for w in tried)
     tally = ", ".join(f"{n} for {cause}" for cause, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     first = tried[0]
     return (f"{len(tried)} way(s) rejected ({tally}); the first, {first.how}: "
